@@ -1,0 +1,172 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# metaroce build. Everything lands under build/; nothing is written into the source tree.
+#
+#   make            build every C and BPF object, the unit-test runner and the fuzz harnesses
+#   make deps       install the Debian packages the build and tests need (no-op when present)
+#   make check      deps + build + unit tests + unit tests under ASan/UBSan + bounded fuzzing
+#   make clean      remove build/
+#
+#   V=1             show the commands
+#   FUZZ_SECONDS=N  time per fuzz harness in `make check` (default 45)
+#   CK_RUN_SUITE=codec make unit   run one libcheck suite
+
+BUILD := build
+OBJ := $(BUILD)/obj
+SAN := $(BUILD)/asan
+FUZZ := $(BUILD)/fuzz
+
+CC ?= cc
+CLANG ?= clang
+FUZZ_SECONDS ?= 45
+
+ifeq ($(V),1)
+Q :=
+msg = @true
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)"
+endif
+
+WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	    -Wpointer-arith -Wvla -Wformat=2
+CPPFLAGS += -Ilib/include -Ilib -D_GNU_SOURCE
+CFLAGS ?= -O2 -g
+CFLAGS += -std=gnu11 $(WARNINGS) -fno-strict-aliasing -MMD -MP
+SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	     -fno-sanitize-recover=all
+# BPF C sees the kernel's UAPI headers; asm/ lives in the multiarch include directory on Debian.
+BPF_CFLAGS := -target bpf -O2 -g -std=gnu11 $(WARNINGS) -Ilib/include \
+	      -idirafter /usr/include/$(shell $(CC) -dumpmachine)
+
+CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
+
+# --- sources ---------------------------------------------------------------------------
+
+PROTO_SRCS := lib/proto/checksum.c lib/proto/codec.c
+UNIT_SRCS := $(wildcard tests/unit/*.c)
+FUZZ_HARNESSES := codec
+HEADER_CHECKS_BPF := tests/headers/wire_bpf.c
+
+PROTO_OBJS := $(PROTO_SRCS:%.c=$(OBJ)/%.o)
+UNIT_OBJS := $(UNIT_SRCS:%.c=$(OBJ)/%.o)
+SAN_PROTO_OBJS := $(PROTO_SRCS:%.c=$(SAN)/obj/%.o)
+SAN_UNIT_OBJS := $(UNIT_SRCS:%.c=$(SAN)/obj/%.o)
+
+LIBPROTO := $(BUILD)/lib/libmetaroce-proto.a
+SAN_LIBPROTO := $(SAN)/lib/libmetaroce-proto.a
+UNIT_RUNNER := $(BUILD)/tests/unit/runner
+SAN_UNIT_RUNNER := $(SAN)/tests/unit/runner
+FUZZ_BINS := $(FUZZ_HARNESSES:%=$(FUZZ)/fuzz_%)
+CORPUS_GEN := $(BUILD)/tests/fuzz/gen_corpus
+HEADER_CHECK_OBJS := $(HEADER_CHECKS_BPF:%.c=$(OBJ)/%.bpf.o)
+
+# --- top-level targets -----------------------------------------------------------------
+
+.PHONY: all deps check unit unit-asan fuzz clean
+.DEFAULT_GOAL := all
+
+all: $(LIBPROTO) $(UNIT_RUNNER) $(SAN_UNIT_RUNNER) $(FUZZ_BINS) $(CORPUS_GEN) $(HEADER_CHECK_OBJS)
+
+# Debian packages, one per line in the order a reader would look for them.
+DEB_PACKAGES := \
+	gcc libc6-dev make pkg-config \
+	clang libclang-rt-14-dev \
+	linux-libc-dev \
+	check
+
+deps:
+	$(Q)missing=$$(for p in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' \
+			|| printf ' %s' $$p; done); \
+	if [ -n "$$missing" ]; then \
+		sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+		printf '  %-8s %s\n' DEPS "installing$$missing"; \
+		$$sudo apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends \
+			$$missing >/dev/null; \
+	fi
+
+# The deps step runs first and on its own, so the rest of the build sees the new packages.
+check:
+	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)$(MAKE) --no-print-directory all
+	$(Q)$(MAKE) --no-print-directory unit unit-asan fuzz
+
+unit: $(UNIT_RUNNER)
+	$(call msg,TEST,unit)
+	$(Q)$(UNIT_RUNNER)
+
+unit-asan: $(SAN_UNIT_RUNNER)
+	$(call msg,TEST,unit under ASan+UBSan)
+	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+		$(SAN_UNIT_RUNNER)
+
+# Each harness starts from seeds the encoder writes, so the corpus follows the wire format.
+fuzz: $(FUZZ_BINS) $(CORPUS_GEN)
+	$(Q)set -e; for h in $(FUZZ_HARNESSES); do \
+		printf '  %-8s %s\n' FUZZ "$$h for $(FUZZ_SECONDS)s"; \
+		rm -rf $(FUZZ)/corpus/$$h $(FUZZ)/seeds/$$h; \
+		mkdir -p $(FUZZ)/corpus/$$h $(FUZZ)/seeds/$$h $(FUZZ)/artifacts/$$h; \
+		$(CORPUS_GEN) $$h $(FUZZ)/seeds/$$h; \
+		$(FUZZ)/fuzz_$$h -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-artifact_prefix=$(FUZZ)/artifacts/$$h/ \
+			$(FUZZ)/corpus/$$h $(FUZZ)/seeds/$$h > $(FUZZ)/$$h.log 2>&1 \
+			|| { tail -n 60 $(FUZZ)/$$h.log; exit 1; }; \
+		grep -E '^stat::number_of_executed_units|^Done' $(FUZZ)/$$h.log | sed 's/^/           /'; \
+	done
+
+clean:
+	$(call msg,CLEAN,$(BUILD))
+	$(Q)rm -rf $(BUILD)
+
+# --- rules -----------------------------------------------------------------------------
+
+$(OBJ)/%.o: %.c
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(if $(filter tests/%,$<),$(CHECK_CFLAGS)) -c $< -o $@
+
+$(SAN)/obj/%.o: %.c
+	$(call msg,CC-SAN,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) $(if $(filter tests/%,$<),$(CHECK_CFLAGS)) \
+		-c $< -o $@
+
+$(OBJ)/%.bpf.o: %.c
+	$(call msg,BPF,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
+
+$(LIBPROTO): $(PROTO_OBJS)
+	$(call msg,AR,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(SAN_LIBPROTO): $(SAN_PROTO_OBJS)
+	$(call msg,AR,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(UNIT_RUNNER): $(UNIT_OBJS) $(LIBPROTO)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS)
+
+$(SAN_UNIT_RUNNER): $(SAN_UNIT_OBJS) $(SAN_LIBPROTO)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS)
+
+$(FUZZ)/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRCS)
+	$(call msg,FUZZ-LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -fsanitize=fuzzer -o $@ $^
+
+$(CORPUS_GEN): tests/fuzz/gen_corpus.c $(LIBPROTO)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

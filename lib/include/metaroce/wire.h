@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * MetaRoCE wire protocol, version 1: the one definition of every byte on the wire.
+ *
+ * Included unchanged by the XDP programs (clang -target bpf), the sans-I/O engine, the codec,
+ * the dissector and the compliance suite. docs/SPEC.md is the normative text; requirement ids
+ * in comments ([R-n]) point into it.
+ *
+ * Rules for this file:
+ *  - fixed-width fields only, all multi-byte fields big-endian (network order);
+ *  - every struct is a multiple of 8 bytes with naturally aligned fields, so no packing
+ *    attributes are needed and layouts are identical on every ABI, BPF included;
+ *  - _Static_assert pins every size and the offsets that other code depends on;
+ *  - append-only: a value once given a meaning never changes meaning.
+ *
+ * A MetaRoCE packet is one UDP datagram whose payload is
+ *
+ *     +-------------+------------------------+-------------------+
+ *     | mrc_hdr     | extension header       | payload           |
+ *     | (24 bytes)  | (fixed size per opcode)| (payload_len)     |
+ *     +-------------+------------------------+-------------------+
+ *
+ * The checksum in mrc_hdr covers all three parts [R-40].
+ */
+#ifndef METAROCE_WIRE_H
+#define METAROCE_WIRE_H
+
+#include <linux/types.h>
+
+#ifndef __cplusplus
+#define MRC_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#else
+#define MRC_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#endif
+
+/* Protocol version carried in every packet. */
+#define MRC_WIRE_VERSION 1
+
+/* Default UDP destination port of a MetaRoCE endpoint (not IANA-assigned; configurable). */
+#define MRC_UDP_PORT_DEFAULT 4792
+
+/* Source ports used as per-path ECMP entropy are drawn from the dynamic range. */
+#define MRC_UDP_SPORT_MIN 49152
+#define MRC_UDP_SPORT_MAX 65535
+
+/* Largest MetaRoCE packet (UDP payload) a receiver accepts: the IPv4 UDP limit. */
+#define MRC_WIRE_MAX_PACKET 65507
+
+/* Longest message, as verbs' max_msg_sz; msg_len and READ length never exceed it. */
+#define MRC_MAX_MSG_LEN 0x80000000u
+
+/* Every endpoint accepts payloads of at least this many bytes; max_payload is never less. */
+#define MRC_MIN_PAYLOAD 256
+
+/* QPNs are 24 bits as in verbs; QPN 0 addresses the peer daemon itself. */
+#define MRC_QPN_DAEMON 0u
+#define MRC_QPN_MAX 0x00ffffffu
+
+/* Receive window and SACK vector: 256 consecutive PSNs starting at the cumulative PSN. */
+#define MRC_SACK_BITS 256
+#define MRC_SACK_BYTES (MRC_SACK_BITS / 8)
+
+/* Peer discovery announces at most this many plane addresses. */
+#define MRC_MAX_PLANES 16
+
+/*
+ * Opcodes [R-4]. Values are grouped: 0x01-0x0f sequenced requests and responses (they consume
+ * a PSN, are SACKed and retransmitted), 0x10-0x1f acknowledgements, 0x20-0x2f path probes,
+ * 0x30-0x3f daemon-to-daemon control, 0x40-0x4f QP control. Unlisted values are unknown.
+ */
+enum mrc_opcode {
+	MRC_OP_WRITE = 0x01,	      /* RDMA WRITE, data extension */
+	MRC_OP_WRITE_IMM = 0x02,      /* RDMA WRITE with immediate, data extension */
+	MRC_OP_SEND = 0x03,	      /* SEND into a posted receive, data extension */
+	MRC_OP_SEND_IMM = 0x04,	      /* SEND with immediate, data extension */
+	MRC_OP_READ_REQ = 0x05,	      /* RDMA READ request, read_req extension, no payload */
+	MRC_OP_READ_RESP = 0x06,      /* RDMA READ response data, data extension */
+	MRC_OP_ACK = 0x10,	      /* cumulative PSN + SACK + echoes + rate hint */
+	MRC_OP_NAK = 0x11,	      /* negative acknowledgement with an error kind */
+	MRC_OP_PROBE = 0x20,	      /* path liveness probe */
+	MRC_OP_PROBE_REPLY = 0x21,    /* answer to a probe, on the reverse path */
+	MRC_OP_DISCOVER = 0x30,	      /* daemon announces its planes and asks for the peer's */
+	MRC_OP_DISCOVER_REPLY = 0x31, /* the peer's planes, in answer */
+	MRC_OP_CLOSE = 0x40,	      /* the sending QP left RTS; the peer QP must stop */
+};
+
+/*
+ * Common header flags [R-5]. Bits not listed are reserved: sent as zero, ignored on receipt.
+ */
+#define MRC_F_ACK_REQ 0x0001u	/* sequenced: acknowledge this packet at once */
+#define MRC_F_RETX 0x0002u	/* sequenced: this is a retransmission */
+#define MRC_F_ECE 0x0004u	/* ACK/NAK/PROBE_REPLY: the echoed packet arrived CE-marked */
+#define MRC_F_INORDER 0x0008u	/* sequenced: sender runs the RoCEv2-like in-order mode */
+#define MRC_F_SOLICITED 0x0010u /* SEND*, WRITE_IMM: raise a solicited completion event */
+#define MRC_F_KNOWN                                                                            \
+	(MRC_F_ACK_REQ | MRC_F_RETX | MRC_F_ECE | MRC_F_INORDER | MRC_F_SOLICITED)
+
+/* Common header, first in every packet. */
+struct mrc_hdr {
+	__u8 version;	     /* MRC_WIRE_VERSION */
+	__u8 opcode;	     /* enum mrc_opcode */
+	__be16 flags;	     /* MRC_F_* */
+	__be32 dst_qpn;	     /* receiving QP (< 2^24); MRC_QPN_DAEMON for daemon-level packets */
+	__be32 psn;	     /* sequenced: packet sequence number; DISCOVER*: request id; else 0 */
+	__be32 tx_ts;	     /* sender clock in ns modulo 2^32, echoed for per-path RTT */
+	__be16 path_id;	     /* sender's index of the path this packet took, echoed in ACKs */
+	__be16 payload_len;  /* bytes after the extension header */
+	__be16 csum;	     /* Internet checksum of the whole MetaRoCE packet */
+	__be16 reserved;     /* zero */
+};
+MRC_STATIC_ASSERT(sizeof(struct mrc_hdr) == 24, "mrc_hdr is 24 bytes");
+
+/*
+ * Data extension: WRITE, WRITE_IMM, SEND, SEND_IMM, READ_RESP [R-20]. Every data packet says
+ * where its own bytes go, so a receiver places it the moment it arrives [R-21].
+ */
+struct mrc_data_ext {
+	__be32 msn;	/* message sequence number (READ_RESP: the READ_REQ's msn) */
+	__be32 rsn;	/* SEND, SEND_IMM, WRITE_IMM: receive sequence number, else 0 */
+	__be32 msg_len; /* total bytes of the message */
+	__be32 msg_off; /* offset of this packet's first payload byte in the message */
+	__be32 rkey;	/* WRITE*: target key; READ_RESP: requester's sink key; SEND*: 0 */
+	__be32 imm;	/* *_IMM: immediate data, opaque; else 0 */
+	__be64 raddr;	/* WRITE*, READ_RESP: address of this packet's first byte; SEND*: 0 */
+};
+MRC_STATIC_ASSERT(sizeof(struct mrc_data_ext) == 32, "mrc_data_ext is 32 bytes");
+
+/* READ request extension. */
+struct mrc_read_req_ext {
+	__be32 msn;	  /* message sequence number of this READ */
+	__be32 length;	  /* bytes to read */
+	__be32 rkey;	  /* responder's key for [raddr, raddr + length) */
+	__be32 sink_key;  /* requester's key the responses carry back */
+	__be64 raddr;	  /* responder address to read from */
+	__be64 sink_addr; /* requester address where byte 0 of the response lands */
+};
+MRC_STATIC_ASSERT(sizeof(struct mrc_read_req_ext) == 32, "mrc_read_req_ext is 32 bytes");
+
+/*
+ * ACK extension [R-32]. SACK bit i stands for PSN cum_psn + i, bit i lives in sack[i / 8] under
+ * mask 1 << (i % 8); bit 0 is always clear because cum_psn itself has not arrived.
+ */
+struct mrc_ack_ext {
+	__be32 cum_psn;	      /* every PSN before this one (serial arithmetic) has arrived */
+	__be32 echo_ts;	      /* tx_ts of the packet that triggered this ACK */
+	__be32 ack_delay_ns;  /* time the receiver held that packet's acknowledgement */
+	__be32 rate_hint;     /* receiver's fair share for this sender, kbit/s; 0 = none */
+	__be16 echo_path;     /* path_id of the packet that triggered this ACK */
+	__be16 ce_count;      /* CE-marked sequenced packets received on this QP, mod 2^16 */
+	__be32 reserved;      /* zero */
+	__u8 sack[MRC_SACK_BYTES];
+};
+MRC_STATIC_ASSERT(sizeof(struct mrc_ack_ext) == 56, "mrc_ack_ext is 56 bytes");
+
+/* NAK kinds. */
+enum mrc_nak_kind {
+	MRC_NAK_SEQ = 1,	   /* in-order mode only: gap; resend from cum_psn */
+	MRC_NAK_RNR = 2,	   /* SEND with no receive posted; retry after retry_after */
+	MRC_NAK_REMOTE_ACCESS = 3, /* bad key, out of bounds or access not granted */
+	MRC_NAK_INVALID_REQ = 4,   /* opcode not allowed, or message longer than the receive */
+	MRC_NAK_REMOTE_OP = 5,	   /* responder failed internally */
+};
+#define MRC_NAK_KIND_MAX MRC_NAK_REMOTE_OP
+
+/* NAK extension. */
+struct mrc_nak_ext {
+	__be32 cum_psn;	    /* as in ACK */
+	__be32 nak_psn;	    /* the offending packet */
+	__be32 msn;	    /* the message it belongs to */
+	__u8 kind;	    /* enum mrc_nak_kind */
+	__u8 reserved;	    /* zero */
+	__be16 retry_after; /* RNR: minimum wait in units of 10 us; else 0 */
+};
+MRC_STATIC_ASSERT(sizeof(struct mrc_nak_ext) == 16, "mrc_nak_ext is 16 bytes");
+
+/* PROBE extension. */
+struct mrc_probe_ext {
+	__be64 nonce; /* chosen by the prober, echoed in the reply */
+};
+MRC_STATIC_ASSERT(sizeof(struct mrc_probe_ext) == 8, "mrc_probe_ext is 8 bytes");
+
+/* PROBE_REPLY extension. */
+struct mrc_probe_reply_ext {
+	__be64 nonce;	  /* the probe's nonce */
+	__be32 echo_ts;	  /* the probe's tx_ts */
+	__be16 echo_path; /* the probe's path_id */
+	__be16 reserved;  /* zero */
+};
+MRC_STATIC_ASSERT(sizeof(struct mrc_probe_reply_ext) == 16, "mrc_probe_reply_ext is 16 bytes");
+
+/* DISCOVER and DISCOVER_REPLY extension; n_addrs address records follow as payload. */
+struct mrc_discover_ext {
+	__be64 node_id;	     /* random per daemon start; a new value means the peer restarted */
+	__be16 udp_port;     /* the sender's MetaRoCE listening port */
+	__be16 max_payload;  /* largest payload_len the sender accepts */
+	__u8 n_addrs;	     /* 1..MRC_MAX_PLANES records follow */
+	__u8 reserved[3];    /* zero */
+};
+MRC_STATIC_ASSERT(sizeof(struct mrc_discover_ext) == 16, "mrc_discover_ext is 16 bytes");
+
+#define MRC_AF_INET 4
+#define MRC_AF_INET6 6
+
+/* One plane address in a DISCOVER payload. IPv4 is stored IPv4-mapped (::ffff:a.b.c.d). */
+struct mrc_plane_addr {
+	__u8 family;   /* MRC_AF_INET or MRC_AF_INET6 */
+	__u8 plane;    /* the sender's plane index, < MRC_MAX_PLANES */
+	__be16 flags;  /* MRC_PLANE_F_* */
+	__u8 addr[16]; /* IPv6 address, or IPv4-mapped IPv6 address */
+};
+MRC_STATIC_ASSERT(sizeof(struct mrc_plane_addr) == 20, "mrc_plane_addr is 20 bytes");
+
+#define MRC_PLANE_F_DRAINED 0x0001u /* operator drained this plane: send nothing new on it */
+
+/* CLOSE reasons. */
+enum mrc_close_reason {
+	MRC_CLOSE_NORMAL = 0,	 /* the QP was destroyed or reset */
+	MRC_CLOSE_ERROR = 1,	 /* the QP entered the error state */
+	MRC_CLOSE_SHUTDOWN = 2,	 /* the daemon is stopping */
+};
+#define MRC_CLOSE_REASON_MAX MRC_CLOSE_SHUTDOWN
+
+/* CLOSE extension. */
+struct mrc_close_ext {
+	__be32 reason;	 /* enum mrc_close_reason */
+	__be32 reserved; /* zero */
+};
+MRC_STATIC_ASSERT(sizeof(struct mrc_close_ext) == 8, "mrc_close_ext is 8 bytes");
+
+/*
+ * Why a packet was refused. Stable and append-only: shared by the codec, the XDP programs
+ * (as drop reasons), the daemon's counters and metaroce-ctl [R-7].
+ */
+enum mrc_wire_error {
+	MRC_WIRE_OK = 0,
+	MRC_WIRE_E_TRUNCATED = 1, /* shorter than its headers */
+	MRC_WIRE_E_OVERSIZE = 2,  /* longer than MRC_WIRE_MAX_PACKET */
+	MRC_WIRE_E_VERSION = 3,	  /* version is not MRC_WIRE_VERSION */
+	MRC_WIRE_E_OPCODE = 4,	  /* opcode unknown */
+	MRC_WIRE_E_LENGTH = 5,	  /* lengths disagree with each other or with the datagram */
+	MRC_WIRE_E_CHECKSUM = 6,  /* integrity check failed */
+	MRC_WIRE_E_QPN = 7,	  /* dst_qpn not allowed for this opcode */
+	MRC_WIRE_E_FIELD = 8,	  /* a field holds a value the opcode does not allow */
+	MRC_WIRE_E_NOSPACE = 9,	  /* encoder: output buffer too small */
+};
+#define MRC_WIRE_ERROR_MAX MRC_WIRE_E_NOSPACE
+
+/* Offsets other code depends on (the BPF verifier walks exactly these). */
+MRC_STATIC_ASSERT(__builtin_offsetof(struct mrc_hdr, csum) == 20, "csum offset");
+MRC_STATIC_ASSERT(__builtin_offsetof(struct mrc_data_ext, raddr) == 24, "raddr offset");
+MRC_STATIC_ASSERT(__builtin_offsetof(struct mrc_ack_ext, sack) == 24, "sack offset");
+
+#endif /* METAROCE_WIRE_H */

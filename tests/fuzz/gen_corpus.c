@@ -1,0 +1,133 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Writes a fuzzing seed corpus with the real encoder, so the seeds follow the wire format as
+ * it changes: `gen_corpus codec DIR`. Each seed is a mode byte (odd: the harness reseals the
+ * checksum) followed by one valid packet of every opcode.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "proto/codec.h"
+
+static uint8_t out[1 + 9000];
+
+static int write_seed(const char *dir, const char *name, const struct mrc_packet *p)
+{
+	char path[4096];
+	size_t len;
+	FILE *f;
+	int err = mrc_encode(p, out + 1, sizeof(out) - 1, &len);
+
+	if (err) {
+		fprintf(stderr, "gen_corpus: encoding %s: %s\n", name, mrc_wire_error_name(err));
+		return -1;
+	}
+	out[0] = 1;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f || fwrite(out, 1, len + 1, f) != len + 1 || fclose(f) != 0) {
+		fprintf(stderr, "gen_corpus: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int codec_corpus(const char *dir)
+{
+	static const uint8_t payload[4096] = { 'm', 'e', 't', 'a' };
+	static const uint8_t ops[] = {
+		MRC_OP_WRITE,	    MRC_OP_WRITE_IMM, MRC_OP_SEND,	   MRC_OP_SEND_IMM,
+		MRC_OP_READ_REQ,    MRC_OP_READ_RESP, MRC_OP_ACK,	   MRC_OP_NAK,
+		MRC_OP_PROBE,	    MRC_OP_PROBE_REPLY, MRC_OP_DISCOVER, MRC_OP_DISCOVER_REPLY,
+		MRC_OP_CLOSE,
+	};
+	int failed = 0;
+
+	for (size_t i = 0; i < sizeof(ops); i++) {
+		struct mrc_packet p;
+
+		memset(&p, 0, sizeof(p));
+		p.opcode = ops[i];
+		p.dst_qpn = 0x11;
+		p.psn = 0xfffffffe;
+		p.tx_ts = 12345;
+		p.path_id = 1;
+		switch (ops[i]) {
+		case MRC_OP_WRITE:
+		case MRC_OP_WRITE_IMM:
+		case MRC_OP_READ_RESP:
+			p.u.data.rkey = 0x1234;
+			p.u.data.raddr = 0x10000;
+			/* fall through */
+		case MRC_OP_SEND:
+		case MRC_OP_SEND_IMM:
+			if (ops[i] == MRC_OP_WRITE_IMM || ops[i] == MRC_OP_SEND_IMM)
+				p.u.data.imm = 0xabcd;
+			if (ops[i] != MRC_OP_WRITE && ops[i] != MRC_OP_READ_RESP)
+				p.u.data.rsn = 3;
+			p.u.data.msn = 9;
+			p.u.data.msg_len = 5000;
+			p.u.data.msg_off = 1000;
+			p.payload = payload;
+			p.payload_len = 4000;
+			break;
+		case MRC_OP_READ_REQ:
+			p.u.read_req.length = 8192;
+			p.u.read_req.rkey = 1;
+			p.u.read_req.sink_key = 2;
+			p.u.read_req.raddr = 0x1000;
+			p.u.read_req.sink_addr = 0x2000;
+			break;
+		case MRC_OP_ACK:
+			p.u.ack.cum_psn = 100;
+			p.u.ack.sack[1] = 0x81;
+			p.u.ack.rate_hint_kbps = 1000000;
+			break;
+		case MRC_OP_NAK:
+			p.u.nak.kind = MRC_NAK_RNR;
+			p.u.nak.retry_after = 5;
+			break;
+		case MRC_OP_PROBE:
+			p.payload = payload;
+			p.payload_len = 64;
+			/* fall through */
+		case MRC_OP_PROBE_REPLY:
+			p.u.probe.nonce = 42;
+			break;
+		case MRC_OP_DISCOVER:
+		case MRC_OP_DISCOVER_REPLY:
+			p.dst_qpn = 0;
+			p.u.discover.node_id = 7;
+			p.u.discover.udp_port = MRC_UDP_PORT_DEFAULT;
+			p.u.discover.max_payload = 4096;
+			p.u.discover.n_addrs = 2;
+			p.u.discover.addrs[0].family = MRC_AF_INET;
+			p.u.discover.addrs[0].addr[10] = 0xff;
+			p.u.discover.addrs[0].addr[11] = 0xff;
+			p.u.discover.addrs[0].addr[12] = 198;
+			p.u.discover.addrs[0].addr[13] = 18;
+			p.u.discover.addrs[0].addr[15] = 1;
+			p.u.discover.addrs[1].family = MRC_AF_INET6;
+			p.u.discover.addrs[1].plane = 1;
+			p.u.discover.addrs[1].addr[0] = 0xfd;
+			p.u.discover.addrs[1].addr[15] = 1;
+			break;
+		case MRC_OP_CLOSE:
+			p.u.close.reason = MRC_CLOSE_ERROR;
+			break;
+		}
+		failed |= write_seed(dir, mrc_opcode_name(ops[i]), &p);
+	}
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3 || strcmp(argv[1], "codec") != 0) {
+		fprintf(stderr, "usage: gen_corpus codec DIR\n");
+		return 2;
+	}
+	return codec_corpus(argv[2]);
+}

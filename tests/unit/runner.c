@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Runs every unit suite. libcheck honours CK_RUN_SUITE=<suite> and CK_RUN_CASE=<case> to run
+ * one of them, CK_FORK=no to debug in one process, and CK_VERBOSITY=verbose to list each test.
+ */
+#include <stdlib.h>
+
+#include "suites.h"
+
+int main(void)
+{
+	SRunner *runner = srunner_create(checksum_suite());
+	int failed;
+
+	srunner_add_suite(runner, codec_suite());
+	srunner_run_all(runner, CK_ENV);
+	failed = srunner_ntests_failed(runner);
+	srunner_free(runner);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

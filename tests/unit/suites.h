@@ -1,0 +1,11 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* One libcheck suite per module; tests/unit/runner.c runs them all, or CK_RUN_SUITE=name. */
+#ifndef METAROCE_TESTS_UNIT_SUITES_H
+#define METAROCE_TESTS_UNIT_SUITES_H
+
+#include <check.h>
+
+Suite *checksum_suite(void);
+Suite *codec_suite(void);
+
+#endif
