@@ -32,7 +32,8 @@ WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototy
 	    -Wpointer-arith -Wvla -Wformat=2
 CPPFLAGS += -Ilib/include -Ilib -D_GNU_SOURCE
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 $(WARNINGS) -fno-strict-aliasing -MMD -MP
+CFLAGS += -std=gnu11 $(WARNINGS) -fno-strict-aliasing
+DEPFLAGS = -MMD -MP
 SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	     -fno-sanitize-recover=all
 # BPF C sees the kernel's UAPI headers; asm/ lives in the multiarch include directory on Debian.
@@ -68,6 +69,7 @@ HEADER_CHECK_OBJS := $(HEADER_CHECKS_BPF:%.c=$(OBJ)/%.bpf.o)
 .DEFAULT_GOAL := all
 
 all: $(LIBPROTO) $(UNIT_RUNNER) $(SAN_UNIT_RUNNER) $(FUZZ_BINS) $(CORPUS_GEN) $(HEADER_CHECK_OBJS)
+	@:
 
 # Debian packages, one per line in the order a reader would look for them.
 DEB_PACKAGES := \
@@ -126,18 +128,19 @@ clean:
 $(OBJ)/%.o: %.c
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(if $(filter tests/%,$<),$(CHECK_CFLAGS)) -c $< -o $@
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) $(if $(filter tests/%,$<),$(CHECK_CFLAGS)) \
+		-c $< -o $@
 
 $(SAN)/obj/%.o: %.c
 	$(call msg,CC-SAN,$<)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) $(if $(filter tests/%,$<),$(CHECK_CFLAGS)) \
-		-c $< -o $@
+	$(Q)$(CLANG) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) $(SAN_FLAGS) \
+		$(if $(filter tests/%,$<),$(CHECK_CFLAGS)) -c $< -o $@
 
 $(OBJ)/%.bpf.o: %.c
 	$(call msg,BPF,$<)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -MMD -MP -c $< -o $@
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(LIBPROTO): $(PROTO_OBJS)
 	$(call msg,AR,$@)
@@ -159,14 +162,16 @@ $(SAN_UNIT_RUNNER): $(SAN_UNIT_OBJS) $(SAN_LIBPROTO)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS)
 
-$(FUZZ)/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRCS)
+# Harnesses compile the library sources themselves: libFuzzer needs its coverage
+# instrumentation in the code under test, not only in the harness.
+$(FUZZ)/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRCS) $(wildcard lib/include/metaroce/*.h lib/proto/*.h)
 	$(call msg,FUZZ-LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -fsanitize=fuzzer -o $@ $^
+	$(Q)$(CLANG) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -fsanitize=fuzzer -o $@ $(filter %.c,$^)
 
-$(CORPUS_GEN): tests/fuzz/gen_corpus.c $(LIBPROTO)
+$(CORPUS_GEN): $(OBJ)/tests/fuzz/gen_corpus.o $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $^
+	$(Q)$(CC) $(CFLAGS) -o $@ $^
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
