@@ -56,6 +56,7 @@ static void store_be64(uint8_t *p, uint64_t v)
 
 struct opcode_info {
 	const char *name;
+	uint16_t flags;	     /* MRC_F_* defined for the opcode */
 	uint8_t ext_len;     /* extension header bytes; 0 marks an unknown opcode */
 	uint8_t sequenced;   /* consumes a PSN */
 	uint8_t data;	     /* data extension + payload to place */
@@ -69,23 +70,38 @@ enum qpn_rule {
 	QPN_ANY,     /* 0 .. MRC_QPN_MAX */
 };
 
+#define SEQ_FLAGS (MRC_F_ACK_REQ | MRC_F_RETX | MRC_F_INORDER)
+
 static const struct opcode_info opcodes[256] = {
-	[MRC_OP_WRITE] = { "write", sizeof(struct mrc_data_ext), 1, 1, 1, QPN_QP },
-	[MRC_OP_WRITE_IMM] = { "write_imm", sizeof(struct mrc_data_ext), 1, 1, 1, QPN_QP },
-	[MRC_OP_SEND] = { "send", sizeof(struct mrc_data_ext), 1, 1, 1, QPN_QP },
-	[MRC_OP_SEND_IMM] = { "send_imm", sizeof(struct mrc_data_ext), 1, 1, 1, QPN_QP },
-	[MRC_OP_READ_REQ] = { "read_req", sizeof(struct mrc_read_req_ext), 1, 0, 0, QPN_QP },
-	[MRC_OP_READ_RESP] = { "read_resp", sizeof(struct mrc_data_ext), 1, 1, 1, QPN_QP },
-	[MRC_OP_ACK] = { "ack", sizeof(struct mrc_ack_ext), 0, 0, 0, QPN_QP },
-	[MRC_OP_NAK] = { "nak", sizeof(struct mrc_nak_ext), 0, 0, 0, QPN_QP },
-	[MRC_OP_PROBE] = { "probe", sizeof(struct mrc_probe_ext), 0, 0, 1, QPN_ANY },
-	[MRC_OP_PROBE_REPLY] = { "probe_reply", sizeof(struct mrc_probe_reply_ext), 0, 0, 0,
-				 QPN_ANY },
-	[MRC_OP_DISCOVER] = { "discover", sizeof(struct mrc_discover_ext), 0, 0, 1, QPN_DAEMON },
-	[MRC_OP_DISCOVER_REPLY] = { "discover_reply", sizeof(struct mrc_discover_ext), 0, 0, 1,
-				    QPN_DAEMON },
-	[MRC_OP_CLOSE] = { "close", sizeof(struct mrc_close_ext), 0, 0, 0, QPN_QP },
+	[MRC_OP_WRITE] = { "write", SEQ_FLAGS, sizeof(struct mrc_data_ext), 1, 1, 1, QPN_QP },
+	[MRC_OP_WRITE_IMM] = { "write_imm", SEQ_FLAGS | MRC_F_SOLICITED,
+			       sizeof(struct mrc_data_ext), 1, 1, 1, QPN_QP },
+	[MRC_OP_SEND] = { "send", SEQ_FLAGS | MRC_F_SOLICITED, sizeof(struct mrc_data_ext), 1, 1,
+			  1, QPN_QP },
+	[MRC_OP_SEND_IMM] = { "send_imm", SEQ_FLAGS | MRC_F_SOLICITED,
+			      sizeof(struct mrc_data_ext), 1, 1, 1, QPN_QP },
+	[MRC_OP_READ_REQ] = { "read_req", SEQ_FLAGS, sizeof(struct mrc_read_req_ext), 1, 0, 0,
+			      QPN_QP },
+	[MRC_OP_READ_RESP] = { "read_resp", SEQ_FLAGS, sizeof(struct mrc_data_ext), 1, 1, 1,
+			       QPN_QP },
+	[MRC_OP_ACK] = { "ack", MRC_F_ECE, sizeof(struct mrc_ack_ext), 0, 0, 0, QPN_QP },
+	[MRC_OP_NAK] = { "nak", MRC_F_ECE, sizeof(struct mrc_nak_ext), 0, 0, 0, QPN_QP },
+	[MRC_OP_PROBE] = { "probe", 0, sizeof(struct mrc_probe_ext), 0, 0, 1, QPN_ANY },
+	[MRC_OP_PROBE_REPLY] = { "probe_reply", MRC_F_ECE, sizeof(struct mrc_probe_reply_ext), 0,
+				 0, 0, QPN_ANY },
+	[MRC_OP_DISCOVER] = { "discover", 0, sizeof(struct mrc_discover_ext), 0, 0, 1,
+			      QPN_DAEMON },
+	[MRC_OP_DISCOVER_REPLY] = { "discover_reply", 0, sizeof(struct mrc_discover_ext), 0, 0,
+				    1, QPN_DAEMON },
+	[MRC_OP_CLOSE] = { "close", 0, sizeof(struct mrc_close_ext), 0, 0, 0, QPN_QP },
 };
+
+/* psn carries meaning only in sequenced packets and as DISCOVER's request id. */
+static int psn_meaningful(uint8_t opcode)
+{
+	return opcodes[opcode].sequenced || opcode == MRC_OP_DISCOVER ||
+	       opcode == MRC_OP_DISCOVER_REPLY;
+}
 
 int mrc_opcode_is_known(uint8_t opcode)
 {
@@ -100,6 +116,11 @@ int mrc_opcode_is_sequenced(uint8_t opcode)
 int mrc_opcode_is_data(uint8_t opcode)
 {
 	return opcodes[opcode].data;
+}
+
+uint16_t mrc_opcode_flags(uint8_t opcode)
+{
+	return opcodes[opcode].flags;
 }
 
 size_t mrc_header_len(uint8_t opcode)
@@ -388,9 +409,9 @@ int mrc_decode(const void *buf, size_t len, struct mrc_packet *pkt)
 	if (!mrc_csum_verify(p, len))
 		return MRC_WIRE_E_CHECKSUM;
 
-	pkt->flags = GET16(p, struct mrc_hdr, flags) & MRC_F_KNOWN;
+	pkt->flags = GET16(p, struct mrc_hdr, flags) & opcodes[pkt->opcode].flags;
 	pkt->dst_qpn = GET32(p, struct mrc_hdr, dst_qpn);
-	pkt->psn = GET32(p, struct mrc_hdr, psn);
+	pkt->psn = psn_meaningful(pkt->opcode) ? GET32(p, struct mrc_hdr, psn) : 0;
 	pkt->tx_ts = GET32(p, struct mrc_hdr, tx_ts);
 	pkt->path_id = GET16(p, struct mrc_hdr, path_id);
 	pkt->payload = p + hdr_len;
@@ -524,9 +545,9 @@ int mrc_encode(const struct mrc_packet *pkt, void *buf, size_t cap, size_t *out_
 	memset(p, 0, hdr_len);
 	*FIELD_AT(p, struct mrc_hdr, version) = MRC_WIRE_VERSION;
 	*FIELD_AT(p, struct mrc_hdr, opcode) = pkt->opcode;
-	PUT16(p, struct mrc_hdr, flags, pkt->flags & MRC_F_KNOWN);
+	PUT16(p, struct mrc_hdr, flags, pkt->flags & opcodes[pkt->opcode].flags);
 	PUT32(p, struct mrc_hdr, dst_qpn, pkt->dst_qpn);
-	PUT32(p, struct mrc_hdr, psn, pkt->psn);
+	PUT32(p, struct mrc_hdr, psn, psn_meaningful(pkt->opcode) ? pkt->psn : 0);
 	PUT32(p, struct mrc_hdr, tx_ts, pkt->tx_ts);
 	PUT16(p, struct mrc_hdr, path_id, pkt->path_id);
 	PUT16(p, struct mrc_hdr, payload_len, checked.payload_len);

@@ -10,8 +10,8 @@
  *   -> TRUNCATED (shorter than the opcode's extension)  ->  LENGTH (payload_len vs datagram)
  *   -> CHECKSUM  ->  QPN  ->  FIELD / LENGTH (per-opcode rules)
  *
- * Reserved fields and unknown flag bits are ignored on receipt [R-5]; the encoder writes
- * them as zero. The decoder never copies the payload: mrc_packet.payload points into the
+ * Reserved fields, unknown flag bits, flags an opcode does not define and psn where it has no
+ * meaning are ignored on receipt (decoded as zero) and written as zero [R-5, R-15, R-16]. The decoder never copies the payload: mrc_packet.payload points into the
  * caller's buffer, which must outlive the struct.
  */
 #ifndef METAROCE_PROTO_CODEC_H
@@ -111,6 +111,9 @@ int mrc_opcode_is_sequenced(uint8_t opcode);
 
 /* True for the opcodes that carry the data extension and a payload to place. */
 int mrc_opcode_is_data(uint8_t opcode);
+
+/* The MRC_F_* flags an opcode defines; 0 for an unknown opcode. */
+uint16_t mrc_opcode_flags(uint8_t opcode);
 
 /* Bytes of the common plus extension header of an opcode; 0 for an unknown opcode. */
 size_t mrc_header_len(uint8_t opcode);

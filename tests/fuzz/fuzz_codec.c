@@ -4,7 +4,8 @@
  *
  * Oracles, beyond "no crash, no sanitizer report":
  *  - a decoded packet re-encodes, and the re-encoding decodes to the same packet;
- *  - the re-encoding is byte-identical to the input except for reserved bits [R-5];
+ *  - the re-encoding is byte-identical to the input except for what is ignored on receipt
+ *    (reserved fields, undefined flags, meaningless psn) [R-5, R-15, R-16];
  *  - the decoder never reports OK for a packet whose checksum fails [R-41].
  * Random bytes almost never carry a valid checksum, so when the first input byte is odd the
  * harness repairs the checksum of the rest first: both sides of the integrity check get
@@ -35,10 +36,14 @@ static void reseal(uint8_t *p, size_t len)
 static void clear_ignored(uint8_t *p, size_t len, uint8_t opcode)
 {
 	uint8_t *ext = p + sizeof(struct mrc_hdr);
+	uint16_t defined = mrc_opcode_flags(opcode);
 
-	p[2] &= (uint8_t)(MRC_F_KNOWN >> 8);
-	p[3] &= (uint8_t)MRC_F_KNOWN;
+	p[2] &= (uint8_t)(defined >> 8);
+	p[3] &= (uint8_t)defined;
 	p[22] = p[23] = 0;
+	if (!mrc_opcode_is_sequenced(opcode) && opcode != MRC_OP_DISCOVER &&
+	    opcode != MRC_OP_DISCOVER_REPLY)
+		memset(p + 8, 0, 4); /* psn */
 
 	switch (opcode) {
 	case MRC_OP_ACK:

@@ -69,7 +69,7 @@ static struct mrc_packet sample(uint8_t op, int variant)
 	for (size_t i = 0; i < sizeof(payload_bytes); i++)
 		payload_bytes[i] = (uint8_t)(i * 31 + 7);
 	p.opcode = op;
-	p.flags = hi ? MRC_F_KNOWN : mid ? MRC_F_ACK_REQ | MRC_F_RETX : 0;
+	p.flags = hi ? mrc_opcode_flags(op) : mid ? mrc_opcode_flags(op) & MRC_F_RETX : 0;
 	p.dst_qpn = hi ? MRC_QPN_MAX : mid ? 0x123456 : 1;
 	p.tx_ts = hi ? UINT32_MAX : mid ? 0x80000000u : 0;
 	p.path_id = hi ? UINT16_MAX : mid ? 0x0100 : 0;
@@ -416,6 +416,34 @@ START_TEST(mrc_decode__reserved_fields_and_unknown_flags_ignored)
 	ck_assert_uint_eq(got.flags, MRC_F_ECE);
 	ck_assert_int_eq(mrc_encode(&got, buf, sizeof(buf), &len), MRC_WIRE_OK);
 	ck_assert_mem_eq(buf, kat_ack, sizeof(kat_ack));
+}
+END_TEST
+
+/* A flag an opcode does not define, and psn where it means nothing, are ignored on receipt
+ * and never sent [R-15, R-16]. */
+START_TEST(mrc_codec__undefined_flags_and_psn_zeroed)
+{
+	struct mrc_packet w = sample(MRC_OP_WRITE, 2), a = sample(MRC_OP_ACK, 2), got;
+	size_t len;
+
+	w.flags = MRC_F_KNOWN;
+	len = encode_ok(&w);
+	ck_assert_uint_eq((unsigned)(buf[2] << 8 | buf[3]),
+			  MRC_F_ACK_REQ | MRC_F_RETX | MRC_F_INORDER);
+	ck_assert_int_eq(mrc_decode(buf, len, &got), MRC_WIRE_OK);
+	ck_assert_uint_eq(got.flags, MRC_F_ACK_REQ | MRC_F_RETX | MRC_F_INORDER);
+
+	a.psn = 0x12345678;
+	len = encode_ok(&a);
+	ck_assert_uint_eq(buf[8] | buf[9] | buf[10] | buf[11], 0);
+	put_be32(buf + 8, 0x12345678);
+	buf[3] |= MRC_F_SOLICITED;
+	reseal(buf, len);
+	ck_assert_int_eq(mrc_decode(buf, len, &got), MRC_WIRE_OK);
+	ck_assert_uint_eq(got.psn, 0);
+	ck_assert_uint_eq(got.flags, 0);
+	ck_assert_uint_eq(mrc_opcode_flags(MRC_OP_SEND) & MRC_F_SOLICITED, MRC_F_SOLICITED);
+	ck_assert_uint_eq(mrc_opcode_flags(0x7f), 0);
 }
 END_TEST
 
@@ -834,6 +862,7 @@ Suite *codec_suite(void)
 	tcase_add_test(trip, mrc_decode__max_packet_accepted_one_more_oversize);
 	tcase_add_test(trip, mrc_encode__payload_in_place);
 	tcase_add_test(trip, mrc_decode__reserved_fields_and_unknown_flags_ignored);
+	tcase_add_test(trip, mrc_codec__undefined_flags_and_psn_zeroed);
 	tcase_add_test(trip, mrc_encode__nospace);
 	tcase_add_test(trip, mrc_encode__unknown_opcode);
 	tcase_add_test(trip, mrc_wire_error_name__every_code_named_distinctly);

@@ -81,11 +81,13 @@ enum mrc_opcode {
 	MRC_OP_PROBE_REPLY = 0x21,    /* answer to a probe, on the reverse path */
 	MRC_OP_DISCOVER = 0x30,	      /* daemon announces its planes and asks for the peer's */
 	MRC_OP_DISCOVER_REPLY = 0x31, /* the peer's planes, in answer */
-	MRC_OP_CLOSE = 0x40,	      /* the sending QP left RTS; the peer QP must stop */
+	MRC_OP_CLOSE = 0x40,	      /* the sending QP left RTR/RTS; the peer QP must stop */
 };
 
 /*
  * Common header flags [R-5]. Bits not listed are reserved: sent as zero, ignored on receipt.
+ * A flag is defined only for the opcodes named beside it; elsewhere it is sent as zero and
+ * ignored [R-15].
  */
 #define MRC_F_ACK_REQ 0x0001u	/* sequenced: acknowledge this packet at once */
 #define MRC_F_RETX 0x0002u	/* sequenced: this is a retransmission */
@@ -103,7 +105,8 @@ struct mrc_hdr {
 	__be32 dst_qpn;	     /* receiving QP (< 2^24); MRC_QPN_DAEMON for daemon-level packets */
 	__be32 psn;	     /* sequenced: packet sequence number; DISCOVER*: request id; else 0 */
 	__be32 tx_ts;	     /* sender clock in ns modulo 2^32, echoed for per-path RTT */
-	__be16 path_id;	     /* sender's index of the path this packet took, echoed in ACKs */
+	__be16 path_id;	     /* sequenced, PROBE: sender's path index; ACK, NAK, PROBE_REPLY: the
+				path_id of the packet answered; else 0 */
 	__be16 payload_len;  /* bytes after the extension header */
 	__be16 csum;	     /* Internet checksum of the whole MetaRoCE packet */
 	__be16 reserved;     /* zero */
@@ -155,7 +158,7 @@ MRC_STATIC_ASSERT(sizeof(struct mrc_ack_ext) == 56, "mrc_ack_ext is 56 bytes");
 /* NAK kinds. */
 enum mrc_nak_kind {
 	MRC_NAK_SEQ = 1,	   /* in-order mode only: gap; resend from cum_psn */
-	MRC_NAK_RNR = 2,	   /* SEND with no receive posted; retry after retry_after */
+	MRC_NAK_RNR = 2,	   /* SEND* or WRITE_IMM with no receive posted; retry later */
 	MRC_NAK_REMOTE_ACCESS = 3, /* bad key, out of bounds or access not granted */
 	MRC_NAK_INVALID_REQ = 4,   /* opcode not allowed, or message longer than the receive */
 	MRC_NAK_REMOTE_OP = 5,	   /* responder failed internally */
