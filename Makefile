@@ -30,7 +30,7 @@ endif
 
 WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	    -Wpointer-arith -Wvla -Wformat=2
-CPPFLAGS += -Ilib/include -Ilib -D_GNU_SOURCE
+CPPFLAGS += -Ilib/include -Ilib -Itests -D_GNU_SOURCE
 CFLAGS ?= -O2 -g
 CFLAGS += -std=gnu11 $(WARNINGS) -fno-strict-aliasing
 DEPFLAGS = -MMD -MP
@@ -45,8 +45,8 @@ CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
 # --- sources ---------------------------------------------------------------------------
 
-PROTO_SRCS := lib/proto/checksum.c lib/proto/codec.c
-UNIT_SRCS := $(wildcard tests/unit/*.c)
+PROTO_SRCS := $(sort $(wildcard lib/proto/*.c))
+UNIT_SRCS := $(wildcard tests/unit/*.c) $(wildcard tests/harness/*.c)
 FUZZ_HARNESSES := codec
 HEADER_CHECKS_BPF := tests/headers/wire_bpf.c
 

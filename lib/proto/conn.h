@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The MetaRoCE connection (QP) engine: sans-I/O, no clock, no sockets.
+ *
+ * The caller owns time and I/O and drives one connection with four calls:
+ *
+ *   mrc_conn_recv(conn, &rx, bytes, len, now)     a datagram arrived for this QP
+ *   mrc_conn_send(conn, buf, cap, &tx, now, &n)   next packet to transmit, if any
+ *   mrc_conn_next_timeout(conn)                   when to call on_timeout at the latest
+ *   mrc_conn_on_timeout(conn, now)                timers (RTO, delayed ACK, probes, ...)
+ *
+ * and posts work with mrc_conn_post_send() / mrc_conn_post_recv(). Completions come back
+ * through the complete callback; one-sided placement asks the mr_lookup callback to turn a
+ * key and an address range into host memory the engine may copy to or from.
+ *
+ * Times are nanoseconds on any monotonic clock. Paths are (plane, UDP source port): the
+ * caller maps a plane to a local socket and the peer's address on it. The engine allocates
+ * all its memory in mrc_conn_new() and none while packets flow.
+ */
+#ifndef METAROCE_PROTO_CONN_H
+#define METAROCE_PROTO_CONN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <metaroce/drop_reasons.h>
+#include <metaroce/wire.h>
+
+#include "cc.h"
+#include "codec.h"
+#include "path.h"
+#include "ratehint.h"
+#include "rtt.h"
+
+#define MRC_MAX_SGE 4
+
+enum mrc_mode {
+	MRC_MODE_METAROCE = 0, /* out-of-order placement, SACK, multipath */
+	MRC_MODE_ROCEV2 = 1,   /* baseline: one path, in-order, go-back-N */
+};
+
+enum mrc_qp_state {
+	MRC_QPS_RTS = 0, /* ready to send and receive */
+	MRC_QPS_ERR = 1, /* error: everything outstanding is flushed */
+};
+
+enum mrc_wr_opcode {
+	MRC_WR_WRITE = 0,
+	MRC_WR_WRITE_IMM,
+	MRC_WR_SEND,
+	MRC_WR_SEND_IMM,
+	MRC_WR_READ,
+};
+
+#define MRC_SEND_SIGNALED 0x01u	 /* produce a completion on success */
+#define MRC_SEND_SOLICITED 0x02u /* ask the receiver for a solicited event */
+#define MRC_SEND_FENCE 0x04u	 /* wait for earlier READs to complete */
+
+/* Work-completion statuses, as verbs applications know them (ibv_wc_status). */
+enum mrc_wc_status {
+	MRC_WC_SUCCESS = 0,
+	MRC_WC_LOC_LEN_ERR,	 /* receive too small for the incoming message */
+	MRC_WC_WR_FLUSH_ERR,	 /* flushed: the QP entered the error state */
+	MRC_WC_REM_ACCESS_ERR,	 /* peer refused the key, range or permission */
+	MRC_WC_REM_INV_REQ_ERR,	 /* peer refused the request (e.g. longer than its receive) */
+	MRC_WC_REM_OP_ERR,	 /* peer failed internally */
+	MRC_WC_RETRY_EXC_ERR,	 /* no progress within the retry budget */
+	MRC_WC_RNR_RETRY_EXC_ERR, /* peer had no receive posted, retries exhausted */
+	MRC_WC_LOC_QP_OP_ERR,	 /* the local request was malformed */
+};
+
+enum mrc_wc_opcode {
+	MRC_WC_SEND = 0,
+	MRC_WC_RDMA_WRITE,
+	MRC_WC_RDMA_READ,
+	MRC_WC_RECV,		  /* a SEND or SEND with immediate arrived */
+	MRC_WC_RECV_RDMA_WITH_IMM, /* a WRITE with immediate arrived */
+};
+
+#define MRC_WC_WITH_IMM 0x01u
+#define MRC_WC_SOLICITED 0x02u
+
+struct mrc_sge {
+	void *host;	/* where the bytes are in this process */
+	uint64_t addr;	/* the address the application knows them by (for READ sinks) */
+	uint32_t length;
+	uint32_t lkey;
+};
+
+struct mrc_send_wr {
+	uint64_t wr_id;
+	uint8_t opcode;	 /* enum mrc_wr_opcode */
+	uint8_t flags;	 /* MRC_SEND_* */
+	uint8_t num_sge;
+	struct mrc_sge sge[MRC_MAX_SGE];
+	uint32_t imm;	 /* *_IMM */
+	uint32_t rkey;	 /* WRITE*, READ */
+	uint64_t raddr;	 /* WRITE*, READ */
+};
+
+struct mrc_recv_wr {
+	uint64_t wr_id;
+	uint8_t num_sge;
+	struct mrc_sge sge[MRC_MAX_SGE];
+};
+
+struct mrc_completion {
+	uint64_t wr_id;
+	uint8_t status; /* enum mrc_wc_status */
+	uint8_t opcode; /* enum mrc_wc_opcode */
+	uint8_t flags;	/* MRC_WC_* */
+	uint32_t byte_len;
+	uint32_t imm;
+};
+
+/* Access a one-sided operation needs from a memory region. */
+#define MRC_ACCESS_REMOTE_WRITE 0x1u
+#define MRC_ACCESS_REMOTE_READ 0x2u
+
+struct mrc_conn_callbacks {
+	/*
+	 * Resolves [addr, addr + len) under key to host memory with the given access. Returns
+	 * 0 and sets *host, or -1 when the key is unknown, the range falls outside the region
+	 * or the access is not granted [R-27, R-121].
+	 */
+	int (*mr_lookup)(void *user, uint32_t key, uint64_t addr, uint32_t len, unsigned access,
+			 uint8_t **host);
+	/* A work request finished; from_recv_queue tells which queue it was posted to. */
+	void (*complete)(void *user, bool from_recv_queue, const struct mrc_completion *wc);
+};
+
+struct mrc_path_config {
+	uint8_t plane;
+	uint16_t sport;
+};
+
+struct mrc_conn_config {
+	uint8_t mode;		  /* enum mrc_mode */
+	uint32_t local_qpn;
+	uint32_t remote_qpn;
+	uint32_t sq_psn;	  /* first PSN this side sends */
+	uint32_t rq_psn;	  /* first PSN expected from the peer */
+	uint16_t max_payload;	  /* payload bytes per data packet */
+	uint8_t n_paths;	  /* 1..MRC_MAX_PATHS; RoCEv2 mode uses path 0 only */
+	struct mrc_path_config paths[MRC_MAX_PATHS];
+	uint32_t sq_depth;	  /* send work requests outstanding at most */
+	uint32_t rq_depth;	  /* receive work requests posted at most */
+	uint32_t max_rd_atomic;	  /* READs this side has outstanding at most */
+	uint32_t max_dest_rd_atomic; /* READs the peer may have outstanding here */
+	unsigned qp_access;	  /* MRC_ACCESS_* the peer may use on this QP */
+	uint8_t retry_cnt;	  /* verbs retry_cnt: RTO expiries without progress, per path */
+	uint8_t rnr_retry;	  /* verbs rnr_retry; 7 = unlimited */
+	bool sq_sig_all;	  /* every send work request completes, signaled or not */
+	struct mrc_rtt_limits rto;
+	struct mrc_cc_params cc;
+	const struct mrc_cc_ops *cc_ops;
+	uint32_t reorder_threshold;    /* later packets on the same path that prove a loss */
+	uint32_t fail_after_timeouts;  /* RTO expiries without ECN that fail a path */
+	uint32_t redraw_after_probes;  /* unanswered probes before a new source port */
+	uint32_t ack_coalesce_packets; /* acknowledge at least every this many packets */
+	uint64_t ack_delay_ns;	       /* and no later than this after the first unacked one */
+	struct mrc_rate_domain *rate_domain; /* receiver capacity shared with other QPs */
+	uint64_t seed;			     /* source-port redraws and probe nonces */
+};
+
+/* Fills in the defaults documented in docs/SPEC.md; the caller sets QPNs, PSNs and paths. */
+void mrc_conn_config_default(struct mrc_conn_config *cfg);
+
+struct mrc_rx_info {
+	uint8_t plane;	/* the local plane the datagram arrived on */
+	uint16_t sport; /* its UDP source port */
+	bool ce;	/* its IP header carried ECN CE */
+};
+
+struct mrc_tx_info {
+	uint8_t plane;	  /* send from this local plane ... */
+	uint16_t sport;	  /* ... with this UDP source port */
+	uint16_t path_id; /* index of the path (for sequenced packets) */
+	uint8_t opcode;
+};
+
+struct mrc_conn_stats {
+	uint64_t tx_data_packets;     /* sequenced packets, retransmissions included */
+	uint64_t tx_retransmits;
+	uint64_t tx_acks;
+	uint64_t tx_naks;
+	uint64_t tx_probes;
+	uint64_t rx_packets;	      /* datagrams handed to mrc_conn_recv */
+	uint64_t rx_placed_packets;   /* sequenced packets accepted and placed */
+	uint64_t rx_placed_bytes;
+	uint64_t rx_ce_packets;
+	uint64_t rx_drops[MRC_DROP_REASON_MAX + 1];
+	uint64_t go_back_n;	      /* RoCEv2 mode: rewinds */
+};
+
+struct mrc_conn;
+
+/* Returns NULL with errno set (EINVAL for a bad configuration, ENOMEM). */
+struct mrc_conn *mrc_conn_new(const struct mrc_conn_config *cfg,
+			      const struct mrc_conn_callbacks *cb, void *user, uint64_t now_ns);
+void mrc_conn_free(struct mrc_conn *conn);
+
+/* Queues work. Returns 0, -ENOMEM when the queue is full, -EINVAL for a malformed request. */
+int mrc_conn_post_send(struct mrc_conn *conn, const struct mrc_send_wr *wr);
+int mrc_conn_post_recv(struct mrc_conn *conn, const struct mrc_recv_wr *wr);
+
+/*
+ * One datagram addressed to this QP. Returns MRC_DROP_NONE when it was acted on, else the
+ * reason it was not (also counted in stats). Never fails the connection for a malformed
+ * packet.
+ */
+int mrc_conn_recv(struct mrc_conn *conn, const struct mrc_rx_info *rx, const void *buf,
+		  size_t len, uint64_t now_ns);
+/* The same for a packet the caller has already decoded (to find its QP). */
+int mrc_conn_recv_packet(struct mrc_conn *conn, const struct mrc_rx_info *rx,
+			 const struct mrc_packet *pkt, uint64_t now_ns);
+
+/*
+ * Writes the next packet into buf and returns true with *len and *tx set, or false when the
+ * connection has nothing it may send now (then next_timeout says when to ask again).
+ */
+bool mrc_conn_send(struct mrc_conn *conn, void *buf, size_t cap, struct mrc_tx_info *tx,
+		   uint64_t now_ns, size_t *len);
+
+/* Earliest time mrc_conn_on_timeout must run, UINT64_MAX for never. */
+uint64_t mrc_conn_next_timeout(const struct mrc_conn *conn);
+void mrc_conn_on_timeout(struct mrc_conn *conn, uint64_t now_ns);
+
+/* Moves the QP to the error state: outstanding work completes with a flush status. */
+void mrc_conn_set_error(struct mrc_conn *conn, uint64_t now_ns);
+
+/* Operator drain of every path on a plane: no new packets there; in flight completes. */
+void mrc_conn_drain_plane(struct mrc_conn *conn, uint8_t plane, bool drained);
+
+enum mrc_qp_state mrc_conn_state(const struct mrc_conn *conn);
+const struct mrc_conn_stats *mrc_conn_stats(const struct mrc_conn *conn);
+unsigned mrc_conn_n_paths(const struct mrc_conn *conn);
+const struct mrc_path *mrc_conn_path(const struct mrc_conn *conn, unsigned i);
+/* Packets sent and not yet acknowledged, across all paths. */
+uint32_t mrc_conn_inflight(const struct mrc_conn *conn);
+/* True when no send work is queued or outstanding. */
+bool mrc_conn_send_idle(const struct mrc_conn *conn);
+/* Bytes of state the engine holds for this connection (queues included). */
+size_t mrc_conn_footprint(const struct mrc_conn *conn);
+
+const char *mrc_wc_status_name(uint8_t status);
+
+#endif /* METAROCE_PROTO_CONN_H */

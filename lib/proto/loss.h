@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The sender's record of every sequenced packet between the oldest unacknowledged PSN (una)
+ * and the next new PSN (nxt), and the per-path loss detector built on it [R-59, R-250].
+ *
+ * A packet is lost only on evidence from its own path: reorder_threshold packets sent later
+ * on the same path were acknowledged, or that path's RTO expired. Acknowledgements of
+ * packets on other paths prove nothing about it, so reordering across paths of unequal
+ * delay is never taken for loss.
+ */
+#ifndef METAROCE_PROTO_LOSS_H
+#define METAROCE_PROTO_LOSS_H
+
+#include <stdint.h>
+
+#include <metaroce/wire.h>
+
+#include "path.h"
+
+#define MRC_TX_ACKED 0x01u   /* acknowledged (cumulatively or by SACK) */
+#define MRC_TX_LOST 0x02u    /* declared lost, waiting to be retransmitted */
+#define MRC_TX_INFLIGHT 0x04u /* counted in its path's inflight */
+#define MRC_TX_WND_LIMITED 0x08u /* its path's window was full once it left */
+
+struct mrc_tx_slot {
+	uint32_t path_seq; /* the path's tx_seq when this transmission left */
+	uint16_t msg;	   /* sender's message slot the packet belongs to */
+	uint8_t path;	   /* path of the latest transmission */
+	uint8_t flags;	   /* MRC_TX_* */
+	uint8_t attempts;  /* transmissions so far */
+	uint8_t retries;   /* retransmissions without QP progress in between */
+	uint16_t epoch;	   /* the QP's acknowledgement epoch when it last left */
+};
+
+/* Slot of a PSN: the ring is indexed like the receive window, PSN modulo 256. */
+static inline struct mrc_tx_slot *mrc_tx_slot(struct mrc_tx_slot *ring, uint32_t psn)
+{
+	return &ring[psn % MRC_SACK_BITS];
+}
+
+/* Takes a packet out of its path's inflight count, once. */
+void mrc_tx_leave_flight(struct mrc_tx_slot *s, struct mrc_path *paths);
+
+/*
+ * Declares lost every in-flight packet in [una, nxt) whose path has since acknowledged a
+ * packet sent reorder_threshold or more transmissions later. Returns how many.
+ */
+unsigned mrc_loss_detect_reorder(struct mrc_tx_slot *ring, uint32_t una, uint32_t nxt,
+				 struct mrc_path *paths, uint32_t reorder_threshold);
+
+/* Declares lost every in-flight packet in [una, nxt) last sent on path. Returns how many. */
+unsigned mrc_loss_detect_timeout(struct mrc_tx_slot *ring, uint32_t una, uint32_t nxt,
+				 struct mrc_path *paths, unsigned path);
+
+#endif /* METAROCE_PROTO_LOSS_H */
