@@ -44,6 +44,8 @@ struct msg {
 	uint8_t rnr_rounds;   /* RNR NAK rounds without success */
 	uint8_t kind;	     /* enum msg_kind */
 	bool req_acked;	     /* READ: the request packet was acknowledged */
+	bool resp_complete;  /* READ: every response byte placed (a 0-byte READ: its one
+				response packet arrived) */
 };
 
 /* A posted receive and the message that consumes it. */
@@ -244,10 +246,11 @@ void mrc_conn_config_default(struct mrc_conn_config *cfg)
 	cfg->qp_access = MRC_ACCESS_REMOTE_WRITE | MRC_ACCESS_REMOTE_READ;
 	cfg->retry_cnt = 7;
 	cfg->rnr_retry = RNR_UNLIMITED;
+	cfg->rnr_retry_after = 1;
 	cfg->rto.initial_rto_ns = 1000000;  /* 1 ms before the first sample */
 	cfg->rto.min_rto_ns = 200000;	    /* 200 us: above OS timer granularity */
 	cfg->rto.max_rto_ns = 100000000;    /* 100 ms */
-	cfg->cc.init_cwnd = 16;
+	cfg->cc.init_cwnd = 4; /* per path: 16 packets for a QP on 4 paths */
 	cfg->cc.min_cwnd = 1;
 	cfg->cc.max_cwnd = MRC_SACK_BITS;
 	cfg->cc.beta_pct = 50;
@@ -389,7 +392,7 @@ static void complete_recv(struct mrc_conn *c, const struct rq_entry *e, uint8_t 
 static bool msg_done(const struct msg *m)
 {
 	if (m->wr.opcode == MRC_WR_READ && m->kind == MSG_SQ)
-		return m->req_acked && m->read_placed == m->len;
+		return m->resp_complete;
 	return m->sent_pkts == m->npkts && m->acked_pkts == m->npkts;
 }
 
@@ -709,7 +712,10 @@ static void on_rnr(struct mrc_conn *c, struct msg *m, uint16_t retry_after, uint
 	for (uint32_t psn = c->snd_una; mrc_seq_lt(psn, c->snd_nxt); psn++) {
 		struct mrc_tx_slot *s = mrc_tx_slot(c->tx, psn);
 
-		if (&c->msgs[s->msg] != m || (s->flags & (MRC_TX_ACKED | MRC_TX_LOST)))
+		if (&c->msgs[s->msg] != m || (s->flags & MRC_TX_ACKED))
+			continue;
+		s->flags |= MRC_TX_RNR;
+		if (s->flags & MRC_TX_LOST)
 			continue;
 		mrc_tx_leave_flight(s, c->paths);
 		s->flags |= MRC_TX_LOST;
@@ -840,7 +846,8 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 			if (mrc_seq_lt(d->rsn, c->rq_head))
 				return MRC_DROP_INVALID_REQ;
 			if (!rsn_posted(c, d->rsn)) {
-				queue_nak(c, rx, MRC_NAK_RNR, pkt->psn, d->msn, 1);
+				queue_nak(c, rx, MRC_NAK_RNR, pkt->psn, d->msn,
+					  c->cfg.rnr_retry_after);
 				return MRC_DROP_RNR;
 			}
 			e = rq_entry(c, d->rsn);
@@ -938,8 +945,11 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 		}
 		sge_scatter(m->wr.sge, m->wr.num_sge, d->msg_off, pkt->payload, pkt->payload_len);
 		m->read_placed += pkt->payload_len;
-		/* The response proves the request arrived, even if its ACK did not. */
-		m->req_acked = m->req_acked || m->read_placed == m->len;
+		if (m->read_placed == m->len) {
+			/* the response proves the request arrived, even if its ACK did not */
+			m->resp_complete = true;
+			m->req_acked = true;
+		}
 		return MRC_DROP_NONE;
 	}
 	}
@@ -1461,8 +1471,11 @@ static bool send_data(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_i
 		if (path < 0)
 			return false;
 		m = &c->msgs[s->msg];
-		/* A retry counts only if the QP made no progress since this packet last left. */
-		if (s->epoch == c->ack_epoch && ++s->retries > c->cfg.retry_cnt) {
+		/* A retry counts only if the QP made no progress since this packet last left;
+		 * a resend after an RNR wait is counted by the RNR budget instead. */
+		if (s->flags & MRC_TX_RNR)
+			s->flags &= (uint8_t)~MRC_TX_RNR;
+		else if (s->epoch == c->ack_epoch && ++s->retries > c->cfg.retry_cnt) {
 			enter_error(c, m->kind == MSG_SQ ? m : NULL, MRC_WC_RETRY_EXC_ERR, true);
 			return false;
 		}
@@ -1656,6 +1669,18 @@ unsigned mrc_conn_n_paths(const struct mrc_conn *c)
 const struct mrc_path *mrc_conn_path(const struct mrc_conn *c, unsigned i)
 {
 	return i < c->n_paths ? &c->paths[i] : NULL;
+}
+
+void mrc_conn_get_info(const struct mrc_conn *c, struct mrc_conn_info *info)
+{
+	info->snd_una = c->snd_una;
+	info->snd_nxt = c->snd_nxt;
+	info->lost_pending = c->lost_pending;
+	info->rcv_cum_psn = c->rxw.base;
+	info->rate_hint_kbps = c->rate_hint_kbps;
+	info->sq_outstanding = c->sq_tail - c->sq_head;
+	info->rq_posted = c->rq_tail - c->rq_head;
+	info->next_timeout_ns = mrc_conn_next_timeout(c);
 }
 
 uint32_t mrc_conn_inflight(const struct mrc_conn *c)

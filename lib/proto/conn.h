@@ -151,6 +151,7 @@ struct mrc_conn_config {
 	unsigned qp_access;	  /* MRC_ACCESS_* the peer may use on this QP */
 	uint8_t retry_cnt;	  /* verbs retry_cnt: RTO expiries without progress, per path */
 	uint8_t rnr_retry;	  /* verbs rnr_retry; 7 = unlimited */
+	uint16_t rnr_retry_after; /* RNR NAK wait we ask of the peer, 10 us units */
 	bool sq_sig_all;	  /* every send work request completes, signaled or not */
 	struct mrc_rtt_limits rto;
 	struct mrc_cc_params cc;
@@ -192,6 +193,18 @@ struct mrc_conn_stats {
 	uint64_t rx_ce_packets;
 	uint64_t rx_drops[MRC_DROP_REASON_MAX + 1];
 	uint64_t go_back_n;	      /* RoCEv2 mode: rewinds */
+};
+
+/* A snapshot of a connection's sequence state, for inspection tools and tests. */
+struct mrc_conn_info {
+	uint32_t snd_una;	  /* oldest PSN not yet acknowledged */
+	uint32_t snd_nxt;	  /* next new PSN */
+	uint32_t lost_pending;	  /* declared lost, not yet retransmitted */
+	uint32_t rcv_cum_psn;	  /* receive window base */
+	uint32_t rate_hint_kbps;  /* latest hint from the peer; 0: none */
+	uint32_t sq_outstanding;  /* send work requests not yet completed */
+	uint32_t rq_posted;	  /* receive work requests not yet completed */
+	uint64_t next_timeout_ns;
 };
 
 struct mrc_conn;
@@ -237,6 +250,7 @@ enum mrc_qp_state mrc_conn_state(const struct mrc_conn *conn);
 const struct mrc_conn_stats *mrc_conn_stats(const struct mrc_conn *conn);
 unsigned mrc_conn_n_paths(const struct mrc_conn *conn);
 const struct mrc_path *mrc_conn_path(const struct mrc_conn *conn, unsigned i);
+void mrc_conn_get_info(const struct mrc_conn *conn, struct mrc_conn_info *info);
 /* Packets sent and not yet acknowledged, across all paths. */
 uint32_t mrc_conn_inflight(const struct mrc_conn *conn);
 /* True when no send work is queued or outstanding. */

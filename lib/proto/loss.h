@@ -21,6 +21,7 @@
 #define MRC_TX_LOST 0x02u    /* declared lost, waiting to be retransmitted */
 #define MRC_TX_INFLIGHT 0x04u /* counted in its path's inflight */
 #define MRC_TX_WND_LIMITED 0x08u /* its path's window was full once it left */
+#define MRC_TX_RNR 0x10u	/* lost to an RNR NAK: its resend is no transport retry */
 
 struct mrc_tx_slot {
 	uint32_t path_seq; /* the path's tx_seq when this transmission left */

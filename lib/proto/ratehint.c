@@ -5,8 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_ACTIVE_NS 200000ull /* 200 us */
-#define DEFAULT_WINDOW_NS 20000ull  /* 20 us */
+#define DEFAULT_WINDOW_NS 100000ull /* T of SPEC 8.2 when the RTT is unknown: 100 us */
 
 int mrc_rate_domain_init(struct mrc_rate_domain *d, uint64_t capacity_kbps, uint32_t max_entries)
 {
@@ -16,7 +15,6 @@ int mrc_rate_domain_init(struct mrc_rate_domain *d, uint64_t capacity_kbps, uint
 		return -ENOMEM;
 	d->capacity_kbps = capacity_kbps;
 	d->max_entries = max_entries;
-	d->active_ns = DEFAULT_ACTIVE_NS;
 	d->window_ns = DEFAULT_WINDOW_NS;
 	d->level_kbps = capacity_kbps;
 	return 0;
@@ -51,7 +49,18 @@ void mrc_rate_domain_leave(struct mrc_rate_domain *d, int entry)
 static bool is_active(const struct mrc_rate_domain *d, const struct mrc_rate_entry *e,
 		      uint64_t now_ns)
 {
-	return e->in_use && e->last_rx_ns && now_ns - e->last_rx_ns <= d->active_ns;
+	return e->in_use && e->last_rx_ns && now_ns - e->last_rx_ns <= d->window_ns;
+}
+
+/*
+ * Saturated: it may want more than it gets, so it takes a full share. A sender that just
+ * became active, or that uses 90% or more of the rate it was last given, is saturated.
+ */
+static bool is_saturated(const struct mrc_rate_domain *d, const struct mrc_rate_entry *e,
+			 uint64_t now_ns)
+{
+	return now_ns - e->active_since_ns < d->window_ns || e->given_kbps == 0 ||
+	       e->demand_kbps * 10 >= e->given_kbps * 9;
 }
 
 void mrc_rate_domain_on_rx(struct mrc_rate_domain *d, int entry, uint32_t bytes, uint64_t now_ns)
@@ -64,6 +73,7 @@ void mrc_rate_domain_on_rx(struct mrc_rate_domain *d, int entry, uint32_t bytes,
 	if (!is_active(d, e, now_ns)) {
 		/* A sender (re)appears: everyone's share changes now, not a window later. */
 		d->stale = true;
+		e->active_since_ns = now_ns;
 		e->window_start_ns = now_ns;
 		e->window_bytes = 0;
 		e->demand_kbps = 0;
@@ -79,50 +89,39 @@ void mrc_rate_domain_on_rx(struct mrc_rate_domain *d, int entry, uint32_t bytes,
 }
 
 /*
- * Water filling: start with an equal split; every active sender whose measured demand is
- * below the level keeps its demand, and what it leaves is shared among the rest. A sender
- * with no measurement yet counts as unconstrained.
+ * Water filling (SPEC 8.2): unsaturated senders keep their demand while it is below the
+ * level, and the capacity they leave is split equally among the rest. Iterating "level =
+ * remaining / k" until no further sender drops below it gives the same level as taking the
+ * unsaturated senders in increasing demand.
  */
 static void recompute(struct mrc_rate_domain *d, uint64_t now_ns)
 {
-	uint64_t remaining = d->capacity_kbps;
-	uint32_t unconstrained = 0;
-	bool changed = true;
+	uint32_t n_active = 0;
+	uint64_t level;
 
 	for (uint32_t i = 0; i < d->max_entries; i++)
-		if (is_active(d, &d->entries[i], now_ns))
-			unconstrained++;
-	d->n_active = unconstrained;
-	if (unconstrained == 0) {
-		d->level_kbps = d->capacity_kbps;
-		goto done;
-	}
-	d->level_kbps = remaining / unconstrained;
-	while (changed && unconstrained > 1) {
-		uint64_t level = d->level_kbps;
+		n_active += is_active(d, &d->entries[i], now_ns);
+	d->n_active = n_active;
+	level = n_active ? d->capacity_kbps / n_active : d->capacity_kbps;
+	for (uint32_t round = 0; round < n_active; round++) {
+		uint64_t remaining = d->capacity_kbps;
+		uint32_t k = 0;
 
-		changed = false;
-		remaining = d->capacity_kbps;
-		unconstrained = 0;
 		for (uint32_t i = 0; i < d->max_entries; i++) {
 			const struct mrc_rate_entry *e = &d->entries[i];
 
 			if (!is_active(d, e, now_ns))
 				continue;
-			/* Demand well under the level: the sender is limited by itself. */
-			if (e->demand_kbps && e->demand_kbps * 10 < level * 8)
+			if (!is_saturated(d, e, now_ns) && e->demand_kbps <= level)
 				remaining -= e->demand_kbps < remaining ? e->demand_kbps : remaining;
 			else
-				unconstrained++;
+				k++;
 		}
-		if (unconstrained == 0)
+		if (k == 0 || remaining / k <= level)
 			break;
-		if (remaining / unconstrained > level) {
-			d->level_kbps = remaining / unconstrained;
-			changed = true;
-		}
+		level = remaining / k;
 	}
-done:
+	d->level_kbps = level;
 	d->computed_ns = now_ns;
 	d->stale = false;
 }
@@ -135,7 +134,11 @@ uint32_t mrc_rate_domain_hint(struct mrc_rate_domain *d, int entry, uint64_t now
 		return 0;
 	if (d->stale || now_ns - d->computed_ns >= d->window_ns)
 		recompute(d, now_ns);
-	(void)entry;
+	/* positive, saturated at the field's range [R-106] */
 	hint = d->level_kbps ? d->level_kbps : 1;
-	return hint > UINT32_MAX ? UINT32_MAX : (uint32_t)hint;
+	if (hint > UINT32_MAX)
+		hint = UINT32_MAX;
+	if (entry >= 0 && (uint32_t)entry < d->max_entries)
+		d->entries[entry].given_kbps = hint;
+	return (uint32_t)hint;
 }

@@ -18,13 +18,14 @@ struct mrc_rate_entry {
 	uint64_t window_bytes;	 /* payload bytes since window_start_ns */
 	uint64_t window_start_ns;
 	uint64_t demand_kbps;	 /* arrival rate measured over the last full window */
+	uint64_t given_kbps;	 /* the hint this sender was last given */
+	uint64_t active_since_ns;
 	bool in_use;
 };
 
 struct mrc_rate_domain {
 	uint64_t capacity_kbps;	 /* receive capacity shared by all senders; 0: no hints */
-	uint64_t active_ns;	 /* a sender silent this long is no longer counted */
-	uint64_t window_ns;	 /* demand measurement window and recomputation period */
+	uint64_t window_ns;	 /* T: activity and demand window, recomputation period */
 	uint32_t max_entries;
 	uint32_t n_active;	 /* as of the last recomputation */
 	uint64_t level_kbps;	 /* water level: the share of an unconstrained sender */

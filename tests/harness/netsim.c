@@ -98,14 +98,15 @@ void sim_config_default(struct sim_config *cfg)
 	cfg->hosts = 2;
 	cfg->planes = 1;
 	cfg->core_links = 4;
-	/* 10 Gbit/s host links, 1 us per hop: a 6 us unloaded RTT */
-	cfg->uplink.rate_bps = 10000000000ull;
+	/* 100 Gbit/s host links, 400 Gbit/s core, 1 us per hop: a 6 us unloaded RTT; every
+	 * queue marks ECN above 64 KiB and drops above 1 MiB */
+	cfg->uplink.rate_bps = 100000000000ull;
 	cfg->uplink.delay_ns = 1000;
 	cfg->uplink.buffer_bytes = 1 << 20;
+	cfg->uplink.ecn_bytes = 64 * 1024;
 	cfg->core = cfg->uplink;
-	cfg->core.rate_bps = 40000000000ull;
+	cfg->core.rate_bps = 400000000000ull;
 	cfg->downlink = cfg->uplink;
-	cfg->downlink.ecn_bytes = 64 * 1024;
 	cfg->seed = 1;
 }
 

@@ -13,6 +13,7 @@ int main(void)
 	int failed;
 
 	srunner_add_suite(runner, codec_suite());
+	srunner_add_suite(runner, conn_suite());
 	srunner_run_all(runner, CK_ENV);
 	failed = srunner_ntests_failed(runner);
 	srunner_free(runner);

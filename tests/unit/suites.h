@@ -7,5 +7,6 @@
 
 Suite *checksum_suite(void);
 Suite *codec_suite(void);
+Suite *conn_suite(void);
 
 #endif
