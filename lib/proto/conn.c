@@ -25,6 +25,8 @@
 #define RNR_UNLIMITED 7
 #define MAX_PROBE_REPLIES 4
 #define RETRY_UNIT_NS 10000ull /* NAK retry_after unit: 10 us */
+#define ECHO_SLOTS 32
+#define REVERSE_PORTS 8
 
 enum msg_kind { MSG_SQ = 0, MSG_RR = 1 };
 
@@ -97,7 +99,7 @@ struct mrc_conn {
 	uint32_t snd_una, snd_nxt;
 	struct mrc_tx_slot tx[MRC_SACK_BITS];
 	uint32_t lost_pending;
-	struct mrc_path paths[MRC_MAX_PATHS];
+	struct mrc_path *paths; /* n_paths of them */
 	unsigned n_paths;
 	unsigned cursor;
 	uint32_t rate_hint_kbps;
@@ -118,6 +120,15 @@ struct mrc_conn {
 	uint32_t ack_unacked;
 	uint64_t ack_deadline_ns;
 	struct echo echo;
+	/* (plane, UDP source port) pairs the peer's packets came from lately: the ports our
+	 * answers rotate over [R-241] */
+	struct {
+		uint8_t plane;
+		uint16_t sport;
+	} rev[REVERSE_PORTS];
+	uint8_t n_rev, rev_insert, rev_next;
+	uint16_t acks_sent;
+	uint16_t echoed_at[ECHO_SLOTS]; /* acks_sent when a path_id (mod ECHO_SLOTS) was echoed */
 	uint16_t ce_count;
 	struct {
 		bool pending;
@@ -256,7 +267,9 @@ void mrc_conn_config_default(struct mrc_conn_config *cfg)
 	cfg->cc.beta_pct = 50;
 	cfg->cc_ops = &mrc_cc_aimd;
 	cfg->reorder_threshold = 3;
-	cfg->fail_after_timeouts = 3;
+	/* One RTO without ECN fails a path: a live path answers the probe within a round trip,
+	 * while data sent to a dark path as a canary holds the window for a whole RTO. */
+	cfg->fail_after_timeouts = 1;
 	cfg->redraw_after_probes = 3;
 	cfg->ack_coalesce_packets = 8;
 	cfg->ack_delay_ns = 10000;	    /* 10 us */
@@ -314,9 +327,11 @@ struct mrc_conn *mrc_conn_new(const struct mrc_conn_config *cfg,
 	/* Twice the READs the peer may have outstanding: a slot frees only once the peer has
 	 * acknowledged the whole response, a little after the peer's READ completed. */
 	c->rr_depth = 2 * (cfg->max_dest_rd_atomic ? cfg->max_dest_rd_atomic : 1);
+	c->n_paths = cfg->mode == MRC_MODE_ROCEV2 ? 1 : cfg->n_paths;
 	c->msgs = calloc(cfg->sq_depth + c->rr_depth, sizeof(*c->msgs));
 	c->rq = calloc(cfg->rq_depth, sizeof(*c->rq));
-	if (!c->msgs || !c->rq) {
+	c->paths = calloc(c->n_paths, sizeof(*c->paths));
+	if (!c->msgs || !c->rq || !c->paths) {
 		mrc_conn_free(c);
 		errno = ENOMEM;
 		return NULL;
@@ -324,7 +339,6 @@ struct mrc_conn *mrc_conn_new(const struct mrc_conn_config *cfg,
 	c->state = MRC_QPS_RTS;
 	c->cur_msg = -1;
 	c->snd_una = c->snd_nxt = cfg->sq_psn;
-	c->n_paths = rocev2(c) ? 1 : cfg->n_paths;
 	for (unsigned i = 0; i < c->n_paths; i++)
 		path_init(c, &c->paths[i], &cfg->paths[i]);
 	c->prng = cfg->seed;
@@ -342,6 +356,7 @@ void mrc_conn_free(struct mrc_conn *c)
 		mrc_rate_domain_leave(c->cfg.rate_domain, c->rate_entry);
 	free(c->msgs);
 	free(c->rq);
+	free(c->paths);
 	free(c);
 }
 
@@ -570,18 +585,12 @@ static void packet_acked(struct mrc_conn *c, uint32_t psn, uint32_t *acked_on_pa
 	struct mrc_path *p = &c->paths[s->path];
 	struct msg *m = &c->msgs[s->msg];
 
-	if (s->flags & MRC_TX_ACKED)
+	uint8_t before = mrc_tx_record_ack(s, c->paths);
+
+	if (before & MRC_TX_ACKED)
 		return;
-	if (s->flags & MRC_TX_LOST) {
-		/* declared lost, then acknowledged after all: nothing left to resend */
-		s->flags &= (uint8_t)~MRC_TX_LOST;
-		c->lost_pending--;
-	}
-	mrc_tx_leave_flight(s, c->paths);
-	s->flags |= MRC_TX_ACKED;
-	if (!p->any_acked || mrc_seq_lt(p->acked_seq_high, s->path_seq))
-		p->acked_seq_high = s->path_seq;
-	p->any_acked = true;
+	if (before & MRC_TX_LOST)
+		c->lost_pending--; /* declared lost, then acknowledged after all */
 	p->rto_streak = 0;
 	p->stats.acked++;
 	acked_on_path[s->path]++;
@@ -591,7 +600,7 @@ static void packet_acked(struct mrc_conn *c, uint32_t psn, uint32_t *acked_on_pa
 	m->rnr_rounds = 0;
 	c->ack_epoch++;
 	c->dead_rounds = 0;
-	if (s->flags & MRC_TX_WND_LIMITED)
+	if (before & MRC_TX_WND_LIMITED)
 		acked_on_path[MRC_MAX_PATHS + s->path]++;
 	(void)now_ns;
 }
@@ -773,12 +782,25 @@ static void queue_nak(struct mrc_conn *c, const struct mrc_rx_info *rx, uint8_t 
 	c->nak.ce = rx->ce; /* */
 }
 
-/* Remembers what the next ACK echoes and decides how soon it goes. */
+/* How many ACKs ago a path was last echoed. */
+static uint16_t echo_age(const struct mrc_conn *c, uint16_t path_id)
+{
+	return (uint16_t)(c->acks_sent - c->echoed_at[path_id % ECHO_SLOTS]);
+}
+
+/*
+ * Remembers what the next ACK echoes and decides how soon it goes [R-233, R-234, R-235, R-240].
+ * Among the packets an ACK covers it echoes a CE-marked one first, else the one whose path
+ * was echoed longest ago: every path gets RTT samples, even when coalescing would otherwise
+ * always pick the same path of a round-robin spray.
+ */
 static void note_for_ack(struct mrc_conn *c, const struct mrc_rx_info *rx,
 			 const struct mrc_packet *pkt, bool urgent, uint64_t now_ns)
 {
-	/* A CE echo waiting to go out is not overwritten by an unmarked packet. */
-	if (!(c->ack_pending && c->echo.ce && !rx->ce)) {
+	bool take = !c->ack_pending || (rx->ce && !c->echo.ce) ||
+		    (rx->ce == c->echo.ce && echo_age(c, pkt->path_id) > echo_age(c, c->echo.path_id));
+
+	if (take) {
 		c->echo.path_id = pkt->path_id;
 		c->echo.tx_ts = pkt->tx_ts;
 		c->echo.arrival_ns = now_ns;
@@ -803,6 +825,36 @@ static void note_for_ack(struct mrc_conn *c, const struct mrc_rx_info *rx,
 static bool rsn_posted(const struct mrc_conn *c, uint32_t rsn)
 {
 	return mrc_seq_le(c->rq_head, rsn) && mrc_seq_lt(rsn, c->rq_tail);
+}
+
+static void note_reverse_port(struct mrc_conn *c, const struct mrc_rx_info *rx)
+{
+	for (unsigned i = 0; i < c->n_rev; i++)
+		if (c->rev[i].plane == rx->plane && c->rev[i].sport == rx->sport)
+			return;
+	c->rev[c->rev_insert].plane = rx->plane;
+	c->rev[c->rev_insert].sport = rx->sport;
+	c->rev_insert = (uint8_t)((c->rev_insert + 1) % REVERSE_PORTS);
+	if (c->n_rev < REVERSE_PORTS)
+		c->n_rev++;
+}
+
+/*
+ * The source port of an answer on a plane: the next of the peer's recent ports there, so
+ * answers spray over every reverse route like data does forward, and one dark link in the
+ * reverse direction costs a share of the ACKs instead of every ACK of a path [R-238, R-241].
+ */
+static uint16_t reverse_port(struct mrc_conn *c, uint8_t plane, uint16_t fallback)
+{
+	for (unsigned k = 0; k < c->n_rev; k++) {
+		unsigned i = (c->rev_next + k) % c->n_rev;
+
+		if (c->rev[i].plane == plane) {
+			c->rev_next = (uint8_t)((i + 1) % c->n_rev);
+			return c->rev[i].sport;
+		}
+	}
+	return fallback;
 }
 
 static void deliver_receives(struct mrc_conn *c)
@@ -966,6 +1018,7 @@ static int on_sequenced(struct mrc_conn *c, const struct mrc_rx_info *rx,
 	bool opens_gap, fills_gap;
 	int err;
 
+	note_reverse_port(c, rx);
 	if (rx->ce) {
 		c->ce_count++;
 		c->stats.rx_ce_packets++;
@@ -1004,7 +1057,8 @@ static int on_sequenced(struct mrc_conn *c, const struct mrc_rx_info *rx,
 	c->stats.rx_placed_packets++;
 	c->stats.rx_placed_bytes += pkt->payload_len;
 	if (c->cfg.rate_domain)
-		mrc_rate_domain_on_rx(c->cfg.rate_domain, c->rate_entry, pkt->payload_len, now_ns);
+		mrc_rate_domain_on_rx(c->cfg.rate_domain, c->rate_entry, pkt->payload_len, rx->ce,
+				      now_ns);
 	/* at once on a new gap, a filled gap or a message's end; else coalesced */
 	note_for_ack(c, rx, pkt, last || opens_gap || fills_gap, now_ns);
 	if (pkt->opcode == MRC_OP_READ_RESP)
@@ -1061,6 +1115,7 @@ int mrc_conn_recv_packet(struct mrc_conn *c, const struct mrc_rx_info *rx,
 			err = on_nak(c, pkt, now_ns);
 			break;
 		case MRC_OP_PROBE:
+			note_reverse_port(c, rx);
 			if (c->n_probe_replies < MAX_PROBE_REPLIES) {
 				struct probe_reply *r = &c->probe_replies[c->n_probe_replies++];
 
@@ -1148,7 +1203,9 @@ static bool send_ack(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_in
 		mrc_rx_window_sack(&c->rxw, pkt.u.ack.sack);
 	if (!encode(&pkt, buf, cap, len))
 		return false;
-	set_tx(tx, c->echo.plane, c->echo.sport, c->echo.path_id, MRC_OP_ACK);
+	set_tx(tx, c->echo.plane, reverse_port(c, c->echo.plane, c->echo.sport), c->echo.path_id,
+	       MRC_OP_ACK);
+	c->echoed_at[c->echo.path_id % ECHO_SLOTS] = ++c->acks_sent;
 	c->ack_pending = c->ack_now = false;
 	c->ack_unacked = 0;
 	c->echo.ce = false;
@@ -1170,7 +1227,7 @@ static bool send_nak(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_in
 	pkt.u.nak.retry_after = c->nak.kind == MRC_NAK_RNR ? c->nak.retry_after : 0;
 	if (!encode(&pkt, buf, cap, len))
 		return false;
-	set_tx(tx, c->nak.plane, c->nak.sport, 0, MRC_OP_NAK);
+	set_tx(tx, c->nak.plane, reverse_port(c, c->nak.plane, c->nak.sport), 0, MRC_OP_NAK);
 	c->nak.pending = false;
 	c->stats.tx_naks++;
 	return true;
@@ -1259,7 +1316,7 @@ static bool send_probe_reply(struct mrc_conn *c, void *buf, size_t cap, struct m
 	pkt.u.probe.echo_path = r.echo_path;
 	if (!encode(&pkt, buf, cap, len))
 		return false;
-	set_tx(tx, r.plane, r.sport, r.echo_path, MRC_OP_PROBE_REPLY);
+	set_tx(tx, r.plane, reverse_port(c, r.plane, r.sport), r.echo_path, MRC_OP_PROBE_REPLY);
 	return true;
 }
 
@@ -1277,7 +1334,11 @@ static bool send_close(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_
 	return true;
 }
 
-/* The scheduler's pick; a retransmission avoids the path that lost it when it can. */
+/*
+ * The scheduler's pick; a retransmission avoids the path that lost it when it can [R-252],
+ * and never goes back to that path while the path is suspect after an RTO [R-285]: it would
+ * most likely be lost again, and it is usually the oldest packet, the one holding the window.
+ */
 static int pick_path(struct mrc_conn *c, int avoid)
 {
 	int i = mrc_sched_pick(c->paths, c->n_paths, &c->cursor);
@@ -1294,6 +1355,8 @@ static int pick_path(struct mrc_conn *c, int avoid)
 			c->cursor = cursor;
 			return other;
 		}
+		if (saved.rto_streak)
+			return -1;
 	}
 	return i;
 }
@@ -1393,13 +1456,8 @@ static void transmitted(struct mrc_conn *c, struct mrc_tx_slot *s, unsigned path
 {
 	struct mrc_path *p = &c->paths[path];
 
-	s->path = (uint8_t)path;
-	s->path_seq = p->tx_seq++;
-	s->flags = (uint8_t)((s->flags & ~(MRC_TX_LOST | MRC_TX_WND_LIMITED)) | MRC_TX_INFLIGHT);
-	if (s->attempts < UINT8_MAX)
-		s->attempts++;
+	mrc_tx_record_send(s, c->paths, path);
 	s->epoch = c->ack_epoch;
-	p->inflight++;
 	if (mrc_path_free_window(p) == 0)
 		s->flags |= MRC_TX_WND_LIMITED;
 	p->stats.tx_packets++;
@@ -1569,6 +1627,31 @@ static void note_dead_round(struct mrc_conn *c)
 	enter_error(c, culprit, MRC_WC_RETRY_EXC_ERR, true);
 }
 
+/*
+ * A failed path's window goes to the paths still in service, so the QP keeps its aggregate
+ * window and the survivors carry the traffic at once instead of growing into it one packet
+ * per RTT [R-284].
+ */
+static void hand_over_window(struct mrc_conn *c, struct mrc_path *failed)
+{
+	unsigned n = 0;
+	uint32_t share;
+
+	for (unsigned i = 0; i < c->n_paths; i++)
+		n += mrc_path_usable(&c->paths[i]);
+	if (n == 0)
+		return;
+	share = (failed->cc.cwnd + n - 1) / n;
+	for (unsigned i = 0; i < c->n_paths; i++) {
+		struct mrc_cc_state *cc = &c->paths[i].cc;
+
+		if (!mrc_path_usable(&c->paths[i]))
+			continue;
+		cc->cwnd = cc->cwnd + share < c->cfg.cc.max_cwnd ? cc->cwnd + share
+								 : c->cfg.cc.max_cwnd;
+	}
+}
+
 static void path_timeout(struct mrc_conn *c, unsigned i, uint64_t now_ns)
 {
 	struct mrc_path *p = &c->paths[i];
@@ -1592,6 +1675,7 @@ static void path_timeout(struct mrc_conn *c, unsigned i, uint64_t now_ns)
 		p->probes_unanswered = 0;
 		p->probe_backoff = 0;
 		p->probe_deadline_ns = now_ns;
+		hand_over_window(c, p);
 	}
 }
 
@@ -1700,7 +1784,7 @@ bool mrc_conn_send_idle(const struct mrc_conn *c)
 size_t mrc_conn_footprint(const struct mrc_conn *c)
 {
 	return sizeof(*c) + (c->cfg.sq_depth + c->rr_depth) * sizeof(struct msg) +
-	       c->cfg.rq_depth * sizeof(struct rq_entry);
+	       c->cfg.rq_depth * sizeof(struct rq_entry) + c->n_paths * sizeof(struct mrc_path);
 }
 
 const char *mrc_wc_status_name(uint8_t status)

@@ -11,6 +11,34 @@ void mrc_tx_leave_flight(struct mrc_tx_slot *s, struct mrc_path *paths)
 	}
 }
 
+void mrc_tx_record_send(struct mrc_tx_slot *s, struct mrc_path *paths, unsigned path)
+{
+	struct mrc_path *p = &paths[path];
+
+	s->path = (uint8_t)path;
+	s->path_seq = p->tx_seq++;
+	s->flags = (uint8_t)((s->flags & ~(MRC_TX_LOST | MRC_TX_WND_LIMITED)) | MRC_TX_INFLIGHT);
+	if (s->attempts < UINT8_MAX)
+		s->attempts++;
+	p->inflight++;
+}
+
+uint8_t mrc_tx_record_ack(struct mrc_tx_slot *s, struct mrc_path *paths)
+{
+	uint8_t before = s->flags;
+	struct mrc_path *p = &paths[s->path];
+
+	if (before & MRC_TX_ACKED)
+		return before;
+	mrc_tx_leave_flight(s, paths);
+	s->flags = (uint8_t)((s->flags & ~MRC_TX_LOST) | MRC_TX_ACKED);
+	/* evidence for this path only: the latest transmission's place in its order */
+	if (!p->any_acked || mrc_seq_lt(p->acked_seq_high, s->path_seq))
+		p->acked_seq_high = s->path_seq;
+	p->any_acked = true;
+	return before;
+}
+
 unsigned mrc_loss_detect_reorder(struct mrc_tx_slot *ring, uint32_t una, uint32_t nxt,
 				 struct mrc_path *paths, uint32_t reorder_threshold)
 {

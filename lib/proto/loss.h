@@ -42,6 +42,15 @@ static inline struct mrc_tx_slot *mrc_tx_slot(struct mrc_tx_slot *ring, uint32_t
 /* Takes a packet out of its path's inflight count, once. */
 void mrc_tx_leave_flight(struct mrc_tx_slot *s, struct mrc_path *paths);
 
+/* Records a transmission, new or repeated, of the slot's packet on a path. */
+void mrc_tx_record_send(struct mrc_tx_slot *s, struct mrc_path *paths, unsigned path);
+
+/*
+ * Records that the slot's packet was acknowledged and updates its path's loss evidence.
+ * Returns the slot's flags from before (MRC_TX_ACKED set: nothing was done).
+ */
+uint8_t mrc_tx_record_ack(struct mrc_tx_slot *s, struct mrc_path *paths);
+
 /*
  * Declares lost every in-flight packet in [una, nxt) whose path has since acknowledged a
  * packet sent reorder_threshold or more transmissions later. Returns how many.

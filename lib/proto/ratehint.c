@@ -63,12 +63,16 @@ static bool is_saturated(const struct mrc_rate_domain *d, const struct mrc_rate_
 	       e->demand_kbps * 10 >= e->given_kbps * 9;
 }
 
-void mrc_rate_domain_on_rx(struct mrc_rate_domain *d, int entry, uint32_t bytes, uint64_t now_ns)
+void mrc_rate_domain_on_rx(struct mrc_rate_domain *d, int entry, uint32_t bytes, bool ce,
+			   uint64_t now_ns)
 {
 	struct mrc_rate_entry *e;
 
 	if (entry < 0 || (uint32_t)entry >= d->max_entries)
 		return;
+	d->window_bytes += bytes;
+	if (ce)
+		d->window_ce_bytes += bytes;
 	e = &d->entries[entry];
 	if (!is_active(d, e, now_ns)) {
 		/* A sender (re)appears: everyone's share changes now, not a window later. */
@@ -97,14 +101,21 @@ void mrc_rate_domain_on_rx(struct mrc_rate_domain *d, int entry, uint32_t bytes,
 static void recompute(struct mrc_rate_domain *d, uint64_t now_ns)
 {
 	uint32_t n_active = 0;
-	uint64_t level;
+	uint64_t level, capacity = d->capacity_kbps;
+
+	/* C_eff = C * (1 - F / 2), F the CE-marked share of the last window */
+	d->ce_permille = d->window_bytes
+				 ? (uint32_t)(d->window_ce_bytes * 1000 / d->window_bytes)
+				 : 0;
+	capacity -= capacity * d->ce_permille / 2000;
+	d->window_bytes = d->window_ce_bytes = 0;
 
 	for (uint32_t i = 0; i < d->max_entries; i++)
 		n_active += is_active(d, &d->entries[i], now_ns);
 	d->n_active = n_active;
-	level = n_active ? d->capacity_kbps / n_active : d->capacity_kbps;
+	level = n_active ? capacity / n_active : capacity;
 	for (uint32_t round = 0; round < n_active; round++) {
-		uint64_t remaining = d->capacity_kbps;
+		uint64_t remaining = capacity;
 		uint32_t k = 0;
 
 		for (uint32_t i = 0; i < d->max_entries; i++) {

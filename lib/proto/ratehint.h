@@ -6,6 +6,10 @@
  * now: senders that use less than an equal share keep what they use and the rest is split
  * among the others (demand-aware water filling). Every ACK carries the current hint, so in
  * an incast each sender learns its share from its first acknowledgement.
+ *
+ * The capacity shared out is reduced by half the fraction of bytes that arrived CE-marked in
+ * the last window: a queue standing above its marking threshold, which the senders' pacing
+ * alone would hold in place, drains.
  */
 #ifndef METAROCE_PROTO_RATEHINT_H
 #define METAROCE_PROTO_RATEHINT_H
@@ -30,6 +34,9 @@ struct mrc_rate_domain {
 	uint32_t n_active;	 /* as of the last recomputation */
 	uint64_t level_kbps;	 /* water level: the share of an unconstrained sender */
 	uint64_t computed_ns;
+	uint64_t window_bytes;	 /* payload bytes from all senders since computed_ns */
+	uint64_t window_ce_bytes; /* of which arrived CE-marked */
+	uint32_t ce_permille;	 /* CE share of the last window, for inspection */
 	bool stale;		 /* membership changed since the last recomputation */
 	struct mrc_rate_entry *entries;
 };
@@ -42,8 +49,9 @@ void mrc_rate_domain_fini(struct mrc_rate_domain *d);
 int mrc_rate_domain_join(struct mrc_rate_domain *d);
 void mrc_rate_domain_leave(struct mrc_rate_domain *d, int entry);
 
-/* Accounts payload bytes that arrived for this sender. */
-void mrc_rate_domain_on_rx(struct mrc_rate_domain *d, int entry, uint32_t bytes, uint64_t now_ns);
+/* Accounts payload bytes that arrived for this sender, and whether they were CE-marked. */
+void mrc_rate_domain_on_rx(struct mrc_rate_domain *d, int entry, uint32_t bytes, bool ce,
+			   uint64_t now_ns);
 
 /* The hint for this sender in kbit/s; 0 when the domain has no capacity set. */
 uint32_t mrc_rate_domain_hint(struct mrc_rate_domain *d, int entry, uint64_t now_ns);

@@ -98,15 +98,18 @@ void sim_config_default(struct sim_config *cfg)
 	cfg->hosts = 2;
 	cfg->planes = 1;
 	cfg->core_links = 4;
-	/* 100 Gbit/s host links, 400 Gbit/s core, 1 us per hop: a 6 us unloaded RTT; every
-	 * queue marks ECN above 64 KiB and drops above 1 MiB */
+	/* 100 Gbit/s host links, 400 Gbit/s core, 1 us per hop: a 6 us unloaded RTT. Switch
+	 * queues (core, downlink) mark ECN above 64 KiB and drop above 1 MiB; the uplink is
+	 * the sender's own NIC queue, which holds back rather than marks or drops. */
+	cfg->core.rate_bps = 400000000000ull;
+	cfg->core.delay_ns = 1000;
+	cfg->core.buffer_bytes = 1 << 20;
+	cfg->core.ecn_bytes = 64 * 1024;
+	cfg->downlink = cfg->core;
+	cfg->downlink.rate_bps = 100000000000ull;
 	cfg->uplink.rate_bps = 100000000000ull;
 	cfg->uplink.delay_ns = 1000;
-	cfg->uplink.buffer_bytes = 1 << 20;
-	cfg->uplink.ecn_bytes = 64 * 1024;
-	cfg->core = cfg->uplink;
-	cfg->core.rate_bps = 400000000000ull;
-	cfg->downlink = cfg->uplink;
+	cfg->uplink.buffer_bytes = 16 << 20;
 	cfg->seed = 1;
 }
 
@@ -273,6 +276,12 @@ static unsigned ecmp(uint16_t src, uint16_t dst, uint16_t sport, unsigned n)
 	h *= 0x2c1b3c6du;
 	h ^= h >> 12;
 	return h % n;
+}
+
+unsigned sim_core_link_of(const struct sim *sim, unsigned src_host, unsigned dst_host,
+			  uint16_t sport)
+{
+	return ecmp((uint16_t)src_host, (uint16_t)dst_host, sport, sim->n_core);
 }
 
 static struct sim_stage *stage_of(struct sim *sim, const struct sim_event *ev)

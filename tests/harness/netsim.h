@@ -124,6 +124,10 @@ void sim_connect(struct sim *sim, unsigned host_a, unsigned host_b,
 		 const struct mrc_conn_config *base, unsigned paths_per_plane,
 		 struct sim_endpoint **a, struct sim_endpoint **b);
 
+/* The core link of a plane that ECMP picks for a flow. */
+unsigned sim_core_link_of(const struct sim *sim, unsigned src_host, unsigned dst_host,
+			  uint16_t sport);
+
 /* Registers memory with an endpoint; returns its key. */
 uint32_t sim_register(struct sim_endpoint *ep, void *host, uint32_t len, unsigned access);
 

@@ -13,6 +13,11 @@ int main(void)
 	int failed;
 
 	srunner_add_suite(runner, codec_suite());
+	srunner_add_suite(runner, sack_suite());
+	srunner_add_suite(runner, rtt_suite());
+	srunner_add_suite(runner, cc_aimd_suite());
+	srunner_add_suite(runner, sched_suite());
+	srunner_add_suite(runner, loss_suite());
 	srunner_add_suite(runner, conn_suite());
 	srunner_run_all(runner, CK_ENV);
 	failed = srunner_ntests_failed(runner);

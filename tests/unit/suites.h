@@ -5,8 +5,13 @@
 
 #include <check.h>
 
+Suite *cc_aimd_suite(void);
 Suite *checksum_suite(void);
 Suite *codec_suite(void);
 Suite *conn_suite(void);
+Suite *loss_suite(void);
+Suite *rtt_suite(void);
+Suite *sack_suite(void);
+Suite *sched_suite(void);
 
 #endif

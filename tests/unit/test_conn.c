@@ -395,6 +395,8 @@ START_TEST(mrc_conn__corruption_never_placed)
 	impair_core(x.sim, &bad);
 	xfer_post(&x, MRC_WR_WRITE, 1u << 20, 0);
 	xfer_run(&x, 10ull * 1000000000ull);
+	sim_run(x.sim, x.sim->now_ns + 1000000, NULL, NULL); /* drain what is still in flight */
+	ck_assert_uint_eq(x.sim->heap_len, 0);
 	for (unsigned l = 0; l < x.sim->n_core; l++)
 		corrupted += sim_core(x.sim, 0, l)->corrupted;
 	ck_assert_uint_gt(corrupted, 10);
