@@ -47,7 +47,7 @@ CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 
 PROTO_SRCS := $(sort $(wildcard lib/proto/*.c))
 UNIT_SRCS := $(wildcard tests/unit/*.c) $(wildcard tests/harness/*.c)
-FUZZ_HARNESSES := codec
+FUZZ_HARNESSES := codec conn
 HEADER_CHECKS_BPF := tests/headers/wire_bpf.c
 
 PROTO_OBJS := $(PROTO_SRCS:%.c=$(OBJ)/%.o)

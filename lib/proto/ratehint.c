@@ -49,7 +49,7 @@ void mrc_rate_domain_leave(struct mrc_rate_domain *d, int entry)
 static bool is_active(const struct mrc_rate_domain *d, const struct mrc_rate_entry *e,
 		      uint64_t now_ns)
 {
-	return e->in_use && e->last_rx_ns && now_ns - e->last_rx_ns <= d->window_ns;
+	return e->in_use && e->seen && now_ns - e->last_rx_ns <= d->window_ns;
 }
 
 /*
@@ -83,6 +83,7 @@ void mrc_rate_domain_on_rx(struct mrc_rate_domain *d, int entry, uint32_t bytes,
 		e->demand_kbps = 0;
 	}
 	e->last_rx_ns = now_ns;
+	e->seen = true;
 	e->window_bytes += bytes;
 	if (now_ns - e->window_start_ns >= d->window_ns) {
 		/* bytes * 8 / ns = Gbit/s; * 1e6 = kbit/s */

@@ -25,6 +25,7 @@ struct mrc_rate_entry {
 	uint64_t given_kbps;	 /* the hint this sender was last given */
 	uint64_t active_since_ns;
 	bool in_use;
+	bool seen;		 /* last_rx_ns is valid (0 is a valid time) */
 };
 
 struct mrc_rate_domain {

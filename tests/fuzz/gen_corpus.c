@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Writes a fuzzing seed corpus with the real encoder, so the seeds follow the wire format as
- * it changes: `gen_corpus codec DIR`. Each seed is a mode byte (odd: the harness reseals the
- * checksum) followed by one valid packet of every opcode.
+ * Writes fuzzing seed corpora: `gen_corpus codec DIR` uses the real encoder, so the seeds
+ * follow the wire format as it changes (each seed is a mode byte, odd: the harness reseals the
+ * checksum, then one valid packet of every opcode); `gen_corpus conn DIR` writes scripts.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -123,11 +123,48 @@ static int codec_corpus(const char *dir)
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+/*
+ * Scripts for fuzz_conn: a handful of plausible sessions (post, pump, deliver, advance time,
+ * inject) that the fuzzer mutates from. Bytes follow fuzz_conn.c's script format.
+ */
+static int conn_corpus(const char *dir)
+{
+	static const uint8_t scripts[][48] = {
+		/* METAROCE both sides; post recv on B, SEND from A, pump, deliver, ack back */
+		{ 0, 0, 0x81, 0, 0, 0, 64, 0, 0, 0, 64, 2, 2, 4, 0, 4, 0, 0x83, 4, 0, 6, 0, 50,
+		  2, 4, 0 },
+		/* WRITE from A, lots of pumping and delivery, a timeout */
+		{ 0, 0, 0, 0, 16, 2, 0, 0, 2, 2, 4, 0, 4, 1, 4, 0, 0x83, 4, 0, 0x46, 0, 200, 2,
+		  4, 0 },
+		/* baseline mode, READ from A, drop one, retransmit */
+		{ 1, 1, 0, 0, 32, 0, 200, 4, 2, 5, 0, 0x46, 0, 50, 2, 4, 0, 0x83, 4, 0, 4, 0 },
+		/* injected ACK, NAK, PROBE, CLOSE into B */
+		{ 0, 0, 7, 1, 0, 0, 0, 6, 0, 0, 1, 7, 1, 0, 0, 0, 7, 0, 0, 1, 7, 1, 0, 0, 0, 10,
+		  0, 0, 0 },
+	};
+	char path[4096];
+	int failed = 0;
+
+	for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/script%zu", dir, i);
+		f = fopen(path, "wb");
+		if (!f || fwrite(scripts[i], 1, sizeof(scripts[i]), f) != sizeof(scripts[i]) ||
+		    fclose(f) != 0) {
+			fprintf(stderr, "gen_corpus: %s: %s\n", path, strerror(errno));
+			failed = 1;
+		}
+	}
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc != 3 || strcmp(argv[1], "codec") != 0) {
-		fprintf(stderr, "usage: gen_corpus codec DIR\n");
-		return 2;
-	}
-	return codec_corpus(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "codec") == 0)
+		return codec_corpus(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "conn") == 0)
+		return conn_corpus(argv[2]);
+	fprintf(stderr, "usage: gen_corpus codec|conn DIR\n");
+	return 2;
 }
