@@ -121,7 +121,7 @@ struct mrc_conn {
 	uint64_t ack_deadline_ns;
 	struct echo echo;
 	/* (plane, UDP source port) pairs the peer's packets came from lately: the ports our
-	 * answers rotate over [R-241] */
+	 * answers rotate over [R-331] */
 	struct {
 		uint8_t plane;
 		uint16_t sport;
@@ -789,7 +789,7 @@ static uint16_t echo_age(const struct mrc_conn *c, uint16_t path_id)
 }
 
 /*
- * Remembers what the next ACK echoes and decides how soon it goes [R-233, R-234, R-235, R-240].
+ * Remembers what the next ACK echoes and decides how soon it goes [R-233, R-234, R-235, R-330].
  * Among the packets an ACK covers it echoes a CE-marked one first, else the one whose path
  * was echoed longest ago: every path gets RTT samples, even when coalescing would otherwise
  * always pick the same path of a round-robin spray.
@@ -842,7 +842,7 @@ static void note_reverse_port(struct mrc_conn *c, const struct mrc_rx_info *rx)
 /*
  * The source port of an answer on a plane: the next of the peer's recent ports there, so
  * answers spray over every reverse route like data does forward, and one dark link in the
- * reverse direction costs a share of the ACKs instead of every ACK of a path [R-238, R-241].
+ * reverse direction costs a share of the ACKs instead of every ACK of a path [R-238, R-331].
  */
 static uint16_t reverse_port(struct mrc_conn *c, uint8_t plane, uint16_t fallback)
 {
