@@ -30,15 +30,17 @@ endif
 
 WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	    -Wpointer-arith -Wvla -Wformat=2
+# CFLAGS is the user's (make CFLAGS=-O0); what the project requires is in MRC_CFLAGS and is
+# always added, so warnings stay errors whatever is passed on the command line.
 CPPFLAGS += -Ilib/include -Ilib -Itests -D_GNU_SOURCE
 CFLAGS ?= -O2 -g
-CFLAGS += -std=gnu11 $(WARNINGS) -fno-strict-aliasing
+MRC_CFLAGS := -std=gnu11 $(WARNINGS) -fno-strict-aliasing
 DEPFLAGS = -MMD -MP
 SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	     -fno-sanitize-recover=all
 # BPF C sees the kernel's UAPI headers; asm/ lives in the multiarch include directory on Debian.
 BPF_CFLAGS := -target bpf -O2 -g -std=gnu11 $(WARNINGS) -Ilib/include \
-	      -idirafter /usr/include/$(shell $(CC) -dumpmachine)
+	      -idirafter /usr/include/$(shell $(CC) -dumpmachine 2>/dev/null)
 
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
@@ -62,6 +64,7 @@ SAN_UNIT_RUNNER := $(SAN)/tests/unit/runner
 FUZZ_BINS := $(FUZZ_HARNESSES:%=$(FUZZ)/fuzz_%)
 CORPUS_GEN := $(BUILD)/tests/fuzz/gen_corpus
 HEADER_CHECK_OBJS := $(HEADER_CHECKS_BPF:%.c=$(OBJ)/%.bpf.o)
+ENGINE_REPORT := $(BUILD)/bench/engine-report
 
 # --- top-level targets -----------------------------------------------------------------
 
@@ -121,7 +124,6 @@ fuzz: $(FUZZ_BINS) $(CORPUS_GEN)
 	done
 
 # The engine in virtual time, side by side with the RoCEv2 baseline (docs/BENCHMARKS.md).
-ENGINE_REPORT := $(BUILD)/bench/engine-report
 engine-report: $(ENGINE_REPORT)
 	$(Q)$(ENGINE_REPORT) $(BUILD)/engine-report.json
 	$(call msg,JSON,$(BUILD)/engine-report.json)
@@ -140,13 +142,14 @@ clean:
 $(OBJ)/%.o: %.c
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) $(if $(filter tests/unit/%,$<),$(CHECK_CFLAGS)) \
+	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) $(DEPFLAGS) \
+		$(if $(filter tests/unit/%,$<),$(CHECK_CFLAGS)) \
 		-c $< -o $@
 
 $(SAN)/obj/%.o: %.c
 	$(call msg,CC-SAN,$<)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) $(SAN_FLAGS) \
+	$(Q)$(CLANG) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) $(DEPFLAGS) $(SAN_FLAGS) \
 		$(if $(filter tests/%,$<),$(CHECK_CFLAGS)) -c $< -o $@
 
 $(OBJ)/%.bpf.o: %.c
@@ -179,7 +182,8 @@ $(SAN_UNIT_RUNNER): $(SAN_UNIT_OBJS) $(SAN_LIBPROTO)
 $(FUZZ)/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRCS) $(wildcard lib/include/metaroce/*.h lib/proto/*.h)
 	$(call msg,FUZZ-LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(CPPFLAGS) $(CFLAGS) $(SAN_FLAGS) -fsanitize=fuzzer -o $@ $(filter %.c,$^)
+	$(Q)$(CLANG) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) $(SAN_FLAGS) -fsanitize=fuzzer -o $@ \
+		$(filter %.c,$^)
 
 $(CORPUS_GEN): $(OBJ)/tests/fuzz/gen_corpus.o $(LIBPROTO)
 	$(call msg,LD,$@)

@@ -45,7 +45,6 @@ struct msg {
 	uint64_t rnr_until_ns; /* after an RNR NAK: no packet of this message before this time */
 	uint8_t rnr_rounds;   /* RNR NAK rounds without success */
 	uint8_t kind;	     /* enum msg_kind */
-	bool req_acked;	     /* READ: the request packet was acknowledged */
 	bool resp_complete;  /* READ: every response byte placed (a 0-byte READ: its one
 				response packet arrived) */
 };
@@ -60,6 +59,7 @@ struct rq_entry {
 	uint8_t wc_opcode;
 	uint8_t wc_flags;
 	uint32_t last_psn;    /* PSN of the message's last packet, once it arrived */
+	uint8_t opcode;	      /* wire opcode of the message that consumes it */
 	bool started;
 	bool done;	      /* every byte placed; delivered once cum_psn passes last_psn */
 	uint8_t status;
@@ -76,6 +76,7 @@ struct echo {
 
 struct probe_reply {
 	uint64_t nonce;
+	bool ce;
 	uint32_t echo_ts;
 	uint16_t echo_path;
 	uint8_t plane;
@@ -89,7 +90,13 @@ struct mrc_conn {
 	uint8_t state;
 
 	/* sender */
-	struct msg *msgs; /* sq_depth send work requests, then rr_depth READ responses */
+	/*
+	 * Rings are indexed by 32-bit counters (MSN, RSN, READ responses) modulo their
+	 * capacity, a power of two so the index stays continuous when a counter wraps; the
+	 * configured depths bound how many entries are live.
+	 */
+	struct msg *msgs; /* sq_cap send work requests, then rr_cap READ responses */
+	uint32_t sq_cap, rr_cap, rq_cap;
 	uint32_t rr_depth;
 	uint32_t sq_head, sq_pkt, sq_tail; /* MSNs: oldest incomplete, packetizing, next */
 	uint32_t rr_head, rr_pkt, rr_tail; /* READ-response counters, same roles */
@@ -168,17 +175,17 @@ static bool rocev2(const struct mrc_conn *c)
 
 static struct msg *sq_msg(struct mrc_conn *c, uint32_t msn)
 {
-	return &c->msgs[msn % c->cfg.sq_depth];
+	return &c->msgs[msn & (c->sq_cap - 1)];
 }
 
 static struct msg *rr_msg(struct mrc_conn *c, uint32_t ctr)
 {
-	return &c->msgs[c->cfg.sq_depth + ctr % c->rr_depth];
+	return &c->msgs[c->sq_cap + (ctr & (c->rr_cap - 1))];
 }
 
 static struct rq_entry *rq_entry(struct mrc_conn *c, uint32_t rsn)
 {
-	return &c->rq[rsn % c->cfg.rq_depth];
+	return &c->rq[rsn & (c->rq_cap - 1)];
 }
 
 static uint32_t sge_total(const struct mrc_sge *sge, unsigned n)
@@ -287,8 +294,9 @@ static bool config_valid(const struct mrc_conn_config *cfg)
 	    cfg->max_payload > MRC_WIRE_MAX_PACKET - sizeof(struct mrc_hdr) -
 				       sizeof(struct mrc_data_ext))
 		return false;
-	if (cfg->sq_depth == 0 || cfg->rq_depth == 0 || cfg->sq_depth > 65536 ||
-	    cfg->rq_depth > 65536 || cfg->max_dest_rd_atomic > 4096)
+	/* mrc_tx_slot.msg is 16 bits: send queue plus READ responses must fit in it */
+	if (cfg->sq_depth == 0 || cfg->rq_depth == 0 || cfg->sq_depth > 32768 ||
+	    cfg->rq_depth > 65536 || cfg->max_dest_rd_atomic > 8192)
 		return false;
 	if (!cfg->cc_ops || cfg->cc.init_cwnd == 0 || cfg->cc.min_cwnd == 0 ||
 	    cfg->cc.max_cwnd < cfg->cc.init_cwnd || cfg->cc.beta_pct >= 100)
@@ -296,6 +304,15 @@ static bool config_valid(const struct mrc_conn_config *cfg)
 	if (cfg->rto.min_rto_ns == 0 || cfg->rto.max_rto_ns < cfg->rto.min_rto_ns)
 		return false;
 	return true;
+}
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
 }
 
 static void path_init(struct mrc_conn *c, struct mrc_path *p, const struct mrc_path_config *pc)
@@ -327,9 +344,12 @@ struct mrc_conn *mrc_conn_new(const struct mrc_conn_config *cfg,
 	/* Twice the READs the peer may have outstanding: a slot frees only once the peer has
 	 * acknowledged the whole response, a little after the peer's READ completed. */
 	c->rr_depth = 2 * (cfg->max_dest_rd_atomic ? cfg->max_dest_rd_atomic : 1);
+	c->sq_cap = pow2_at_least(cfg->sq_depth);
+	c->rr_cap = pow2_at_least(c->rr_depth);
+	c->rq_cap = pow2_at_least(cfg->rq_depth);
 	c->n_paths = cfg->mode == MRC_MODE_ROCEV2 ? 1 : cfg->n_paths;
-	c->msgs = calloc(cfg->sq_depth + c->rr_depth, sizeof(*c->msgs));
-	c->rq = calloc(cfg->rq_depth, sizeof(*c->rq));
+	c->msgs = calloc(c->sq_cap + c->rr_cap, sizeof(*c->msgs));
+	c->rq = calloc(c->rq_cap, sizeof(*c->rq));
 	c->paths = calloc(c->n_paths, sizeof(*c->paths));
 	if (!c->msgs || !c->rq || !c->paths) {
 		mrc_conn_free(c);
@@ -595,8 +615,6 @@ static void packet_acked(struct mrc_conn *c, uint32_t psn, uint32_t *acked_on_pa
 	p->stats.acked++;
 	acked_on_path[s->path]++;
 	m->acked_pkts++;
-	if (m->kind == MSG_SQ && m->wr.opcode == MRC_WR_READ)
-		m->req_acked = true;
 	m->rnr_rounds = 0;
 	c->ack_epoch++;
 	c->dead_rounds = 0;
@@ -608,6 +626,29 @@ static void packet_acked(struct mrc_conn *c, uint32_t psn, uint32_t *acked_on_pa
 static void rearm_rto(struct mrc_conn *c, struct mrc_path *p, uint64_t now_ns)
 {
 	p->rto_deadline_ns = p->inflight ? now_ns + path_rto(c, p) : 0;
+}
+
+static void advance_una(struct mrc_conn *c)
+{
+	while (mrc_seq_lt(c->snd_una, c->snd_nxt) &&
+	       (mrc_tx_slot(c->tx, c->snd_una)->flags & MRC_TX_ACKED)) {
+		memset(mrc_tx_slot(c->tx, c->snd_una), 0, sizeof(struct mrc_tx_slot));
+		c->snd_una++;
+	}
+}
+
+/* Acknowledges one PSN on evidence other than an ACK (a READ's complete response). */
+static void acknowledge_psn(struct mrc_conn *c, uint32_t psn, uint64_t now_ns)
+{
+	uint32_t acked_on_path[2 * MRC_MAX_PATHS] = { 0 };
+	struct mrc_tx_slot *s;
+
+	if (!mrc_seq_le(c->snd_una, psn) || !mrc_seq_lt(psn, c->snd_nxt))
+		return;
+	s = mrc_tx_slot(c->tx, psn);
+	packet_acked(c, psn, acked_on_path, now_ns);
+	rearm_rto(c, &c->paths[s->path], now_ns);
+	advance_una(c);
 }
 
 static int on_ack(struct mrc_conn *c, const struct mrc_packet *pkt, uint32_t cum,
@@ -634,11 +675,7 @@ static int on_ack(struct mrc_conn *c, const struct mrc_packet *pkt, uint32_t cum
 				packet_acked(c, psn, acked_on_path, now_ns);
 		}
 	}
-	while (mrc_seq_lt(c->snd_una, c->snd_nxt) &&
-	       (mrc_tx_slot(c->tx, c->snd_una)->flags & MRC_TX_ACKED)) {
-		memset(mrc_tx_slot(c->tx, c->snd_una), 0, sizeof(struct mrc_tx_slot));
-		c->snd_una++;
-	}
+	advance_una(c);
 
 	for (unsigned i = 0; i < c->n_paths; i++) {
 		struct mrc_path *p = &c->paths[i];
@@ -700,6 +737,18 @@ static struct msg *sq_msg_by_msn(struct mrc_conn *c, uint32_t msn)
 	return sq_msg(c, msn);
 }
 
+/* The earliest end of an RNR wait still ahead, over every waiting message. */
+static void refresh_rnr_wakeup(struct mrc_conn *c, uint64_t now_ns)
+{
+	c->rnr_wakeup_ns = 0;
+	for (uint32_t msn = c->sq_head; msn != c->sq_tail; msn++) {
+		uint64_t until = sq_msg(c, msn)->rnr_until_ns;
+
+		if (until > now_ns && (!c->rnr_wakeup_ns || until < c->rnr_wakeup_ns))
+			c->rnr_wakeup_ns = until;
+	}
+}
+
 /*
  * RNR [R-64]: the message waits at least retry_after, then all its unacknowledged packets go
  * again; they are out of flight meanwhile, so no loss detection counts them. One round per
@@ -716,8 +765,7 @@ static void on_rnr(struct mrc_conn *c, struct msg *m, uint16_t retry_after, uint
 		return;
 	}
 	m->rnr_until_ns = now_ns + wait;
-	if (!c->rnr_wakeup_ns || c->rnr_wakeup_ns <= now_ns || m->rnr_until_ns < c->rnr_wakeup_ns)
-		c->rnr_wakeup_ns = m->rnr_until_ns;
+	refresh_rnr_wakeup(c, now_ns);
 	for (uint32_t psn = c->snd_una; mrc_seq_lt(psn, c->snd_nxt); psn++) {
 		struct mrc_tx_slot *s = mrc_tx_slot(c->tx, psn);
 
@@ -757,8 +805,12 @@ static int on_nak(struct mrc_conn *c, const struct mrc_packet *pkt, uint64_t now
 				 n->kind == MRC_NAK_INVALID_REQ	  ? MRC_WC_REM_INV_REQ_ERR :
 								    MRC_WC_REM_OP_ERR;
 
-		/* The WR with that msn fails; the responder already left RTS. */
-		enter_error(c, sq_msg_by_msn(c, n->msn), status, false);
+		/* The WR with that msn fails; the responder already left RTS [R-65, R-66]. A
+		 * NAK of one of our READ responses carries the peer's msn and names no WR of
+		 * ours: the QP only enters ERR. */
+		m = msg_of_psn(c, n->nak_psn);
+		enter_error(c, m && m->kind == MSG_RR ? NULL : sq_msg_by_msn(c, n->msn), status,
+			    false);
 		return MRC_DROP_NONE;
 	}
 	}
@@ -903,7 +955,9 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 				return MRC_DROP_RNR;
 			}
 			e = rq_entry(c, d->rsn);
-			if (e->started && e->msg_len != d->msg_len) {
+			if (e->started &&
+			    (e->msg_len != d->msg_len || e->opcode != pkt->opcode ||
+			     (pkt->opcode != MRC_OP_SEND && e->imm != d->imm))) {
 				/* packets of one message disagree */
 				queue_nak(c, rx, MRC_NAK_INVALID_REQ, pkt->psn, d->msn, 0);
 				return MRC_DROP_INVALID_REQ;
@@ -919,6 +973,7 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 			/* [R-28] the receive is too small: the requester sees an invalid request,
 			 * the receive completes with a local length error */
 			e->started = true;
+			e->opcode = pkt->opcode;
 			e->msg_len = d->msg_len;
 			e->wc_opcode = MRC_WC_RECV;
 			e->status = MRC_WC_LOC_LEN_ERR;
@@ -933,6 +988,7 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 		if (e) {
 			if (!e->started) {
 				e->started = true;
+				e->opcode = pkt->opcode;
 				e->msg_len = d->msg_len;
 				e->wc_opcode = pkt->opcode == MRC_OP_WRITE_IMM ? MRC_WC_RECV_RDMA_WITH_IMM
 									       : MRC_WC_RECV;
@@ -998,9 +1054,11 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 		sge_scatter(m->wr.sge, m->wr.num_sge, d->msg_off, pkt->payload, pkt->payload_len);
 		m->read_placed += pkt->payload_len;
 		if (m->read_placed == m->len) {
-			/* the response proves the request arrived, even if its ACK did not */
+			/* The response proves the request arrived, even if its ACK did not: the
+			 * request's PSN is acknowledged here, before the READ completes and its
+			 * slot can be reused, so a late ACK never lands on the next request. */
+			acknowledge_psn(c, m->first_psn, now_ns);
 			m->resp_complete = true;
-			m->req_acked = true;
 		}
 		return MRC_DROP_NONE;
 	}
@@ -1120,6 +1178,7 @@ int mrc_conn_recv_packet(struct mrc_conn *c, const struct mrc_rx_info *rx,
 				struct probe_reply *r = &c->probe_replies[c->n_probe_replies++];
 
 				r->nonce = pkt->u.probe.nonce;
+				r->ce = rx->ce;
 				r->echo_ts = pkt->tx_ts;
 				r->echo_path = pkt->path_id;
 				r->plane = rx->plane;
@@ -1311,6 +1370,7 @@ static bool send_probe_reply(struct mrc_conn *c, void *buf, size_t cap, struct m
 		(c->n_probe_replies - 1) * sizeof(c->probe_replies[0]));
 	c->n_probe_replies--;
 	init_packet(c, &pkt, MRC_OP_PROBE_REPLY, r.echo_path, now_ns);
+	pkt.flags = r.ce ? MRC_F_ECE : 0; /* */
 	pkt.u.probe.nonce = r.nonce;
 	pkt.u.probe.echo_ts = r.echo_ts;
 	pkt.u.probe.echo_path = r.echo_path;
@@ -1334,6 +1394,15 @@ static bool send_close(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_
 	return true;
 }
 
+static unsigned usable_paths(const struct mrc_conn *c)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < c->n_paths; i++)
+		n += mrc_path_usable(&c->paths[i]);
+	return n;
+}
+
 /*
  * The scheduler's pick; a retransmission avoids the path that lost it when it can [R-252],
  * and never goes back to that path while the path is suspect after an RTO [R-285]: it would
@@ -1355,7 +1424,8 @@ static int pick_path(struct mrc_conn *c, int avoid)
 			c->cursor = cursor;
 			return other;
 		}
-		if (saved.rto_streak)
+		/* the suspect path may carry it only when it is the one usable path */
+		if (saved.rto_streak && usable_paths(c) > 1)
 			return -1;
 	}
 	return i;
@@ -1656,8 +1726,12 @@ static void path_timeout(struct mrc_conn *c, unsigned i, uint64_t now_ns)
 {
 	struct mrc_path *p = &c->paths[i];
 
-	p->stats.rto_expiries++;
 	p->rto_deadline_ns = 0;
+	/* Its packets were all acknowledged or declared lost some other way since the timer
+	 * was armed: nothing timed out, and the path is not suspect [R-58]. */
+	if (p->inflight == 0)
+		return;
+	p->stats.rto_expiries++;
 	if (rocev2(c))
 		go_back_n(c);
 	else
@@ -1710,6 +1784,8 @@ void mrc_conn_on_timeout(struct mrc_conn *c, uint64_t now_ns)
 		return;
 	if (c->ack_pending && now_ns >= c->ack_deadline_ns)
 		c->ack_now = true;
+	if (c->rnr_wakeup_ns && now_ns >= c->rnr_wakeup_ns)
+		refresh_rnr_wakeup(c, now_ns);
 	for (unsigned i = 0; i < c->n_paths && c->state == MRC_QPS_RTS; i++)
 		if (c->paths[i].rto_deadline_ns && now_ns >= c->paths[i].rto_deadline_ns)
 			path_timeout(c, i, now_ns);
@@ -1783,8 +1859,8 @@ bool mrc_conn_send_idle(const struct mrc_conn *c)
 
 size_t mrc_conn_footprint(const struct mrc_conn *c)
 {
-	return sizeof(*c) + (c->cfg.sq_depth + c->rr_depth) * sizeof(struct msg) +
-	       c->cfg.rq_depth * sizeof(struct rq_entry) + c->n_paths * sizeof(struct mrc_path);
+	return sizeof(*c) + (c->sq_cap + c->rr_cap) * sizeof(struct msg) +
+	       c->rq_cap * sizeof(struct rq_entry) + c->n_paths * sizeof(struct mrc_path);
 }
 
 const char *mrc_wc_status_name(uint8_t status)

@@ -16,6 +16,10 @@
  * Times are nanoseconds on any monotonic clock. Paths are (plane, UDP source port): the
  * caller maps a plane to a local socket and the peer's address on it. The engine allocates
  * all its memory in mrc_conn_new() and none while packets flow.
+ *
+ * A connection exists from RTS on and ends in ERR: the verbs states before RTS (RESET, INIT,
+ * RTR, R-72..R-74) belong to the caller, which creates the connection when the QP reaches
+ * RTS and drops packets for QPs that have none [R-73].
  */
 #ifndef METAROCE_PROTO_CONN_H
 #define METAROCE_PROTO_CONN_H
@@ -149,7 +153,7 @@ struct mrc_conn_config {
 	uint32_t max_rd_atomic;	  /* READs this side has outstanding at most */
 	uint32_t max_dest_rd_atomic; /* READs the peer may have outstanding here */
 	unsigned qp_access;	  /* MRC_ACCESS_* the peer may use on this QP */
-	uint8_t retry_cnt;	  /* verbs retry_cnt: RTO expiries without progress, per path */
+	uint8_t retry_cnt;	  /* verbs retry_cnt: resends of a packet without QP progress */
 	uint8_t rnr_retry;	  /* verbs rnr_retry; 7 = unlimited */
 	uint16_t rnr_retry_after; /* RNR NAK wait we ask of the peer, 10 us units */
 	bool sq_sig_all;	  /* every send work request completes, signaled or not */

@@ -129,7 +129,11 @@ static void recompute(struct mrc_rate_domain *d, uint64_t now_ns)
 			else
 				k++;
 		}
-		if (k == 0 || remaining / k <= level)
+		if (k == 0) {
+			level = capacity; /* every sender uses less than its share */
+			break;
+		}
+		if (remaining / k <= level)
 			break;
 		level = remaining / k;
 	}

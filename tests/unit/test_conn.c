@@ -350,6 +350,45 @@ START_TEST(mrc_conn__property_rocev2_baseline_under_loss)
 }
 END_TEST
 
+/*
+ * A small send queue of odd depth kept full with READs among the writes, on unequal paths:
+ * every slot is reused many times, and ACKs of READ requests arrive after their responses.
+ * Ring indexes stay right, and a late ACK never lands on the slot's next request.
+ */
+START_TEST(mrc_conn__small_odd_queue_reused_with_reads)
+{
+	struct sim_config sc;
+	struct mrc_conn_config cc;
+	struct sim_stage_params bad = { .loss = 0.01 };
+	struct xfer x;
+
+	sim_config_default(&sc);
+	sc.seed = 500 + (uint64_t)_i;
+	mrc_conn_config_default(&cc);
+	cc.sq_depth = 3;
+	cc.rq_depth = 5;
+	cc.max_rd_atomic = cc.max_dest_rd_atomic = 3;
+	cc.rto.min_rto_ns = 50000;
+	xfer_init(&x, &sc, &cc, 4, MAX_OPS * 5000);
+	impair_core(x.sim, &bad);
+	for (unsigned round = 0; round < MAX_OPS / 2; round++) {
+		/* keep three outstanding: post two, wait until at most one is left */
+		for (int k = 0; k < 2; k++) {
+			uint8_t op = (sim_random(x.sim) & 1) ? MRC_WR_READ : MRC_WR_WRITE;
+
+			if (k == 1 && sim_random(x.sim) % 3 == 0)
+				op = MRC_WR_SEND;
+			xfer_post(&x, op, 1 + (uint32_t)(sim_random(x.sim) % 4999), 0);
+		}
+		while (x.n_ops - x.send_done_count > 1 && !x.failed &&
+		       x.sim->now_ns < 5000000000ull)
+			sim_run(x.sim, x.sim->now_ns + 5000, NULL, NULL);
+	}
+	xfer_run(&x, 5ull * 1000000000ull);
+	xfer_free(&x);
+}
+END_TEST
+
 /* 1 B to 16 MiB in one message, both modes, under loss. */
 START_TEST(mrc_conn__sixteen_mib_write_and_read_exact)
 {
@@ -640,6 +679,100 @@ START_TEST(mrc_conn__rnr_then_success)
 }
 END_TEST
 
+/* A receiver that posts its receive 200 ms late: with unlimited RNR retries the SEND waits
+ * it out, and the idle path's timers never fail it [R-64, R-58]. */
+START_TEST(mrc_conn__long_rnr_wait_succeeds)
+{
+	struct sim_config sc;
+	struct mrc_conn_config cc;
+	struct xfer x;
+	struct mrc_recv_wr rwr = { .wr_id = 0, .num_sge = 1 };
+	struct mrc_send_wr wr = { .wr_id = 0, .opcode = MRC_WR_SEND, .num_sge = 1,
+				  .flags = MRC_SEND_SIGNALED };
+	uint64_t failures = 0;
+
+	sim_config_default(&sc);
+	mrc_conn_config_default(&cc);
+	cc.rnr_retry_after = 100; /* 1 ms */
+	xfer_init(&x, &sc, &cc, 2, 4096);
+	x.ops[0] = (struct op){ .opcode = MRC_WR_SEND, .len = 3000 };
+	x.n_ops = x.n_recv_ops = 1;
+	wr.sge[0] = (struct mrc_sge){ x.a_src, 0, 3000, 0 };
+	ck_assert_int_eq(mrc_conn_post_send(x.a->conn, &wr), 0);
+	x.a->dirty = true;
+	sim_run(x.sim, 200000000ull, nothing, NULL);
+	ck_assert_int_eq(mrc_conn_state(x.a->conn), MRC_QPS_RTS);
+	rwr.sge[0] = (struct mrc_sge){ x.b_rcv, 0, 3000, 0 };
+	ck_assert_int_eq(mrc_conn_post_recv(x.b->conn, &rwr), 0);
+	xfer_run(&x, 1000000000ull);
+	for (unsigned i = 0; i < mrc_conn_n_paths(x.a->conn); i++)
+		failures += mrc_conn_path(x.a->conn, i)->stats.failures;
+	ck_assert_uint_eq(failures, 0);
+	xfer_free(&x);
+}
+END_TEST
+
+/* Two SENDs refused 5 us apart both wait their own RNR time and go again. */
+START_TEST(mrc_conn__two_rnr_waits_both_resent)
+{
+	struct sim_config sc;
+	struct mrc_conn_config cc;
+	struct xfer x;
+
+	sim_config_default(&sc);
+	mrc_conn_config_default(&cc);
+	xfer_init(&x, &sc, &cc, 2, 8192);
+	x.ops[0] = (struct op){ .opcode = MRC_WR_SEND, .len = 100, .src_off = 0, .rsn = 0 };
+	x.ops[1] = (struct op){ .opcode = MRC_WR_SEND, .len = 100, .src_off = 100, .dst_off = 100,
+				.rsn = 1 };
+	x.n_ops = x.n_recv_ops = 2;
+	for (unsigned i = 0; i < 2; i++) {
+		struct mrc_send_wr wr = { .wr_id = i, .opcode = MRC_WR_SEND, .num_sge = 1,
+					  .flags = MRC_SEND_SIGNALED };
+
+		wr.sge[0] = (struct mrc_sge){ x.a_src + 100 * i, 0, 100, 0 };
+		ck_assert_int_eq(mrc_conn_post_send(x.a->conn, &wr), 0);
+		x.a->dirty = true;
+		sim_run(x.sim, x.sim->now_ns + 5000, nothing, NULL);
+	}
+	sim_run(x.sim, x.sim->now_ns + 100000, nothing, NULL);
+	for (unsigned i = 0; i < 2; i++) {
+		struct mrc_recv_wr rwr = { .wr_id = i, .num_sge = 1 };
+
+		rwr.sge[0] = (struct mrc_sge){ x.b_rcv + 100 * i, 0, 100, 0 };
+		ck_assert_int_eq(mrc_conn_post_recv(x.b->conn, &rwr), 0);
+	}
+	xfer_run(&x, 1000000000ull);
+	xfer_free(&x);
+}
+END_TEST
+
+/* A WRITE whose one lost packet is repaired on another path leaves every path healthy:
+ * no RTO fires on a path with nothing outstanding [R-58]. */
+START_TEST(mrc_conn__repaired_loss_leaves_paths_healthy)
+{
+	struct sim_config sc;
+	struct mrc_conn_config cc;
+	struct sim_stage_params bad = { .loss = 0.02 };
+	struct xfer x;
+
+	sim_config_default(&sc);
+	mrc_conn_config_default(&cc);
+	xfer_init(&x, &sc, &cc, 4, 1u << 20);
+	impair_core(x.sim, &bad);
+	xfer_post(&x, MRC_WR_WRITE, 1u << 20, 0);
+	xfer_run(&x, 1000000000ull);
+	sim_run(x.sim, x.sim->now_ns + 50000000ull, NULL, NULL); /* 50 ms idle */
+	for (unsigned i = 0; i < mrc_conn_n_paths(x.a->conn); i++) {
+		const struct mrc_path *p = mrc_conn_path(x.a->conn, i);
+
+		ck_assert_int_eq(p->state, MRC_PATH_ACTIVE);
+		ck_assert_uint_eq(p->rto_deadline_ns, 0);
+	}
+	xfer_free(&x);
+}
+END_TEST
+
 /* A posted work request on a QP in ERR completes at once, flushed. */
 START_TEST(mrc_conn__post_after_error_flushes)
 {
@@ -764,6 +897,7 @@ Suite *conn_suite(void)
 	tcase_add_loop_test(prop, mrc_conn__property_burst_loss_and_corruption, 0, 8);
 	tcase_add_loop_test(prop, mrc_conn__property_rocev2_baseline_under_loss, 0, 4);
 	tcase_add_test(prop, mrc_conn__sixteen_mib_write_and_read_exact);
+	tcase_add_loop_test(prop, mrc_conn__small_odd_queue_reused_with_reads, 0, 4);
 	tcase_add_test(prop, mrc_conn__corruption_never_placed);
 	tcase_set_timeout(prop, 300);
 	suite_add_tcase(s, prop);
@@ -779,6 +913,9 @@ Suite *conn_suite(void)
 	tcase_add_test(errors, mrc_conn__remote_access_status_on_culprit);
 	tcase_add_test(errors, mrc_conn__send_longer_than_receive);
 	tcase_add_test(errors, mrc_conn__rnr_then_success);
+	tcase_add_test(errors, mrc_conn__long_rnr_wait_succeeds);
+	tcase_add_test(errors, mrc_conn__two_rnr_waits_both_resent);
+	tcase_add_test(errors, mrc_conn__repaired_loss_leaves_paths_healthy);
 	tcase_add_test(errors, mrc_conn__post_after_error_flushes);
 	tcase_add_test(errors, mrc_conn__malformed_input_is_counted_and_harmless);
 	tcase_set_timeout(errors, 60);
