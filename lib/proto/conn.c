@@ -238,14 +238,96 @@ static void drop(struct mrc_conn *c, int reason)
 		c->stats.rx_drops[reason]++;
 }
 
+/* Failed and re-drawn paths are probed until they answer, and so is a suspect one. */
 static bool path_probed(const struct mrc_path *p)
 {
-	return p->state == MRC_PATH_FAILED || p->state == MRC_PATH_PROBING;
+	return p->state == MRC_PATH_FAILED || p->state == MRC_PATH_PROBING ||
+	       (p->state == MRC_PATH_ACTIVE && p->rto_streak);
 }
 
+/*
+ * While a path is out of service its window is lent, in equal shares, to the paths still
+ * carrying data, so the QP keeps its aggregate window and traffic moves at once instead of
+ * the survivors growing into it one packet per RTT [R-284]. The loan comes back when the
+ * path returns, so chance losses that make a healthy path suspect for a round trip do not
+ * inflate everyone's window.
+ */
+static void lend_window(struct mrc_conn *c, struct mrc_path *from)
+{
+	unsigned n = 0;
+
+	if (from->lent_to)
+		return;
+	for (unsigned i = 0; i < c->n_paths && i < 32; i++)
+		n += &c->paths[i] != from && mrc_path_usable(&c->paths[i]) && !c->paths[i].rto_streak;
+	if (n == 0)
+		return;
+	from->lent = (from->cc.cwnd + n - 1) / n;
+	for (unsigned i = 0; i < c->n_paths && i < 32; i++) {
+		struct mrc_path *p = &c->paths[i];
+
+		if (p == from || !mrc_path_usable(p) || p->rto_streak)
+			continue;
+		p->cc.cwnd = p->cc.cwnd + from->lent < c->cfg.cc.max_cwnd ? p->cc.cwnd + from->lent
+									  : c->cfg.cc.max_cwnd;
+		from->lent_to |= 1u << i;
+	}
+}
+
+static void reclaim_window(struct mrc_conn *c, struct mrc_path *from)
+{
+	for (unsigned i = 0; i < c->n_paths && i < 32; i++) {
+		struct mrc_cc_state *cc = &c->paths[i].cc;
+
+		if (!(from->lent_to & (1u << i)))
+			continue;
+		cc->cwnd = cc->cwnd > from->lent + c->cfg.cc.min_cwnd ? cc->cwnd - from->lent
+								      : c->cfg.cc.min_cwnd;
+	}
+	from->lent = from->lent_to = 0;
+}
+
+/* The path stops carrying data and is probed: it failed, or is suspect and on trial. */
+static void start_probing(struct mrc_conn *c, struct mrc_path *p, uint64_t now_ns)
+{
+	p->probes_unanswered = 0;
+	p->probe_backoff = 0;
+	p->probe_deadline_ns = now_ns;
+	lend_window(c, p);
+}
+
+static void fail_path(struct mrc_conn *c, struct mrc_path *p, uint64_t now_ns)
+{
+	p->state = MRC_PATH_FAILED;
+	p->stats.failures++;
+	start_probing(c, p, now_ns);
+}
+
+/*
+ * A path with no sample of its own (new, or re-drawn onto another route) borrows the
+ * largest estimate among the QP's other paths: same peer, same fabric, a far better guess
+ * than the initial RTO, which would keep a re-drawn path's probes a millisecond apart
+ * [R-286].
+ */
 static uint64_t path_rto(const struct mrc_conn *c, const struct mrc_path *p)
 {
-	return mrc_rtt_rto(&p->rtt, &c->cfg.rto);
+	const struct mrc_rtt *best = NULL;
+	struct mrc_rtt borrowed;
+
+	if (p->rtt.srtt_ns)
+		return mrc_rtt_rto(&p->rtt, &c->cfg.rto);
+	for (unsigned i = 0; i < c->n_paths; i++) {
+		const struct mrc_rtt *r = &c->paths[i].rtt;
+
+		if (r->srtt_ns && (!best || r->srtt_ns + 4 * r->rttvar_ns >
+						    best->srtt_ns + 4 * best->rttvar_ns))
+			best = r;
+	}
+	if (!best)
+		return mrc_rtt_rto(&p->rtt, &c->cfg.rto);
+	borrowed = *best;
+	borrowed.backoff = p->rtt.backoff;
+	return mrc_rtt_rto(&borrowed, &c->cfg.rto);
 }
 
 /* --- configuration and lifetime ------------------------------------------------------- */
@@ -274,9 +356,9 @@ void mrc_conn_config_default(struct mrc_conn_config *cfg)
 	cfg->cc.beta_pct = 50;
 	cfg->cc_ops = &mrc_cc_aimd;
 	cfg->reorder_threshold = 3;
-	/* One RTO without ECN fails a path: a live path answers the probe within a round trip,
-	 * while data sent to a dark path as a canary holds the window for a whole RTO. */
-	cfg->fail_after_timeouts = 1;
+	/* The first RTO without ECN makes a path suspect and probes it; a second, or the probe
+	 * going unanswered for an RTO, fails it [R-83, R-89]. */
+	cfg->fail_after_timeouts = 2;
 	cfg->redraw_after_probes = 3;
 	cfg->ack_coalesce_packets = 8;
 	cfg->ack_delay_ns = 10000;	    /* 10 us */
@@ -1138,7 +1220,19 @@ static int on_probe_reply(struct mrc_conn *c, const struct mrc_packet *pkt, uint
 	p = &c->paths[i];
 	if (!path_probed(p) || p->probe_nonce != pkt->u.probe.nonce) /* */
 		return MRC_DROP_STALE_PROBE;
+	if (p->state == MRC_PATH_ACTIVE) {
+		/* a suspect path answered: its loss was chance, it keeps its window */
+		reclaim_window(c, p);
+		p->rto_streak = 0;
+		p->probes_unanswered = 0;
+		p->probe_backoff = 0;
+		p->probe_deadline_ns = 0;
+		if (mrc_rtt_sample_from_echo(now_ns, pkt->u.probe.echo_ts, 0, &sample))
+			mrc_rtt_update(&p->rtt, sample);
+		return MRC_DROP_NONE;
+	}
 	/* The path answers again: back in service with a fresh window. */
+	reclaim_window(c, p);
 	p->state = MRC_PATH_ACTIVE;
 	p->rto_streak = 0;
 	p->probes_unanswered = 0;
@@ -1410,25 +1504,17 @@ static unsigned usable_paths(const struct mrc_conn *c)
  */
 static int pick_path(struct mrc_conn *c, int avoid)
 {
-	int i = mrc_sched_pick(c->paths, c->n_paths, &c->cursor);
+	int other;
 
-	if (i >= 0 && i == avoid) {
-		unsigned cursor = c->cursor;
-		struct mrc_path saved = c->paths[avoid];
-		int other;
-
-		c->paths[avoid].state = MRC_PATH_DRAINED;
-		other = mrc_sched_pick(c->paths, c->n_paths, &cursor);
-		c->paths[avoid] = saved;
-		if (other >= 0) {
-			c->cursor = cursor;
-			return other;
-		}
-		/* the suspect path may carry it only when it is the one usable path */
-		if (saved.rto_streak && usable_paths(c) > 1)
-			return -1;
-	}
-	return i;
+	if (avoid < 0)
+		return mrc_sched_pick(c->paths, c->n_paths, &c->cursor);
+	other = mrc_sched_pick_except(c->paths, c->n_paths, &c->cursor, avoid);
+	if (other >= 0)
+		return other;
+	/* the suspect path may carry it only when it is the one usable path */
+	if (c->paths[avoid].rto_streak && usable_paths(c) > 1)
+		return -1;
+	return mrc_sched_pick(c->paths, c->n_paths, &c->cursor);
 }
 
 static uint8_t wire_opcode(const struct msg *m)
@@ -1672,8 +1758,13 @@ bool mrc_conn_send(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info
 	for (unsigned i = 0; i < c->n_paths; i++) {
 		struct mrc_path *p = &c->paths[i];
 
-		if (path_probed(p) && p->probe_deadline_ns && now_ns >= p->probe_deadline_ns)
+		if (path_probed(p) && p->probe_deadline_ns && now_ns >= p->probe_deadline_ns) {
+			/* a suspect path whose probe went unanswered for an RTO has failed */
+			if (p->state == MRC_PATH_ACTIVE && p->probes_unanswered &&
+			    ++p->rto_streak >= c->cfg.fail_after_timeouts)
+				fail_path(c, p, now_ns);
 			return send_probe(c, i, buf, cap, tx, now_ns, len);
+		}
 	}
 	return send_data(c, buf, cap, tx, now_ns, len);
 }
@@ -1697,31 +1788,6 @@ static void note_dead_round(struct mrc_conn *c)
 	enter_error(c, culprit, MRC_WC_RETRY_EXC_ERR, true);
 }
 
-/*
- * A failed path's window goes to the paths still in service, so the QP keeps its aggregate
- * window and the survivors carry the traffic at once instead of growing into it one packet
- * per RTT [R-284].
- */
-static void hand_over_window(struct mrc_conn *c, struct mrc_path *failed)
-{
-	unsigned n = 0;
-	uint32_t share;
-
-	for (unsigned i = 0; i < c->n_paths; i++)
-		n += mrc_path_usable(&c->paths[i]);
-	if (n == 0)
-		return;
-	share = (failed->cc.cwnd + n - 1) / n;
-	for (unsigned i = 0; i < c->n_paths; i++) {
-		struct mrc_cc_state *cc = &c->paths[i].cc;
-
-		if (!mrc_path_usable(&c->paths[i]))
-			continue;
-		cc->cwnd = cc->cwnd + share < c->cfg.cc.max_cwnd ? cc->cwnd + share
-								 : c->cfg.cc.max_cwnd;
-	}
-}
-
 static void path_timeout(struct mrc_conn *c, unsigned i, uint64_t now_ns)
 {
 	struct mrc_path *p = &c->paths[i];
@@ -1738,19 +1804,22 @@ static void path_timeout(struct mrc_conn *c, unsigned i, uint64_t now_ns)
 		c->lost_pending += mrc_loss_detect_timeout(c->tx, c->snd_una, c->snd_nxt, c->paths, i);
 	mrc_rtt_backoff(&p->rtt);
 	c->cfg.cc_ops->on_timeout(&p->cc, &c->cfg.cc);
-	/* Timeouts with no ECN are path trouble, not congestion. */
+	if (rocev2(c))
+		return; /* one path, nowhere else to go: RTO and go-back-N are all there is */
+	/*
+	 * Timeouts with no ECN are path trouble, not congestion [R-83, R-103]. The first makes
+	 * the path suspect: no more data on it, a probe at once [R-89]. A live path answers
+	 * within a round trip and is cleared; one more timeout without an answer fails it.
+	 */
 	if (!p->ecn_since_rto && p->rto_streak < UINT8_MAX)
 		p->rto_streak++;
 	p->ecn_since_rto = false;
-	if (!rocev2(c) && p->state == MRC_PATH_ACTIVE &&
-	    p->rto_streak >= c->cfg.fail_after_timeouts) {
-		p->state = MRC_PATH_FAILED;
-		p->stats.failures++;
-		p->probes_unanswered = 0;
-		p->probe_backoff = 0;
-		p->probe_deadline_ns = now_ns;
-		hand_over_window(c, p);
-	}
+	if (p->state != MRC_PATH_ACTIVE)
+		return;
+	if (p->rto_streak >= c->cfg.fail_after_timeouts)
+		fail_path(c, p, now_ns);
+	else if (p->rto_streak)
+		start_probing(c, p, now_ns);
 }
 
 uint64_t mrc_conn_next_timeout(const struct mrc_conn *c)

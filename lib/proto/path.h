@@ -48,6 +48,8 @@ struct mrc_path {
 	uint8_t rto_streak;	  /* consecutive RTO expiries without ECN or acknowledgement */
 	uint8_t probes_unanswered;
 	uint8_t probe_backoff;	  /* probe interval doublings since the path failed */
+	uint32_t lent;		  /* packets of window lent to each path in lent_to */
+	uint32_t lent_to;	  /* bitmask of the paths holding that loan */
 	struct mrc_rtt rtt;
 	struct mrc_cc_state cc;
 	uint64_t rto_deadline_ns; /* 0: not armed */
@@ -63,14 +65,14 @@ static inline bool mrc_path_usable(const struct mrc_path *p)
 
 /*
  * Packets the path may still take. After an RTO expiry without ECN the path is suspect and
- * carries one packet at a time until it is heard from again [R-89]: a blackholed path then
- * swallows one packet per RTO, not a window.
+ * carries no data until a probe shows it alive [R-89]: data sent there as a canary would
+ * hold the receive window for a whole RTO if the path is dark.
  */
 static inline uint32_t mrc_path_free_window(const struct mrc_path *p)
 {
-	uint32_t window = p->rto_streak ? 1 : p->cc.cwnd;
-
-	return window > p->inflight ? window - p->inflight : 0;
+	if (p->rto_streak)
+		return 0;
+	return p->cc.cwnd > p->inflight ? p->cc.cwnd - p->inflight : 0;
 }
 
 /*
@@ -79,5 +81,9 @@ static inline uint32_t mrc_path_free_window(const struct mrc_path *p)
  * usable path has room.
  */
 int mrc_sched_pick(const struct mrc_path *paths, unsigned n_paths, unsigned *cursor);
+
+/* The same, never choosing path `except` (a retransmission avoiding where it was lost). */
+int mrc_sched_pick_except(const struct mrc_path *paths, unsigned n_paths, unsigned *cursor,
+			  int except);
 
 #endif /* METAROCE_PROTO_PATH_H */

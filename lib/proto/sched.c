@@ -3,6 +3,12 @@
 
 int mrc_sched_pick(const struct mrc_path *paths, unsigned n_paths, unsigned *cursor)
 {
+	return mrc_sched_pick_except(paths, n_paths, cursor, -1);
+}
+
+int mrc_sched_pick_except(const struct mrc_path *paths, unsigned n_paths, unsigned *cursor,
+			  int except)
+{
 	uint32_t best_free = 0;
 	int best = -1;
 
@@ -12,7 +18,7 @@ int mrc_sched_pick(const struct mrc_path *paths, unsigned n_paths, unsigned *cur
 		unsigned i = (*cursor + k) % n_paths;
 		uint32_t free_window;
 
-		if (!mrc_path_usable(&paths[i]))
+		if ((int)i == except || !mrc_path_usable(&paths[i]))
 			continue;
 		free_window = mrc_path_free_window(&paths[i]);
 		if (free_window > best_free) {

@@ -46,15 +46,13 @@ START_TEST(mrc_path_free_window__cwnd_minus_inflight)
 }
 END_TEST
 
-/* after an RTO without ECN a path carries one packet at a time, whatever its cwnd. */
-START_TEST(mrc_path_free_window__one_packet_while_suspect)
+/* after an RTO without ECN a path carries no data until a probe clears it. */
+START_TEST(mrc_path_free_window__none_while_suspect)
 {
 	struct mrc_path p;
 
 	set_paths(&p, 1, 64);
 	p.rto_streak = 1;
-	ck_assert_uint_eq(mrc_path_free_window(&p), 1);
-	p.inflight = 1;
 	ck_assert_uint_eq(mrc_path_free_window(&p), 0);
 	p.rto_streak = 3;
 	p.inflight = 5;
@@ -192,8 +190,8 @@ START_TEST(mrc_sched_pick__none_with_room)
 }
 END_TEST
 
-/* a suspect path competes with a free window of 1, so healthy paths are preferred. */
-START_TEST(mrc_sched_pick__suspect_path_takes_one)
+/* a suspect path gets nothing, however large its window; healthy paths fill up. */
+START_TEST(mrc_sched_pick__suspect_path_skipped)
 {
 	struct mrc_path p[2];
 	unsigned cursor = 0;
@@ -202,11 +200,10 @@ START_TEST(mrc_sched_pick__suspect_path_takes_one)
 	p[0].rto_streak = 1;
 	p[1].cc.cwnd = 4;
 	p[1].inflight = 2;
-	ck_assert_int_eq(pick_and_send(p, 2, &cursor), 1); /* 2 free beats 1 */
-	ck_assert_int_eq(pick_and_send(p, 2, &cursor), 0); /* tie at 1, cursor at 0 */
+	ck_assert_int_eq(pick_and_send(p, 2, &cursor), 1);
 	ck_assert_int_eq(pick_and_send(p, 2, &cursor), 1);
 	ck_assert_int_eq(pick_and_send(p, 2, &cursor), -1);
-	ck_assert_uint_eq(p[0].inflight, 1);
+	ck_assert_uint_eq(p[0].inflight, 0);
 	ck_assert_uint_eq(p[1].inflight, 4);
 }
 END_TEST
@@ -217,13 +214,13 @@ Suite *sched_suite(void)
 	TCase *tc = tcase_create("sched");
 
 	tcase_add_test(tc, mrc_path_free_window__cwnd_minus_inflight);
-	tcase_add_test(tc, mrc_path_free_window__one_packet_while_suspect);
+	tcase_add_test(tc, mrc_path_free_window__none_while_suspect);
 	tcase_add_test(tc, mrc_sched_pick__most_free_window);
 	tcase_add_test(tc, mrc_sched_pick__ties_round_robin);
 	tcase_add_test(tc, mrc_sched_pick__burst_fills_windows);
 	tcase_add_test(tc, mrc_sched_pick__skips_unusable_paths);
 	tcase_add_test(tc, mrc_sched_pick__none_with_room);
-	tcase_add_test(tc, mrc_sched_pick__suspect_path_takes_one);
+	tcase_add_test(tc, mrc_sched_pick__suspect_path_skipped);
 	suite_add_tcase(s, tc);
 	return s;
 }
