@@ -680,8 +680,7 @@ int mrc_conn_post_recv(struct mrc_conn *c, const struct mrc_recv_wr *wr)
 
 /* --- receiving: acknowledgements (sender side) ---------------------------------------- */
 
-static void packet_acked(struct mrc_conn *c, uint32_t psn, uint32_t *acked_on_path,
-			 uint64_t now_ns)
+static void packet_acked(struct mrc_conn *c, uint32_t psn, uint32_t *acked_on_path)
 {
 	struct mrc_tx_slot *s = mrc_tx_slot(c->tx, psn);
 	struct mrc_path *p = &c->paths[s->path];
@@ -702,7 +701,6 @@ static void packet_acked(struct mrc_conn *c, uint32_t psn, uint32_t *acked_on_pa
 	c->dead_rounds = 0;
 	if (before & MRC_TX_WND_LIMITED)
 		acked_on_path[MRC_MAX_PATHS + s->path]++;
-	(void)now_ns;
 }
 
 static void rearm_rto(struct mrc_conn *c, struct mrc_path *p, uint64_t now_ns)
@@ -728,7 +726,7 @@ static void acknowledge_psn(struct mrc_conn *c, uint32_t psn, uint64_t now_ns)
 	if (!mrc_seq_le(c->snd_una, psn) || !mrc_seq_lt(psn, c->snd_nxt))
 		return;
 	s = mrc_tx_slot(c->tx, psn);
-	packet_acked(c, psn, acked_on_path, now_ns);
+	packet_acked(c, psn, acked_on_path);
 	rearm_rto(c, &c->paths[s->path], now_ns);
 	advance_una(c);
 }
@@ -748,13 +746,13 @@ static int on_ack(struct mrc_conn *c, const struct mrc_packet *pkt, uint32_t cum
 			if (mrc_sack_test(sack, i) && mrc_seq_le(c->snd_nxt, cum + i))
 				return MRC_DROP_BAD_ACK;
 	for (uint32_t psn = c->snd_una; mrc_seq_lt(psn, cum); psn++)
-		packet_acked(c, psn, acked_on_path, now_ns);
+		packet_acked(c, psn, acked_on_path);
 	if (sack && !rocev2(c)) {
 		for (unsigned i = 1; i < MRC_SACK_BITS; i++) {
 			uint32_t psn = cum + i;
 
 			if (mrc_sack_test(sack, i) && mrc_seq_le(c->snd_una, psn))
-				packet_acked(c, psn, acked_on_path, now_ns);
+				packet_acked(c, psn, acked_on_path);
 		}
 	}
 	advance_una(c);
@@ -1145,7 +1143,6 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 		return MRC_DROP_NONE;
 	}
 	}
-	(void)now_ns;
 	return MRC_DROP_OPCODE_REFUSED;
 }
 
