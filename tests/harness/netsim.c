@@ -8,7 +8,7 @@
 #define FRAME_OVERHEAD 50 /* Ethernet + IPv4 + UDP + preamble/IFG, rounded */
 #define PKT_CAP 9216
 
-enum hop { HOP_UPLINK, HOP_CORE, HOP_DOWNLINK, HOP_DELIVER };
+enum hop { HOP_UPLINK, HOP_CORE, HOP_DOWNLINK, HOP_DELIVER, HOP_WAKE };
 
 struct sim_event {
 	uint64_t t;
@@ -413,14 +413,58 @@ static struct sim_endpoint *peer_of(struct sim *sim, const struct sim_endpoint *
 	return sim->eps[ep->index ^ 1];
 }
 
+/* Bytes queued in the fullest of a host's uplinks (its NIC's transmit queues). */
+static uint64_t uplink_backlog(const struct sim *sim, unsigned host, uint64_t *drain_at)
+{
+	uint64_t worst = 0;
+
+	*drain_at = sim->now_ns;
+	for (unsigned p = 0; p < sim->n_planes; p++) {
+		const struct sim_stage *s = &sim->uplink[host][p];
+		uint64_t b = s->busy_until_ns > sim->now_ns
+				     ? (s->busy_until_ns - sim->now_ns) * s->p.rate_bps / 8000000000ull
+				     : 0;
+
+		if (b > worst) {
+			worst = b;
+			*drain_at = s->busy_until_ns;
+		}
+	}
+	return worst;
+}
+
+/*
+ * Moves an endpoint's packets into its uplink. Like a NIC whose transmit ring is full, the
+ * uplink stops taking packets above SIM_TX_RING_BYTES: the endpoint is woken when it has
+ * drained to half, instead of piling milliseconds of queue into its own host.
+ */
 static void pump(struct sim *sim, struct sim_endpoint *ep)
 {
 	uint8_t buf[PKT_CAP];
 	struct mrc_tx_info tx;
+	uint64_t drain_at;
 	size_t len;
 
 	ep->dirty = false;
-	while (mrc_conn_send(ep->conn, buf, sizeof(buf), &tx, sim->now_ns, &len)) {
+	for (;;) {
+		if (uplink_backlog(sim, ep->host, &drain_at) >= SIM_TX_RING_BYTES) {
+			struct sim_event *wake = calloc(1, sizeof(*wake));
+			uint64_t half = (uint64_t)SIM_TX_RING_BYTES / 2 * 8000000000ull /
+					sim->uplink[ep->host][0].p.rate_bps;
+
+			if (!wake)
+				abort();
+			wake->hop = HOP_WAKE;
+			wake->src_host = (uint16_t)ep->index;
+			wake->t = drain_at > half ? drain_at - half : drain_at;
+			if (wake->t <= sim->now_ns)
+				wake->t = sim->now_ns + 1;
+			ep->blocked_until_ns = wake->t;
+			heap_push(sim, wake);
+			return;
+		}
+		if (!mrc_conn_send(ep->conn, buf, sizeof(buf), &tx, sim->now_ns, &len))
+			return;
 		struct sim_event *ev = malloc(sizeof(*ev) + len);
 
 		if (!ev)
@@ -439,6 +483,26 @@ static void pump(struct sim *sim, struct sim_endpoint *ep)
 	}
 }
 
+static void wake(struct sim *sim, struct sim_event *ev)
+{
+	sim->eps[ev->src_host]->dirty = true;
+	free(ev);
+}
+
+/* An endpoint's next deadline, held back while its uplink pushes back: like a daemon
+ * waiting for its socket to become writable, it acts on timers once it can send. */
+static bool blocked(const struct sim *sim, const struct sim_endpoint *ep)
+{
+	return ep->blocked_until_ns > sim->now_ns;
+}
+
+static uint64_t endpoint_timeout(const struct sim *sim, const struct sim_endpoint *ep)
+{
+	uint64_t t = mrc_conn_next_timeout(ep->conn);
+
+	return blocked(sim, ep) && t < ep->blocked_until_ns ? ep->blocked_until_ns : t;
+}
+
 void sim_run(struct sim *sim, uint64_t until_ns, bool (*stop)(struct sim *, void *), void *arg)
 {
 	uint64_t stuck = 0, last_now = sim->now_ns;
@@ -447,12 +511,12 @@ void sim_run(struct sim *sim, uint64_t until_ns, bool (*stop)(struct sim *, void
 		uint64_t t_timer = UINT64_MAX, t_event;
 
 		for (unsigned i = 0; i < sim->n_eps; i++)
-			if (sim->eps[i]->dirty)
+			if (sim->eps[i]->dirty && !blocked(sim, sim->eps[i]))
 				pump(sim, sim->eps[i]);
 		if (stop && stop(sim, arg))
 			return;
 		for (unsigned i = 0; i < sim->n_eps; i++) {
-			uint64_t t = mrc_conn_next_timeout(sim->eps[i]->conn);
+			uint64_t t = endpoint_timeout(sim, sim->eps[i]);
 
 			if (t < t_timer)
 				t_timer = t;
@@ -476,6 +540,17 @@ void sim_run(struct sim *sim, uint64_t until_ns, bool (*stop)(struct sim *, void
 		if (stuck > 10000000) {
 			fprintf(stderr, "netsim: no progress in virtual time at %llu ns\n",
 				(unsigned long long)sim->now_ns);
+			for (unsigned i = 0; i < sim->n_eps; i++) {
+				struct mrc_conn_info in;
+
+				mrc_conn_get_info(sim->eps[i]->conn, &in);
+				fprintf(stderr,
+					"  endpoint %u: next timeout %llu, blocked until %llu, "
+					"una %u nxt %u lost %u\n",
+					i, (unsigned long long)in.next_timeout_ns,
+					(unsigned long long)sim->eps[i]->blocked_until_ns, in.snd_una,
+					in.snd_nxt, in.lost_pending);
+			}
 			abort();
 		}
 		if (t_timer <= t_event) {
@@ -484,7 +559,7 @@ void sim_run(struct sim *sim, uint64_t until_ns, bool (*stop)(struct sim *, void
 			for (unsigned i = 0; i < sim->n_eps; i++) {
 				struct sim_endpoint *ep = sim->eps[i];
 
-				if (mrc_conn_next_timeout(ep->conn) <= sim->now_ns) {
+				if (endpoint_timeout(sim, ep) <= sim->now_ns) {
 					mrc_conn_on_timeout(ep->conn, sim->now_ns);
 					ep->dirty = true;
 				}
@@ -496,6 +571,8 @@ void sim_run(struct sim *sim, uint64_t until_ns, bool (*stop)(struct sim *, void
 				sim->now_ns = ev->t;
 			if (ev->hop == HOP_DELIVER)
 				deliver(sim, ev);
+			else if (ev->hop == HOP_WAKE)
+				wake(sim, ev);
 			else
 				enter_stage(sim, ev);
 		}

@@ -11,6 +11,9 @@
  * delay with optional jitter, and impairments: random loss, Gilbert-Elliott burst loss,
  * duplication, corruption (one flipped bit) and blackholing.
  *
+ * The uplink is the host's NIC: it neither marks nor drops, it pushes back. An endpoint is not
+ * asked for packets while its uplink holds SIM_TX_RING_BYTES, as a daemon's send() would block.
+ *
  *      host a                      plane p                        host b
  *   [conn]--uplink(a,p)--+--core(p,0)--+--downlink(b,p)--[conn]
  *                        +--core(p,1)--+
@@ -29,6 +32,7 @@
 #define SIM_MAX_CORE 8
 #define SIM_MAX_ENDPOINTS 256
 #define SIM_MAX_MRS 8
+#define SIM_TX_RING_BYTES (256 * 1024) /* a host NIC's transmit queue: above it, send() waits */
 
 struct sim_stage_params {
 	uint64_t delay_ns;     /* propagation */
@@ -79,6 +83,7 @@ struct sim_endpoint {
 	void (*on_complete)(struct sim_endpoint *ep, bool from_recv, const struct mrc_completion *wc);
 	void *user;
 	bool dirty; /* may have something to send */
+	uint64_t blocked_until_ns; /* its uplink is full: nothing to do before this */
 };
 
 struct sim_event;
