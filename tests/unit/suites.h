@@ -10,6 +10,7 @@ Suite *checksum_suite(void);
 Suite *codec_suite(void);
 Suite *conn_suite(void);
 Suite *loss_suite(void);
+Suite *peer_suite(void);
 Suite *ratehint_suite(void);
 Suite *rtt_suite(void);
 Suite *sack_suite(void);

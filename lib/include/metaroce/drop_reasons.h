@@ -25,7 +25,10 @@ enum mrc_drop_reason {
 	MRC_DROP_BAD_ACK = 41,	      /* acknowledges PSNs that were never sent */
 	MRC_DROP_STALE_PROBE = 42,    /* probe reply matching no outstanding probe */
 	MRC_DROP_OPCODE_REFUSED = 43, /* opcode a connection does not accept (e.g. DISCOVER) */
+	MRC_DROP_NOT_ADMITTED = 44,   /* DISCOVER from outside the configured peer prefixes */
+	MRC_DROP_STALE_DISCOVER = 45, /* DISCOVER_REPLY matching no outstanding request */
+	MRC_DROP_PEERS_FULL = 46,     /* no room for another peer */
 };
-#define MRC_DROP_REASON_MAX MRC_DROP_OPCODE_REFUSED
+#define MRC_DROP_REASON_MAX MRC_DROP_PEERS_FULL
 
 #endif /* METAROCE_DROP_REASONS_H */

@@ -1,0 +1,307 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* lib/proto/peer.c: discovery between two daemons, wired back to back in memory (SPEC 12). */
+#include <errno.h>
+#include <string.h>
+
+#include <metaroce/drop_reasons.h>
+
+#include "proto/peer.h"
+#include "suites.h"
+
+#define MS 1000000ull
+
+struct node {
+	struct mrc_peer_table t;
+	uint8_t addr[2][16]; /* plane 0 and plane 1 */
+	int events[8];
+	unsigned last_peer;
+	uint64_t last_old_node;
+	bool admit_all;
+};
+
+static void v4(uint8_t out[16], uint8_t a, uint8_t b, uint8_t c, uint8_t d)
+{
+	memset(out, 0, 16);
+	out[10] = out[11] = 0xff;
+	out[12] = a;
+	out[13] = b;
+	out[14] = c;
+	out[15] = d;
+}
+
+static bool admit(void *user, const uint8_t addr[16])
+{
+	struct node *n = user;
+
+	return n->admit_all || addr[12] == 198; /* 198.18.0.0/15 and friends */
+}
+
+static void event(void *user, unsigned peer, enum mrc_peer_event ev, uint64_t old_node_id)
+{
+	struct node *n = user;
+
+	n->events[ev]++;
+	n->last_peer = peer;
+	n->last_old_node = old_node_id;
+}
+
+static void node_info(struct mrc_node_info *info, const struct node *n, uint64_t node_id,
+		      uint16_t flags1)
+{
+	memset(info, 0, sizeof(*info));
+	info->node_id = node_id;
+	info->udp_port = MRC_UDP_PORT_DEFAULT;
+	info->max_payload = 4096;
+	info->n_addrs = 2;
+	for (unsigned p = 0; p < 2; p++) {
+		info->addrs[p].family = MRC_AF_INET;
+		info->addrs[p].plane = (uint8_t)p;
+		memcpy(info->addrs[p].addr, n->addr[p], 16);
+	}
+	info->addrs[1].flags = flags1;
+}
+
+static void node_init(struct node *n, uint8_t host, uint64_t node_id, unsigned cap)
+{
+	static const struct mrc_peer_callbacks cb = { admit, event };
+	struct mrc_node_info info;
+
+	memset(n, 0, sizeof(*n));
+	v4(n->addr[0], 198, 18, 0, host);
+	v4(n->addr[1], 198, 19, 0, host);
+	node_info(&info, n, node_id, 0);
+	ck_assert_int_eq(mrc_peer_table_init(&n->t, &info, cap, &cb, n, node_id), 0);
+}
+
+/* Moves every due packet from one node to the other; returns how many moved. `drop` packets
+ * are lost on the way. */
+static unsigned exchange(struct node *from, struct node *to, uint64_t now, unsigned drop)
+{
+	uint8_t buf[1024];
+	struct mrc_peer_dest dest;
+	size_t len;
+	unsigned moved = 0;
+
+	while (mrc_peer_table_send(&from->t, buf, sizeof(buf), &dest, now, &len)) {
+		struct mrc_packet pkt;
+
+		moved++;
+		if (drop) {
+			drop--;
+			continue;
+		}
+		ck_assert_int_eq(mrc_decode(buf, len, &pkt), MRC_WIRE_OK);
+		ck_assert_uint_eq(dest.port, MRC_UDP_PORT_DEFAULT);
+		/* it arrives at `to` from from's address on the plane it was sent on */
+		mrc_peer_table_recv(&to->t, &pkt, from->addr[dest.plane], MRC_UDP_PORT_DEFAULT,
+				    dest.plane, now);
+	}
+	return moved;
+}
+
+/* One GID named; both sides end up knowing every plane of the other. */
+START_TEST(mrc_peer_table__discovery_round_trip)
+{
+	struct node a, b;
+	int peer;
+
+	node_init(&a, 1, 0xaaaa, 4);
+	node_init(&b, 2, 0xbbbb, 4);
+	peer = mrc_peer_table_lookup(&a.t, b.addr[1], 1, 0, 0);
+	ck_assert_int_eq(peer, 0);
+	ck_assert_int_eq(a.t.peers[0].state, MRC_PEER_DISCOVERING);
+	ck_assert_uint_eq(exchange(&a, &b, 0, 0), 1);
+	ck_assert_int_eq(b.events[MRC_PEER_EV_DISCOVERED], 1); /* b learns a from its DISCOVER */
+	ck_assert_uint_eq(exchange(&b, &a, 0, 0), 1);
+	ck_assert_int_eq(a.events[MRC_PEER_EV_DISCOVERED], 1);
+	ck_assert_int_eq(a.t.peers[0].state, MRC_PEER_KNOWN);
+	ck_assert_uint_eq(a.t.peers[0].info.node_id, 0xbbbb);
+	ck_assert_uint_eq(a.t.peers[0].info.n_addrs, 2);
+	/* any plane address of b now finds the same peer */
+	ck_assert_int_eq(mrc_peer_table_find(&a.t, b.addr[0]), 0);
+	ck_assert_int_eq(mrc_peer_table_lookup(&a.t, b.addr[0], 0, 0, 0), 0);
+	ck_assert_uint_eq(a.t.n_peers, 1);
+	/* nothing more is due */
+	ck_assert_uint_eq(exchange(&a, &b, 1 * MS, 0), 0);
+	ck_assert_uint_eq(mrc_peer_table_next_timeout(&a.t), UINT64_MAX);
+	mrc_peer_table_fini(&a.t);
+	mrc_peer_table_fini(&b.t);
+}
+END_TEST
+
+/* A lost DISCOVER goes again after 10 ms with the same request id. */
+START_TEST(mrc_peer_table__retransmits_lost_discover)
+{
+	struct node a, b;
+	uint32_t id;
+
+	node_init(&a, 1, 1, 4);
+	node_init(&b, 2, 2, 4);
+	mrc_peer_table_lookup(&a.t, b.addr[0], 0, 0, 0);
+	ck_assert_uint_eq(exchange(&a, &b, 0, 1), 1); /* lost */
+	id = a.t.peers[0].request_id;
+	ck_assert_uint_eq(mrc_peer_table_next_timeout(&a.t), 10 * MS);
+	ck_assert_uint_eq(exchange(&a, &b, 9 * MS, 0), 0);
+	mrc_peer_table_on_timeout(&a.t, 10 * MS);
+	ck_assert_uint_eq(exchange(&a, &b, 10 * MS, 0), 1);
+	ck_assert_uint_eq(a.t.peers[0].request_id, id);
+	ck_assert_uint_eq(exchange(&b, &a, 10 * MS, 0), 1);
+	ck_assert_int_eq(a.t.peers[0].state, MRC_PEER_KNOWN);
+	mrc_peer_table_fini(&a.t);
+	mrc_peer_table_fini(&b.t);
+}
+END_TEST
+
+/* Three transmissions 10 and 20 ms apart, then give up. */
+START_TEST(mrc_peer_table__unreachable_after_three_tries)
+{
+	struct node a, b;
+	uint64_t now = 0;
+
+	node_init(&a, 1, 1, 4);
+	node_init(&b, 2, 2, 4);
+	mrc_peer_table_lookup(&a.t, b.addr[0], 0, 0, now);
+	for (int i = 0; i < 3; i++) {
+		ck_assert_uint_eq(exchange(&a, &b, now, 1), 1);
+		now = mrc_peer_table_next_timeout(&a.t);
+		mrc_peer_table_on_timeout(&a.t, now);
+	}
+	/* sent at 0, 10 and 30 ms, waits of 10, 20 and 40 ms: given up at 70 ms */
+	ck_assert_uint_eq(now, 70 * MS);
+	ck_assert_uint_eq(mrc_peer_table_next_timeout(&a.t), UINT64_MAX);
+	ck_assert_int_eq(a.events[MRC_PEER_EV_UNREACHABLE], 1);
+	ck_assert_int_eq(a.t.peers[0].state, MRC_PEER_UNREACHABLE);
+	mrc_peer_table_fini(&a.t);
+	mrc_peer_table_fini(&b.t);
+}
+END_TEST
+
+/* A reply matching no outstanding request is dropped [R-290]; so is a DISCOVER from outside
+ * the admitted prefixes, which is never answered [R-123]. */
+START_TEST(mrc_peer_table__stale_reply_and_unadmitted_source)
+{
+	struct node a, b, c;
+	struct mrc_packet pkt;
+	uint8_t buf[1024];
+	struct mrc_peer_dest dest;
+	size_t len;
+
+	node_init(&a, 1, 1, 4);
+	node_init(&b, 2, 2, 4);
+	node_init(&c, 3, 3, 4);
+	v4(c.addr[0], 10, 0, 0, 3); /* outside b's admitted prefixes */
+	mrc_peer_table_lookup(&a.t, b.addr[0], 0, 0, 0);
+	ck_assert(mrc_peer_table_send(&a.t, buf, sizeof(buf), &dest, 0, &len));
+	ck_assert_int_eq(mrc_decode(buf, len, &pkt), MRC_WIRE_OK);
+	pkt.opcode = MRC_OP_DISCOVER_REPLY;
+	pkt.psn ^= 1; /* not the request id */
+	ck_assert_int_eq(mrc_peer_table_recv(&a.t, &pkt, b.addr[0], 4792, 0, 0),
+			 MRC_DROP_STALE_DISCOVER);
+	ck_assert_int_eq(a.t.peers[0].state, MRC_PEER_DISCOVERING);
+
+	mrc_peer_table_lookup(&c.t, b.addr[0], 0, 0, 0);
+	ck_assert(mrc_peer_table_send(&c.t, buf, sizeof(buf), &dest, 0, &len));
+	ck_assert_int_eq(mrc_decode(buf, len, &pkt), MRC_WIRE_OK);
+	ck_assert_int_eq(mrc_peer_table_recv(&b.t, &pkt, c.addr[0], 4792, 0, 0),
+			 MRC_DROP_NOT_ADMITTED);
+	ck_assert_uint_eq(b.t.n_peers, 0);
+	ck_assert(!mrc_peer_table_send(&b.t, buf, sizeof(buf), &dest, 0, &len));
+	mrc_peer_table_fini(&a.t);
+	mrc_peer_table_fini(&b.t);
+	mrc_peer_table_fini(&c.t);
+}
+END_TEST
+
+/* A peer that comes back with a new node id has restarted: the old id is reported so its
+ * QPs can be failed [R-98]. */
+START_TEST(mrc_peer_table__restart_reported)
+{
+	struct node a, b;
+
+	node_init(&a, 1, 1, 4);
+	node_init(&b, 2, 2, 4);
+	mrc_peer_table_lookup(&a.t, b.addr[0], 0, 0, 0);
+	exchange(&a, &b, 0, 0);
+	exchange(&b, &a, 0, 0);
+	mrc_peer_table_fini(&b.t);
+	node_init(&b, 2, 0x2222, 4); /* restarted daemon */
+	mrc_peer_table_lookup(&b.t, a.addr[0], 0, 0, 5 * MS);
+	exchange(&b, &a, 5 * MS, 0);
+	ck_assert_int_eq(a.events[MRC_PEER_EV_RESTARTED], 1);
+	ck_assert_uint_eq(a.last_old_node, 2);
+	ck_assert_uint_eq(a.t.peers[0].info.node_id, 0x2222);
+	mrc_peer_table_fini(&a.t);
+	mrc_peer_table_fini(&b.t);
+}
+END_TEST
+
+/* Draining a plane is announced to every known peer. */
+START_TEST(mrc_peer_table__drain_announced)
+{
+	struct node a, b;
+	struct mrc_node_info info;
+
+	node_init(&a, 1, 1, 4);
+	node_init(&b, 2, 2, 4);
+	mrc_peer_table_lookup(&a.t, b.addr[0], 0, 0, 0);
+	exchange(&a, &b, 0, 0);
+	exchange(&b, &a, 0, 0);
+	node_info(&info, &b, 2, MRC_PLANE_F_DRAINED);
+	mrc_peer_table_set_local(&b.t, &info);
+	ck_assert_uint_eq(exchange(&b, &a, 1 * MS, 0), 1);
+	ck_assert_int_eq(a.events[MRC_PEER_EV_CHANGED], 1);
+	ck_assert_uint_eq(a.t.peers[0].info.addrs[1].flags, MRC_PLANE_F_DRAINED);
+	ck_assert_uint_eq(exchange(&a, &b, 1 * MS, 0), 1); /* a answers */
+	ck_assert_uint_eq(b.t.peers[0].announce, false);
+	mrc_peer_table_fini(&a.t);
+	mrc_peer_table_fini(&b.t);
+}
+END_TEST
+
+/* Replies to one peer are limited to one per millisecond; the table has a bound. */
+START_TEST(mrc_peer_table__reply_rate_limit_and_capacity)
+{
+	struct node a, b, c;
+	struct mrc_packet pkt;
+	uint8_t buf[1024];
+	struct mrc_peer_dest dest;
+	size_t len;
+
+	node_init(&a, 1, 1, 1);
+	node_init(&b, 2, 2, 4);
+	node_init(&c, 3, 3, 4);
+	mrc_peer_table_lookup(&b.t, a.addr[0], 0, 0, 0);
+	ck_assert(mrc_peer_table_send(&b.t, buf, sizeof(buf), &dest, 0, &len));
+	ck_assert_int_eq(mrc_decode(buf, len, &pkt), MRC_WIRE_OK);
+	for (int i = 0; i < 5; i++)
+		ck_assert_int_eq(mrc_peer_table_recv(&a.t, &pkt, b.addr[0], 4792, 0, 100), 0);
+	ck_assert(mrc_peer_table_send(&a.t, buf, sizeof(buf), &dest, 100, &len));
+	ck_assert_int_eq(mrc_peer_table_recv(&a.t, &pkt, b.addr[0], 4792, 0, 200), 0);
+	ck_assert(!mrc_peer_table_send(&a.t, buf, sizeof(buf), &dest, 200, &len));
+	ck_assert_int_eq(mrc_peer_table_recv(&a.t, &pkt, b.addr[0], 4792, 0, 2 * MS), 0);
+	ck_assert(mrc_peer_table_send(&a.t, buf, sizeof(buf), &dest, 2 * MS, &len));
+	/* a has room for one peer: c is refused, and lookups fail cleanly */
+	ck_assert_int_eq(mrc_peer_table_recv(&a.t, &pkt, c.addr[0], 4792, 0, 3 * MS),
+			 MRC_DROP_PEERS_FULL);
+	ck_assert_int_eq(mrc_peer_table_lookup(&a.t, c.addr[0], 0, 0, 3 * MS), -ENOSPC);
+	mrc_peer_table_fini(&a.t);
+	mrc_peer_table_fini(&b.t);
+	mrc_peer_table_fini(&c.t);
+}
+END_TEST
+
+Suite *peer_suite(void)
+{
+	Suite *s = suite_create("peer");
+	TCase *tc = tcase_create("peer");
+
+	tcase_add_test(tc, mrc_peer_table__discovery_round_trip);
+	tcase_add_test(tc, mrc_peer_table__retransmits_lost_discover);
+	tcase_add_test(tc, mrc_peer_table__unreachable_after_three_tries);
+	tcase_add_test(tc, mrc_peer_table__stale_reply_and_unadmitted_source);
+	tcase_add_test(tc, mrc_peer_table__restart_reported);
+	tcase_add_test(tc, mrc_peer_table__drain_announced);
+	tcase_add_test(tc, mrc_peer_table__reply_rate_limit_and_capacity);
+	suite_add_tcase(s, tc);
+	return s;
+}
