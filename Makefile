@@ -32,7 +32,7 @@ WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototy
 	    -Wpointer-arith -Wvla -Wformat=2
 # CFLAGS is the user's (make CFLAGS=-O0); what the project requires is in MRC_CFLAGS and is
 # always added, so warnings stay errors whatever is passed on the command line.
-CPPFLAGS += -Ilib/include -Ilib -Itests -D_GNU_SOURCE
+CPPFLAGS += -I. -Ilib/include -Ilib -Itests -D_GNU_SOURCE
 CFLAGS ?= -O2 -g
 MRC_CFLAGS := -std=gnu11 $(WARNINGS) -fno-strict-aliasing
 DEPFLAGS = -MMD -MP
@@ -48,17 +48,22 @@ CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 # --- sources ---------------------------------------------------------------------------
 
 PROTO_SRCS := $(sort $(wildcard lib/proto/*.c))
+DAEMON_SRCS := $(filter-out daemon/main.c,$(sort $(wildcard daemon/*.c)))
 UNIT_SRCS := $(wildcard tests/unit/*.c) $(wildcard tests/harness/*.c)
-FUZZ_HARNESSES := codec conn
+FUZZ_HARNESSES := codec conn config
 HEADER_CHECKS_BPF := tests/headers/wire_bpf.c
 
 PROTO_OBJS := $(PROTO_SRCS:%.c=$(OBJ)/%.o)
 UNIT_OBJS := $(UNIT_SRCS:%.c=$(OBJ)/%.o)
 SAN_PROTO_OBJS := $(PROTO_SRCS:%.c=$(SAN)/obj/%.o)
+DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o)
+SAN_DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(SAN)/obj/%.o)
 SAN_UNIT_OBJS := $(UNIT_SRCS:%.c=$(SAN)/obj/%.o)
 
 LIBPROTO := $(BUILD)/lib/libmetaroce-proto.a
 SAN_LIBPROTO := $(SAN)/lib/libmetaroce-proto.a
+LIBDAEMON := $(BUILD)/lib/libmetaroced.a
+SAN_LIBDAEMON := $(SAN)/lib/libmetaroced.a
 UNIT_RUNNER := $(BUILD)/tests/unit/runner
 SAN_UNIT_RUNNER := $(SAN)/tests/unit/runner
 FUZZ_BINS := $(FUZZ_HARNESSES:%=$(FUZZ)/fuzz_%)
@@ -167,19 +172,30 @@ $(SAN_LIBPROTO): $(SAN_PROTO_OBJS)
 	$(Q)mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
-$(UNIT_RUNNER): $(UNIT_OBJS) $(LIBPROTO)
+$(LIBDAEMON): $(DAEMON_OBJS)
+	$(call msg,AR,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(SAN_LIBDAEMON): $(SAN_DAEMON_OBJS)
+	$(call msg,AR,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(UNIT_RUNNER): $(UNIT_OBJS) $(LIBDAEMON) $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS)
 
-$(SAN_UNIT_RUNNER): $(SAN_UNIT_OBJS) $(SAN_LIBPROTO)
+$(SAN_UNIT_RUNNER): $(SAN_UNIT_OBJS) $(SAN_LIBDAEMON) $(SAN_LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS)
 
 # Harnesses compile the library sources themselves: libFuzzer needs its coverage
 # instrumentation in the code under test, not only in the harness.
-$(FUZZ)/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRCS) $(wildcard lib/include/metaroce/*.h lib/proto/*.h)
+$(FUZZ)/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRCS) $(DAEMON_SRCS) \
+		$(wildcard lib/include/metaroce/*.h lib/proto/*.h daemon/*.h)
 	$(call msg,FUZZ-LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) $(SAN_FLAGS) -fsanitize=fuzzer -o $@ \

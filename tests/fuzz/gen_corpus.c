@@ -159,12 +159,42 @@ static int conn_corpus(const char *dir)
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+/* metaroced.conf files: the documented example and a few edges. */
+static int config_corpus(const char *dir)
+{
+	static const char *const files[] = {
+		"backend = udp\nport = 4792\nplane = 0 eth1 198.18.0.1\n"
+		"plane = 1 eth2 2001:db8::1\npaths_per_plane = 4\nmtu = 9000\n"
+		"rx_capacity = 100G\npeer_prefix = 198.18.0.0/15\n"
+		"control_socket = /run/metaroce/metaroced.sock\nbusy_poll = no\n",
+		"# comment only\n\n   \t\n",
+		"plane = 15 veth-a 198.19.255.254 # trailing comment\r\n",
+		"peer_prefix = fd00::/8\npeer_prefix = 0.0.0.0/0\n",
+	};
+	char path[4096];
+	int failed = 0;
+
+	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/conf%zu", dir, i);
+		f = fopen(path, "wb");
+		if (!f || fputs(files[i], f) < 0 || fclose(f) != 0) {
+			fprintf(stderr, "gen_corpus: %s: %s\n", path, strerror(errno));
+			failed = 1;
+		}
+	}
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "codec") == 0)
 		return codec_corpus(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "config") == 0)
+		return config_corpus(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "conn") == 0)
 		return conn_corpus(argv[2]);
-	fprintf(stderr, "usage: gen_corpus codec|conn DIR\n");
+	fprintf(stderr, "usage: gen_corpus codec|conn|config DIR\n");
 	return 2;
 }

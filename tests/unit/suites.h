@@ -8,6 +8,7 @@
 Suite *cc_aimd_suite(void);
 Suite *checksum_suite(void);
 Suite *codec_suite(void);
+Suite *config_suite(void);
 Suite *conn_suite(void);
 Suite *loss_suite(void);
 Suite *peer_suite(void);

@@ -1,0 +1,467 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_LINE 1024
+
+static const uint8_t v4_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+void mrcd_config_default(struct mrcd_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->backend = MRCD_BACKEND_AUTO;
+	cfg->port = MRC_UDP_PORT_DEFAULT;
+	cfg->paths_per_plane = 4;
+	cfg->mtu = 1500;
+	snprintf(cfg->control_socket, sizeof(cfg->control_socket), "%s",
+		 MRCD_CONTROL_SOCKET_DEFAULT);
+}
+
+const char *mrcd_backend_name(enum mrcd_backend b)
+{
+	switch (b) {
+	case MRCD_BACKEND_AUTO:
+		return "auto";
+	case MRCD_BACKEND_XDP:
+		return "xdp";
+	case MRCD_BACKEND_UDP:
+		return "udp";
+	}
+	return "unknown";
+}
+
+/* --- value parsers: the whole value must be consumed ------------------------------------- */
+
+static int parse_uint(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!*s)
+		return -1;
+	for (; *s; s++) {
+		uint64_t d = (uint64_t)(*s - '0');
+
+		/* v * 10 + d <= max, without overflow (and d > max would underflow max - d) */
+		if (*s < '0' || *s > '9' || d > max || v > (max - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_bool(const char *s, bool *out)
+{
+	static const char *const yes[] = { "yes", "true", "on", "1" };
+	static const char *const no[] = { "no", "false", "off", "0" };
+
+	for (size_t i = 0; i < 4; i++) {
+		if (!strcmp(s, yes[i])) {
+			*out = true;
+			return 0;
+		}
+		if (!strcmp(s, no[i])) {
+			*out = false;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static int parse_addr(const char *s, struct mrcd_addr *out)
+{
+	struct in_addr v4;
+	struct in6_addr v6;
+
+	memset(out, 0, sizeof(*out));
+	if (inet_pton(AF_INET, s, &v4) == 1) {
+		out->family = MRC_AF_INET;
+		memcpy(out->addr, v4_mapped, 12);
+		memcpy(out->addr + 12, &v4, 4);
+		return 0;
+	}
+	if (inet_pton(AF_INET6, s, &v6) == 1 && memcmp(&v6, v4_mapped, 12) != 0) {
+		out->family = MRC_AF_INET6;
+		memcpy(out->addr, &v6, 16);
+		return 0;
+	}
+	return -1;
+}
+
+/* A bit rate: digits and an optional K, M, G or T (powers of 1000). */
+static int parse_rate(const char *s, uint64_t *out)
+{
+	char digits[32];
+	size_t n = strlen(s);
+	uint64_t mult = 1, v;
+
+	if (n == 0 || n >= sizeof(digits))
+		return -1;
+	memcpy(digits, s, n + 1);
+	switch (digits[n - 1]) {
+	case 'K':
+	case 'k':
+		mult = 1000ull;
+		break;
+	case 'M':
+		mult = 1000000ull;
+		break;
+	case 'G':
+		mult = 1000000000ull;
+		break;
+	case 'T':
+		mult = 1000000000000ull;
+		break;
+	}
+	if (mult != 1)
+		digits[n - 1] = '\0';
+	if (parse_uint(digits, UINT64_MAX / mult, &v))
+		return -1;
+	*out = v * mult;
+	return 0;
+}
+
+/* --- keys ---------------------------------------------------------------------------------- */
+
+typedef int (*setter)(struct mrcd_config *cfg, const char *value, char *err, size_t errlen);
+
+static int set_backend(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	for (int b = MRCD_BACKEND_AUTO; b <= MRCD_BACKEND_UDP; b++) {
+		if (!strcmp(v, mrcd_backend_name((enum mrcd_backend)b))) {
+			cfg->backend = (enum mrcd_backend)b;
+			return 0;
+		}
+	}
+	return fail(err, errlen, "backend must be auto, xdp or udp, not '%s'", v);
+}
+
+static int set_port(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	uint64_t n;
+
+	if (parse_uint(v, 65535, &n) || n == 0)
+		return fail(err, errlen, "port must be a number from 1 to 65535, not '%s'", v);
+	cfg->port = (uint16_t)n;
+	return 0;
+}
+
+static int set_paths(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	uint64_t n;
+
+	if (parse_uint(v, MRCD_MAX_PATHS_PER_PLANE, &n) || n == 0)
+		return fail(err, errlen, "paths_per_plane must be from 1 to %d, not '%s'",
+			    MRCD_MAX_PATHS_PER_PLANE, v);
+	cfg->paths_per_plane = (uint8_t)n;
+	return 0;
+}
+
+static int set_mtu(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	uint64_t n;
+
+	/* 576: the smallest IPv4 MTU every host accepts; still room for a 256-byte payload */
+	if (parse_uint(v, 65535, &n) || n < 576)
+		return fail(err, errlen, "mtu must be from 576 to 65535, not '%s'", v);
+	cfg->mtu = (uint16_t)n;
+	return 0;
+}
+
+static int set_rx_capacity(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	if (parse_rate(v, &cfg->rx_capacity_bps))
+		return fail(err, errlen,
+			    "rx_capacity must be a bit rate such as 100G, 25000M or 0, not '%s'", v);
+	return 0;
+}
+
+static int set_busy_poll(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	if (parse_bool(v, &cfg->busy_poll))
+		return fail(err, errlen, "busy_poll must be yes or no, not '%s'", v);
+	return 0;
+}
+
+static int set_control_socket(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	if (v[0] != '/')
+		return fail(err, errlen, "control_socket must be an absolute path, not '%s'", v);
+	if (strlen(v) >= sizeof(cfg->control_socket))
+		return fail(err, errlen, "control_socket is longer than %zu bytes",
+			    sizeof(cfg->control_socket) - 1);
+	memcpy(cfg->control_socket, v, strlen(v) + 1);
+	return 0;
+}
+
+static bool valid_ifname(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= IF_NAMESIZE || !strcmp(s, ".") || !strcmp(s, ".."))
+		return false;
+	for (; *s; s++)
+		if (*s == '/' || *s == ':' || *s <= ' ' || *s > '~')
+			return false;
+	return true;
+}
+
+/* plane = INDEX IFNAME ADDRESS */
+static int set_plane(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	char idx[8], ifname[64], addr[64], extra[2];
+	struct mrcd_plane p;
+	uint64_t n;
+
+	memset(&p, 0, sizeof(p));
+	if (sscanf(v, "%7s %63s %63s %1s", idx, ifname, addr, extra) != 3)
+		return fail(err, errlen, "plane must be 'INDEX INTERFACE ADDRESS', not '%s'", v);
+	if (parse_uint(idx, MRC_MAX_PLANES - 1, &n))
+		return fail(err, errlen, "plane index must be from 0 to %d, not '%s'",
+			    MRC_MAX_PLANES - 1, idx);
+	if (!valid_ifname(ifname))
+		return fail(err, errlen, "'%s' is not an interface name", ifname);
+	if (parse_addr(addr, &p.addr))
+		return fail(err, errlen, "'%s' is not an IPv4 or IPv6 address", addr);
+	for (unsigned i = 0; i < cfg->n_planes; i++) {
+		if (cfg->planes[i].index == n)
+			return fail(err, errlen, "plane %u is given twice", (unsigned)n);
+		if (!memcmp(cfg->planes[i].addr.addr, p.addr.addr, 16))
+			return fail(err, errlen, "address %s is given to two planes", addr);
+	}
+	if (cfg->n_planes == MRC_MAX_PLANES)
+		return fail(err, errlen, "more than %d planes", MRC_MAX_PLANES);
+	p.index = (uint8_t)n;
+	memcpy(p.ifname, ifname, strlen(ifname) + 1);
+	cfg->planes[cfg->n_planes++] = p;
+	return 0;
+}
+
+/* peer_prefix = ADDRESS/LENGTH */
+static int set_prefix(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	char addr[64];
+	const char *slash = strchr(v, '/');
+	struct mrcd_prefix p;
+	uint64_t len;
+
+	if (!slash || (size_t)(slash - v) >= sizeof(addr))
+		return fail(err, errlen, "peer_prefix must be ADDRESS/LENGTH, not '%s'", v);
+	memcpy(addr, v, (size_t)(slash - v));
+	addr[slash - v] = '\0';
+	if (parse_addr(addr, &p.addr))
+		return fail(err, errlen, "'%s' is not an IPv4 or IPv6 address", addr);
+	if (parse_uint(slash + 1, p.addr.family == MRC_AF_INET ? 32 : 128, &len))
+		return fail(err, errlen, "prefix length '%s' is out of range for %s", slash + 1,
+			    p.addr.family == MRC_AF_INET ? "IPv4" : "IPv6");
+	p.len = (uint8_t)(p.addr.family == MRC_AF_INET ? 96 + len : len);
+	if (cfg->n_prefixes == MRCD_MAX_PREFIXES)
+		return fail(err, errlen, "more than %d peer prefixes", MRCD_MAX_PREFIXES);
+	cfg->prefixes[cfg->n_prefixes++] = p;
+	return 0;
+}
+
+static const struct {
+	const char *key;
+	setter set;
+} keys[] = {
+	{ "backend", set_backend },	      { "port", set_port },
+	{ "plane", set_plane },		      { "paths_per_plane", set_paths },
+	{ "mtu", set_mtu },		      { "rx_capacity", set_rx_capacity },
+	{ "peer_prefix", set_prefix },	      { "control_socket", set_control_socket },
+	{ "busy_poll", set_busy_poll },
+};
+#define N_KEYS (sizeof(keys) / sizeof(keys[0]))
+
+/* Edit distance, for "did you mean"; both strings are short keys. */
+static unsigned distance(const char *a, const char *b)
+{
+	unsigned row[32], n = (unsigned)strlen(b);
+
+	if (n >= 32 || strlen(a) >= 32)
+		return 99;
+	for (unsigned j = 0; j <= n; j++)
+		row[j] = j;
+	for (unsigned i = 1; a[i - 1]; i++) {
+		unsigned diag = row[0];
+
+		row[0] = i;
+		for (unsigned j = 1; j <= n; j++) {
+			unsigned up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[n];
+}
+
+int mrcd_config_set(struct mrcd_config *cfg, const char *key, const char *value, char *err,
+		    size_t errlen)
+{
+	const char *closest = NULL;
+	unsigned best = 3;
+
+	for (size_t i = 0; i < N_KEYS; i++) {
+		unsigned d;
+
+		if (!strcmp(key, keys[i].key))
+			return keys[i].set(cfg, value, err, errlen);
+		d = distance(key, keys[i].key);
+		if (d < best) {
+			best = d;
+			closest = keys[i].key;
+		}
+	}
+	if (closest)
+		return fail(err, errlen, "unknown key '%s' (did you mean '%s'?)", key, closest);
+	return fail(err, errlen, "unknown key '%s'", key);
+}
+
+static char *trim(char *s)
+{
+	char *end;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	end = s + strlen(s);
+	while (end > s && (end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r'))
+		*--end = '\0';
+	return s;
+}
+
+int mrcd_config_parse(struct mrcd_config *cfg, const char *name, const char *text, size_t len,
+		      char *err, size_t errlen)
+{
+	struct mrcd_config next = *cfg;
+	char line[MAX_LINE + 1], msg[256];
+	unsigned lineno = 0;
+	size_t pos = 0;
+
+	while (pos < len) {
+		size_t n = 0;
+		char *s, *eq;
+
+		lineno++;
+		while (pos < len && text[pos] != '\n') {
+			if (text[pos] == '\0')
+				return fail(err, errlen, "%s:%u: a NUL byte in the file", name,
+					    lineno);
+			if (n == MAX_LINE)
+				return fail(err, errlen, "%s:%u: line longer than %d bytes", name,
+					    lineno, MAX_LINE);
+			line[n++] = text[pos++];
+		}
+		pos++; /* the newline */
+		line[n] = '\0';
+		if ((s = strchr(line, '#')))
+			*s = '\0';
+		s = trim(line);
+		if (!*s)
+			continue;
+		eq = strchr(s, '=');
+		if (!eq)
+			return fail(err, errlen, "%s:%u: expected 'key = value', got '%s'", name,
+				    lineno, s);
+		*eq = '\0';
+		if (mrcd_config_set(&next, trim(s), trim(eq + 1), msg, sizeof(msg)))
+			return fail(err, errlen, "%s:%u: %s", name, lineno, msg);
+	}
+	*cfg = next;
+	return 0;
+}
+
+int mrcd_config_load(struct mrcd_config *cfg, const char *path, char *err, size_t errlen)
+{
+	char *text;
+	long size;
+	FILE *f = fopen(path, "rb");
+	int rc;
+
+	if (!f)
+		return fail(err, errlen, "%s: %s", path, strerror(errno));
+	if (fseek(f, 0, SEEK_END) || (size = ftell(f)) < 0 || fseek(f, 0, SEEK_SET)) {
+		fclose(f);
+		return fail(err, errlen, "%s: cannot read: %s", path, strerror(errno));
+	}
+	if (size > 1 << 20) {
+		fclose(f);
+		return fail(err, errlen, "%s: larger than 1 MiB, not a configuration file", path);
+	}
+	text = malloc((size_t)size + 1);
+	if (!text || fread(text, 1, (size_t)size, f) != (size_t)size) {
+		free(text);
+		fclose(f);
+		return fail(err, errlen, "%s: cannot read", path);
+	}
+	fclose(f);
+	rc = mrcd_config_parse(cfg, path, text, (size_t)size, err, errlen);
+	free(text);
+	return rc;
+}
+
+int mrcd_config_check(const struct mrcd_config *cfg, char *err, size_t errlen)
+{
+	if (cfg->n_planes == 0)
+		return fail(err, errlen, "no plane is configured: add 'plane = 0 IFNAME ADDRESS'");
+	if ((unsigned)cfg->n_planes * cfg->paths_per_plane > 32)
+		return fail(err, errlen, "%u planes x %u paths per plane exceeds 32 paths per QP",
+			    cfg->n_planes, cfg->paths_per_plane);
+	return 0;
+}
+
+static bool in_prefix(const uint8_t addr[16], const uint8_t net[16], unsigned bits)
+{
+	unsigned whole = bits / 8, rest = bits % 8;
+
+	if (memcmp(addr, net, whole))
+		return false;
+	return !rest || ((addr[whole] ^ net[whole]) & (0xff << (8 - rest)) & 0xff) == 0;
+}
+
+/*
+ * With no peer_prefix configured, only the subnets of the daemon's own plane addresses are
+ * admitted (/24 for IPv4, /64 for IPv6): a default that does not answer every address
+ * (SPEC R-124), yet lets daemons on the same plane subnets find each other.
+ */
+bool mrcd_config_admits(const struct mrcd_config *cfg, const uint8_t addr[16])
+{
+	if (cfg->n_prefixes == 0) {
+		for (unsigned i = 0; i < cfg->n_planes; i++) {
+			const struct mrcd_addr *a = &cfg->planes[i].addr;
+
+			if (in_prefix(addr, a->addr, a->family == MRC_AF_INET ? 96 + 24 : 64))
+				return true;
+		}
+		return false;
+	}
+	for (unsigned i = 0; i < cfg->n_prefixes; i++)
+		if (in_prefix(addr, cfg->prefixes[i].addr.addr, cfg->prefixes[i].len))
+			return true;
+	return false;
+}

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * metaroced's configuration: /etc/metaroce/metaroced.conf by default, command-line flags on
+ * top. The file is lines of `key = value`; `#` starts a comment; keys that name a list (plane,
+ * peer_prefix) repeat. Every error names the file, the line and what is wrong, and nothing of
+ * a file with an error is applied.
+ *
+ *     backend = auto                      # auto | xdp | udp
+ *     port = 4792                         # UDP port of MetaRoCE on every plane
+ *     plane = 0 eth1 198.18.0.1           # index, interface, address (IPv4 or IPv6)
+ *     plane = 1 eth2 198.19.0.1
+ *     paths_per_plane = 4
+ *     mtu = 9000                          # IP MTU of the plane links
+ *     rx_capacity = 100G                  # bit/s shared out by rate hints; 0: no hints
+ *     peer_prefix = 198.18.0.0/15         # who may discover us (repeat for more)
+ *     control_socket = /run/metaroce/metaroced.sock
+ *     busy_poll = no
+ */
+#ifndef METAROCE_DAEMON_CONFIG_H
+#define METAROCE_DAEMON_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <net/if.h>
+#include <sys/un.h>
+
+#include <metaroce/wire.h>
+
+#define MRCD_CONFIG_DEFAULT_PATH "/etc/metaroce/metaroced.conf"
+#define MRCD_CONTROL_SOCKET_DEFAULT "/run/metaroce/metaroced.sock"
+#define MRCD_MAX_PREFIXES 32
+#define MRCD_MAX_PATHS_PER_PLANE 8
+
+enum mrcd_backend {
+	MRCD_BACKEND_AUTO = 0, /* xdp where it can attach, else udp, and say why */
+	MRCD_BACKEND_XDP,
+	MRCD_BACKEND_UDP,
+};
+
+struct mrcd_addr {
+	uint8_t family; /* MRC_AF_INET or MRC_AF_INET6 */
+	uint8_t addr[16];	/* IPv4 as IPv4-mapped IPv6, as on the wire */
+};
+
+struct mrcd_plane {
+	uint8_t index;
+	char ifname[IF_NAMESIZE];
+	struct mrcd_addr addr;
+};
+
+struct mrcd_prefix {
+	struct mrcd_addr addr;
+	uint8_t len; /* in bits of the 16-byte form: an IPv4 /15 is 96 + 15 */
+};
+
+struct mrcd_config {
+	enum mrcd_backend backend;
+	uint16_t port;
+	uint8_t n_planes;
+	struct mrcd_plane planes[MRC_MAX_PLANES];
+	uint8_t paths_per_plane;
+	uint16_t mtu;
+	uint64_t rx_capacity_bps;
+	uint8_t n_prefixes;
+	struct mrcd_prefix prefixes[MRCD_MAX_PREFIXES];
+	char control_socket[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	bool busy_poll;
+};
+
+void mrcd_config_default(struct mrcd_config *cfg);
+
+/*
+ * Applies `text` (a whole file's contents) on top of *cfg. On error returns -1 with a message
+ * "NAME:LINE: what" in err, and *cfg unchanged.
+ */
+int mrcd_config_parse(struct mrcd_config *cfg, const char *name, const char *text, size_t len,
+		      char *err, size_t errlen);
+
+/* Reads and parses a file; a missing file is an error that says so. */
+int mrcd_config_load(struct mrcd_config *cfg, const char *path, char *err, size_t errlen);
+
+/* One `key = value`, as from a command-line flag. Lists (plane, peer_prefix) append. */
+int mrcd_config_set(struct mrcd_config *cfg, const char *key, const char *value, char *err,
+		    size_t errlen);
+
+/* Whole-configuration rules (at least one plane, ...); message in err. */
+int mrcd_config_check(const struct mrcd_config *cfg, char *err, size_t errlen);
+
+/* True when addr lies in one of the configured peer prefixes (SPEC R-123). */
+bool mrcd_config_admits(const struct mrcd_config *cfg, const uint8_t addr[16]);
+
+const char *mrcd_backend_name(enum mrcd_backend b);
+
+#endif /* METAROCE_DAEMON_CONFIG_H */

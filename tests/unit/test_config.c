@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* daemon/config.c: metaroced.conf and command-line settings, strict with named errors. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/config.h"
+#include "suites.h"
+
+static char err[256];
+
+static int parse(struct mrcd_config *cfg, const char *text)
+{
+	err[0] = '\0';
+	return mrcd_config_parse(cfg, "t.conf", text, strlen(text), err, sizeof(err));
+}
+
+/* The documented example parses to exactly what it says. */
+START_TEST(mrcd_config_parse__documented_example)
+{
+	static const char text[] =
+		"# metaroced.conf\n"
+		"backend = udp\n"
+		"port = 4793   # not the default\n"
+		"plane = 0 eth1 198.18.0.1\n"
+		"plane = 1 eth2 2001:db8::1\r\n"
+		"paths_per_plane = 2\n"
+		"\n"
+		"mtu = 9000\n"
+		"rx_capacity = 100G\n"
+		"peer_prefix = 198.18.0.0/15\n"
+		"control_socket = /tmp/m.sock\n"
+		"busy_poll = yes\n";
+	static const uint8_t v4[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 1 };
+	struct mrcd_config cfg;
+
+	mrcd_config_default(&cfg);
+	ck_assert_int_eq(parse(&cfg, text), 0);
+	ck_assert_int_eq(cfg.backend, MRCD_BACKEND_UDP);
+	ck_assert_uint_eq(cfg.port, 4793);
+	ck_assert_uint_eq(cfg.n_planes, 2);
+	ck_assert_str_eq(cfg.planes[0].ifname, "eth1");
+	ck_assert_uint_eq(cfg.planes[0].addr.family, MRC_AF_INET);
+	ck_assert_mem_eq(cfg.planes[0].addr.addr, v4, 16);
+	ck_assert_uint_eq(cfg.planes[1].addr.family, MRC_AF_INET6);
+	ck_assert_uint_eq(cfg.planes[1].addr.addr[0], 0x20);
+	ck_assert_uint_eq(cfg.paths_per_plane, 2);
+	ck_assert_uint_eq(cfg.mtu, 9000);
+	ck_assert_uint_eq(cfg.rx_capacity_bps, 100000000000ull);
+	ck_assert_uint_eq(cfg.n_prefixes, 1);
+	ck_assert_uint_eq(cfg.prefixes[0].len, 96 + 15);
+	ck_assert_str_eq(cfg.control_socket, "/tmp/m.sock");
+	ck_assert(cfg.busy_poll);
+	ck_assert_int_eq(mrcd_config_check(&cfg, err, sizeof(err)), 0);
+}
+END_TEST
+
+/* Every bad line names the file, the line and the fault; nothing of the file is applied. */
+START_TEST(mrcd_config_parse__errors_name_file_line_and_fault)
+{
+	static const struct {
+		const char *text, *want;
+	} cases[] = {
+		{ "port = 0\n", "t.conf:1: port must be a number from 1 to 65535, not '0'" },
+		{ "port = 65536\n", "t.conf:1: port must be a number from 1 to 65535" },
+		{ "port = 12x\n", "not '12x'" },
+		{ "port = -1\n", "not '-1'" },
+		{ "\n\nprot = 1\n", "t.conf:3: unknown key 'prot' (did you mean 'port'?)" },
+		{ "colour = red\n", "t.conf:1: unknown key 'colour'" },
+		{ "port 4792\n", "t.conf:1: expected 'key = value', got 'port 4792'" },
+		{ "backend = dpdk\n", "backend must be auto, xdp or udp, not 'dpdk'" },
+		{ "plane = 0 eth1\n", "plane must be 'INDEX INTERFACE ADDRESS'" },
+		{ "plane = 0 eth1 198.18.0.1 extra\n", "plane must be 'INDEX INTERFACE ADDRESS'" },
+		{ "plane = 16 eth1 198.18.0.1\n", "plane index must be from 0 to 15, not '16'" },
+		{ "plane = 0 eth/1 198.18.0.1\n", "'eth/1' is not an interface name" },
+		{ "plane = 0 eth1 198.18.0.256\n", "'198.18.0.256' is not an IPv4 or IPv6 address" },
+		{ "plane = 0 eth1 ::ffff:198.18.0.1\n", "is not an IPv4 or IPv6 address" },
+		{ "plane = 0 a 198.18.0.1\nplane = 0 b 198.18.0.2\n",
+		  "t.conf:2: plane 0 is given twice" },
+		{ "plane = 0 a 198.18.0.1\nplane = 1 b 198.18.0.1\n",
+		  "address 198.18.0.1 is given to two planes" },
+		{ "paths_per_plane = 9\n", "paths_per_plane must be from 1 to 8" },
+		{ "mtu = 575\n", "mtu must be from 576 to 65535" },
+		{ "rx_capacity = 10Q\n", "rx_capacity must be a bit rate" },
+		{ "rx_capacity = 99999999999T\n", "rx_capacity must be a bit rate" },
+		{ "peer_prefix = 198.18.0.0\n", "peer_prefix must be ADDRESS/LENGTH" },
+		{ "peer_prefix = 198.18.0.0/33\n", "prefix length '33' is out of range for IPv4" },
+		{ "peer_prefix = fd00::/129\n", "prefix length '129' is out of range for IPv6" },
+		{ "control_socket = run/x.sock\n", "control_socket must be an absolute path" },
+		{ "busy_poll = maybe\n", "busy_poll must be yes or no, not 'maybe'" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mrcd_config cfg, before;
+
+		mrcd_config_default(&cfg);
+		before = cfg;
+		ck_assert_msg(parse(&cfg, cases[i].text) == -1, "accepted: %s", cases[i].text);
+		ck_assert_msg(strstr(err, cases[i].want) != NULL, "for %s got: %s", cases[i].text,
+			      err);
+		ck_assert_msg(!memcmp(&cfg, &before, sizeof(cfg)), "partly applied: %s",
+			      cases[i].text);
+	}
+}
+END_TEST
+
+START_TEST(mrcd_config_parse__limits)
+{
+	struct mrcd_config cfg;
+	char big[1100];
+
+	mrcd_config_default(&cfg);
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	ck_assert_int_eq(parse(&cfg, big), -1);
+	ck_assert_ptr_nonnull(strstr(err, "line longer than 1024 bytes"));
+	ck_assert_int_eq(mrcd_config_parse(&cfg, "t.conf", "port = 1\0x", 10, err, sizeof(err)),
+			 -1);
+	ck_assert_ptr_nonnull(strstr(err, "NUL byte"));
+	ck_assert_int_eq(parse(&cfg, ""), 0);
+	ck_assert_int_eq(parse(&cfg, "   # only a comment"), 0);
+}
+END_TEST
+
+/* A configuration without planes, or with too many paths, is refused as a whole. */
+START_TEST(mrcd_config_check__whole_configuration)
+{
+	struct mrcd_config cfg;
+
+	mrcd_config_default(&cfg);
+	ck_assert_int_eq(mrcd_config_check(&cfg, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "no plane is configured"));
+	ck_assert_int_eq(parse(&cfg, "plane = 0 a 198.18.0.1\nplane = 1 b 198.19.0.1\n"
+				     "plane = 2 c 198.20.0.1\nplane = 3 d 198.21.0.1\n"
+				     "plane = 4 e 198.22.0.1\npaths_per_plane = 7\n"),
+			 0);
+	ck_assert_int_eq(mrcd_config_check(&cfg, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "exceeds 32 paths per QP"));
+}
+END_TEST
+
+/* Who may discover us: the prefixes, or by default only our planes' own subnets. */
+START_TEST(mrcd_config_admits__prefixes_and_default)
+{
+	struct mrcd_config cfg;
+	uint8_t a[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 7 };
+
+	mrcd_config_default(&cfg);
+	ck_assert_int_eq(parse(&cfg, "plane = 0 eth1 198.18.0.1\n"), 0);
+	ck_assert(mrcd_config_admits(&cfg, a));
+	a[14] = 1; /* 198.18.1.7: another /24 */
+	ck_assert(!mrcd_config_admits(&cfg, a));
+	ck_assert_int_eq(parse(&cfg, "peer_prefix = 198.18.0.0/15\n"), 0);
+	ck_assert(mrcd_config_admits(&cfg, a));
+	a[13] = 19; /* 198.19.1.7 */
+	ck_assert(mrcd_config_admits(&cfg, a));
+	a[13] = 20; /* 198.20.1.7 */
+	ck_assert(!mrcd_config_admits(&cfg, a));
+}
+END_TEST
+
+/* Files: a missing one says so; a real one loads; flags apply on top. */
+START_TEST(mrcd_config_load__file_and_overrides)
+{
+	struct mrcd_config cfg;
+	char path[] = "/tmp/metaroce-config-XXXXXX";
+	int fd = mkstemp(path);
+	static const char text[] = "plane = 0 eth1 198.18.0.1\nport = 5000\n";
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, sizeof(text) - 1), (ssize_t)sizeof(text) - 1);
+	close(fd);
+	mrcd_config_default(&cfg);
+	ck_assert_int_eq(mrcd_config_load(&cfg, "/nonexistent/metaroced.conf", err, sizeof(err)),
+			 -1);
+	ck_assert_str_eq(err, "/nonexistent/metaroced.conf: No such file or directory");
+	ck_assert_int_eq(mrcd_config_load(&cfg, path, err, sizeof(err)), 0);
+	ck_assert_uint_eq(cfg.port, 5000);
+	ck_assert_int_eq(mrcd_config_set(&cfg, "port", "6000", err, sizeof(err)), 0);
+	ck_assert_uint_eq(cfg.port, 6000);
+	ck_assert_int_eq(mrcd_config_set(&cfg, "plane", "1 eth2 198.19.0.1", err, sizeof(err)), 0);
+	ck_assert_uint_eq(cfg.n_planes, 2);
+	unlink(path);
+}
+END_TEST
+
+Suite *config_suite(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc = tcase_create("config");
+
+	tcase_add_test(tc, mrcd_config_parse__documented_example);
+	tcase_add_test(tc, mrcd_config_parse__errors_name_file_line_and_fault);
+	tcase_add_test(tc, mrcd_config_parse__limits);
+	tcase_add_test(tc, mrcd_config_check__whole_configuration);
+	tcase_add_test(tc, mrcd_config_admits__prefixes_and_default);
+	tcase_add_test(tc, mrcd_config_load__file_and_overrides);
+	suite_add_tcase(s, tc);
+	return s;
+}
