@@ -13,6 +13,7 @@ Suite *conn_suite(void);
 Suite *loss_suite(void);
 Suite *peer_suite(void);
 Suite *ratehint_suite(void);
+Suite *ring_suite(void);
 Suite *rtt_suite(void);
 Suite *sack_suite(void);
 Suite *sched_suite(void);

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The shared-memory boundary between libmetaroce (in the application) and metaroced: the one
+ * definition of the work-queue and completion-queue rings both sides map. Each ring lives in
+ * its own memfd, sealed against shrinking (F_SEAL_SHRINK) so neither side can fault the other
+ * by truncating it. Exactly one side produces into a ring and the other consumes:
+ *
+ *     SQ ring   library -> daemon    struct mrc_sq_entry   (ibv_post_send)
+ *     RQ ring   library -> daemon    struct mrc_rq_entry   (ibv_post_recv)
+ *     CQ ring   daemon  -> library   struct mrc_cq_entry   (ibv_poll_cq)
+ *
+ * Layout of one ring region (offsets in bytes, 64-byte cache lines):
+ *
+ *     0    +--------------------------------------------------+
+ *          | struct mrc_ring_hdr: magic, version, kind,        |  written once by the daemon
+ *          | entry size, entry count (a power of two)          |
+ *     64   +--------------------------------------------------+
+ *          | producer index   (u32, release-stored by producer)|  own cache line
+ *     128  +--------------------------------------------------+
+ *          | consumer index   (u32, release-stored by consumer)|  own cache line
+ *     192  +--------------------------------------------------+
+ *          | entry[0] ... entry[n - 1]                         |  entry i at index i & (n - 1)
+ *          +--------------------------------------------------+
+ *
+ * Indices run freely modulo 2^32; the ring holds producer - consumer entries, never more than
+ * n. A consumer reads the producer index with acquire, copies the entry out once, validates the
+ * copy, then release-stores the consumer index. The daemon treats every value it reads from a
+ * client's ring as hostile: an index that claims more than n entries, or an entry with bad
+ * fields, is a client error, never a daemon fault.
+ */
+#ifndef METAROCE_SHM_H
+#define METAROCE_SHM_H
+
+#include <linux/types.h>
+
+#define MRC_RING_MAGIC 0x4d524352u /* "MRCR" */
+#define MRC_RING_VERSION 1
+#define MRC_RING_CACHELINE 64
+#define MRC_RING_MAX_SGE 4
+
+enum mrc_ring_kind {
+	MRC_RING_SQ = 1,
+	MRC_RING_RQ = 2,
+	MRC_RING_CQ = 3,
+};
+
+struct mrc_ring_hdr {
+	__u32 magic;	  /* MRC_RING_MAGIC */
+	__u16 version;	  /* MRC_RING_VERSION */
+	__u16 kind;	  /* enum mrc_ring_kind */
+	__u32 entry_size; /* sizeof the entry struct of this kind */
+	__u32 entries;	  /* a power of two */
+	__u32 qp_num;	  /* SQ, RQ: the QP; CQ: 0 */
+	__u32 reserved[11];
+};
+
+struct mrc_ring_index {
+	__u32 value;
+	__u32 pad[MRC_RING_CACHELINE / 4 - 1];
+};
+
+/* Offsets of the parts of a ring region. */
+#define MRC_RING_PRODUCER_OFF 64
+#define MRC_RING_CONSUMER_OFF 128
+#define MRC_RING_ENTRIES_OFF 192
+#define MRC_RING_BYTES(entries, entry_size) (MRC_RING_ENTRIES_OFF + (entries) * (entry_size))
+
+/* A scatter element as the application wrote it: addresses in the application's space. */
+struct mrc_shm_sge {
+	__u64 addr;
+	__u32 length;
+	__u32 lkey;
+};
+
+/* ibv_post_send, one work request. */
+struct mrc_sq_entry {
+	__u64 wr_id;
+	__u8 opcode;	/* enum mrc_wr_opcode (lib/proto/conn.h) */
+	__u8 flags;	/* MRC_SEND_* */
+	__u8 num_sge;	/* <= MRC_RING_MAX_SGE */
+	__u8 reserved;
+	__u32 imm;	/* *_IMM: host order as the application gave it */
+	__u32 rkey;
+	__u32 reserved2;
+	__u64 raddr;
+	struct mrc_shm_sge sge[MRC_RING_MAX_SGE];
+};
+
+/* ibv_post_recv, one work request. */
+struct mrc_rq_entry {
+	__u64 wr_id;
+	__u8 num_sge;
+	__u8 reserved[7];
+	struct mrc_shm_sge sge[MRC_RING_MAX_SGE];
+};
+
+/* One work completion. */
+struct mrc_cq_entry {
+	__u64 wr_id;
+	__u8 status;	/* enum mrc_wc_status */
+	__u8 opcode;	/* enum mrc_wc_opcode */
+	__u8 flags;	/* MRC_WC_* */
+	__u8 reserved;
+	__u32 byte_len;
+	__u32 imm;
+	__u32 qp_num;
+};
+
+_Static_assert(sizeof(struct mrc_ring_hdr) == 64, "ring header is one cache line");
+_Static_assert(sizeof(struct mrc_ring_index) == 64, "an index owns its cache line");
+_Static_assert(sizeof(struct mrc_sq_entry) == 96, "mrc_sq_entry is 96 bytes");
+_Static_assert(sizeof(struct mrc_rq_entry) == 80, "mrc_rq_entry is 80 bytes");
+_Static_assert(sizeof(struct mrc_cq_entry) == 24, "mrc_cq_entry is 24 bytes");
+
+#endif /* METAROCE_SHM_H */

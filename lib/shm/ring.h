@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Rings over the shared memory of lib/include/metaroce/shm.h, and the memfds that hold them.
+ * Used by both sides; neither trusts what the other wrote: each keeps its own index privately
+ * and only publishes it, and every index read from the other side is checked before use.
+ */
+#ifndef METAROCE_SHM_RING_H
+#define METAROCE_SHM_RING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <metaroce/shm.h>
+
+struct mrc_ring {
+	uint8_t *entry_base;
+	struct mrc_ring_index *producer;
+	struct mrc_ring_index *consumer;
+	uint32_t entries;    /* copied once from the header, never re-read */
+	uint32_t entry_size;
+	uint16_t kind;
+	uint32_t mine;	     /* our own index (producer's or consumer's), never read back */
+};
+
+/* The entry size of a ring kind; 0 for an unknown kind. */
+uint32_t mrc_ring_entry_size(uint16_t kind);
+
+/* Writes a fresh ring into mem (the creating side). Returns 0 or -EINVAL. */
+int mrc_ring_format(void *mem, size_t size, uint16_t kind, uint32_t entries, uint32_t qp_num);
+
+/*
+ * Checks a ring region's header against what this side expects and takes the geometry from
+ * it once. `as_producer` selects which index this side owns. Returns 0, or -EPROTO for a
+ * header that is not a ring of this kind and version or does not fit in size.
+ */
+int mrc_ring_attach(struct mrc_ring *r, void *mem, size_t size, uint16_t kind, int as_producer);
+
+/* Appends one entry. Returns 0, -EAGAIN when full, -EPROTO when the peer's index is corrupt. */
+int mrc_ring_produce(struct mrc_ring *r, const void *entry);
+
+/* Takes the oldest entry into out. Returns 1, 0 when empty, -EPROTO when the peer's index is
+ * corrupt (claims more entries than the ring holds). */
+int mrc_ring_consume(struct mrc_ring *r, void *out);
+
+/*
+ * A memfd of `size` bytes sealed against shrinking, growing and further sealing: what the
+ * creating side hands over. Returns the fd or -errno.
+ */
+int mrc_shm_create(const char *name, size_t size);
+
+/* The receiving side's check of a memfd it was handed: sealed against shrinking and at least
+ * min_size bytes. Returns 0 or -EPERM (unsealed) / -EINVAL (too small) / -errno. */
+int mrc_shm_check(int fd, size_t min_size);
+
+#endif /* METAROCE_SHM_RING_H */
