@@ -38,7 +38,7 @@ void mrcd_config_default(struct mrcd_config *cfg)
 		 MRCD_CONTROL_SOCKET_DEFAULT);
 }
 
-const char *mrcd_backend_name(enum mrcd_backend b)
+const char *mrcd_backend_name(enum mrcd_backend_kind b)
 {
 	switch (b) {
 	case MRCD_BACKEND_AUTO:
@@ -149,8 +149,8 @@ typedef int (*setter)(struct mrcd_config *cfg, const char *value, char *err, siz
 static int set_backend(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
 {
 	for (int b = MRCD_BACKEND_AUTO; b <= MRCD_BACKEND_UDP; b++) {
-		if (!strcmp(v, mrcd_backend_name((enum mrcd_backend)b))) {
-			cfg->backend = (enum mrcd_backend)b;
+		if (!strcmp(v, mrcd_backend_name((enum mrcd_backend_kind)b))) {
+			cfg->backend = (enum mrcd_backend_kind)b;
 			return 0;
 		}
 	}

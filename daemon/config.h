@@ -33,7 +33,7 @@
 #define MRCD_MAX_PREFIXES 32
 #define MRCD_MAX_PATHS_PER_PLANE 8
 
-enum mrcd_backend {
+enum mrcd_backend_kind {
 	MRCD_BACKEND_AUTO = 0, /* xdp where it can attach, else udp, and say why */
 	MRCD_BACKEND_XDP,
 	MRCD_BACKEND_UDP,
@@ -56,7 +56,7 @@ struct mrcd_prefix {
 };
 
 struct mrcd_config {
-	enum mrcd_backend backend;
+	enum mrcd_backend_kind backend;
 	uint16_t port;
 	uint8_t n_planes;
 	struct mrcd_plane planes[MRC_MAX_PLANES];
@@ -91,6 +91,6 @@ int mrcd_config_check(const struct mrcd_config *cfg, char *err, size_t errlen);
 /* True when addr lies in one of the configured peer prefixes (SPEC R-123). */
 bool mrcd_config_admits(const struct mrcd_config *cfg, const uint8_t addr[16]);
 
-const char *mrcd_backend_name(enum mrcd_backend b);
+const char *mrcd_backend_name(enum mrcd_backend_kind b);
 
 #endif /* METAROCE_DAEMON_CONFIG_H */

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * How metaroced moves datagrams: one ops table, one implementation per way of doing it.
+ * `udp` (backend_udp.c) is the portable reference on ordinary sockets; `xdp` will sit behind
+ * the same table. The daemon's loop polls the backend's fds, pulls received datagrams in
+ * batches and pushes the engine's output in batches; a backend knows planes, addresses and
+ * ports, never QPs.
+ */
+#ifndef METAROCE_DAEMON_BACKEND_H
+#define METAROCE_DAEMON_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+
+/* One datagram, received or to send. */
+struct mrcd_dgram {
+	uint8_t *data;
+	uint32_t len;	    /* rx: bytes received; tx: bytes to send */
+	uint32_t cap;	    /* rx: room in data */
+	uint8_t plane;	    /* the local plane it arrived on / leaves from */
+	uint16_t sport;	    /* rx: the sender's UDP source port; tx: ours (path entropy) */
+	struct mrcd_addr peer; /* rx: source address; tx: destination */
+	uint16_t peer_port;    /* rx: source port; tx: destination port */
+	bool ce;	    /* rx: the IP header carried ECN CE */
+};
+
+struct mrcd_backend;
+
+struct mrcd_backend_ops {
+	const char *name;
+	/* Opens sockets or queues for every configured plane; message in err on failure. */
+	int (*open)(struct mrcd_backend *b, char *err, size_t errlen);
+	/* Sends up to n datagrams; returns how many left (the rest may be retried). */
+	int (*tx_batch)(struct mrcd_backend *b, const struct mrcd_dgram *d, unsigned n);
+	/* Receives up to n datagrams without blocking; returns how many (0: none now). */
+	int (*rx_batch)(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n);
+	/* The fds the loop waits on for receive readiness; returns how many. */
+	unsigned (*poll_fds)(const struct mrcd_backend *b, int *fds, unsigned max);
+	void (*close)(struct mrcd_backend *b);
+};
+
+#define MRCD_SPORTS_PER_PLANE 16
+
+struct mrcd_udp_plane {
+	int rx_fd;			      /* bound to (plane address, port) */
+	int tx_fd[MRCD_SPORTS_PER_PLANE];     /* bound to (plane address, an ephemeral port) */
+	uint16_t tx_port[MRCD_SPORTS_PER_PLANE];
+	uint8_t family;			      /* MRC_AF_INET or MRC_AF_INET6 */
+};
+
+struct mrcd_backend {
+	const struct mrcd_backend_ops *ops;
+	const struct mrcd_config *cfg;
+	uint16_t port; /* the listening port actually bound (cfg->port, or chosen when 0) */
+	struct mrcd_udp_plane udp[MRC_MAX_PLANES];
+	uint64_t tx_errors, rx_errors, rx_truncated;
+};
+
+extern const struct mrcd_backend_ops mrcd_backend_udp;
+
+/* The source ports a plane can send from: the entropy the engine's paths choose among. */
+unsigned mrcd_backend_sports(const struct mrcd_backend *b, uint8_t plane, uint16_t *ports,
+			     unsigned max);
+
+#endif /* METAROCE_DAEMON_BACKEND_H */

@@ -1,0 +1,331 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The udp backend: MetaRoCE on ordinary UDP sockets, anywhere (SPEC section 2).
+ *
+ * Per plane, one socket bound to (plane address, MetaRoCE port) receives everything, and a
+ * pool of MRCD_SPORTS_PER_PLANE sockets bound to (plane address, ephemeral port) sends: their
+ * ports are the ECMP entropy the engine's paths choose among (SPEC R-50). An answer the engine
+ * wants sent from some other port (it rotates over the peer's ports, R-331) leaves from the
+ * pool socket that port selects, which keeps the rotation's spread. Every datagram is sent
+ * ECT(0) with the don't-fragment bit (R-9, R-12); the receive side reads the ECN field of
+ * each datagram through IP_RECVTOS / IPV6_RECVTCLASS.
+ */
+#include "backend.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define ECN_MASK 0x03
+#define ECN_ECT0 0x02
+#define ECN_CE 0x03
+#define RX_BATCH 64
+
+static const uint8_t v4_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+static socklen_t to_sockaddr(const struct mrcd_addr *a, uint16_t port,
+			     struct sockaddr_storage *ss)
+{
+	memset(ss, 0, sizeof(*ss));
+	if (a->family == MRC_AF_INET) {
+		struct sockaddr_in *in = (struct sockaddr_in *)ss;
+
+		in->sin_family = AF_INET;
+		in->sin_port = htons(port);
+		memcpy(&in->sin_addr, a->addr + 12, 4);
+		return sizeof(*in);
+	} else {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)ss;
+
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons(port);
+		memcpy(&in6->sin6_addr, a->addr, 16);
+		return sizeof(*in6);
+	}
+}
+
+static void from_sockaddr(const struct sockaddr_storage *ss, struct mrcd_addr *a, uint16_t *port)
+{
+	memset(a, 0, sizeof(*a));
+	if (ss->ss_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
+
+		a->family = MRC_AF_INET;
+		memcpy(a->addr, v4_mapped, 12);
+		memcpy(a->addr + 12, &in->sin_addr, 4);
+		*port = ntohs(in->sin_port);
+	} else {
+		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;
+
+		a->family = MRC_AF_INET6;
+		memcpy(a->addr, &in6->sin6_addr, 16);
+		*port = ntohs(in6->sin6_port);
+	}
+}
+
+static int fail(char *err, size_t errlen, const char *what, const struct mrcd_plane *p)
+{
+	char addr[INET6_ADDRSTRLEN] = "?";
+
+	if (p->addr.family == MRC_AF_INET)
+		inet_ntop(AF_INET, p->addr.addr + 12, addr, sizeof(addr));
+	else
+		inet_ntop(AF_INET6, p->addr.addr, addr, sizeof(addr));
+	snprintf(err, errlen, "plane %u (%s, %s): %s: %s", p->index, p->ifname, addr, what,
+		 strerror(errno));
+	return -1;
+}
+
+/* A socket on the plane's address and port, sending ECT(0), DF, non-blocking. */
+static int plane_socket(const struct mrcd_plane *p, uint16_t port, bool rx, uint16_t *bound,
+			char *err, size_t errlen)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = to_sockaddr(&p->addr, port, &ss);
+	int v6 = p->addr.family == MRC_AF_INET6, one = 1, tos = ECN_ECT0, buf = 4 << 20;
+	int pmtu = v6 ? IPV6_PMTUDISC_DO : IP_PMTUDISC_DO;
+	int fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return fail(err, errlen, "socket", p);
+	if ((v6 && setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one))) ||
+	    setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_TCLASS : IP_TOS, &tos,
+		       sizeof(tos)) ||
+	    setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_MTU_DISCOVER : IP_MTU_DISCOVER,
+		       &pmtu, sizeof(pmtu)) ||
+	    (rx && setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
+			      v6 ? IPV6_RECVTCLASS : IP_RECVTOS, &one, sizeof(one)))) {
+		fail(err, errlen, "setsockopt", p);
+		close(fd);
+		return -1;
+	}
+	/* a bigger buffer where the system allows it; the default still works */
+	setsockopt(fd, SOL_SOCKET, rx ? SO_RCVBUF : SO_SNDBUF, &buf, sizeof(buf));
+	if (bind(fd, (struct sockaddr *)&ss, len)) {
+		fail(err, errlen, rx ? "bind to the MetaRoCE port" : "bind a source port", p);
+		close(fd);
+		return -1;
+	}
+	len = sizeof(ss);
+	if (getsockname(fd, (struct sockaddr *)&ss, &len)) {
+		fail(err, errlen, "getsockname", p);
+		close(fd);
+		return -1;
+	}
+	*bound = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port
+					       : ((struct sockaddr_in6 *)&ss)->sin6_port);
+	return fd;
+}
+
+static void reset_plane(struct mrcd_udp_plane *u)
+{
+	memset(u, 0, sizeof(*u));
+	u->rx_fd = -1;
+	for (unsigned k = 0; k < MRCD_SPORTS_PER_PLANE; k++)
+		u->tx_fd[k] = -1;
+}
+
+static void udp_close(struct mrcd_backend *b)
+{
+	for (unsigned i = 0; i < MRC_MAX_PLANES; i++) {
+		struct mrcd_udp_plane *u = &b->udp[i];
+
+		if (u->rx_fd >= 0)
+			close(u->rx_fd);
+		for (unsigned k = 0; k < MRCD_SPORTS_PER_PLANE; k++)
+			if (u->tx_fd[k] >= 0)
+				close(u->tx_fd[k]);
+		reset_plane(u);
+	}
+}
+
+static int udp_open(struct mrcd_backend *b, char *err, size_t errlen)
+{
+	const struct mrcd_config *cfg = b->cfg;
+
+	for (unsigned i = 0; i < MRC_MAX_PLANES; i++)
+		reset_plane(&b->udp[i]);
+	b->port = cfg->port;
+	for (unsigned i = 0; i < cfg->n_planes; i++) {
+		const struct mrcd_plane *p = &cfg->planes[i];
+		struct mrcd_udp_plane *u = &b->udp[p->index];
+		uint16_t bound;
+
+		u->family = p->addr.family;
+		/* port 0 (tests): the first plane picks one, every other plane uses the same */
+		u->rx_fd = plane_socket(p, b->port, true, &bound, err, errlen);
+		if (u->rx_fd < 0)
+			goto fail;
+		b->port = bound;
+		for (unsigned k = 0; k < MRCD_SPORTS_PER_PLANE; k++) {
+			u->tx_fd[k] = plane_socket(p, 0, false, &u->tx_port[k], err, errlen);
+			if (u->tx_fd[k] < 0)
+				goto fail;
+		}
+	}
+	return 0;
+fail:
+	udp_close(b);
+	return -1;
+}
+
+/* The pool socket a source port selects: itself if it is one of ours. */
+static int tx_socket(const struct mrcd_udp_plane *u, uint16_t sport)
+{
+	for (unsigned k = 0; k < MRCD_SPORTS_PER_PLANE; k++)
+		if (u->tx_port[k] == sport)
+			return u->tx_fd[k];
+	return u->tx_fd[sport % MRCD_SPORTS_PER_PLANE];
+}
+
+static int udp_tx_batch(struct mrcd_backend *b, const struct mrcd_dgram *d, unsigned n)
+{
+	struct mmsghdr msgs[64];
+	struct iovec iov[64];
+	struct sockaddr_storage to[64];
+	unsigned done = 0;
+
+	/* runs of datagrams leaving from the same socket go out in one sendmmsg */
+	while (done < n) {
+		const struct mrcd_udp_plane *u;
+		unsigned run = 0;
+		int fd, sent;
+
+		if (d[done].plane >= MRC_MAX_PLANES || b->udp[d[done].plane].rx_fd < 0) {
+			b->tx_errors++;
+			done++;
+			continue;
+		}
+		u = &b->udp[d[done].plane];
+		fd = tx_socket(u, d[done].sport);
+		while (done + run < n && run < 64 && d[done + run].plane == d[done].plane &&
+		       tx_socket(u, d[done + run].sport) == fd) {
+			const struct mrcd_dgram *g = &d[done + run];
+
+			iov[run].iov_base = g->data;
+			iov[run].iov_len = g->len;
+			memset(&msgs[run], 0, sizeof(msgs[run]));
+			msgs[run].msg_hdr.msg_name = &to[run];
+			msgs[run].msg_hdr.msg_namelen = to_sockaddr(&g->peer, g->peer_port, &to[run]);
+			msgs[run].msg_hdr.msg_iov = &iov[run];
+			msgs[run].msg_hdr.msg_iovlen = 1;
+			run++;
+		}
+		sent = sendmmsg(fd, msgs, run, MSG_DONTWAIT);
+		if (sent < 0) {
+			if (errno == EAGAIN || errno == ENOBUFS)
+				return (int)done; /* the socket is full: the rest waits */
+			b->tx_errors++;
+			sent = 1; /* skip the datagram the kernel refused */
+		}
+		done += (unsigned)sent;
+		if ((unsigned)sent < run)
+			return (int)done;
+	}
+	return (int)done;
+}
+
+static int udp_rx_batch(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n)
+{
+	unsigned got = 0;
+
+	for (unsigned pl = 0; pl < MRC_MAX_PLANES && got < n; pl++) {
+		struct mrcd_udp_plane *u = &b->udp[pl];
+		struct mmsghdr msgs[RX_BATCH];
+		struct iovec iov[RX_BATCH];
+		struct sockaddr_storage from[RX_BATCH];
+		union {
+			struct cmsghdr align;
+			char buf[CMSG_SPACE(sizeof(int))];
+		} ctl[RX_BATCH];
+		unsigned want = n - got < RX_BATCH ? n - got : RX_BATCH, base = got;
+		int r;
+
+		if (u->rx_fd < 0)
+			continue;
+		for (unsigned i = 0; i < want; i++) {
+			iov[i].iov_base = d[got + i].data;
+			iov[i].iov_len = d[got + i].cap;
+			memset(&msgs[i], 0, sizeof(msgs[i]));
+			msgs[i].msg_hdr.msg_name = &from[i];
+			msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
+			msgs[i].msg_hdr.msg_iov = &iov[i];
+			msgs[i].msg_hdr.msg_iovlen = 1;
+			msgs[i].msg_hdr.msg_control = ctl[i].buf;
+			msgs[i].msg_hdr.msg_controllen = sizeof(ctl[i].buf);
+		}
+		r = recvmmsg(u->rx_fd, msgs, want, MSG_DONTWAIT, NULL);
+		if (r < 0) {
+			if (errno != EAGAIN)
+				b->rx_errors++;
+			continue;
+		}
+		for (int i = 0; i < r; i++) {
+			struct mrcd_dgram *g = &d[got];
+			struct cmsghdr *c;
+
+			if (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
+				b->rx_truncated++; /* larger than any MetaRoCE packet we accept */
+				continue;
+			}
+			/* a skipped datagram leaves the later ones one buffer further on */
+			if (base + (unsigned)i != got)
+				memcpy(g->data, d[base + (unsigned)i].data, msgs[i].msg_len);
+			g->len = msgs[i].msg_len;
+			g->plane = (uint8_t)pl;
+			from_sockaddr(&from[i], &g->peer, &g->peer_port);
+			g->sport = g->peer_port;
+			g->ce = false;
+			for (c = CMSG_FIRSTHDR(&msgs[i].msg_hdr); c;
+			     c = CMSG_NXTHDR(&msgs[i].msg_hdr, c)) {
+				int tos = 0;
+
+				if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) ||
+				    (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS)) {
+					if (c->cmsg_type == IP_TOS && c->cmsg_level == IPPROTO_IP)
+						tos = *(unsigned char *)CMSG_DATA(c);
+					else
+						memcpy(&tos, CMSG_DATA(c), sizeof(tos));
+					g->ce = (tos & ECN_MASK) == ECN_CE;
+				}
+			}
+			got++;
+		}
+	}
+	return (int)got;
+}
+
+static unsigned udp_poll_fds(const struct mrcd_backend *b, int *fds, unsigned max)
+{
+	unsigned n = 0;
+
+	for (unsigned pl = 0; pl < MRC_MAX_PLANES && n < max; pl++)
+		if (b->udp[pl].rx_fd >= 0)
+			fds[n++] = b->udp[pl].rx_fd;
+	return n;
+}
+
+unsigned mrcd_backend_sports(const struct mrcd_backend *b, uint8_t plane, uint16_t *ports,
+			     unsigned max)
+{
+	unsigned n = 0;
+
+	if (plane >= MRC_MAX_PLANES || b->udp[plane].rx_fd < 0)
+		return 0;
+	for (unsigned k = 0; k < MRCD_SPORTS_PER_PLANE && n < max; k++)
+		ports[n++] = b->udp[plane].tx_port[k];
+	return n;
+}
+
+const struct mrcd_backend_ops mrcd_backend_udp = {
+	.name = "udp",
+	.open = udp_open,
+	.tx_batch = udp_tx_batch,
+	.rx_batch = udp_rx_batch,
+	.poll_fds = udp_poll_fds,
+	.close = udp_close,
+};
