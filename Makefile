@@ -4,7 +4,8 @@
 #
 #   make            build every C and BPF object, the unit-test runner and the fuzz harnesses
 #   make deps       install the Debian packages the build and tests need (no-op when present)
-#   make check      deps + build + unit tests + unit tests under ASan/UBSan + bounded fuzzing
+#   make check      deps + build + unit tests + unit tests under ASan/UBSan + integration
+#                   tests in network namespaces + bounded fuzzing
 #   make clean      remove build/
 #
 #   V=1             show the commands
@@ -44,6 +45,7 @@ BPF_CFLAGS := -target bpf -O2 -g -std=gnu11 $(WARNINGS) -Ilib/include \
 
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
+SYSTEMD_LIBS = $(shell pkg-config --libs libsystemd 2>/dev/null)
 
 # --- sources ---------------------------------------------------------------------------
 
@@ -70,14 +72,15 @@ FUZZ_BINS := $(FUZZ_HARNESSES:%=$(FUZZ)/fuzz_%)
 CORPUS_GEN := $(BUILD)/tests/fuzz/gen_corpus
 HEADER_CHECK_OBJS := $(HEADER_CHECKS_BPF:%.c=$(OBJ)/%.bpf.o)
 ENGINE_REPORT := $(BUILD)/bench/engine-report
+METAROCED := $(BUILD)/sbin/metaroced
 
 # --- top-level targets -----------------------------------------------------------------
 
-.PHONY: all deps check unit unit-asan fuzz engine-report clean
+.PHONY: all deps check unit unit-asan fuzz integration engine-report clean
 .DEFAULT_GOAL := all
 
 all: $(LIBPROTO) $(UNIT_RUNNER) $(SAN_UNIT_RUNNER) $(FUZZ_BINS) $(CORPUS_GEN) $(HEADER_CHECK_OBJS) \
-     $(ENGINE_REPORT)
+     $(ENGINE_REPORT) $(METAROCED)
 	@:
 
 # Debian packages, one per line in the order a reader would look for them.
@@ -85,7 +88,8 @@ DEB_PACKAGES := \
 	gcc libc6-dev make pkg-config \
 	clang libclang-rt-14-dev \
 	linux-libc-dev \
-	check
+	check libsystemd-dev \
+	iproute2
 
 deps:
 	$(Q)missing=$$(for p in $(DEB_PACKAGES); do \
@@ -103,7 +107,7 @@ deps:
 check:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)$(MAKE) --no-print-directory unit unit-asan fuzz
+	$(Q)$(MAKE) --no-print-directory unit unit-asan integration fuzz
 
 unit: $(UNIT_RUNNER)
 	$(call msg,TEST,unit)
@@ -113,6 +117,11 @@ unit-asan: $(SAN_UNIT_RUNNER)
 	$(call msg,TEST,unit under ASan+UBSan)
 	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		$(SAN_UNIT_RUNNER)
+
+# Real processes in network namespaces (tests/integration/lib.sh draws the topology).
+integration: $(METAROCED)
+	$(call msg,TEST,integration)
+	$(Q)sh tests/integration/run.sh $(BUILD)
 
 # Each harness starts from seeds the encoder writes, so the corpus follows the wire format.
 fuzz: $(FUZZ_BINS) $(CORPUS_GEN)
@@ -182,15 +191,20 @@ $(SAN_LIBDAEMON): $(SAN_DAEMON_OBJS)
 	$(Q)mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
 
+$(METAROCED): $(OBJ)/daemon/main.o $(LIBDAEMON) $(LIBPROTO)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(SYSTEMD_LIBS)
+
 $(UNIT_RUNNER): $(UNIT_OBJS) $(LIBDAEMON) $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(SYSTEMD_LIBS)
 
 $(SAN_UNIT_RUNNER): $(SAN_UNIT_OBJS) $(SAN_LIBDAEMON) $(SAN_LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS)
+	$(Q)$(CLANG) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(SYSTEMD_LIBS)
 
 # Harnesses compile the library sources themselves: libFuzzer needs its coverage
 # instrumentation in the code under test, not only in the harness.
@@ -199,7 +213,7 @@ $(FUZZ)/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRCS) $(DAEMON_SRCS) \
 	$(call msg,FUZZ-LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) $(SAN_FLAGS) -fsanitize=fuzzer -o $@ \
-		$(filter %.c,$^)
+		$(filter %.c,$^) $(SYSTEMD_LIBS)
 
 $(CORPUS_GEN): $(OBJ)/tests/fuzz/gen_corpus.o $(LIBPROTO)
 	$(call msg,LD,$@)

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * metaroced's core: one event loop that owns the backend, the peer table and (later) the
+ * clients' QPs. Everything waits in one epoll: the backend's sockets, a signalfd (SIGTERM and
+ * SIGINT stop, SIGHUP reloads) and the engine's next deadline as the epoll timeout.
+ */
+#ifndef METAROCE_DAEMON_DAEMON_H
+#define METAROCE_DAEMON_DAEMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "config.h"
+#include "proto/peer.h"
+
+struct mrcd_stats {
+	uint64_t rx_datagrams;
+	uint64_t rx_malformed;	   /* refused by the codec */
+	uint64_t rx_no_qp;	   /* addressed to a QP this daemon does not have */
+	uint64_t rx_daemon_refused; /* daemon-level packets the peer table refused */
+	uint64_t tx_datagrams;
+};
+
+struct mrcd {
+	struct mrcd_config cfg;
+	const char *config_path;    /* for SIGHUP; NULL: flags only */
+	struct mrcd_backend backend;
+	struct mrc_peer_table peers;
+	int epoll_fd;
+	int signal_fd;
+	bool stopping;
+	bool systemd;		    /* NOTIFY_SOCKET is set: report READY, STATUS, WATCHDOG */
+	uint64_t watchdog_usec;	    /* 0: no watchdog */
+	uint64_t next_watchdog_ns;
+	struct mrcd_stats stats;
+};
+
+/*
+ * Opens everything the configuration names. On failure returns -1 with a message in err and
+ * nothing left open.
+ */
+int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config_path,
+	       char *err, size_t errlen);
+
+/* Runs until SIGTERM or SIGINT. Returns 0 on a clean stop. */
+int mrcd_run(struct mrcd *d);
+
+void mrcd_stop(struct mrcd *d);
+
+/* Asks the peer at addr for its planes (what a QP naming that GID does; also --discover). */
+int mrcd_discover(struct mrcd *d, const struct mrcd_addr *addr);
+
+uint64_t mrcd_now_ns(void);
+
+#endif /* METAROCE_DAEMON_DAEMON_H */
