@@ -73,6 +73,7 @@ CORPUS_GEN := $(BUILD)/tests/fuzz/gen_corpus
 HEADER_CHECK_OBJS := $(HEADER_CHECKS_BPF:%.c=$(OBJ)/%.bpf.o)
 ENGINE_REPORT := $(BUILD)/bench/engine-report
 METAROCED := $(BUILD)/sbin/metaroced
+METAROCE_CTL := $(BUILD)/bin/metaroce-ctl
 
 # --- top-level targets -----------------------------------------------------------------
 
@@ -80,7 +81,7 @@ METAROCED := $(BUILD)/sbin/metaroced
 .DEFAULT_GOAL := all
 
 all: $(LIBPROTO) $(UNIT_RUNNER) $(SAN_UNIT_RUNNER) $(FUZZ_BINS) $(CORPUS_GEN) $(HEADER_CHECK_OBJS) \
-     $(ENGINE_REPORT) $(METAROCED)
+     $(ENGINE_REPORT) $(METAROCED) $(METAROCE_CTL)
 	@:
 
 # Debian packages, one per line in the order a reader would look for them.
@@ -89,7 +90,7 @@ DEB_PACKAGES := \
 	clang libclang-rt-14-dev \
 	linux-libc-dev \
 	check libsystemd-dev \
-	iproute2
+	iproute2 python3
 
 deps:
 	$(Q)missing=$$(for p in $(DEB_PACKAGES); do \
@@ -119,7 +120,7 @@ unit-asan: $(SAN_UNIT_RUNNER)
 		$(SAN_UNIT_RUNNER)
 
 # Real processes in network namespaces (tests/integration/lib.sh draws the topology).
-integration: $(METAROCED)
+integration: $(METAROCED) $(METAROCE_CTL)
 	$(call msg,TEST,integration)
 	$(Q)sh tests/integration/run.sh $(BUILD)
 
@@ -190,6 +191,11 @@ $(SAN_LIBDAEMON): $(SAN_DAEMON_OBJS)
 	$(call msg,AR,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(METAROCE_CTL): $(OBJ)/cli/metaroce-ctl.o
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^
 
 $(METAROCED): $(OBJ)/daemon/main.o $(LIBDAEMON) $(LIBPROTO)
 	$(call msg,LD,$@)

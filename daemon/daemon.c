@@ -16,6 +16,7 @@
 
 #include <metaroce/drop_reasons.h>
 
+#include "control.h"
 #include "log.h"
 
 #define RX_BATCH 32
@@ -133,7 +134,10 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 	memset(d, 0, sizeof(*d));
 	d->cfg = *cfg;
 	d->config_path = config_path;
-	d->epoll_fd = d->signal_fd = -1;
+	d->epoll_fd = d->signal_fd = d->control_fd = -1;
+	for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
+		d->clients[i] = -1;
+	d->started_ns = mrcd_now_ns();
 	if (mrcd_config_check(&d->cfg, err, errlen))
 		return -1;
 	/* The xdp backend does not exist yet: auto runs udp and says why; xdp is refused. */
@@ -143,6 +147,7 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 	}
 	if (d->cfg.backend == MRCD_BACKEND_AUTO)
 		why_udp = "the xdp backend is not built yet";
+	d->backend_note = why_udp ? why_udp : "";
 	d->backend.ops = &mrcd_backend_udp;
 	d->backend.cfg = &d->cfg;
 	if (d->backend.ops->open(&d->backend, err, errlen))
@@ -173,6 +178,8 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 			goto fail_all;
 	if (add_fd(d, d->signal_fd, err, errlen))
 		goto fail_all;
+	if (mrcd_control_open(d, err, errlen) || add_fd(d, d->control_fd, err, errlen))
+		goto fail_all;
 	d->systemd = getenv("NOTIFY_SOCKET") != NULL;
 	if (d->systemd && sd_watchdog_enabled(0, &d->watchdog_usec) <= 0)
 		d->watchdog_usec = 0;
@@ -183,6 +190,7 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 	return 0;
 
 fail_all:
+	mrcd_control_close(d);
 	if (d->signal_fd >= 0)
 		close(d->signal_fd);
 	if (d->epoll_fd >= 0)
@@ -195,6 +203,7 @@ fail_backend:
 
 void mrcd_stop(struct mrcd *d)
 {
+	mrcd_control_close(d);
 	close(d->signal_fd);
 	close(d->epoll_fd);
 	mrc_peer_table_fini(&d->peers);
@@ -345,9 +354,14 @@ int mrcd_run(struct mrcd *d)
 			mrcd_log(LOG_ERR, "epoll_wait: %s", strerror(errno));
 			return -1;
 		}
-		for (int i = 0; i < n; i++)
-			if (ev[i].data.fd == d->signal_fd && handle_signals(d))
-				d->stopping = true;
+		for (int i = 0; i < n; i++) {
+			if (ev[i].data.fd == d->signal_fd) {
+				if (handle_signals(d))
+					d->stopping = true;
+			} else {
+				mrcd_control_event(d, ev[i].data.fd);
+			}
+		}
 		receive(d, mrcd_now_ns());
 	}
 	if (d->systemd)

@@ -22,6 +22,8 @@ struct mrcd_stats {
 	uint64_t tx_datagrams;
 };
 
+#define MRCD_MAX_CLIENTS 256
+
 struct mrcd {
 	struct mrcd_config cfg;
 	const char *config_path;    /* for SIGHUP; NULL: flags only */
@@ -29,6 +31,10 @@ struct mrcd {
 	struct mrc_peer_table peers;
 	int epoll_fd;
 	int signal_fd;
+	int control_fd;
+	int clients[MRCD_MAX_CLIENTS]; /* control-socket connections; -1: free */
+	const char *backend_note;      /* why auto chose this backend; "" otherwise */
+	uint64_t started_ns;
 	bool stopping;
 	bool systemd;		    /* NOTIFY_SOCKET is set: report READY, STATUS, WATCHDOG */
 	uint64_t watchdog_usec;	    /* 0: no watchdog */

@@ -1,6 +1,8 @@
 # Two metaroced, one per namespace, over two planes: A names one address of B and learns
-# both of B's planes (SPEC 12.2), B learns A's from the DISCOVER; a bad reload keeps the
-# running configuration; SIGTERM stops both cleanly; usage errors exit 2 with a reason.
+# both of B's planes (SPEC 12.2), B learns A's from the DISCOVER; metaroce-ctl shows it, in
+# text and JSON; a malformed control request closes only that client; a second daemon on a
+# live control socket is refused; a bad reload keeps the running configuration; SIGTERM
+# stops both cleanly and removes their sockets; usage errors exit 2 with a reason.
 . "$(dirname "$0")/lib.sh"
 
 two_hosts
@@ -19,6 +21,55 @@ start_daemon "$NS_A" a --set "plane=0 ${TAG}a0 198.18.0.1" --set "plane=1 ${TAG}
 wait_for "$TMP/a.log" "peer 198.18.0.2 discovered: node [0-9a-f]*, port 4792, planes 0=198.18.0.2 1=198.19.0.2"
 wait_for "$TMP/b.log" "peer 198.18.0.1 discovered: node [0-9a-f]*, port 4792, planes 0=198.18.0.1 1=198.19.0.1"
 
+# metaroce-ctl, text and JSON (parsed back); the socket is mode 0660.
+CTL="$BUILD/bin/metaroce-ctl"
+"$CTL" -s "$TMP/a.sock" status >"$TMP/status.txt" || fail "ctl status"
+grep -q "^node [0-9a-f]\{16\}  backend udp (the xdp backend is not built yet)  port 4792" \
+	"$TMP/status.txt" || fail "status text: $(cat "$TMP/status.txt")"
+grep -q "^plane 1  ${TAG}a1 *198.19.0.1$" "$TMP/status.txt" || fail "status planes"
+"$CTL" -s "$TMP/a.sock" peer show >"$TMP/peers.txt" || fail "ctl peer show"
+grep -q "^peer 198.18.0.2  known  node [0-9a-f]*  port 4792$" "$TMP/peers.txt" || fail "peers"
+grep -q "^  plane 1  198.19.0.2$" "$TMP/peers.txt" || fail "peer planes"
+"$CTL" -s "$TMP/a.sock" -j status | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+assert s["backend"] == "udp" and s["port"] == 4792 and s["peers"] == 1, s
+assert [p["address"] for p in s["planes"]] == ["198.18.0.1", "198.19.0.1"], s' ||
+	fail "status JSON"
+"$CTL" -s "$TMP/a.sock" -j peer | python3 -c '
+import json, sys
+p = json.load(sys.stdin)["peers"]
+assert len(p) == 1 and p[0]["state"] == "known", p
+assert [x["address"] for x in p[0]["planes"]] == ["198.18.0.2", "198.19.0.2"], p' ||
+	fail "peers JSON"
+[ "$(stat -c %a "$TMP/a.sock")" = 660 ] || fail "control socket mode"
+"$CTL" -s "$TMP/nothing.sock" status 2>"$TMP/err.log"
+[ $? -eq 1 ] || fail "ctl to no daemon did not exit 1"
+grep -q "cannot reach metaroced at $TMP/nothing.sock: No such file or directory (is it running?)" \
+	"$TMP/err.log" || fail "ctl unreachable message"
+"$CTL" -s "$TMP/a.sock" frobnicate 2>/dev/null
+[ $? -eq 2 ] || fail "unknown ctl command did not exit 2"
+
+# A hostile client: garbage on the control socket closes that client; the daemon carries on.
+python3 - "$TMP/a.sock" <<'PY' || fail "hostile client"
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+s.send(b"\x00" * 7 + b"garbage" * 100)
+s.settimeout(3)
+reply = s.recv(100)
+assert len(reply) == 24 and reply[:4] == b"TCRM", reply   # -EPROTO reply, little-endian magic
+assert s.recv(100) == b""                                 # then closed
+PY
+"$CTL" -s "$TMP/a.sock" status >/dev/null || fail "daemon hurt by a hostile client"
+grep -q "control: malformed request, closing the client" "$TMP/a.log" || fail "no log of it"
+
+# A second daemon on the same live control socket is refused.
+ip netns exec "$NS_A" "$BUILD/sbin/metaroced" --set "plane=0 ${TAG}a0 198.18.0.1" \
+	--set "port=4800" --set "control_socket=$TMP/a.sock" >"$TMP/second.log" 2>&1
+[ $? -eq 1 ] || fail "a second daemon on a live socket did not exit 1"
+grep -q "another metaroced is listening on $TMP/a.sock" "$TMP/second.log" || fail "second msg"
+
 # A reload with a broken file names the fault and keeps running.
 echo "peer_prefix = 198.18.0.0/40" >>"$TMP/b.conf"
 kill -HUP "$PID_b"
@@ -30,6 +81,7 @@ kill -TERM "$PID_a" "$PID_b"
 wait "$PID_a" || fail "a exited $?"
 wait "$PID_b" || fail "b exited $?"
 grep -q "stopped: [0-9]* datagrams in" "$TMP/a.log" || fail "a did not say it stopped"
+[ ! -e "$TMP/a.sock" ] || fail "a left its control socket behind"
 PIDS=""
 
 # Usage and configuration errors: exit 2, and the message says what is wrong.

@@ -1,0 +1,251 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The daemon's end of the control socket (lib/include/metaroce/ctl.h). The socket is created
+ * with mode 0660: its group decides who may use the daemon. A stale socket left by a daemon
+ * that died is replaced; a live one means another daemon owns the path, and that is an error.
+ */
+#include "control.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <metaroce/ctl.h>
+
+#include "daemon.h"
+#include "log.h"
+
+static int socket_addr(const char *path, struct sockaddr_un *sun)
+{
+	memset(sun, 0, sizeof(*sun));
+	sun->sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sun->sun_path))
+		return -1;
+	memcpy(sun->sun_path, path, strlen(path) + 1);
+	return 0;
+}
+
+/* Makes the socket's directory (one level, as /run/metaroce under systemd's RuntimeDirectory). */
+static void make_parent(const char *path)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		mkdir(dir, 0755);
+	}
+}
+
+int mrcd_control_open(struct mrcd *d, char *err, size_t errlen)
+{
+	const char *path = d->cfg.control_socket;
+	struct sockaddr_un sun;
+	struct stat st;
+	int fd;
+
+	if (socket_addr(path, &sun)) {
+		snprintf(err, errlen, "control socket path too long: %s", path);
+		return -1;
+	}
+	make_parent(path);
+	if (lstat(path, &st) == 0) {
+		int probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(err, errlen, "%s exists and is not a socket", path);
+			close(probe);
+			return -1;
+		}
+		if (probe >= 0 && connect(probe, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+			snprintf(err, errlen, "another metaroced is listening on %s", path);
+			close(probe);
+			return -1;
+		}
+		close(probe);
+		unlink(path); /* left by a daemon that did not stop cleanly */
+	}
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&sun, sizeof(sun)) || chmod(path, 0660) ||
+	    listen(fd, 64)) {
+		snprintf(err, errlen, "control socket %s: %s", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	d->control_fd = fd;
+	return 0;
+}
+
+void mrcd_control_close(struct mrcd *d)
+{
+	for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
+		if (d->clients[i] >= 0)
+			close(d->clients[i]);
+	if (d->control_fd >= 0) {
+		close(d->control_fd);
+		unlink(d->cfg.control_socket);
+	}
+	d->control_fd = -1;
+}
+
+void mrcd_control_accept(struct mrcd *d)
+{
+	int fd;
+
+	while ((fd = accept4(d->control_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		struct ucred cred;
+		socklen_t len = sizeof(cred);
+		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+		unsigned slot = MRCD_MAX_CLIENTS;
+
+		for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
+			if (d->clients[i] < 0) {
+				slot = i;
+				break;
+			}
+		if (slot == MRCD_MAX_CLIENTS || epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, fd, &ev)) {
+			mrcd_log(LOG_WARNING, "control: refusing a client: %s",
+				 slot == MRCD_MAX_CLIENTS ? "too many clients" : strerror(errno));
+			close(fd);
+			continue;
+		}
+		d->clients[slot] = fd;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
+			mrcd_log(LOG_DEBUG, "control: client pid %d uid %u", cred.pid, cred.uid);
+	}
+}
+
+static void fill_plane(struct mrc_ctl_plane *out, uint8_t index, uint8_t family, uint16_t flags,
+		       const uint8_t addr[16], const char *ifname)
+{
+	memset(out, 0, sizeof(*out));
+	out->index = index;
+	out->family = family;
+	out->flags = flags;
+	memcpy(out->addr, addr, 16);
+	if (ifname)
+		snprintf(out->ifname, sizeof(out->ifname), "%s", ifname);
+}
+
+static size_t status_reply(const struct mrcd *d, uint8_t *buf)
+{
+	struct mrc_ctl_status s;
+
+	memset(&s, 0, sizeof(s));
+	s.node_id = d->peers.local.node_id;
+	s.uptime_ns = mrcd_now_ns() - d->started_ns;
+	s.rx_datagrams = d->stats.rx_datagrams;
+	s.rx_malformed = d->stats.rx_malformed;
+	s.rx_no_qp = d->stats.rx_no_qp;
+	s.tx_datagrams = d->stats.tx_datagrams;
+	s.n_peers = d->peers.n_peers;
+	s.port = d->backend.port;
+	s.n_planes = d->cfg.n_planes;
+	s.paths_per_plane = d->cfg.paths_per_plane;
+	snprintf(s.backend, sizeof(s.backend), "%s", d->backend.ops->name);
+	snprintf(s.backend_note, sizeof(s.backend_note), "%s", d->backend_note);
+	for (unsigned i = 0; i < d->cfg.n_planes; i++)
+		fill_plane(&s.planes[i], d->cfg.planes[i].index, d->cfg.planes[i].addr.family, 0,
+			   d->cfg.planes[i].addr.addr, d->cfg.planes[i].ifname);
+	memcpy(buf, &s, sizeof(s));
+	return sizeof(s);
+}
+
+static size_t peers_reply(const struct mrcd *d, uint8_t *buf, size_t cap)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < d->peers.n_peers && n + sizeof(struct mrc_ctl_peer) <= cap; i++) {
+		const struct mrc_peer *p = &d->peers.peers[i];
+		struct mrc_ctl_peer out;
+
+		memset(&out, 0, sizeof(out));
+		out.node_id = p->info.node_id;
+		memcpy(out.named, p->named, 16);
+		out.state = (uint8_t)p->state;
+		out.port = p->info.udp_port;
+		out.n_planes = p->state == MRC_PEER_KNOWN ? p->info.n_addrs : 0;
+		for (unsigned k = 0; k < out.n_planes; k++)
+			fill_plane(&out.planes[k], p->info.addrs[k].plane, p->info.addrs[k].family,
+				   p->info.addrs[k].flags, p->info.addrs[k].addr, NULL);
+		memcpy(buf + n, &out, sizeof(out));
+		n += sizeof(out);
+	}
+	return n;
+}
+
+static void drop_client(struct mrcd *d, unsigned slot)
+{
+	epoll_ctl(d->epoll_fd, EPOLL_CTL_DEL, d->clients[slot], NULL);
+	close(d->clients[slot]);
+	d->clients[slot] = -1;
+}
+
+/* One request from a client: checked field by field, answered, or refused and closed. */
+static void serve(struct mrcd *d, unsigned slot)
+{
+	static uint8_t in[MRC_CTL_MAX_MSG], out[MRC_CTL_MAX_MSG];
+	struct mrc_ctl_hdr req, rep;
+	ssize_t n = recv(d->clients[slot], in, sizeof(in), MSG_DONTWAIT | MSG_TRUNC);
+	size_t len = 0;
+	bool bad = false;
+
+	if (n == 0 || (n < 0 && errno != EAGAIN)) {
+		drop_client(d, slot);
+		return;
+	}
+	if (n < 0)
+		return;
+	memset(&rep, 0, sizeof(rep));
+	rep.magic = MRC_CTL_MAGIC;
+	rep.version = MRC_CTL_VERSION;
+	if ((size_t)n < sizeof(req) || (size_t)n > sizeof(in)) {
+		rep.status = -EPROTO;
+		bad = true;
+	} else {
+		memcpy(&req, in, sizeof(req));
+		rep.type = req.type;
+		rep.seq = req.seq;
+		if (req.magic != MRC_CTL_MAGIC || req.version != MRC_CTL_VERSION ||
+		    req.len != (size_t)n - sizeof(req)) {
+			rep.status = -EPROTO;
+			bad = true;
+		} else if (req.type == MRC_CTL_STATUS && req.len == 0) {
+			len = status_reply(d, out + sizeof(rep));
+		} else if (req.type == MRC_CTL_PEERS && req.len == 0) {
+			len = peers_reply(d, out + sizeof(rep), sizeof(out) - sizeof(rep));
+		} else {
+			rep.status = -EOPNOTSUPP;
+		}
+	}
+	rep.len = (uint32_t)len;
+	memcpy(out, &rep, sizeof(rep));
+	send(d->clients[slot], out, sizeof(rep) + len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (bad) {
+		mrcd_log(LOG_NOTICE, "control: malformed request, closing the client");
+		drop_client(d, slot);
+	}
+}
+
+bool mrcd_control_event(struct mrcd *d, int fd)
+{
+	if (fd == d->control_fd) {
+		mrcd_control_accept(d);
+		return true;
+	}
+	for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++) {
+		if (d->clients[i] == fd) {
+			serve(d, i);
+			return true;
+		}
+	}
+	return false;
+}
