@@ -9,7 +9,7 @@
 #   make clean      remove build/
 #
 #   V=1             show the commands
-#   FUZZ_SECONDS=N  time per fuzz harness in `make check` (default 45)
+#   FUZZ_SECONDS=N  time per fuzz harness in `make check` (default 30)
 #   CK_RUN_SUITE=codec make unit   run one libcheck suite
 
 BUILD := build
@@ -19,7 +19,7 @@ FUZZ := $(BUILD)/fuzz
 
 CC ?= cc
 CLANG ?= clang
-FUZZ_SECONDS ?= 45
+FUZZ_SECONDS ?= 30
 
 ifeq ($(V),1)
 Q :=
@@ -52,7 +52,7 @@ SYSTEMD_LIBS = $(shell pkg-config --libs libsystemd 2>/dev/null)
 PROTO_SRCS := $(sort $(wildcard lib/proto/*.c lib/shm/*.c))
 DAEMON_SRCS := $(filter-out daemon/main.c,$(sort $(wildcard daemon/*.c)))
 UNIT_SRCS := $(wildcard tests/unit/*.c) $(wildcard tests/harness/*.c)
-FUZZ_HARNESSES := codec conn config
+FUZZ_HARNESSES := codec conn config ctl
 HEADER_CHECKS_BPF := tests/headers/wire_bpf.c
 
 PROTO_OBJS := $(PROTO_SRCS:%.c=$(OBJ)/%.o)

@@ -189,6 +189,19 @@ static void drop_client(struct mrcd *d, unsigned slot)
 	d->clients[slot] = -1;
 }
 
+int mrcd_control_check(const void *packet, size_t n, struct mrc_ctl_hdr *req)
+{
+	if (n < sizeof(*req) || n > MRC_CTL_MAX_MSG)
+		return -EPROTO;
+	memcpy(req, packet, sizeof(*req));
+	if (req->magic != MRC_CTL_MAGIC || req->version != MRC_CTL_VERSION ||
+	    req->len != n - sizeof(*req))
+		return -EPROTO;
+	if ((req->type == MRC_CTL_STATUS || req->type == MRC_CTL_PEERS) && req->len == 0)
+		return 0;
+	return -EOPNOTSUPP;
+}
+
 /* One request from a client: checked field by field, answered, or refused and closed. */
 static void serve(struct mrcd *d, unsigned slot)
 {
@@ -207,25 +220,16 @@ static void serve(struct mrcd *d, unsigned slot)
 	memset(&rep, 0, sizeof(rep));
 	rep.magic = MRC_CTL_MAGIC;
 	rep.version = MRC_CTL_VERSION;
-	if ((size_t)n < sizeof(req) || (size_t)n > sizeof(in)) {
-		rep.status = -EPROTO;
-		bad = true;
-	} else {
-		memcpy(&req, in, sizeof(req));
+	rep.status = mrcd_control_check(in, (size_t)n, &req);
+	if (rep.status != -EPROTO || (size_t)n >= sizeof(req)) {
 		rep.type = req.type;
 		rep.seq = req.seq;
-		if (req.magic != MRC_CTL_MAGIC || req.version != MRC_CTL_VERSION ||
-		    req.len != (size_t)n - sizeof(req)) {
-			rep.status = -EPROTO;
-			bad = true;
-		} else if (req.type == MRC_CTL_STATUS && req.len == 0) {
-			len = status_reply(d, out + sizeof(rep));
-		} else if (req.type == MRC_CTL_PEERS && req.len == 0) {
-			len = peers_reply(d, out + sizeof(rep), sizeof(out) - sizeof(rep));
-		} else {
-			rep.status = -EOPNOTSUPP;
-		}
 	}
+	bad = rep.status == -EPROTO;
+	if (rep.status == 0 && req.type == MRC_CTL_STATUS)
+		len = status_reply(d, out + sizeof(rep));
+	else if (rep.status == 0)
+		len = peers_reply(d, out + sizeof(rep), sizeof(out) - sizeof(rep));
 	rep.len = (uint32_t)len;
 	memcpy(out, &rep, sizeof(rep));
 	send(d->clients[slot], out, sizeof(rep) + len, MSG_DONTWAIT | MSG_NOSIGNAL);

@@ -6,7 +6,16 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include <metaroce/ctl.h>
+
 struct mrcd;
+
+/*
+ * Checks one received control packet of n bytes and copies its header out. Returns 0 for a
+ * request the daemon serves, -EPROTO for a malformed packet (the client is then closed), or
+ * -EOPNOTSUPP for a well-formed request of a type or shape it does not serve.
+ */
+int mrcd_control_check(const void *packet, size_t n, struct mrc_ctl_hdr *req);
 
 int mrcd_control_open(struct mrcd *d, char *err, size_t errlen);
 void mrcd_control_close(struct mrcd *d);

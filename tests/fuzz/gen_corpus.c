@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <metaroce/ctl.h>
+
 #include "proto/codec.h"
 
 static uint8_t out[1 + 9000];
@@ -187,14 +189,38 @@ static int config_corpus(const char *dir)
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+/* Control requests: the two the daemon serves, and one it does not. */
+static int ctl_corpus(const char *dir)
+{
+	static const uint16_t types[] = { MRC_CTL_STATUS, MRC_CTL_PEERS, 99 };
+	char path[4096];
+	int failed = 0;
+
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		struct mrc_ctl_hdr h = { .magic = MRC_CTL_MAGIC, .version = MRC_CTL_VERSION,
+					 .type = types[i], .seq = 7 };
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/req%zu", dir, i);
+		f = fopen(path, "wb");
+		if (!f || fwrite(&h, sizeof(h), 1, f) != 1 || fclose(f) != 0) {
+			fprintf(stderr, "gen_corpus: %s: %s\n", path, strerror(errno));
+			failed = 1;
+		}
+	}
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "codec") == 0)
 		return codec_corpus(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "config") == 0)
 		return config_corpus(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "ctl") == 0)
+		return ctl_corpus(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "conn") == 0)
 		return conn_corpus(argv[2]);
-	fprintf(stderr, "usage: gen_corpus codec|conn|config DIR\n");
+	fprintf(stderr, "usage: gen_corpus codec|conn|config|ctl DIR\n");
 	return 2;
 }
