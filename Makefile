@@ -49,7 +49,7 @@ SYSTEMD_LIBS = $(shell pkg-config --libs libsystemd 2>/dev/null)
 
 # --- sources ---------------------------------------------------------------------------
 
-PROTO_SRCS := $(sort $(wildcard lib/proto/*.c lib/shm/*.c))
+PROTO_SRCS := $(sort $(wildcard lib/proto/*.c lib/shm/*.c lib/verbs/*.c))
 DAEMON_SRCS := $(filter-out daemon/main.c,$(sort $(wildcard daemon/*.c)))
 UNIT_SRCS := $(wildcard tests/unit/*.c) $(wildcard tests/harness/*.c)
 FUZZ_HARNESSES := codec conn config ctl

@@ -22,6 +22,7 @@ int main(void)
 	srunner_add_suite(runner, peer_suite());
 	srunner_add_suite(runner, config_suite());
 	srunner_add_suite(runner, ring_suite());
+	srunner_add_suite(runner, share_suite());
 	srunner_add_suite(runner, backend_udp_suite());
 	srunner_add_suite(runner, conn_suite());
 	srunner_run_all(runner, CK_ENV);

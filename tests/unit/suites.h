@@ -18,5 +18,6 @@ Suite *ring_suite(void);
 Suite *rtt_suite(void);
 Suite *sack_suite(void);
 Suite *sched_suite(void);
+Suite *share_suite(void);
 
 #endif

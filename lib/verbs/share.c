@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#include "share.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/*
+ * Whole pages go into the memfd, bytes around the registered object included: that is the
+ * point of the move, not an overrun. The kernel copies them (a raw pwrite), so no user-space
+ * checker mistakes the neighbouring bytes for an out-of-bounds read.
+ */
+static int copy_pages(int fd, uintptr_t start, size_t length)
+{
+	size_t done = 0;
+
+	while (done < length) {
+		long n = syscall(SYS_pwrite64, fd, (const void *)(start + done), length - done,
+				 (off_t)done);
+
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+int mrc_share_range(void *addr, size_t len, struct mrc_shared_range *out)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)addr & ~(page - 1);
+	uintptr_t end;
+	size_t length;
+	void *mapped;
+	int fd, err;
+
+	if (!addr || !len || (uintptr_t)addr > UINTPTR_MAX - len)
+		return -EINVAL;
+	end = ((uintptr_t)addr + len + page - 1) & ~(page - 1);
+	length = end - start;
+	fd = memfd_create("metaroce-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return -errno;
+	/* the memfd first holds a copy of the pages, so the move changes no byte */
+	if (ftruncate(fd, (off_t)length) ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	err = copy_pages(fd, start, length);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	/* then it takes the pages' place, at the same addresses */
+	mapped = mmap((void *)start, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+	if (mapped == MAP_FAILED) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	out->fd = fd;
+	out->base = mapped;
+	out->length = length;
+	out->offset = (uintptr_t)addr - start;
+	return 0;
+}

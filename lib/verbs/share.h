@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * How ibv_reg_mr on ordinary heap memory becomes memory the daemon can write: the pages that
+ * hold the range are moved, contents and addresses unchanged, under a sealed memfd mapped
+ * MAP_SHARED | MAP_FIXED at the same place. The application keeps using its pointers; the
+ * daemon maps the memfd it is handed and places one-sided data into it directly.
+ *
+ * The range grows to whole pages, so neighbouring bytes in those pages become shared too; the
+ * daemon only ever writes inside the registered range. A write by another thread to the same
+ * pages while the move is under way can be lost, so registration must not race with writes
+ * to the memory being registered. After fork() the pages are shared with the child, as
+ * registered memory is with real RDMA devices unless ibv_fork_init is used.
+ */
+#ifndef METAROCE_VERBS_SHARE_H
+#define METAROCE_VERBS_SHARE_H
+
+#include <stddef.h>
+
+struct mrc_shared_range {
+	int fd;		   /* the sealed memfd now behind the pages */
+	void *base;	   /* first page */
+	size_t length;	   /* whole pages */
+	size_t offset;	   /* where the registered range starts inside the memfd */
+};
+
+/* Moves the pages of [addr, addr + len) under a sealed memfd. Returns 0 or -errno. */
+int mrc_share_range(void *addr, size_t len, struct mrc_shared_range *out);
+
+#endif /* METAROCE_VERBS_SHARE_H */
