@@ -74,14 +74,15 @@ HEADER_CHECK_OBJS := $(HEADER_CHECKS_BPF:%.c=$(OBJ)/%.bpf.o)
 ENGINE_REPORT := $(BUILD)/bench/engine-report
 METAROCED := $(BUILD)/sbin/metaroced
 METAROCE_CTL := $(BUILD)/bin/metaroce-ctl
+UDP_TRANSFER := $(BUILD)/bench/udp-transfer
 
 # --- top-level targets -----------------------------------------------------------------
 
-.PHONY: all deps check unit unit-asan fuzz integration engine-report clean
+.PHONY: all deps check unit unit-asan fuzz integration engine-report bench-udp-vs-tcp clean
 .DEFAULT_GOAL := all
 
 all: $(LIBPROTO) $(UNIT_RUNNER) $(SAN_UNIT_RUNNER) $(FUZZ_BINS) $(CORPUS_GEN) $(HEADER_CHECK_OBJS) \
-     $(ENGINE_REPORT) $(METAROCED) $(METAROCE_CTL)
+     $(ENGINE_REPORT) $(METAROCED) $(METAROCE_CTL) $(UDP_TRANSFER)
 	@:
 
 # Debian packages, one per line in the order a reader would look for them.
@@ -90,7 +91,7 @@ DEB_PACKAGES := \
 	clang libclang-rt-14-dev \
 	linux-libc-dev \
 	check libsystemd-dev \
-	iproute2 python3
+	iproute2 python3 iperf3 time
 
 deps:
 	$(Q)missing=$$(for p in $(DEB_PACKAGES); do \
@@ -148,6 +149,10 @@ $(ENGINE_REPORT): $(OBJ)/bench/engine_report.o $(OBJ)/tests/harness/netsim.o $(L
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^
 
+# One connection over one veth: MetaRoCE on the udp backend next to kernel TCP (iperf3).
+bench-udp-vs-tcp: $(UDP_TRANSFER)
+	$(Q)sh bench/udp_vs_tcp.sh $(BUILD) 9000 4294967296
+
 clean:
 	$(call msg,CLEAN,$(BUILD))
 	$(Q)rm -rf $(BUILD)
@@ -191,6 +196,11 @@ $(SAN_LIBDAEMON): $(SAN_DAEMON_OBJS)
 	$(call msg,AR,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(UDP_TRANSFER): $(OBJ)/bench/udp_transfer.o $(LIBDAEMON) $(LIBPROTO)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(SYSTEMD_LIBS)
 
 $(METAROCE_CTL): $(OBJ)/cli/metaroce-ctl.o
 	$(call msg,LD,$@)
