@@ -242,7 +242,7 @@ static void send_daemon_packets(struct mrcd *d, uint64_t now)
 	while (mrc_peer_table_send(&d->peers, buf, sizeof(buf), &dest, now, &len)) {
 		struct mrcd_dgram g = { .data = buf, .len = (uint32_t)len, .plane = dest.plane,
 					.peer_port = dest.port };
-		uint16_t sports[1];
+		uint16_t sports[1] = { 0 };
 
 		memcpy(g.peer.addr, dest.addr, 16);
 		g.peer.family = memcmp(dest.addr, v4_mapped, 12) ? MRC_AF_INET6 : MRC_AF_INET;
