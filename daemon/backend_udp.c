@@ -25,7 +25,7 @@
 #define ECN_CE 0x03
 #define RX_BATCH 64
 
-static const uint8_t v4_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+static const uint8_t v4_mapped[12] = MRC_V4_MAPPED_PREFIX;
 
 static socklen_t to_sockaddr(const struct mrcd_addr *a, uint16_t port,
 			     struct sockaddr_storage *ss)

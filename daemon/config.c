@@ -10,7 +10,7 @@
 
 #define MAX_LINE 1024
 
-static const uint8_t v4_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+static const uint8_t v4_mapped[12] = MRC_V4_MAPPED_PREFIX;
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

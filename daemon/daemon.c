@@ -30,7 +30,7 @@ uint64_t mrcd_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static const uint8_t v4_mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+static const uint8_t v4_mapped[12] = MRC_V4_MAPPED_PREFIX;
 
 static const char *addr_str(const uint8_t addr[16], char *buf, size_t len)
 {
@@ -125,7 +125,7 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 {
 	static const struct mrc_peer_callbacks peer_cb = { admit, peer_event };
 	struct mrc_node_info info;
-	uint64_t node_id;
+	uint64_t node_id, request_seed;
 	sigset_t mask;
 	int fds[MRC_MAX_PLANES];
 	unsigned n;
@@ -152,12 +152,14 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 	d->backend.cfg = &d->cfg;
 	if (d->backend.ops->open(&d->backend, err, errlen))
 		return -1;
-	if (getrandom(&node_id, sizeof(node_id), 0) != sizeof(node_id)) {
+	/* the request-id seed is drawn apart from the node id, which every DISCOVER carries */
+	if (getrandom(&node_id, sizeof(node_id), 0) != sizeof(node_id) ||
+	    getrandom(&request_seed, sizeof(request_seed), 0) != sizeof(request_seed)) {
 		snprintf(err, errlen, "getrandom: %s", strerror(errno));
 		goto fail_backend;
 	}
 	node_info(d, node_id, &info);
-	if (mrc_peer_table_init(&d->peers, &info, PEER_CAP, &peer_cb, d, node_id)) {
+	if (mrc_peer_table_init(&d->peers, &info, PEER_CAP, &peer_cb, d, request_seed)) {
 		snprintf(err, errlen, "out of memory for the peer table");
 		goto fail_backend;
 	}

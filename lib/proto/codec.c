@@ -219,7 +219,7 @@ static int check_data(const struct mrc_packet *pkt)
 static int check_discover(const struct mrc_packet *pkt)
 {
 	const struct mrc_discover *d = &pkt->u.discover;
-	static const uint8_t v4_mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	static const uint8_t v4_mapped_prefix[12] = MRC_V4_MAPPED_PREFIX;
 	uint32_t planes_seen = 0;
 
 	if (pkt->payload_len != (size_t)d->n_addrs * sizeof(struct mrc_plane_addr))

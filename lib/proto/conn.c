@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "loss.h"
+#include "random.h"
 #include "sack.h"
 #include "seq.h"
 
@@ -160,12 +161,7 @@ struct mrc_conn {
 
 static uint64_t next_random(struct mrc_conn *c)
 {
-	/* splitmix64: deterministic under a seed, which the simulator needs */
-	uint64_t z = (c->prng += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return mrc_splitmix64(&c->prng);
 }
 
 static bool rocev2(const struct mrc_conn *c)
@@ -258,12 +254,12 @@ static void lend_window(struct mrc_conn *c, struct mrc_path *from)
 
 	if (from->lent_to)
 		return;
-	for (unsigned i = 0; i < c->n_paths && i < 32; i++)
+	for (unsigned i = 0; i < c->n_paths; i++)
 		n += &c->paths[i] != from && mrc_path_usable(&c->paths[i]) && !c->paths[i].rto_streak;
 	if (n == 0)
 		return;
 	from->lent = (from->cc.cwnd + n - 1) / n;
-	for (unsigned i = 0; i < c->n_paths && i < 32; i++) {
+	for (unsigned i = 0; i < c->n_paths; i++) {
 		struct mrc_path *p = &c->paths[i];
 
 		if (p == from || !mrc_path_usable(p) || p->rto_streak)
@@ -276,7 +272,7 @@ static void lend_window(struct mrc_conn *c, struct mrc_path *from)
 
 static void reclaim_window(struct mrc_conn *c, struct mrc_path *from)
 {
-	for (unsigned i = 0; i < c->n_paths && i < 32; i++) {
+	for (unsigned i = 0; i < c->n_paths; i++) {
 		struct mrc_cc_state *cc = &c->paths[i].cc;
 
 		if (!(from->lent_to & (1u << i)))
@@ -1485,15 +1481,6 @@ static bool send_close(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_
 	return true;
 }
 
-static unsigned usable_paths(const struct mrc_conn *c)
-{
-	unsigned n = 0;
-
-	for (unsigned i = 0; i < c->n_paths; i++)
-		n += mrc_path_usable(&c->paths[i]);
-	return n;
-}
-
 /*
  * The scheduler's pick; a retransmission avoids the path that lost it when it can [R-252],
  * and never goes back to that path while the path is suspect after an RTO [R-285]: it would
@@ -1508,9 +1495,7 @@ static int pick_path(struct mrc_conn *c, int avoid)
 	other = mrc_sched_pick_except(c->paths, c->n_paths, &c->cursor, avoid);
 	if (other >= 0)
 		return other;
-	/* the suspect path may carry it only when it is the one usable path */
-	if (c->paths[avoid].rto_streak && usable_paths(c) > 1)
-		return -1;
+	/* back to the losing path only if it has room, which a suspect path never has */
 	return mrc_sched_pick(c->paths, c->n_paths, &c->cursor);
 }
 

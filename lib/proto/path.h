@@ -58,6 +58,8 @@ struct mrc_path {
 	struct mrc_path_counters stats;
 };
 
+_Static_assert(MRC_MAX_PATHS <= 32, "mrc_path.lent_to holds one bit per path");
+
 static inline bool mrc_path_usable(const struct mrc_path *p)
 {
 	return p->state == MRC_PATH_ACTIVE;

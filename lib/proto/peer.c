@@ -7,18 +7,15 @@
 
 #include <metaroce/drop_reasons.h>
 
+#include "random.h"
+
 #define DEFAULT_RETRY_NS 10000000ull	 /* 10 ms */
 #define DEFAULT_MAX_TRIES 3
 #define DEFAULT_REPLY_GAP_NS 1000000ull /* 1 ms */
 
 static uint32_t new_request_id(struct mrc_peer_table *t)
 {
-	uint64_t z = (t->prng += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	z ^= z >> 31;
-	return (uint32_t)z | 1; /* never 0 */
+	return (uint32_t)mrc_splitmix64(&t->prng) | 1; /* never 0 */
 }
 
 int mrc_peer_table_init(struct mrc_peer_table *t, const struct mrc_node_info *local,

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/random.h"
+
 #define FRAME_OVERHEAD 50 /* Ethernet + IPv4 + UDP + preamble/IFG, rounded */
 #define PKT_CAP 9216
 
@@ -27,11 +29,7 @@ struct sim_event {
 
 uint64_t sim_random(struct sim *sim)
 {
-	uint64_t z = (sim->rng += 0x9e3779b97f4a7c15ull);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return z ^ (z >> 31);
+	return mrc_splitmix64(&sim->rng);
 }
 
 double sim_uniform(struct sim *sim)

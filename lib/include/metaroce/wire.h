@@ -204,6 +204,9 @@ MRC_STATIC_ASSERT(sizeof(struct mrc_discover_ext) == 16, "mrc_discover_ext is 16
 #define MRC_AF_INET 4
 #define MRC_AF_INET6 6
 
+/* The first 12 bytes of an IPv4-mapped IPv6 address (::ffff:0:0/96): how IPv4 is carried. */
+#define MRC_V4_MAPPED_PREFIX { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff }
+
 /* One plane address in a DISCOVER payload [R-91]. IPv4 is stored IPv4-mapped (::ffff:a.b.c.d). */
 struct mrc_plane_addr {
 	__u8 family;   /* MRC_AF_INET or MRC_AF_INET6 */
