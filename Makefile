@@ -49,7 +49,7 @@ SYSTEMD_LIBS = $(shell pkg-config --libs libsystemd 2>/dev/null)
 
 # --- sources ---------------------------------------------------------------------------
 
-PROTO_SRCS := $(sort $(wildcard lib/proto/*.c lib/shm/*.c lib/verbs/*.c))
+PROTO_SRCS := $(sort $(wildcard lib/proto/*.c lib/shm/*.c))
 DAEMON_SRCS := $(filter-out daemon/main.c,$(sort $(wildcard daemon/*.c)))
 UNIT_SRCS := $(wildcard tests/unit/*.c) $(wildcard tests/harness/*.c)
 FUZZ_HARNESSES := codec conn config ctl
@@ -76,13 +76,22 @@ METAROCED := $(BUILD)/sbin/metaroced
 METAROCE_CTL := $(BUILD)/bin/metaroce-ctl
 UDP_TRANSFER := $(BUILD)/bench/udp-transfer
 
+# libmetaroce.so.1: the libibverbs ABI (lib/verbs) plus the ring and page-sharing code it
+# shares with the daemon, built position independent.
+VERBS_SRCS := $(sort $(wildcard lib/verbs/*.c)) lib/shm/ring.c lib/shm/share.c
+VERBS_OBJS := $(VERBS_SRCS:%.c=$(OBJ)/pic/%.o)
+LIBMETAROCE := $(BUILD)/lib/libmetaroce.so.1
+METAROCE_RUN := $(BUILD)/bin/metaroce-run
+VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupported
+
 # --- top-level targets -----------------------------------------------------------------
 
 .PHONY: all deps check unit unit-asan fuzz integration engine-report bench-udp-vs-tcp clean
 .DEFAULT_GOAL := all
 
 all: $(LIBPROTO) $(UNIT_RUNNER) $(SAN_UNIT_RUNNER) $(FUZZ_BINS) $(CORPUS_GEN) $(HEADER_CHECK_OBJS) \
-     $(ENGINE_REPORT) $(METAROCED) $(METAROCE_CTL) $(UDP_TRANSFER)
+     $(ENGINE_REPORT) $(METAROCED) $(METAROCE_CTL) $(UDP_TRANSFER) $(LIBMETAROCE) \
+     $(METAROCE_RUN) $(VERBS_TESTS)
 	@:
 
 # Debian packages, one per line in the order a reader would look for them.
@@ -91,6 +100,7 @@ DEB_PACKAGES := \
 	clang libclang-rt-14-dev \
 	linux-libc-dev \
 	check libsystemd-dev \
+	libibverbs-dev ibverbs-utils \
 	iproute2 python3 iperf3 time
 
 deps:
@@ -121,7 +131,7 @@ unit-asan: $(SAN_UNIT_RUNNER)
 		$(SAN_UNIT_RUNNER)
 
 # Real processes in network namespaces (tests/integration/lib.sh draws the topology).
-integration: $(METAROCED) $(METAROCE_CTL)
+integration: $(METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN) $(VERBS_TESTS)
 	$(call msg,TEST,integration)
 	$(Q)sh tests/integration/run.sh $(BUILD)
 
@@ -176,6 +186,37 @@ $(OBJ)/%.bpf.o: %.c
 	$(call msg,BPF,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(OBJ)/pic/%.o: %.c
+	$(call msg,CC-PIC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) $(DEPFLAGS) -fPIC \
+		-c $< -o $@
+
+# Every exported symbol carries rdma-core's version; one listed but not defined is an error.
+$(LIBMETAROCE): $(VERBS_OBJS) lib/verbs/libmetaroce.map
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,libmetaroce.so.1 \
+		-Wl,--version-script=lib/verbs/libmetaroce.map -Wl,--no-undefined-version \
+		-Wl,-z,defs -o $@ $(VERBS_OBJS) -lpthread
+	$(Q)ln -sf libmetaroce.so.1 $(@D)/libmetaroce.so
+
+$(METAROCE_RUN): cli/metaroce-run
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)install -m 0755 $< $@
+
+# Generic verbs programs: built against rdma-core's libibverbs, run through libmetaroce.
+$(BUILD)/tests/verbs/verbs_check: tests/verbs/verbs_check.c
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) -o $@ $< -libverbs
+
+$(BUILD)/tests/verbs/test_unsupported: tests/verbs/test_unsupported.c $(LIBMETAROCE)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) -o $@ $< -L$(BUILD)/lib -l:libmetaroce.so.1
 
 $(LIBPROTO): $(PROTO_OBJS)
 	$(call msg,AR,$@)

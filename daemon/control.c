@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <sys/uio.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -87,8 +88,10 @@ int mrcd_control_open(struct mrcd *d, char *err, size_t errlen)
 void mrcd_control_close(struct mrcd *d)
 {
 	for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
-		if (d->clients[i] >= 0)
-			close(d->clients[i]);
+		if (d->clients.client[i].fd >= 0) {
+			close(d->clients.client[i].fd);
+			d->clients.client[i].fd = -1;
+		}
 	if (d->control_fd >= 0) {
 		close(d->control_fd);
 		unlink(d->cfg.control_socket);
@@ -107,7 +110,7 @@ void mrcd_control_accept(struct mrcd *d)
 		unsigned slot = MRCD_MAX_CLIENTS;
 
 		for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
-			if (d->clients[i] < 0) {
+			if (d->clients.client[i].fd < 0) {
 				slot = i;
 				break;
 			}
@@ -117,9 +120,15 @@ void mrcd_control_accept(struct mrcd *d)
 			close(fd);
 			continue;
 		}
-		d->clients[slot] = fd;
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0)
-			mrcd_log(LOG_DEBUG, "control: client pid %d uid %u", cred.pid, cred.uid);
+		/* who is asking decides nothing yet (the socket's mode does), but it is what the
+		 * logs and `metaroce-ctl qp show` name a client by */
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
+			cred.pid = -1;
+			cred.uid = (uid_t)-1;
+		}
+		d->clients.client[slot] = (struct mrcd_client){ .fd = fd, .doorbell_fd = -1,
+								.pid = cred.pid, .uid = cred.uid };
+		mrcd_log(LOG_DEBUG, "control: client pid %d uid %u", cred.pid, cred.uid);
 	}
 }
 
@@ -135,9 +144,10 @@ static void fill_plane(struct mrc_ctl_plane *out, uint8_t index, uint8_t family,
 		snprintf(out->ifname, sizeof(out->ifname), "%s", ifname);
 }
 
-static size_t status_reply(const struct mrcd *d, uint8_t *buf)
+void mrcd_control_status(const struct mrcd *d, uint8_t *buf, size_t cap, size_t *len)
 {
 	struct mrc_ctl_status s;
+	unsigned clients = 0;
 
 	memset(&s, 0, sizeof(s));
 	s.node_id = d->peers.local.node_id;
@@ -150,13 +160,24 @@ static size_t status_reply(const struct mrcd *d, uint8_t *buf)
 	s.port = d->backend.port;
 	s.n_planes = d->cfg.n_planes;
 	s.paths_per_plane = d->cfg.paths_per_plane;
+	for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
+		clients += d->clients.client[i].library;
+	s.n_clients = clients;
+	s.n_qps = d->clients.n_qps;
+	s.n_cqs = d->clients.n_cqs;
+	s.n_mrs = d->clients.n_mrs;
+	s.mapped_bytes = d->clients.mapped_bytes;
+	s.max_payload = d->peers.local.max_payload;
 	snprintf(s.backend, sizeof(s.backend), "%s", d->backend.ops->name);
 	snprintf(s.backend_note, sizeof(s.backend_note), "%s", d->backend_note);
 	for (unsigned i = 0; i < d->cfg.n_planes; i++)
 		fill_plane(&s.planes[i], d->cfg.planes[i].index, d->cfg.planes[i].addr.family, 0,
 			   d->cfg.planes[i].addr.addr, d->cfg.planes[i].ifname);
-	memcpy(buf, &s, sizeof(s));
-	return sizeof(s);
+	*len = 0;
+	if (cap >= sizeof(s)) {
+		memcpy(buf, &s, sizeof(s));
+		*len = sizeof(s);
+	}
 }
 
 static size_t peers_reply(const struct mrcd *d, uint8_t *buf, size_t cap)
@@ -184,9 +205,36 @@ static size_t peers_reply(const struct mrcd *d, uint8_t *buf, size_t cap)
 
 static void drop_client(struct mrcd *d, unsigned slot)
 {
-	epoll_ctl(d->epoll_fd, EPOLL_CTL_DEL, d->clients[slot], NULL);
-	close(d->clients[slot]);
-	d->clients[slot] = -1;
+	struct mrcd_client *cl = &d->clients.client[slot];
+
+	epoll_ctl(d->epoll_fd, EPOLL_CTL_DEL, cl->fd, NULL);
+	close(cl->fd);
+	mrcd_clients_gone(d, slot);
+	cl->fd = -1;
+}
+
+/* The payload a request type must carry: exactly `fixed` bytes, or any length when variable. */
+static int request_shape(uint16_t type, uint32_t len)
+{
+	switch (type) {
+	case MRC_CTL_STATUS:
+	case MRC_CTL_PEERS:
+	case MRC_CTL_QPS:
+	case MRC_CTL_PATHS:
+		return len == 0 ? 0 : -EINVAL;
+	case MRC_CTL_HELLO:
+	case MRC_CTL_REG_MR:
+	case MRC_CTL_DEREG_MR:
+	case MRC_CTL_CREATE_CQ:
+	case MRC_CTL_DESTROY_CQ:
+	case MRC_CTL_CREATE_QP:
+	case MRC_CTL_CONNECT_QP:
+	case MRC_CTL_ERROR_QP:
+	case MRC_CTL_DESTROY_QP:
+		return 0; /* the handler checks the payload's exact shape */
+	default:
+		return -EOPNOTSUPP;
+	}
 }
 
 int mrcd_control_check(const void *packet, size_t n, struct mrc_ctl_hdr *req)
@@ -197,9 +245,70 @@ int mrcd_control_check(const void *packet, size_t n, struct mrc_ctl_hdr *req)
 	if (req->magic != MRC_CTL_MAGIC || req->version != MRC_CTL_VERSION ||
 	    req->len != n - sizeof(*req))
 		return -EPROTO;
-	if ((req->type == MRC_CTL_STATUS || req->type == MRC_CTL_PEERS) && req->len == 0)
-		return 0;
-	return -EOPNOTSUPP;
+	return request_shape(req->type, req->len);
+}
+
+#define MAX_FDS_IN (MRC_CTL_MAX_SEGMENTS)
+#define MAX_FDS_OUT 2
+
+/* Receives one packet and the descriptors that came with it; -1 for each slot not filled. */
+static ssize_t recv_request(int fd, uint8_t *buf, size_t cap, int *fds, unsigned *n_fds)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * MAX_FDS_IN)];
+	} ctrl;
+	struct iovec iov = { buf, cap };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl.buf,
+			      .msg_controllen = sizeof(ctrl.buf) };
+	ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+
+	*n_fds = 0;
+	if (n < 0)
+		return n;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		unsigned k = (unsigned)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+		for (unsigned i = 0; i < k; i++) {
+			int f;
+
+			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (*n_fds < MAX_FDS_IN)
+				fds[(*n_fds)++] = f;
+			else
+				close(f);
+		}
+	}
+	/* descriptors cut off by a short control buffer are lost to us: make it an error */
+	if (msg.msg_flags & MSG_CTRUNC)
+		return -2;
+	return n;
+}
+
+static void send_reply(int fd, const uint8_t *buf, size_t len, const int *fds, unsigned n_fds)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * MAX_FDS_OUT)];
+	} ctrl;
+	struct iovec iov = { (void *)buf, len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (n_fds) {
+		struct cmsghdr *c;
+
+		memset(&ctrl, 0, sizeof(ctrl));
+		msg.msg_control = ctrl.buf;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
+	}
+	sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 /* One request from a client: checked field by field, answered, or refused and closed. */
@@ -207,34 +316,65 @@ static void serve(struct mrcd *d, unsigned slot)
 {
 	static uint8_t in[MRC_CTL_MAX_MSG], out[MRC_CTL_MAX_MSG];
 	struct mrc_ctl_hdr req, rep;
-	ssize_t n = recv(d->clients[slot], in, sizeof(in), MSG_DONTWAIT | MSG_TRUNC);
+	int fds[MAX_FDS_IN], out_fds[MAX_FDS_OUT] = { -1, -1 };
+	unsigned n_fds = 0, n_out_fds = 0;
+	ssize_t n = recv_request(d->clients.client[slot].fd, in, sizeof(in), fds, &n_fds);
 	size_t len = 0;
 	bool bad = false;
 
-	if (n == 0 || (n < 0 && errno != EAGAIN)) {
+	if (n == 0 || (n == -1 && errno != EAGAIN)) {
 		drop_client(d, slot);
 		return;
 	}
-	if (n < 0)
+	if (n == -1)
 		return;
 	memset(&rep, 0, sizeof(rep));
 	rep.magic = MRC_CTL_MAGIC;
 	rep.version = MRC_CTL_VERSION;
-	rep.status = mrcd_control_check(in, (size_t)n, &req);
-	if (rep.status != -EPROTO || (size_t)n >= sizeof(req)) {
+	rep.status = n < 0 ? -EPROTO : mrcd_control_check(in, (size_t)n, &req);
+	if (n >= (ssize_t)sizeof(req)) {
 		rep.type = req.type;
 		rep.seq = req.seq;
 	}
 	bad = rep.status == -EPROTO;
-	if (rep.status == 0 && req.type == MRC_CTL_STATUS)
-		len = status_reply(d, out + sizeof(rep));
-	else if (rep.status == 0)
-		len = peers_reply(d, out + sizeof(rep), sizeof(out) - sizeof(rep));
+	if (rep.status == 0) {
+		switch (req.type) {
+		case MRC_CTL_STATUS:
+			mrcd_control_status(d, out + sizeof(rep), sizeof(out) - sizeof(rep), &len);
+			break;
+		case MRC_CTL_PEERS:
+			len = peers_reply(d, out + sizeof(rep), sizeof(out) - sizeof(rep));
+			break;
+		case MRC_CTL_QPS:
+			len = mrcd_clients_qps_reply(d, out + sizeof(rep), sizeof(out) - sizeof(rep));
+			break;
+		case MRC_CTL_PATHS:
+			len = mrcd_clients_paths_reply(d, out + sizeof(rep),
+						       sizeof(out) - sizeof(rep));
+			break;
+		default:
+			rep.status = mrcd_clients_request(d, slot, &req, in + sizeof(req), fds,
+							  n_fds, out + sizeof(rep),
+							  sizeof(out) - sizeof(rep), &len, out_fds,
+							  &n_out_fds);
+			break;
+		}
+	}
+	/* whatever the request brought and nothing kept is closed here */
+	for (unsigned i = 0; i < n_fds; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	if (rep.status)
+		len = 0;
 	rep.len = (uint32_t)len;
 	memcpy(out, &rep, sizeof(rep));
-	send(d->clients[slot], out, sizeof(rep) + len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	send_reply(d->clients.client[slot].fd, out, sizeof(rep) + len, out_fds,
+		   rep.status ? 0 : n_out_fds);
+	for (unsigned i = 0; i < n_out_fds; i++)
+		close(out_fds[i]); /* the daemon keeps its own mapping, not the fd */
 	if (bad) {
-		mrcd_log(LOG_NOTICE, "control: malformed request, closing the client");
+		mrcd_log(LOG_NOTICE, "control: malformed request from pid %d, closing the client",
+			 d->clients.client[slot].pid);
 		drop_client(d, slot);
 	}
 }
@@ -246,8 +386,16 @@ bool mrcd_control_event(struct mrcd *d, int fd)
 		return true;
 	}
 	for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++) {
-		if (d->clients[i] == fd) {
+		if (d->clients.client[i].fd == fd) {
 			serve(d, i);
+			return true;
+		}
+		if (d->clients.client[i].doorbell_fd == fd) {
+			uint64_t count;
+
+			/* the loop's pump reads the rings; the doorbell only had to wake it */
+			if (read(fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
+				mrcd_log(LOG_DEBUG, "doorbell: %s", strerror(errno));
 			return true;
 		}
 	}

@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include <metaroce/ctl.h>
 
@@ -20,6 +21,8 @@ int mrcd_control_check(const void *packet, size_t n, struct mrc_ctl_hdr *req);
 int mrcd_control_open(struct mrcd *d, char *err, size_t errlen);
 void mrcd_control_close(struct mrcd *d);
 void mrcd_control_accept(struct mrcd *d);
+/* The STATUS reply payload (also HELLO's). */
+void mrcd_control_status(const struct mrcd *d, uint8_t *buf, size_t cap, size_t *len);
 /* Handles readiness on fd if it is the control socket or a client; false otherwise. */
 bool mrcd_control_event(struct mrcd *d, int fd);
 

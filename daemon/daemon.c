@@ -99,7 +99,7 @@ static void peer_event(void *user, unsigned idx, enum mrc_peer_event ev, uint64_
 		mrcd_log(LOG_INFO, "peer %s changed: planes %s", a, planes);
 		break;
 	case MRC_PEER_EV_RESTARTED:
-		/* its QPs must fail; there are none to fail until clients exist */
+		/* its QPs must fail: mrcd_clients_peer_event below */
 		mrcd_log(LOG_NOTICE, "peer %s restarted: node %016llx replaces %016llx", a,
 			 (unsigned long long)p->info.node_id, (unsigned long long)old_node);
 		break;
@@ -107,13 +107,19 @@ static void peer_event(void *user, unsigned idx, enum mrc_peer_event ev, uint64_
 		mrcd_log(LOG_WARNING, "peer %s did not answer discovery", a);
 		break;
 	}
+	mrcd_clients_peer_event(d, idx, (int)ev);
+}
+
+int mrcd_epoll_watch(struct mrcd *d, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	return epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
 }
 
 static int add_fd(struct mrcd *d, int fd, char *err, size_t errlen)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
-
-	if (epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, fd, &ev)) {
+	if (mrcd_epoll_watch(d, fd)) {
 		snprintf(err, errlen, "epoll: %s", strerror(errno));
 		return -1;
 	}
@@ -135,8 +141,6 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 	d->cfg = *cfg;
 	d->config_path = config_path;
 	d->epoll_fd = d->signal_fd = d->control_fd = -1;
-	for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
-		d->clients[i] = -1;
 	d->started_ns = mrcd_now_ns();
 	if (mrcd_config_check(&d->cfg, err, errlen))
 		return -1;
@@ -161,6 +165,11 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 	node_info(d, node_id, &info);
 	if (mrc_peer_table_init(&d->peers, &info, PEER_CAP, &peer_cb, d, request_seed)) {
 		snprintf(err, errlen, "out of memory for the peer table");
+		goto fail_backend;
+	}
+	if (mrcd_clients_init(d)) {
+		snprintf(err, errlen, "out of memory for the client tables");
+		mrc_peer_table_fini(&d->peers);
 		goto fail_backend;
 	}
 	d->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
@@ -193,6 +202,7 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 
 fail_all:
 	mrcd_control_close(d);
+	mrcd_clients_fini(d);
 	if (d->signal_fd >= 0)
 		close(d->signal_fd);
 	if (d->epoll_fd >= 0)
@@ -206,6 +216,7 @@ fail_backend:
 void mrcd_stop(struct mrcd *d)
 {
 	mrcd_control_close(d);
+	mrcd_clients_fini(d);
 	close(d->signal_fd);
 	close(d->epoll_fd);
 	mrc_peer_table_fini(&d->peers);
@@ -275,7 +286,8 @@ static void receive(struct mrcd *d, uint64_t now)
 				continue;
 			}
 			if (pkt.dst_qpn != MRC_QPN_DAEMON) {
-				d->stats.rx_no_qp++; /* no QPs before clients exist */
+				if (!mrcd_clients_recv(d, &pkt, &g[i], now))
+					d->stats.rx_no_qp++; /* dropped unanswered */
 				continue;
 			}
 			if (mrc_peer_table_recv(&d->peers, &pkt, g[i].peer.addr, g[i].peer_port,
@@ -340,11 +352,14 @@ int mrcd_run(struct mrcd *d)
 
 		mrc_peer_table_on_timeout(&d->peers, now);
 		send_daemon_packets(d, now);
+		mrcd_clients_pump(d, now);
 		if (d->watchdog_usec && now >= d->next_watchdog_ns) {
 			sd_notify(0, "WATCHDOG=1");
 			d->next_watchdog_ns = now + d->watchdog_usec * 1000 / 2;
 		}
 		next = mrc_peer_table_next_timeout(&d->peers);
+		if (mrcd_clients_next_timeout(d) < next)
+			next = mrcd_clients_next_timeout(d);
 		if (d->watchdog_usec && d->next_watchdog_ns < next)
 			next = d->next_watchdog_ns;
 		timeout_ms = next == UINT64_MAX ? -1
@@ -361,6 +376,7 @@ int mrcd_run(struct mrcd *d)
 				if (handle_signals(d))
 					d->stopping = true;
 			} else {
+				/* the backend's sockets are read below, whatever woke us */
 				mrcd_control_event(d, ev[i].data.fd);
 			}
 		}
@@ -368,6 +384,8 @@ int mrcd_run(struct mrcd *d)
 	}
 	if (d->systemd)
 		sd_notify(0, "STOPPING=1");
+	/* clients see their outstanding work flushed with an error status, not a hang */
+	mrcd_clients_flush_all(d, mrcd_now_ns());
 	mrcd_log(LOG_INFO, "stopped: %llu datagrams in (%llu malformed, %llu for no QP), %llu out",
 		 (unsigned long long)d->stats.rx_datagrams,
 		 (unsigned long long)d->stats.rx_malformed,

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * metaroced's core: one event loop that owns the backend, the peer table and (later) the
- * clients' QPs. Everything waits in one epoll: the backend's sockets, a signalfd (SIGTERM and
- * SIGINT stop, SIGHUP reloads) and the engine's next deadline as the epoll timeout.
+ * metaroced's core: one event loop that owns the backend, the peer table and the clients' QPs.
+ * Everything waits in one epoll: the backend's sockets, a signalfd (SIGTERM and SIGINT stop,
+ * SIGHUP reloads), the control socket and its clients, the clients' doorbells, and the
+ * engine's next deadline as the epoll timeout.
  */
 #ifndef METAROCE_DAEMON_DAEMON_H
 #define METAROCE_DAEMON_DAEMON_H
@@ -11,6 +12,7 @@
 #include <stdint.h>
 
 #include "backend.h"
+#include "clients.h"
 #include "config.h"
 #include "proto/peer.h"
 
@@ -22,8 +24,6 @@ struct mrcd_stats {
 	uint64_t tx_datagrams;
 };
 
-#define MRCD_MAX_CLIENTS 256
-
 struct mrcd {
 	struct mrcd_config cfg;
 	const char *config_path;    /* for SIGHUP; NULL: flags only */
@@ -32,7 +32,7 @@ struct mrcd {
 	int epoll_fd;
 	int signal_fd;
 	int control_fd;
-	int clients[MRCD_MAX_CLIENTS]; /* control-socket connections; -1: free */
+	struct mrcd_clients clients;   /* control connections and what they own */
 	const char *backend_note;      /* why auto chose this backend; "" otherwise */
 	uint64_t started_ns;
 	bool stopping;
@@ -58,5 +58,8 @@ void mrcd_stop(struct mrcd *d);
 int mrcd_discover(struct mrcd *d, const struct mrcd_addr *addr);
 
 uint64_t mrcd_now_ns(void);
+
+/* Adds fd to the loop's epoll for input readiness. */
+int mrcd_epoll_watch(struct mrcd *d, int fd);
 
 #endif /* METAROCE_DAEMON_DAEMON_H */

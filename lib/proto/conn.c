@@ -1926,6 +1926,7 @@ const char *mrc_wc_status_name(uint8_t status)
 		[MRC_WC_RETRY_EXC_ERR] = "retry exceeded",
 		[MRC_WC_RNR_RETRY_EXC_ERR] = "RNR retry exceeded",
 		[MRC_WC_LOC_QP_OP_ERR] = "local QP operation error",
+		[MRC_WC_LOC_PROT_ERR] = "local protection error",
 	};
 
 	return status < sizeof(names) / sizeof(names[0]) && names[status] ? names[status]

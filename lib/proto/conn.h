@@ -72,6 +72,7 @@ enum mrc_wc_status {
 	MRC_WC_RETRY_EXC_ERR,	 /* no progress within the retry budget */
 	MRC_WC_RNR_RETRY_EXC_ERR, /* peer had no receive posted, retries exhausted */
 	MRC_WC_LOC_QP_OP_ERR,	 /* the local request was malformed */
+	MRC_WC_LOC_PROT_ERR,	 /* a local key or range the caller does not own (daemon) */
 };
 
 enum mrc_wc_opcode {

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "suites.h"
-#include "verbs/share.h"
+#include "shm/share.h"
 
 /*
  * A malloc'd buffer, unaligned and spanning pages: after the move its bytes are unchanged,

@@ -1,10 +1,15 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The control socket between metaroced and its local clients (metaroce-ctl now, libmetaroce
- * next): a UNIX SOCK_SEQPACKET socket, default /run/metaroce/metaroced.sock, mode 0660. Every
+ * The control socket between metaroced and its local clients (metaroce-ctl and libmetaroce):
+ * a UNIX SOCK_SEQPACKET socket, default /run/metaroce/metaroced.sock, mode 0660. Every
  * message is one packet: a header, then `len` bytes of payload whose layout the type fixes.
  * Requests carry a sequence number the reply repeats. The daemon checks every field of a
  * request before acting; a malformed one gets an error reply and the connection is closed.
+ * File descriptors travel as SCM_RIGHTS on the same packet (memfds, eventfds).
+ *
+ * A library client says HELLO first (with its doorbell eventfd) and then owns what it
+ * creates: memory regions, CQs and QPs live exactly as long as its connection. When the
+ * connection closes (the process exited or was killed), the daemon reclaims all of it.
  *
  *     +------------------------------------------------------------+
  *     | struct mrc_ctl_hdr (24 bytes) | payload (len bytes)        |
@@ -22,6 +27,147 @@
 enum mrc_ctl_type {
 	MRC_CTL_STATUS = 1,	/* request: no payload; reply: struct mrc_ctl_status */
 	MRC_CTL_PEERS = 2,	/* request: no payload; reply: n x struct mrc_ctl_peer */
+	MRC_CTL_HELLO = 3,	/* request: mrc_ctl_hello + doorbell eventfd; reply: mrc_ctl_status */
+	MRC_CTL_REG_MR = 4,	/* request: mrc_ctl_reg_mr, segments + their memfds; reply: mrc_ctl_mr */
+	MRC_CTL_DEREG_MR = 5,	/* request: mrc_ctl_handle (the lkey); reply: empty */
+	MRC_CTL_CREATE_CQ = 6,	/* request: mrc_ctl_create_cq [+ channel eventfd];
+				 * reply: mrc_ctl_cq + CQ ring memfd */
+	MRC_CTL_DESTROY_CQ = 7, /* request: mrc_ctl_handle; reply: empty */
+	MRC_CTL_CREATE_QP = 8,	/* request: mrc_ctl_create_qp;
+				 * reply: mrc_ctl_qp_created + SQ and RQ ring memfds */
+	MRC_CTL_CONNECT_QP = 9, /* request: mrc_ctl_connect_qp (the QP reaches RTS); reply: empty */
+	MRC_CTL_ERROR_QP = 10,	/* request: mrc_ctl_handle: the QP enters ERR; reply: empty */
+	MRC_CTL_DESTROY_QP = 11, /* request: mrc_ctl_handle; reply: empty */
+	MRC_CTL_QPS = 12,	/* request: no payload; reply: n x struct mrc_ctl_qp */
+	MRC_CTL_PATHS = 13,	/* request: no payload; reply: n x struct mrc_ctl_path */
+	MRC_CTL_TYPE_MAX = MRC_CTL_PATHS,
+};
+
+/* The shared-memory and request layout this library speaks (bumped on any change). */
+#define MRC_CTL_CLIENT_ABI 1
+
+struct mrc_ctl_hello {
+	__u32 abi; /* MRC_CTL_CLIENT_ABI */
+	__u32 reserved;
+};
+
+/* Access a memory region grants, as IBV_ACCESS_* (same bit values). */
+#define MRC_CTL_ACCESS_LOCAL_WRITE 0x1u
+#define MRC_CTL_ACCESS_REMOTE_WRITE 0x2u
+#define MRC_CTL_ACCESS_REMOTE_READ 0x4u
+#define MRC_CTL_ACCESS_ALL 0x7u
+
+/*
+ * A region is backed by one or more memfd segments that lie back to back in the client's
+ * address space (pages the client already shares for another region are not shared twice).
+ * The request carries n_segments records and as many memfds, in order; the region starts
+ * `offset` bytes into the first segment.
+ */
+#define MRC_CTL_MAX_SEGMENTS 64
+
+struct mrc_ctl_reg_mr {
+	__u64 iova;	  /* the address peers and work requests name the region by */
+	__u64 length;	  /* bytes, > 0 */
+	__u64 offset;	  /* where iova's byte 0 sits in the segments laid end to end */
+	__u32 access;	  /* MRC_CTL_ACCESS_* */
+	__u32 n_segments; /* 1..MRC_CTL_MAX_SEGMENTS */
+};
+
+struct mrc_ctl_mr_segment {
+	__u64 fd_offset; /* where the segment starts in its memfd (page aligned) */
+	__u64 length;	 /* bytes (a whole number of pages) */
+};
+
+struct mrc_ctl_mr {
+	__u32 lkey;
+	__u32 rkey;
+};
+
+struct mrc_ctl_handle {
+	__u32 handle; /* an lkey, CQ handle or QP number */
+	__u32 reserved;
+};
+
+struct mrc_ctl_create_cq {
+	__u32 entries; /* at least this many; rounded up to a power of two */
+	__u32 reserved;
+};
+
+struct mrc_ctl_cq {
+	__u32 handle;
+	__u32 entries;
+};
+
+struct mrc_ctl_create_qp {
+	__u32 send_cq;	   /* CQ handles */
+	__u32 recv_cq;
+	__u32 max_send_wr; /* at least this many; rounded up to a power of two */
+	__u32 max_recv_wr;
+	__u32 sq_sig_all;  /* 0 or 1 */
+	__u32 reserved;
+};
+
+struct mrc_ctl_qp_created {
+	__u32 qp_num;
+	__u32 sq_entries;
+	__u32 rq_entries;
+	__u32 reserved;
+};
+
+/* What RTR and RTS settled, sent once when the QP reaches RTS. */
+struct mrc_ctl_connect_qp {
+	__u32 qp_num;
+	__u32 dest_qp_num;
+	__u32 sq_psn;
+	__u32 rq_psn;
+	__u8 dgid[16];		/* the peer's address, IPv4-mapped for IPv4 */
+	__u32 access;		/* MRC_CTL_ACCESS_REMOTE_*: what the peer may do here */
+	__u8 retry_cnt;		/* 0..7 */
+	__u8 rnr_retry;		/* 0..7; 7 = unlimited */
+	__u8 min_rnr_timer;	/* IB encoding 0..31 */
+	__u8 max_rd_atomic;	/* READs we may have outstanding, >= 1 */
+	__u8 max_dest_rd_atomic; /* READs the peer may have outstanding here, >= 1 */
+	__u8 reserved[3];
+};
+
+enum mrc_ctl_qp_state {
+	MRC_CTL_QP_IDLE = 0,	  /* created, not connected (verbs RESET..RTR) */
+	MRC_CTL_QP_RESOLVING = 1, /* connected, waiting for the peer's planes */
+	MRC_CTL_QP_RTS = 2,
+	MRC_CTL_QP_ERR = 3,
+};
+
+struct mrc_ctl_qp {
+	__u32 qp_num;
+	__u32 dest_qp_num;
+	__s32 pid;	/* the client process */
+	__u32 uid;
+	__u8 state;	/* enum mrc_ctl_qp_state */
+	__u8 n_paths;
+	__u16 reserved;
+	__u8 peer[16];
+	__u64 tx_packets;
+	__u64 tx_retransmits;
+	__u64 rx_packets;
+	__u64 rx_bytes;
+	__u64 completions;
+	__u64 error_completions;
+};
+
+/* Path states, as enum mrc_path_state in lib/proto/path.h. */
+struct mrc_ctl_path {
+	__u32 qp_num;
+	__u8 index;
+	__u8 plane;
+	__u16 sport;
+	__u8 state;
+	__u8 reserved[3];
+	__u32 cwnd;	    /* packets */
+	__u32 inflight;	    /* packets */
+	__u64 srtt_ns;
+	__u64 tx_packets;
+	__u64 retransmits;
+	__u64 ce_marks;
 };
 
 struct mrc_ctl_hdr {
@@ -53,6 +199,13 @@ struct mrc_ctl_status {
 	__u16 port;
 	__u8 n_planes;
 	__u8 paths_per_plane;
+	__u32 n_clients;	  /* library clients connected */
+	__u32 n_qps;
+	__u32 n_cqs;
+	__u32 n_mrs;
+	__u64 mapped_bytes;	  /* client memory the daemon has mapped (MRs and rings) */
+	__u16 max_payload;
+	__u16 reserved[3];
 	char backend[16];	  /* "udp", "xdp" */
 	char backend_note[64];	  /* why auto chose it; empty otherwise */
 	struct mrc_ctl_plane planes[16];
@@ -70,7 +223,11 @@ struct mrc_ctl_peer {
 
 _Static_assert(sizeof(struct mrc_ctl_hdr) == 24, "mrc_ctl_hdr is 24 bytes");
 _Static_assert(sizeof(struct mrc_ctl_plane) == 36, "mrc_ctl_plane is 36 bytes");
-_Static_assert(sizeof(struct mrc_ctl_status) == 712, "mrc_ctl_status is 712 bytes");
+_Static_assert(sizeof(struct mrc_ctl_status) == 744, "mrc_ctl_status is 744 bytes");
 _Static_assert(sizeof(struct mrc_ctl_peer) == 608, "mrc_ctl_peer is 608 bytes");
+
+_Static_assert(sizeof(struct mrc_ctl_connect_qp) == 44, "mrc_ctl_connect_qp is 44 bytes");
+_Static_assert(sizeof(struct mrc_ctl_qp) == 88, "mrc_ctl_qp is 88 bytes");
+_Static_assert(sizeof(struct mrc_ctl_path) == 56, "mrc_ctl_path is 56 bytes");
 
 #endif /* METAROCE_CTL_H */

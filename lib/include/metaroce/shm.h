@@ -54,10 +54,24 @@ struct mrc_ring_hdr {
 	__u32 reserved[11];
 };
 
+/*
+ * Each index line also carries one word, `aux`, written only by the side that owns the line:
+ *
+ *     CQ consumer line (library)  arm request: 0 none, MRC_CQ_ARM_NEXT, MRC_CQ_ARM_SOLICITED
+ *                                 (ibv_req_notify_cq); the daemon clears it when it fires
+ *     CQ producer line (daemon)   completion events raised so far (ibv_get_cq_event counts)
+ *     SQ consumer line (daemon)   MRC_QP_AUX_ERROR once the QP has entered the error state
+ *     SQ, RQ producer lines       unused, 0
+ */
 struct mrc_ring_index {
 	__u32 value;
-	__u32 pad[MRC_RING_CACHELINE / 4 - 1];
+	__u32 aux;
+	__u32 pad[MRC_RING_CACHELINE / 4 - 2];
 };
+
+#define MRC_CQ_ARM_NEXT 1u
+#define MRC_CQ_ARM_SOLICITED 2u
+#define MRC_QP_AUX_ERROR 1u
 
 /* Offsets of the parts of a ring region. */
 #define MRC_RING_PRODUCER_OFF 64

@@ -11,8 +11,8 @@
  * to the memory being registered. After fork() the pages are shared with the child, as
  * registered memory is with real RDMA devices unless ibv_fork_init is used.
  */
-#ifndef METAROCE_VERBS_SHARE_H
-#define METAROCE_VERBS_SHARE_H
+#ifndef METAROCE_SHM_SHARE_H
+#define METAROCE_SHM_SHARE_H
 
 #include <stddef.h>
 
@@ -26,4 +26,4 @@ struct mrc_shared_range {
 /* Moves the pages of [addr, addr + len) under a sealed memfd. Returns 0 or -errno. */
 int mrc_share_range(void *addr, size_t len, struct mrc_shared_range *out);
 
-#endif /* METAROCE_VERBS_SHARE_H */
+#endif /* METAROCE_SHM_SHARE_H */

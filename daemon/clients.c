@@ -1,0 +1,1099 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#include "clients.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "control.h"
+#include "daemon.h"
+#include "log.h"
+#include "proto/random.h"
+
+#define MRCD_TX_BATCH 32
+#define MRCD_PUMP_BUDGET 512  /* packets per pump before receive gets a turn */
+#define RESOLVE_TIMEOUT_NS 2000000000ull
+
+static const uint8_t v4_mapped[12] = MRC_V4_MAPPED_PREFIX;
+
+/* --- handles ---------------------------------------------------------------------------- */
+
+/* A handle is (generation << 12 | slot): a stale handle of a reused slot never matches. */
+static uint32_t make_handle(struct mrcd_clients *c, unsigned slot)
+{
+	c->generation = (c->generation + 1) & 0xfff;
+	if (!c->generation)
+		c->generation = 1;
+	return c->generation << 12 | slot;
+}
+
+static struct mrcd_qp *qp_by_num(struct mrcd_clients *c, uint32_t qpn)
+{
+	struct mrcd_qp *qp = &c->qps[qpn & 0xfff];
+
+	return qp->owner >= 0 && qp->qpn == qpn ? qp : NULL;
+}
+
+static struct mrcd_cq *cq_by_handle(struct mrcd_clients *c, int owner, uint32_t h)
+{
+	struct mrcd_cq *cq = &c->cqs[h & 0xfff];
+
+	return cq->owner == owner && cq->handle == h ? cq : NULL;
+}
+
+/* Keys spread over 14 bits of slot and 8 of generation, never 0 (a common uninitialised key). */
+static struct mrcd_mr *mr_by_key(struct mrcd_clients *c, int owner, uint32_t key)
+{
+	uint32_t slot = key >> 8;
+	struct mrcd_mr *mr;
+
+	if (slot >= MRCD_MAX_MRS)
+		return NULL;
+	mr = &c->mrs[slot];
+	return mr->owner == owner && mr->key == key ? mr : NULL;
+}
+
+/* --- init ------------------------------------------------------------------------------- */
+
+int mrcd_clients_init(struct mrcd *d)
+{
+	struct mrcd_clients *c = &d->clients;
+
+	memset(c, 0, sizeof(*c));
+	for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
+		c->client[i] = (struct mrcd_client){ .fd = -1, .doorbell_fd = -1 };
+	c->mrs = calloc(MRCD_MAX_MRS, sizeof(*c->mrs));
+	c->cqs = calloc(MRCD_MAX_CQS, sizeof(*c->cqs));
+	c->qps = calloc(MRCD_MAX_QPS, sizeof(*c->qps));
+	c->tx_buf = malloc((size_t)MRCD_TX_BATCH * d->cfg.mtu);
+	if (!c->mrs || !c->cqs || !c->qps || !c->tx_buf) {
+		mrcd_clients_fini(d);
+		return -1;
+	}
+	for (unsigned i = 0; i < MRCD_MAX_MRS; i++)
+		c->mrs[i].owner = -1;
+	for (unsigned i = 0; i < MRCD_MAX_CQS; i++)
+		c->cqs[i].owner = -1;
+	for (unsigned i = 0; i < MRCD_MAX_QPS; i++)
+		c->qps[i].owner = -1;
+	c->seed = d->peers.prng ^ 0x6d657461726f6365ull;
+	return 0;
+}
+
+/* --- memory regions --------------------------------------------------------------------- */
+
+static void mr_free(struct mrcd_clients *c, struct mrcd_mr *mr)
+{
+	munmap(mr->span, mr->span_len);
+	c->mapped_bytes -= mr->span_len;
+	c->n_mrs--;
+	mr->owner = -1;
+	mr->key = 0;
+}
+
+/*
+ * Maps the client's segments back to back into one reserved span, so the region is one
+ * contiguous range here as it is in the client.
+ */
+static int mr_map(const struct mrc_ctl_reg_mr *r, const struct mrc_ctl_mr_segment *seg,
+		  const int *fds, uint8_t **span_out, size_t *len_out)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), span = 0, at = 0;
+	uint8_t *base;
+
+	for (unsigned i = 0; i < r->n_segments; i++) {
+		if (!seg[i].length || seg[i].length % page || seg[i].fd_offset % page ||
+		    seg[i].length > (1ull << 40) || seg[i].fd_offset > (1ull << 40))
+			return -EINVAL;
+		/* sealed against shrinking, and as long as the segment claims */
+		int err = mrc_shm_check(fds[i], seg[i].fd_offset + seg[i].length);
+
+		if (err)
+			return err;
+		span += seg[i].length;
+	}
+	if (r->offset >= span || r->length > span - r->offset)
+		return -EINVAL;
+	base = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED)
+		return -ENOMEM;
+	for (unsigned i = 0; i < r->n_segments; i++) {
+		if (mmap(base + at, seg[i].length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+			 fds[i], (off_t)seg[i].fd_offset) == MAP_FAILED) {
+			int err = -errno;
+
+			munmap(base, span);
+			return err;
+		}
+		at += seg[i].length;
+	}
+	*span_out = base;
+	*len_out = span;
+	return 0;
+}
+
+static int reg_mr(struct mrcd *d, unsigned owner, const uint8_t *payload, size_t len,
+		  const int *fds, unsigned n_fds, struct mrc_ctl_mr *out)
+{
+	struct mrcd_clients *c = &d->clients;
+	struct mrc_ctl_mr_segment seg[MRC_CTL_MAX_SEGMENTS];
+	struct mrc_ctl_reg_mr r;
+	struct mrcd_mr *mr = NULL;
+	unsigned slot;
+	int err;
+
+	if (len < sizeof(r))
+		return -EINVAL;
+	memcpy(&r, payload, sizeof(r));
+	if (!r.n_segments || r.n_segments > MRC_CTL_MAX_SEGMENTS ||
+	    len != sizeof(r) + r.n_segments * sizeof(seg[0]) || n_fds != r.n_segments ||
+	    !r.length || (r.access & ~MRC_CTL_ACCESS_ALL) || r.iova > UINT64_MAX - r.length)
+		return -EINVAL;
+	memcpy(seg, payload + sizeof(r), r.n_segments * sizeof(seg[0]));
+	for (slot = 1; slot < MRCD_MAX_MRS; slot++)
+		if (c->mrs[slot].owner < 0) {
+			mr = &c->mrs[slot];
+			break;
+		}
+	if (!mr)
+		return -ENOSPC;
+	err = mr_map(&r, seg, fds, &mr->span, &mr->span_len);
+	if (err)
+		return err;
+	c->generation = (c->generation + 1) & 0xff;
+	mr->key = slot << 8 | (c->generation ? c->generation : 1);
+	mr->owner = (int)owner;
+	mr->iova = r.iova;
+	mr->length = r.length;
+	mr->access = r.access;
+	mr->base = mr->span + r.offset;
+	c->mapped_bytes += mr->span_len;
+	c->n_mrs++;
+	out->lkey = out->rkey = mr->key;
+	return 0;
+}
+
+/* Engine callback: a key and a range to host memory, for the peer's one-sided operations. */
+static int mr_lookup(void *user, uint32_t key, uint64_t addr, uint32_t len, unsigned access,
+		     uint8_t **host)
+{
+	struct mrcd_qp *qp = user;
+	struct mrcd *d = qp->daemon;
+	struct mrcd_mr *mr = mr_by_key(&d->clients, qp->owner, key);
+	uint32_t need = (access & MRC_ACCESS_REMOTE_WRITE ? MRC_CTL_ACCESS_REMOTE_WRITE : 0) |
+			(access & MRC_ACCESS_REMOTE_READ ? MRC_CTL_ACCESS_REMOTE_READ : 0);
+
+	if (!mr || (mr->access & need) != need || addr < mr->iova ||
+	    addr - mr->iova > mr->length || len > mr->length - (addr - mr->iova))
+		return -1;
+	*host = mr->base + (addr - mr->iova);
+	return 0;
+}
+
+/* A client's scatter element to host memory; `write` when the daemon will store into it. */
+static int local_sge(struct mrcd *d, int owner, const struct mrc_shm_sge *in, bool write,
+		     struct mrc_sge *out)
+{
+	struct mrcd_mr *mr = mr_by_key(&d->clients, owner, in->lkey);
+
+	if (!mr || (write && !(mr->access & MRC_CTL_ACCESS_LOCAL_WRITE)) || in->addr < mr->iova ||
+	    in->addr - mr->iova > mr->length || in->length > mr->length - (in->addr - mr->iova))
+		return -1;
+	out->host = mr->base + (in->addr - mr->iova);
+	out->addr = in->addr;
+	out->length = in->length;
+	out->lkey = in->lkey;
+	return 0;
+}
+
+/* --- completion queues ------------------------------------------------------------------ */
+
+static void cq_free(struct mrcd_clients *c, struct mrcd_cq *cq)
+{
+	munmap(cq->mem, cq->mem_len);
+	c->mapped_bytes -= cq->mem_len;
+	if (cq->channel_fd >= 0)
+		close(cq->channel_fd);
+	c->n_cqs--;
+	cq->owner = -1;
+	cq->handle = 0;
+}
+
+static uint32_t ring_entries(uint32_t want)
+{
+	uint32_t n = 16;
+
+	while (n < want && n < MRCD_MAX_RING_ENTRIES)
+		n <<= 1;
+	return n;
+}
+
+/* A ring this daemon formats and maps; the fd goes to the client. */
+static int ring_new(struct mrcd_clients *c, uint16_t kind, uint32_t entries, uint32_t qpn,
+		    void **mem, size_t *len, struct mrc_ring *ring, int *fd_out)
+{
+	size_t bytes = MRC_RING_BYTES((size_t)entries, mrc_ring_entry_size(kind));
+	int fd = mrc_shm_create("metaroce-ring", bytes);
+	void *m;
+
+	if (fd < 0)
+		return fd;
+	m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		close(fd);
+		return -ENOMEM;
+	}
+	mrc_ring_format(m, bytes, kind, entries, qpn);
+	/* the daemon consumes SQ and RQ and produces into CQs */
+	mrc_ring_attach(ring, m, bytes, kind, kind == MRC_RING_CQ);
+	*mem = m;
+	*len = bytes;
+	*fd_out = fd;
+	c->mapped_bytes += bytes;
+	return 0;
+}
+
+static int create_cq(struct mrcd *d, unsigned owner, const uint8_t *payload, size_t len,
+		     int *fds, unsigned n_fds, struct mrc_ctl_cq *out, int *out_fd)
+{
+	struct mrcd_clients *c = &d->clients;
+	struct mrc_ctl_create_cq r;
+	struct mrcd_cq *cq = NULL;
+	unsigned slot;
+	int err;
+
+	if (len != sizeof(r) || n_fds > 1)
+		return -EINVAL;
+	memcpy(&r, payload, sizeof(r));
+	if (!r.entries || r.entries > MRCD_MAX_RING_ENTRIES)
+		return -EINVAL;
+	for (slot = 0; slot < MRCD_MAX_CQS; slot++)
+		if (c->cqs[slot].owner < 0) {
+			cq = &c->cqs[slot];
+			break;
+		}
+	if (!cq)
+		return -ENOSPC;
+	memset(cq, 0, sizeof(*cq));
+	err = ring_new(c, MRC_RING_CQ, ring_entries(r.entries), 0, &cq->mem, &cq->mem_len,
+		       &cq->ring, out_fd);
+	if (err) {
+		cq->owner = -1;
+		return err;
+	}
+	cq->owner = (int)owner;
+	cq->handle = make_handle(c, slot);
+	cq->channel_fd = n_fds ? fds[0] : -1;
+	if (n_fds)
+		fds[0] = -1;
+	c->n_cqs++;
+	out->handle = cq->handle;
+	out->entries = cq->ring.entries;
+	return 0;
+}
+
+/* Wakes the client's completion channel if it armed this CQ for this completion. */
+static void cq_notify(struct mrcd_cq *cq, bool solicited_or_error)
+{
+	uint32_t *arm = &cq->ring.consumer->aux;
+	uint32_t want = __atomic_load_n(arm, __ATOMIC_ACQUIRE);
+	uint64_t one = 1;
+
+	if (cq->channel_fd < 0 || !want ||
+	    (want == MRC_CQ_ARM_SOLICITED && !solicited_or_error))
+		return;
+	/* only one completion fires an arming, even if the client re-arms concurrently */
+	if (!__atomic_compare_exchange_n(arm, &want, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return;
+	__atomic_fetch_add(&cq->ring.producer->aux, 1, __ATOMIC_RELEASE);
+	if (write(cq->channel_fd, &one, sizeof(one)) < 0)
+		mrcd_log(LOG_DEBUG, "completion channel: %s", strerror(errno));
+}
+
+static void cq_push(struct mrcd *d, struct mrcd_qp *qp, bool recv, const struct mrc_completion *wc)
+{
+	struct mrcd_cq *cq = &d->clients.cqs[recv ? qp->recv_cq : qp->send_cq];
+	struct mrc_cq_entry e = { .wr_id = wc->wr_id, .status = wc->status,
+				  .opcode = wc->opcode, .flags = wc->flags,
+				  .byte_len = wc->byte_len, .imm = wc->imm, .qp_num = qp->qpn };
+
+	qp->completions++;
+	if (wc->status != MRC_WC_SUCCESS)
+		qp->error_completions++;
+	if (mrc_ring_produce(&cq->ring, &e)) {
+		if (!cq->overruns++)
+			mrcd_log(LOG_WARNING, "client pid %d: CQ %u overrun, completions lost",
+				 d->clients.client[qp->owner].pid, cq->handle);
+		return;
+	}
+	cq_notify(cq, (wc->flags & MRC_WC_SOLICITED) || wc->status != MRC_WC_SUCCESS);
+}
+
+static void on_complete(void *user, bool from_recv_queue, const struct mrc_completion *wc)
+{
+	struct mrcd_qp *qp = user;
+
+	cq_push(qp->daemon, qp, from_recv_queue, wc);
+}
+
+/* --- queue pairs ------------------------------------------------------------------------ */
+
+static void qp_free(struct mrcd_clients *c, struct mrcd_qp *qp)
+{
+	mrc_conn_free(qp->conn);
+	munmap(qp->sq_mem, qp->sq_len);
+	munmap(qp->rq_mem, qp->rq_len);
+	c->mapped_bytes -= qp->sq_len + qp->rq_len;
+	c->n_qps--;
+	memset(qp, 0, sizeof(*qp));
+	qp->owner = -1;
+}
+
+static int create_qp(struct mrcd *d, unsigned owner, const uint8_t *payload, size_t len,
+		     struct mrc_ctl_qp_created *out, int *out_fds)
+{
+	struct mrcd_clients *c = &d->clients;
+	struct mrc_ctl_create_qp r;
+	struct mrcd_cq *scq, *rcq;
+	struct mrcd_qp *qp = NULL;
+	unsigned slot;
+	int err;
+
+	if (len != sizeof(r))
+		return -EINVAL;
+	memcpy(&r, payload, sizeof(r));
+	scq = cq_by_handle(c, (int)owner, r.send_cq);
+	rcq = cq_by_handle(c, (int)owner, r.recv_cq);
+	if (!scq || !rcq || !r.max_send_wr || !r.max_recv_wr ||
+	    r.max_send_wr > MRCD_MAX_RING_ENTRIES || r.max_recv_wr > MRCD_MAX_RING_ENTRIES ||
+	    r.sq_sig_all > 1)
+		return -EINVAL;
+	for (slot = 0; slot < MRCD_MAX_QPS; slot++)
+		if (c->qps[slot].owner < 0) {
+			qp = &c->qps[slot];
+			break;
+		}
+	if (!qp)
+		return -ENOSPC;
+	memset(qp, 0, sizeof(*qp));
+	qp->qpn = make_handle(c, slot);
+	qp->daemon = d;
+	err = ring_new(c, MRC_RING_SQ, ring_entries(r.max_send_wr), qp->qpn, &qp->sq_mem,
+		       &qp->sq_len, &qp->sq, &out_fds[0]);
+	if (!err) {
+		err = ring_new(c, MRC_RING_RQ, ring_entries(r.max_recv_wr), qp->qpn, &qp->rq_mem,
+			       &qp->rq_len, &qp->rq, &out_fds[1]);
+		if (err) {
+			munmap(qp->sq_mem, qp->sq_len);
+			c->mapped_bytes -= qp->sq_len;
+			close(out_fds[0]);
+		}
+	}
+	if (err) {
+		qp->owner = -1;
+		return err;
+	}
+	qp->owner = (int)owner;
+	qp->send_cq = (int)(scq - c->cqs);
+	qp->recv_cq = (int)(rcq - c->cqs);
+	qp->sq_sig_all = r.sq_sig_all;
+	qp->state = MRC_CTL_QP_IDLE;
+	c->n_qps++;
+	out->qp_num = qp->qpn;
+	out->sq_entries = qp->sq.entries;
+	out->rq_entries = qp->rq.entries;
+	return 0;
+}
+
+static bool is_local_addr(const struct mrcd_config *cfg, const uint8_t addr[16])
+{
+	for (unsigned i = 0; i < cfg->n_planes; i++)
+		if (!memcmp(cfg->planes[i].addr.addr, addr, 16))
+			return true;
+	return false;
+}
+
+/* The peer's address on each of our planes, from what discovery learned (or ourselves). */
+static void qp_learn_peer(struct mrcd *d, struct mrcd_qp *qp, const struct mrc_node_info *info)
+{
+	qp->peer_planes = 0;
+	qp->peer_port = info->udp_port;
+	qp->peer_max_payload = info->max_payload;
+	for (unsigned i = 0; i < d->cfg.n_planes; i++) {
+		const struct mrcd_plane *p = &d->cfg.planes[i];
+
+		for (unsigned k = 0; k < info->n_addrs; k++) {
+			const struct mrc_plane_rec *a = &info->addrs[k];
+
+			if (a->plane == p->index && a->family == p->addr.family &&
+			    !(a->flags & MRC_PLANE_F_DRAINED)) {
+				memcpy(qp->peer_addr[p->index], a->addr, 16);
+				qp->peer_planes |= 1u << p->index;
+			}
+		}
+	}
+}
+
+static void qp_error(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
+{
+	qp->state = MRC_CTL_QP_ERR;
+	__atomic_store_n(&qp->sq.consumer->aux, MRC_QP_AUX_ERROR, __ATOMIC_RELEASE);
+	if (qp->conn)
+		mrc_conn_set_error(qp->conn, now);
+	(void)d;
+}
+
+/* The peer's planes are known: build the engine connection with a path per (plane, port). */
+static void qp_start(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
+{
+	static const struct mrc_conn_callbacks cb = { mr_lookup, on_complete };
+	struct mrc_conn_config cc;
+	uint16_t ports[MRCD_SPORTS_PER_PLANE];
+	unsigned per_plane = d->cfg.paths_per_plane, n_planes = 0;
+	uint16_t payload = d->peers.local.max_payload;
+
+	mrc_conn_config_default(&cc);
+	for (unsigned p = 0; p < MRC_MAX_PLANES; p++)
+		n_planes += (qp->peer_planes >> p) & 1;
+	if (!n_planes) {
+		mrcd_log(LOG_WARNING, "QP %u: the peer shares no plane with this host", qp->qpn);
+		qp_error(d, qp, now);
+		return;
+	}
+	/* every shared plane gets paths, within the engine's limit */
+	if (per_plane * n_planes > MRC_MAX_PATHS)
+		per_plane = MRC_MAX_PATHS / n_planes;
+	if (per_plane > MRCD_SPORTS_PER_PLANE)
+		per_plane = MRCD_SPORTS_PER_PLANE;
+	cc.n_paths = 0;
+	for (unsigned p = 0; p < MRC_MAX_PLANES; p++) {
+		unsigned got;
+
+		if (!(qp->peer_planes >> p & 1))
+			continue;
+		got = mrcd_backend_sports(&d->backend, (uint8_t)p, ports, per_plane);
+		for (unsigned k = 0; k < got; k++)
+			cc.paths[cc.n_paths++] = (struct mrc_path_config){ (uint8_t)p, ports[k] };
+	}
+	if (qp->peer_max_payload && qp->peer_max_payload < payload)
+		payload = qp->peer_max_payload;
+	cc.max_payload = payload;
+	cc.local_qpn = qp->qpn;
+	cc.remote_qpn = qp->req.dest_qp_num;
+	cc.sq_psn = qp->req.sq_psn;
+	cc.rq_psn = qp->req.rq_psn;
+	cc.sq_depth = qp->sq.entries;
+	cc.rq_depth = qp->rq.entries;
+	cc.max_rd_atomic = qp->req.max_rd_atomic;
+	cc.max_dest_rd_atomic = qp->req.max_dest_rd_atomic;
+	cc.qp_access = (qp->req.access & MRC_CTL_ACCESS_REMOTE_WRITE ? MRC_ACCESS_REMOTE_WRITE : 0) |
+		       (qp->req.access & MRC_CTL_ACCESS_REMOTE_READ ? MRC_ACCESS_REMOTE_READ : 0);
+	cc.retry_cnt = qp->req.retry_cnt;
+	cc.rnr_retry = qp->req.rnr_retry;
+	cc.sq_sig_all = qp->sq_sig_all;
+	cc.seed = mrc_splitmix64(&d->clients.seed);
+	qp->conn = mrc_conn_new(&cc, &cb, qp, now);
+	if (!qp->conn) {
+		mrcd_log(LOG_ERR, "QP %u: engine refused the connection: %s", qp->qpn,
+			 strerror(errno));
+		qp_error(d, qp, now);
+		return;
+	}
+	qp->state = MRC_CTL_QP_RTS;
+	mrcd_log(LOG_DEBUG, "QP %u -> %u: %u paths over %u planes", qp->qpn, cc.remote_qpn,
+		 cc.n_paths, n_planes);
+}
+
+static int connect_qp(struct mrcd *d, unsigned owner, const uint8_t *payload, size_t len)
+{
+	struct mrc_ctl_connect_qp r;
+	struct mrcd_qp *qp;
+	uint64_t now = mrcd_now_ns();
+	struct mrcd_addr addr;
+	int idx;
+
+	if (len != sizeof(r))
+		return -EINVAL;
+	memcpy(&r, payload, sizeof(r));
+	qp = qp_by_num(&d->clients, r.qp_num);
+	if (!qp || qp->owner != (int)owner)
+		return -ENOENT;
+	if (qp->state != MRC_CTL_QP_IDLE)
+		return -EBUSY;
+	if (r.dest_qp_num > MRC_QPN_MAX || r.dest_qp_num == MRC_QPN_DAEMON || r.retry_cnt > 7 ||
+	    r.rnr_retry > 7 || r.min_rnr_timer > 31 || !r.max_rd_atomic ||
+	    !r.max_dest_rd_atomic || (r.access & ~MRC_CTL_ACCESS_ALL))
+		return -EINVAL;
+	qp->req = r;
+	if (is_local_addr(&d->cfg, r.dgid)) {
+		qp_learn_peer(d, qp, &d->peers.local);
+		qp_start(d, qp, now);
+		return 0;
+	}
+	addr.family = memcmp(r.dgid, v4_mapped, 12) ? MRC_AF_INET6 : MRC_AF_INET;
+	memcpy(addr.addr, r.dgid, 16);
+	if (!mrcd_config_admits(&d->cfg, r.dgid))
+		return -EHOSTUNREACH; /* not a peer this daemon may talk to */
+	if (mrcd_discover(d, &addr))
+		return -ENOMEM;
+	idx = mrc_peer_table_find(&d->peers, r.dgid);
+	if (idx >= 0 && d->peers.peers[idx].state == MRC_PEER_KNOWN) {
+		qp_learn_peer(d, qp, &d->peers.peers[idx].info);
+		qp_start(d, qp, now);
+	} else {
+		qp->state = MRC_CTL_QP_RESOLVING;
+		qp->resolve_deadline_ns = now + RESOLVE_TIMEOUT_NS;
+	}
+	return 0;
+}
+
+void mrcd_clients_peer_event(struct mrcd *d, unsigned peer, int event)
+{
+	const struct mrc_peer *p = &d->peers.peers[peer];
+	uint64_t now = mrcd_now_ns();
+
+	for (unsigned i = 0; i < MRCD_MAX_QPS; i++) {
+		struct mrcd_qp *qp = &d->clients.qps[i];
+
+		if (qp->owner < 0 || memcmp(qp->req.dgid, p->named, 16))
+			continue;
+		if (qp->state == MRC_CTL_QP_RESOLVING &&
+		    (event == MRC_PEER_EV_DISCOVERED || event == MRC_PEER_EV_CHANGED)) {
+			qp_learn_peer(d, qp, &p->info);
+			qp_start(d, qp, now);
+		} else if (qp->state == MRC_CTL_QP_RESOLVING && event == MRC_PEER_EV_UNREACHABLE) {
+			/* the named address is all we know: one plane, the one that reaches it */
+			qp->peer_planes = 1u << p->via_plane;
+			memcpy(qp->peer_addr[p->via_plane], p->named, 16);
+			qp->peer_port = p->named_port;
+			qp->peer_max_payload = 0;
+			qp_start(d, qp, now);
+		} else if (qp->state == MRC_CTL_QP_RTS && event == MRC_PEER_EV_RESTARTED) {
+			/* its QPs are gone; ours cannot continue */
+			qp_error(d, qp, now);
+		}
+	}
+}
+
+/* --- rings into the engine -------------------------------------------------------------- */
+
+static void complete_now(struct mrcd *d, struct mrcd_qp *qp, bool recv, uint64_t wr_id,
+			 uint8_t status, uint8_t opcode)
+{
+	struct mrc_completion wc = { .wr_id = wr_id, .status = status, .opcode = opcode };
+
+	cq_push(d, qp, recv, &wc);
+}
+
+static uint8_t wc_opcode_of(uint8_t wr_opcode)
+{
+	switch (wr_opcode) {
+	case MRC_WR_WRITE:
+	case MRC_WR_WRITE_IMM:
+		return MRC_WC_RDMA_WRITE;
+	case MRC_WR_READ:
+		return MRC_WC_RDMA_READ;
+	default:
+		return MRC_WC_SEND;
+	}
+}
+
+/* Checks one send descriptor and turns it into an engine work request. */
+static int sq_entry_to_wr(struct mrcd *d, struct mrcd_qp *qp, const struct mrc_sq_entry *e,
+			  struct mrc_send_wr *wr)
+{
+	uint64_t total = 0;
+
+	if (e->opcode > MRC_WR_READ || e->num_sge > MRC_RING_MAX_SGE ||
+	    (e->flags & ~(MRC_SEND_SIGNALED | MRC_SEND_SOLICITED | MRC_SEND_FENCE)))
+		return MRC_WC_LOC_QP_OP_ERR;
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = e->wr_id;
+	wr->opcode = e->opcode;
+	wr->flags = e->flags;
+	wr->num_sge = e->num_sge;
+	wr->imm = e->imm;
+	wr->rkey = e->rkey;
+	wr->raddr = e->raddr;
+	for (unsigned i = 0; i < e->num_sge; i++) {
+		if (local_sge(d, qp->owner, &e->sge[i], e->opcode == MRC_WR_READ, &wr->sge[i]))
+			return MRC_WC_LOC_PROT_ERR;
+		total += e->sge[i].length;
+	}
+	if (total > (1u << 31))
+		return MRC_WC_LOC_LEN_ERR;
+	return MRC_WC_SUCCESS;
+}
+
+static int rq_entry_to_wr(struct mrcd *d, struct mrcd_qp *qp, const struct mrc_rq_entry *e,
+			  struct mrc_recv_wr *wr)
+{
+	if (e->num_sge > MRC_RING_MAX_SGE)
+		return MRC_WC_LOC_QP_OP_ERR;
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = e->wr_id;
+	wr->num_sge = e->num_sge;
+	for (unsigned i = 0; i < e->num_sge; i++)
+		if (local_sge(d, qp->owner, &e->sge[i], true, &wr->sge[i]))
+			return MRC_WC_LOC_PROT_ERR;
+	return MRC_WC_SUCCESS;
+}
+
+/* A ring whose indices the client corrupted: the QP fails, the daemon carries on. */
+static void ring_corrupt(struct mrcd *d, struct mrcd_qp *qp, const char *which, uint64_t now)
+{
+	mrcd_log(LOG_NOTICE, "client pid %d: QP %u %s ring indices corrupt, QP to error",
+		 d->clients.client[qp->owner].pid, qp->qpn, which);
+	qp_error(d, qp, now);
+}
+
+static void drain_rings(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
+{
+	int got;
+
+	/* in the error state every posted request completes flushed */
+	if (qp->state == MRC_CTL_QP_ERR && (!qp->conn || mrc_conn_state(qp->conn) == MRC_QPS_ERR)) {
+		struct mrc_sq_entry s;
+		struct mrc_rq_entry r;
+
+		if (qp->sq_held)
+			complete_now(d, qp, false, qp->held_sq.wr_id, MRC_WC_WR_FLUSH_ERR,
+				     wc_opcode_of(qp->held_sq.opcode));
+		if (qp->rq_held)
+			complete_now(d, qp, true, qp->held_rq.wr_id, MRC_WC_WR_FLUSH_ERR,
+				     MRC_WC_RECV);
+		qp->sq_held = qp->rq_held = false;
+		while (mrc_ring_consume(&qp->sq, &s) == 1)
+			complete_now(d, qp, false, s.wr_id, MRC_WC_WR_FLUSH_ERR,
+				     wc_opcode_of(s.opcode));
+		while (mrc_ring_consume(&qp->rq, &r) == 1)
+			complete_now(d, qp, true, r.wr_id, MRC_WC_WR_FLUSH_ERR, MRC_WC_RECV);
+		return;
+	}
+	if (!qp->conn)
+		return; /* receives wait in the ring until the QP is connected */
+	for (;;) {
+		struct mrc_recv_wr wr;
+		int status;
+
+		if (!qp->rq_held) {
+			got = mrc_ring_consume(&qp->rq, &qp->held_rq);
+			if (got < 0) {
+				ring_corrupt(d, qp, "receive", now);
+				return;
+			}
+			if (!got)
+				break;
+			qp->rq_held = true;
+		}
+		status = rq_entry_to_wr(d, qp, &qp->held_rq, &wr);
+		if (status != MRC_WC_SUCCESS) {
+			qp->rq_held = false;
+			complete_now(d, qp, true, qp->held_rq.wr_id, (uint8_t)status, MRC_WC_RECV);
+			qp_error(d, qp, now);
+			return;
+		}
+		if (mrc_conn_post_recv(qp->conn, &wr))
+			break; /* the engine is full; the held entry goes in later */
+		qp->rq_held = false;
+	}
+	for (;;) {
+		struct mrc_send_wr wr;
+		int status;
+
+		if (!qp->sq_held) {
+			got = mrc_ring_consume(&qp->sq, &qp->held_sq);
+			if (got < 0) {
+				ring_corrupt(d, qp, "send", now);
+				return;
+			}
+			if (!got)
+				break;
+			qp->sq_held = true;
+		}
+		status = sq_entry_to_wr(d, qp, &qp->held_sq, &wr);
+		if (status != MRC_WC_SUCCESS) {
+			qp->sq_held = false;
+			complete_now(d, qp, false, qp->held_sq.wr_id, (uint8_t)status,
+				     wc_opcode_of(qp->held_sq.opcode));
+			qp_error(d, qp, now);
+			return;
+		}
+		status = mrc_conn_post_send(qp->conn, &wr);
+		if (status == -ENOMEM)
+			break;
+		qp->sq_held = false;
+		if (status) {
+			complete_now(d, qp, false, wr.wr_id, MRC_WC_LOC_QP_OP_ERR,
+				     wc_opcode_of(wr.opcode));
+			qp_error(d, qp, now);
+			return;
+		}
+	}
+}
+
+/* --- packets ---------------------------------------------------------------------------- */
+
+bool mrcd_clients_recv(struct mrcd *d, const struct mrc_packet *pkt, const struct mrcd_dgram *g,
+		       uint64_t now)
+{
+	struct mrcd_qp *qp = qp_by_num(&d->clients, pkt->dst_qpn);
+	struct mrc_rx_info rx = { .plane = g->plane, .sport = g->sport, .ce = g->ce };
+
+	/* only the peer this QP is connected to, on a plane it has there, may speak to it */
+	if (!qp || !qp->conn || g->plane >= MRC_MAX_PLANES || !(qp->peer_planes >> g->plane & 1) ||
+	    memcmp(qp->peer_addr[g->plane], g->peer.addr, 16))
+		return false;
+	mrc_conn_recv_packet(qp->conn, &rx, pkt, now);
+	if (mrc_conn_state(qp->conn) == MRC_QPS_ERR && qp->state != MRC_CTL_QP_ERR)
+		qp_error(d, qp, now);
+	return true;
+}
+
+static void flush_tx(struct mrcd *d, struct mrcd_dgram *g, unsigned *n)
+{
+	unsigned sent = 0;
+
+	while (sent < *n) {
+		int k = d->backend.ops->tx_batch(&d->backend, g + sent, *n - sent);
+
+		if (k <= 0)
+			break; /* the socket is full: the engine's timers resend what is lost */
+		sent += (unsigned)k;
+	}
+	d->stats.tx_datagrams += sent;
+	*n = 0;
+}
+
+void mrcd_clients_pump(struct mrcd *d, uint64_t now)
+{
+	struct mrcd_clients *c = &d->clients;
+	struct mrcd_dgram g[MRCD_TX_BATCH];
+	unsigned n = 0, budget = MRCD_PUMP_BUDGET;
+	bool progress = true;
+
+	if (!c->n_qps)
+		return;
+	for (unsigned i = 0; i < MRCD_MAX_QPS; i++) {
+		struct mrcd_qp *qp = &c->qps[i];
+
+		if (qp->owner < 0)
+			continue;
+		if (qp->state == MRC_CTL_QP_RESOLVING && now >= qp->resolve_deadline_ns) {
+			mrcd_log(LOG_WARNING, "QP %u: peer did not answer discovery in time",
+				 qp->qpn);
+			qp_error(d, qp, now);
+		}
+		drain_rings(d, qp, now);
+		if (qp->conn && mrc_conn_next_timeout(qp->conn) <= now)
+			mrc_conn_on_timeout(qp->conn, now);
+		if (qp->conn && mrc_conn_state(qp->conn) == MRC_QPS_ERR &&
+		    qp->state != MRC_CTL_QP_ERR)
+			qp_error(d, qp, now);
+	}
+	/* round robin, a few packets per QP per turn, so no QP starves the others */
+	while (progress && budget) {
+		progress = false;
+		for (unsigned i = 0; i < MRCD_MAX_QPS && budget; i++) {
+			struct mrcd_qp *qp = &c->qps[i];
+			struct mrc_tx_info tx;
+			size_t len;
+
+			if (qp->owner < 0 || !qp->conn)
+				continue;
+			for (unsigned k = 0; k < 8 && budget; k++) {
+				uint8_t *buf = c->tx_buf + (size_t)n * d->cfg.mtu;
+
+				if (!mrc_conn_send(qp->conn, buf, d->cfg.mtu, &tx, now, &len))
+					break;
+				if (tx.plane >= MRC_MAX_PLANES || !(qp->peer_planes >> tx.plane & 1))
+					continue;
+				g[n] = (struct mrcd_dgram){ .data = buf, .len = (uint32_t)len,
+							    .plane = tx.plane, .sport = tx.sport,
+							    .peer_port = qp->peer_port };
+				g[n].peer.family = memcmp(qp->peer_addr[tx.plane], v4_mapped, 12)
+							   ? MRC_AF_INET6
+							   : MRC_AF_INET;
+				memcpy(g[n].peer.addr, qp->peer_addr[tx.plane], 16);
+				budget--;
+				progress = true;
+				if (++n == MRCD_TX_BATCH)
+					flush_tx(d, g, &n);
+			}
+		}
+	}
+	if (n)
+		flush_tx(d, g, &n);
+	c->more_to_send = !budget;
+}
+
+uint64_t mrcd_clients_next_timeout(const struct mrcd *d)
+{
+	const struct mrcd_clients *c = &d->clients;
+	uint64_t next = UINT64_MAX;
+
+	if (c->more_to_send)
+		return 0;
+	for (unsigned i = 0; i < MRCD_MAX_QPS && c->n_qps; i++) {
+		const struct mrcd_qp *qp = &c->qps[i];
+		uint64_t t = UINT64_MAX;
+
+		if (qp->owner < 0)
+			continue;
+		if (qp->conn)
+			t = mrc_conn_next_timeout(qp->conn);
+		else if (qp->state == MRC_CTL_QP_RESOLVING)
+			t = qp->resolve_deadline_ns;
+		if (t < next)
+			next = t;
+	}
+	return next;
+}
+
+void mrcd_clients_flush_all(struct mrcd *d, uint64_t now)
+{
+	for (unsigned i = 0; i < MRCD_MAX_QPS; i++) {
+		struct mrcd_qp *qp = &d->clients.qps[i];
+
+		if (qp->owner < 0)
+			continue;
+		qp_error(d, qp, now);
+		drain_rings(d, qp, now);
+	}
+}
+
+/* --- requests --------------------------------------------------------------------------- */
+
+void mrcd_clients_gone(struct mrcd *d, unsigned slot)
+{
+	struct mrcd_clients *c = &d->clients;
+	struct mrcd_client *cl = &c->client[slot];
+	unsigned qps = 0, cqs = 0, mrs = 0;
+
+	for (unsigned i = 0; i < MRCD_MAX_QPS; i++)
+		if (c->qps[i].owner == (int)slot) {
+			qp_free(c, &c->qps[i]);
+			qps++;
+		}
+	for (unsigned i = 0; i < MRCD_MAX_CQS; i++)
+		if (c->cqs[i].owner == (int)slot) {
+			cq_free(c, &c->cqs[i]);
+			cqs++;
+		}
+	for (unsigned i = 0; i < MRCD_MAX_MRS; i++)
+		if (c->mrs[i].owner == (int)slot) {
+			mr_free(c, &c->mrs[i]);
+			mrs++;
+		}
+	if (cl->library)
+		mrcd_log(LOG_INFO, "client pid %d gone: reclaimed %u QPs, %u CQs, %u MRs", cl->pid,
+			 qps, cqs, mrs);
+	if (cl->doorbell_fd >= 0)
+		close(cl->doorbell_fd);
+	cl->doorbell_fd = -1;
+	cl->library = false;
+}
+
+static int handle_arg(const uint8_t *payload, size_t len, uint32_t *handle)
+{
+	struct mrc_ctl_handle h;
+
+	if (len != sizeof(h))
+		return -EINVAL;
+	memcpy(&h, payload, sizeof(h));
+	*handle = h.handle;
+	return 0;
+}
+
+int mrcd_clients_request(struct mrcd *d, unsigned slot, const struct mrc_ctl_hdr *req,
+			 const uint8_t *payload, int *fds, unsigned n_fds, uint8_t *out,
+			 size_t out_cap, size_t *out_len, int *out_fds, unsigned *n_out_fds)
+{
+	struct mrcd_clients *c = &d->clients;
+	struct mrcd_client *cl = &c->client[slot];
+	uint32_t h = 0;
+	int err;
+
+	*out_len = 0;
+	*n_out_fds = 0;
+	if (req->type == MRC_CTL_HELLO) {
+		struct mrc_ctl_hello hello;
+
+		if (req->len != sizeof(hello) || n_fds != 1 || cl->library)
+			return -EINVAL;
+		memcpy(&hello, payload, sizeof(hello));
+		if (hello.abi != MRC_CTL_CLIENT_ABI)
+			return -EPROTONOSUPPORT;
+		cl->doorbell_fd = fds[0];
+		fds[0] = -1;
+		cl->library = true;
+		mrcd_control_status(d, out, out_cap, out_len);
+		mrcd_epoll_watch(d, cl->doorbell_fd);
+		return 0;
+	}
+	if (!cl->library)
+		return -ENOTCONN; /* HELLO first */
+	switch (req->type) {
+	case MRC_CTL_REG_MR:
+		if (out_cap < sizeof(struct mrc_ctl_mr))
+			return -ENOSPC;
+		err = reg_mr(d, slot, payload, req->len, fds, n_fds, (struct mrc_ctl_mr *)out);
+		if (!err)
+			*out_len = sizeof(struct mrc_ctl_mr);
+		return err;
+	case MRC_CTL_DEREG_MR: {
+		struct mrcd_mr *mr;
+
+		if ((err = handle_arg(payload, req->len, &h)))
+			return err;
+		mr = mr_by_key(c, (int)slot, h);
+		if (!mr)
+			return -ENOENT;
+		mr_free(c, mr);
+		return 0;
+	}
+	case MRC_CTL_CREATE_CQ:
+		err = create_cq(d, slot, payload, req->len, fds, n_fds, (struct mrc_ctl_cq *)out,
+				&out_fds[0]);
+		if (!err) {
+			*out_len = sizeof(struct mrc_ctl_cq);
+			*n_out_fds = 1;
+		}
+		return err;
+	case MRC_CTL_DESTROY_CQ: {
+		struct mrcd_cq *cq;
+
+		if ((err = handle_arg(payload, req->len, &h)))
+			return err;
+		cq = cq_by_handle(c, (int)slot, h);
+		if (!cq)
+			return -ENOENT;
+		for (unsigned i = 0; i < MRCD_MAX_QPS; i++)
+			if (c->qps[i].owner == (int)slot &&
+			    (c->qps[i].send_cq == (int)(cq - c->cqs) ||
+			     c->qps[i].recv_cq == (int)(cq - c->cqs)))
+				return -EBUSY; /* verbs: a CQ in use by a QP cannot go */
+		cq_free(c, cq);
+		return 0;
+	}
+	case MRC_CTL_CREATE_QP:
+		err = create_qp(d, slot, payload, req->len, (struct mrc_ctl_qp_created *)out,
+				out_fds);
+		if (!err) {
+			*out_len = sizeof(struct mrc_ctl_qp_created);
+			*n_out_fds = 2;
+		}
+		return err;
+	case MRC_CTL_CONNECT_QP:
+		return connect_qp(d, slot, payload, req->len);
+	case MRC_CTL_ERROR_QP:
+	case MRC_CTL_DESTROY_QP: {
+		struct mrcd_qp *qp;
+
+		if ((err = handle_arg(payload, req->len, &h)))
+			return err;
+		qp = qp_by_num(c, h);
+		if (!qp || qp->owner != (int)slot)
+			return -ENOENT;
+		if (req->type == MRC_CTL_ERROR_QP) {
+			qp_error(d, qp, mrcd_now_ns());
+			drain_rings(d, qp, mrcd_now_ns());
+		} else {
+			qp_free(c, qp);
+		}
+		return 0;
+	}
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+/* --- inspection ------------------------------------------------------------------------- */
+
+size_t mrcd_clients_qps_reply(const struct mrcd *d, uint8_t *buf, size_t cap)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < MRCD_MAX_QPS && n + sizeof(struct mrc_ctl_qp) <= cap; i++) {
+		const struct mrcd_qp *qp = &d->clients.qps[i];
+		struct mrc_ctl_qp out;
+
+		if (qp->owner < 0)
+			continue;
+		memset(&out, 0, sizeof(out));
+		out.qp_num = qp->qpn;
+		out.dest_qp_num = qp->req.dest_qp_num;
+		out.pid = d->clients.client[qp->owner].pid;
+		out.uid = d->clients.client[qp->owner].uid;
+		out.state = qp->state;
+		memcpy(out.peer, qp->req.dgid, 16);
+		out.completions = qp->completions;
+		out.error_completions = qp->error_completions;
+		if (qp->conn) {
+			const struct mrc_conn_stats *s = mrc_conn_stats(qp->conn);
+
+			out.n_paths = (uint8_t)mrc_conn_n_paths(qp->conn);
+			out.tx_packets = s->tx_data_packets;
+			out.tx_retransmits = s->tx_retransmits;
+			out.rx_packets = s->rx_packets;
+			out.rx_bytes = s->rx_placed_bytes;
+		}
+		memcpy(buf + n, &out, sizeof(out));
+		n += sizeof(out);
+	}
+	return n;
+}
+
+size_t mrcd_clients_paths_reply(const struct mrcd *d, uint8_t *buf, size_t cap)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < MRCD_MAX_QPS; i++) {
+		const struct mrcd_qp *qp = &d->clients.qps[i];
+
+		if (qp->owner < 0 || !qp->conn)
+			continue;
+		for (unsigned k = 0; k < mrc_conn_n_paths(qp->conn); k++) {
+			const struct mrc_path *p = mrc_conn_path(qp->conn, k);
+			struct mrc_ctl_path out;
+
+			if (n + sizeof(out) > cap)
+				return n;
+			memset(&out, 0, sizeof(out));
+			out.qp_num = qp->qpn;
+			out.index = (uint8_t)k;
+			out.plane = p->plane;
+			out.sport = p->sport;
+			out.state = p->state;
+			out.cwnd = p->cc.cwnd;
+			out.inflight = p->inflight;
+			out.srtt_ns = p->rtt.srtt_ns;
+			out.tx_packets = p->stats.tx_packets;
+			out.retransmits = p->stats.retransmits;
+			out.ce_marks = p->stats.ecn_echoes;
+			memcpy(buf + n, &out, sizeof(out));
+			n += sizeof(out);
+		}
+	}
+	return n;
+}
+
+void mrcd_clients_fini(struct mrcd *d)
+{
+	struct mrcd_clients *c = &d->clients;
+
+	if (c->qps)
+		for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
+			mrcd_clients_gone(d, i);
+	free(c->mrs);
+	free(c->cqs);
+	free(c->qps);
+	free(c->tx_buf);
+	c->mrs = NULL;
+	c->cqs = NULL;
+	c->qps = NULL;
+	c->tx_buf = NULL;
+}

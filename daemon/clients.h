@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What metaroced keeps for its library clients: memory regions, completion queues and QPs,
+ * each owned by the control connection that created it and reclaimed when that connection
+ * closes. The QPs are where the engine meets the backend: this file's loop feeds each QP's
+ * send and receive rings into its mrc_conn, hands received datagrams to it, pushes its
+ * packets out in batches and turns its completions into CQ entries.
+ *
+ * Everything a client wrote (ring indices, descriptors, keys, addresses) is checked before
+ * use; a client's mistake ends in an error completion or a refused request for that client,
+ * never in a fault of the daemon or an effect on another client.
+ */
+#ifndef METAROCE_DAEMON_CLIENTS_H
+#define METAROCE_DAEMON_CLIENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <metaroce/ctl.h>
+#include <metaroce/shm.h>
+
+#include "proto/codec.h"
+#include "proto/conn.h"
+#include "shm/ring.h"
+
+struct mrcd;
+struct mrcd_dgram;
+
+#define MRCD_MAX_CLIENTS 256
+#define MRCD_MAX_QPS 4096
+#define MRCD_MAX_CQS 4096
+#define MRCD_MAX_MRS 16384
+#define MRCD_MAX_RING_ENTRIES 16384
+
+/* A control connection; a library client once it has said HELLO. */
+struct mrcd_client {
+	int fd;		/* -1: free slot */
+	int doorbell_fd; /* the library's eventfd, written after it posts; -1: none */
+	pid_t pid;
+	uid_t uid;
+	bool library;
+};
+
+struct mrcd_mr {
+	int owner;	/* client slot; -1: free */
+	uint32_t key;	/* lkey == rkey */
+	uint64_t iova, length;
+	uint32_t access;
+	uint8_t *span;	/* the segments mapped back to back */
+	size_t span_len;
+	uint8_t *base;	/* iova's byte 0 inside span */
+};
+
+struct mrcd_cq {
+	int owner;
+	uint32_t handle;
+	void *mem;
+	size_t mem_len;
+	struct mrc_ring ring;
+	int channel_fd;	   /* the client's completion channel eventfd; -1: none */
+	uint64_t overruns; /* completions lost to a full CQ */
+};
+
+struct mrcd_qp {
+	struct mrcd *daemon;	/* for the engine's callbacks */
+	int owner;
+	uint32_t qpn;
+	uint8_t state;		/* enum mrc_ctl_qp_state */
+	int send_cq, recv_cq;	/* CQ slots */
+	bool sq_sig_all;
+	void *sq_mem, *rq_mem;
+	size_t sq_len, rq_len;
+	struct mrc_ring sq, rq;
+	bool sq_held, rq_held;	/* an entry taken from the ring that the engine had no room for */
+	struct mrc_sq_entry held_sq;
+	struct mrc_rq_entry held_rq;
+	struct mrc_ctl_connect_qp req;
+	struct mrc_conn *conn;
+	uint16_t peer_port;
+	uint16_t peer_max_payload;
+	uint32_t peer_planes;	/* bit i: peer_addr[i] is the peer on our plane i */
+	uint8_t peer_addr[MRC_MAX_PLANES][16];
+	uint64_t completions, error_completions;
+	uint64_t resolve_deadline_ns;
+};
+
+struct mrcd_clients {
+	struct mrcd_client client[MRCD_MAX_CLIENTS];
+	struct mrcd_mr *mrs;
+	struct mrcd_cq *cqs;
+	struct mrcd_qp *qps;
+	uint32_t generation; /* mixed into new handles so a stale one never names a new object */
+	unsigned n_mrs, n_cqs, n_qps;
+	uint64_t mapped_bytes;
+	uint64_t seed;
+	uint8_t *tx_buf;     /* MRCD_TX_BATCH packets of mtu bytes */
+	bool more_to_send;   /* the last pump stopped at its budget */
+};
+
+int mrcd_clients_init(struct mrcd *d);
+void mrcd_clients_fini(struct mrcd *d);
+
+/* A control connection closed: everything it owned is reclaimed. */
+void mrcd_clients_gone(struct mrcd *d, unsigned slot);
+
+/*
+ * One library request (the header already checked by mrcd_control_check). fds are what came
+ * with it; the handler takes the ones it keeps and sets them to -1. Returns the reply status
+ * (0 or -errno) and fills out/out_len and out_fds/n_out_fds.
+ */
+int mrcd_clients_request(struct mrcd *d, unsigned slot, const struct mrc_ctl_hdr *req,
+			 const uint8_t *payload, int *fds, unsigned n_fds, uint8_t *out,
+			 size_t out_cap, size_t *out_len, int *out_fds, unsigned *n_out_fds);
+
+/* A sequenced or QP-addressed datagram arrived. Returns false when no QP took it. */
+bool mrcd_clients_recv(struct mrcd *d, const struct mrc_packet *pkt,
+		       const struct mrcd_dgram *g, uint64_t now);
+
+/* Rings in, timers, packets out: one turn for every QP. */
+void mrcd_clients_pump(struct mrcd *d, uint64_t now);
+
+uint64_t mrcd_clients_next_timeout(const struct mrcd *d);
+
+/* A peer's discovery finished, changed or failed: QPs waiting on it go on. */
+void mrcd_clients_peer_event(struct mrcd *d, unsigned peer, int event);
+
+/* Stopping: every QP enters the error state, so clients see flush completions. */
+void mrcd_clients_flush_all(struct mrcd *d, uint64_t now);
+
+size_t mrcd_clients_qps_reply(const struct mrcd *d, uint8_t *buf, size_t cap);
+size_t mrcd_clients_paths_reply(const struct mrcd *d, uint8_t *buf, size_t cap);
+
+#endif /* METAROCE_DAEMON_CLIENTS_H */

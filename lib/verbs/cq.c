@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Completion queues and channels. The daemon produces completions into the CQ ring; polling
+ * is a read of shared memory, no system call. A completion channel is an eventfd in
+ * semaphore mode: the daemon adds one per event it raises on a CQ the application armed
+ * (ibv_req_notify_cq), and ibv_get_cq_event takes one and finds which CQ raised it from the
+ * per-CQ event count in the ring (lib/include/metaroce/shm.h).
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "proto/conn.h"
+
+/* --- channels ------------------------------------------------------------------------------ */
+
+struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
+{
+	struct mrv_channel *ch = calloc(1, sizeof(*ch));
+
+	if (!ch) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ch->ibch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
+	if (ch->ibch.fd < 0) {
+		int err = errno;
+
+		free(ch);
+		errno = err;
+		return NULL;
+	}
+	ch->ibch.context = context;
+	pthread_mutex_init(&ch->lock, NULL);
+	return &ch->ibch;
+}
+
+int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	struct mrv_channel *ch = (struct mrv_channel *)channel;
+
+	if (ch->cqs) {
+		errno = EBUSY; /* CQs still use it */
+		return -1;
+	}
+	close(channel->fd);
+	pthread_mutex_destroy(&ch->lock);
+	free(ch);
+	return 0;
+}
+
+int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void **cq_context)
+{
+	struct mrv_channel *ch = (struct mrv_channel *)channel;
+	uint64_t one;
+
+	/* blocks or not as the application set the fd (O_NONBLOCK), like rdma-core's */
+	if (read(channel->fd, &one, sizeof(one)) != sizeof(one))
+		return -1;
+	pthread_mutex_lock(&ch->lock);
+	for (struct mrv_cq *cq = ch->cqs; cq; cq = cq->next_on_channel) {
+		uint32_t raised = __atomic_load_n(&cq->ring.producer->aux, __ATOMIC_ACQUIRE);
+
+		if (raised != cq->events_seen) {
+			cq->events_seen++;
+			pthread_mutex_unlock(&ch->lock);
+			*cq_out = (struct ibv_cq *)&cq->ibcq;
+			*cq_context = cq->ibcq.cq_context;
+			return 0;
+		}
+	}
+	pthread_mutex_unlock(&ch->lock);
+	errno = EIO; /* an event no CQ accounts for: the daemon broke the protocol */
+	return -1;
+}
+
+void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	pthread_mutex_lock(&cq->mutex);
+	cq->comp_events_completed += nevents;
+	pthread_cond_signal(&cq->cond);
+	pthread_mutex_unlock(&cq->mutex);
+}
+
+/* --- polling ------------------------------------------------------------------------------- */
+
+static enum ibv_wc_status wc_status(uint8_t s)
+{
+	switch (s) {
+	case MRC_WC_SUCCESS: return IBV_WC_SUCCESS;
+	case MRC_WC_LOC_LEN_ERR: return IBV_WC_LOC_LEN_ERR;
+	case MRC_WC_WR_FLUSH_ERR: return IBV_WC_WR_FLUSH_ERR;
+	case MRC_WC_REM_ACCESS_ERR: return IBV_WC_REM_ACCESS_ERR;
+	case MRC_WC_REM_INV_REQ_ERR: return IBV_WC_REM_INV_REQ_ERR;
+	case MRC_WC_REM_OP_ERR: return IBV_WC_REM_OP_ERR;
+	case MRC_WC_RETRY_EXC_ERR: return IBV_WC_RETRY_EXC_ERR;
+	case MRC_WC_RNR_RETRY_EXC_ERR: return IBV_WC_RNR_RETRY_EXC_ERR;
+	case MRC_WC_LOC_QP_OP_ERR: return IBV_WC_LOC_QP_OP_ERR;
+	case MRC_WC_LOC_PROT_ERR: return IBV_WC_LOC_PROT_ERR;
+	default: return IBV_WC_GENERAL_ERR;
+	}
+}
+
+static enum ibv_wc_opcode wc_opcode(uint8_t op)
+{
+	switch (op) {
+	case MRC_WC_RDMA_WRITE: return IBV_WC_RDMA_WRITE;
+	case MRC_WC_RDMA_READ: return IBV_WC_RDMA_READ;
+	case MRC_WC_RECV: return IBV_WC_RECV;
+	case MRC_WC_RECV_RDMA_WITH_IMM: return IBV_WC_RECV_RDMA_WITH_IMM;
+	default: return IBV_WC_SEND;
+	}
+}
+
+static unsigned wc_flags(const struct mrc_cq_entry *e)
+{
+	return e->flags & MRC_WC_WITH_IMM ? IBV_WC_WITH_IMM : 0;
+}
+
+static void to_wc(const struct mrc_cq_entry *e, struct ibv_wc *wc)
+{
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = e->wr_id;
+	wc->status = wc_status(e->status);
+	wc->opcode = wc_opcode(e->opcode);
+	wc->byte_len = e->byte_len;
+	wc->imm_data = e->imm; /* the bits the sender posted, untouched */
+	wc->qp_num = e->qp_num;
+	wc->wc_flags = wc_flags(e);
+	wc->pkey_index = 0;
+}
+
+int mrv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
+{
+	struct mrv_cq *cq = (struct mrv_cq *)ibcq;
+	struct mrc_cq_entry e;
+	int got = 0;
+
+	pthread_spin_lock(&cq->lock);
+	while (got < n) {
+		int r = mrc_ring_consume(&cq->ring, &e);
+
+		if (r < 0) {
+			pthread_spin_unlock(&cq->lock);
+			return -1; /* the ring is corrupt: verbs has only "error" for that */
+		}
+		if (!r)
+			break;
+		to_wc(&e, &wc[got++]);
+	}
+	pthread_spin_unlock(&cq->lock);
+	return got;
+}
+
+int mrv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
+{
+	struct mrv_cq *cq = (struct mrv_cq *)ibcq;
+
+	if (!ibcq->channel)
+		return EINVAL;
+	__atomic_store_n(&cq->ring.consumer->aux,
+			 solicited_only ? MRC_CQ_ARM_SOLICITED : MRC_CQ_ARM_NEXT, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* --- extended polling ---------------------------------------------------------------------- */
+
+static int take(struct mrv_cq *cq)
+{
+	int r = mrc_ring_consume(&cq->ring, &cq->cur);
+
+	if (r <= 0)
+		return r < 0 ? EIO : ENOENT;
+	cq->ibcq.wr_id = cq->cur.wr_id;
+	cq->ibcq.status = wc_status(cq->cur.status);
+	return 0;
+}
+
+static int start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
+{
+	struct mrv_cq *cq = (struct mrv_cq *)ibcq;
+	int err;
+
+	if (attr->comp_mask)
+		return EINVAL;
+	pthread_spin_lock(&cq->lock);
+	err = take(cq);
+	if (err)
+		pthread_spin_unlock(&cq->lock); /* verbs: no end_poll after a failed start */
+	return err;
+}
+
+static int next_poll(struct ibv_cq_ex *ibcq)
+{
+	return take((struct mrv_cq *)ibcq);
+}
+
+static void end_poll(struct ibv_cq_ex *ibcq)
+{
+	pthread_spin_unlock(&((struct mrv_cq *)ibcq)->lock);
+}
+
+static enum ibv_wc_opcode read_opcode(struct ibv_cq_ex *c)
+{
+	return wc_opcode(((struct mrv_cq *)c)->cur.opcode);
+}
+
+static uint32_t read_vendor_err(struct ibv_cq_ex *c)
+{
+	(void)c;
+	return 0;
+}
+
+static uint32_t read_byte_len(struct ibv_cq_ex *c)
+{
+	return ((struct mrv_cq *)c)->cur.byte_len;
+}
+
+static __be32 read_imm_data(struct ibv_cq_ex *c)
+{
+	return ((struct mrv_cq *)c)->cur.imm;
+}
+
+static uint32_t read_qp_num(struct ibv_cq_ex *c)
+{
+	return ((struct mrv_cq *)c)->cur.qp_num;
+}
+
+static uint32_t read_zero32(struct ibv_cq_ex *c)
+{
+	(void)c;
+	return 0; /* source QP, SLID: meaningful for UD and IB only */
+}
+
+static unsigned int read_wc_flags(struct ibv_cq_ex *c)
+{
+	return wc_flags(&((struct mrv_cq *)c)->cur);
+}
+
+static uint8_t read_zero8(struct ibv_cq_ex *c)
+{
+	(void)c;
+	return 0; /* SL, DLID path bits: IB link-layer fields, zero on RoCE */
+}
+
+/* --- create and destroy -------------------------------------------------------------------- */
+
+static struct mrv_cq *cq_new(struct ibv_context *context, uint32_t cqe, void *cq_context,
+			     struct ibv_comp_channel *channel, uint64_t flags)
+{
+	struct mrv_context *ctx = to_ctx(context);
+	struct mrc_ctl_create_cq req = { .entries = cqe ? cqe : 1 };
+	struct mrc_ctl_cq rep;
+	struct mrv_cq *cq;
+	int fd = -1, chfd = channel ? channel->fd : -1;
+	unsigned n_fds = 1;
+	uint32_t len = 0;
+	int err;
+
+	if (cqe > (1u << 14) || (channel && channel->context != context)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (!cq) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = mrv_request(ctx, MRC_CTL_CREATE_CQ, &req, sizeof(req), channel ? &chfd : NULL,
+			  channel ? 1 : 0, &rep, sizeof(rep), &len, &fd, &n_fds);
+	if (!err && (len != sizeof(rep) || n_fds != 1))
+		err = EPROTO;
+	if (err)
+		goto fail;
+	cq->mem_len = MRC_RING_BYTES((size_t)rep.entries, sizeof(struct mrc_cq_entry));
+	cq->mem = mmap(NULL, cq->mem_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (cq->mem == MAP_FAILED ||
+	    mrc_ring_attach(&cq->ring, cq->mem, cq->mem_len, MRC_RING_CQ, 0)) {
+		err = EPROTO;
+		goto fail_daemon;
+	}
+	cq->ctx = ctx;
+	cq->handle = rep.handle;
+	cq->wc_flags = flags;
+	pthread_spin_init(&cq->lock, PTHREAD_PROCESS_PRIVATE);
+	cq->ibcq.context = context;
+	cq->ibcq.channel = channel;
+	cq->ibcq.cq_context = cq_context;
+	cq->ibcq.handle = rep.handle;
+	cq->ibcq.cqe = (int)rep.entries;
+	pthread_mutex_init(&cq->ibcq.mutex, NULL);
+	pthread_cond_init(&cq->ibcq.cond, NULL);
+	cq->ibcq.start_poll = start_poll;
+	cq->ibcq.next_poll = next_poll;
+	cq->ibcq.end_poll = end_poll;
+	cq->ibcq.read_opcode = read_opcode;
+	cq->ibcq.read_vendor_err = read_vendor_err;
+	cq->ibcq.read_byte_len = read_byte_len;
+	cq->ibcq.read_imm_data = read_imm_data;
+	cq->ibcq.read_qp_num = read_qp_num;
+	cq->ibcq.read_src_qp = read_zero32;
+	cq->ibcq.read_wc_flags = read_wc_flags;
+	cq->ibcq.read_slid = read_zero32;
+	cq->ibcq.read_sl = read_zero8;
+	cq->ibcq.read_dlid_path_bits = read_zero8;
+	if (channel) {
+		struct mrv_channel *ch = (struct mrv_channel *)channel;
+
+		pthread_mutex_lock(&ch->lock);
+		cq->next_on_channel = ch->cqs;
+		ch->cqs = cq;
+		pthread_mutex_unlock(&ch->lock);
+	}
+	return cq;
+
+fail_daemon: {
+	struct mrc_ctl_handle h = { .handle = rep.handle };
+
+	if (cq->mem != MAP_FAILED)
+		munmap(cq->mem, cq->mem_len);
+	mrv_request(ctx, MRC_CTL_DESTROY_CQ, &h, sizeof(h), NULL, 0, NULL, 0, NULL, NULL, NULL);
+}
+fail:
+	free(cq);
+	errno = err;
+	return NULL;
+}
+
+struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+			     struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct mrv_cq *cq;
+
+	if (cqe < 1 || comp_vector != 0) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = cq_new(context, (uint32_t)cqe, cq_context, channel, 0);
+	return cq ? (struct ibv_cq *)&cq->ibcq : NULL;
+}
+
+struct ibv_cq_ex *mrv_create_cq_ex(struct ibv_context *context, struct ibv_cq_init_attr_ex *attr)
+{
+	struct mrv_cq *cq;
+
+	/* completion timestamps, VLANs, flow tags: nothing here fills them, so refuse them */
+	if ((attr->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS) ||
+	    (attr->comp_mask & ~(uint32_t)(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD)) ||
+	    attr->comp_vector != 0 || !attr->cqe) {
+		errno = attr->wc_flags & ~(uint64_t)IBV_WC_STANDARD_FLAGS ? EOPNOTSUPP : EINVAL;
+		return NULL;
+	}
+	cq = cq_new(context, attr->cqe, attr->cq_context, attr->channel, attr->wc_flags);
+	return cq ? &cq->ibcq : NULL;
+}
+
+int ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct mrv_cq *cq = (struct mrv_cq *)ibcq;
+	struct mrc_ctl_handle h = { .handle = cq->handle };
+	int err = mrv_request(cq->ctx, MRC_CTL_DESTROY_CQ, &h, sizeof(h), NULL, 0, NULL, 0, NULL,
+			      NULL, NULL);
+
+	if (err && err != ENODEV)
+		return err; /* EBUSY: a QP still uses it */
+	if (ibcq->channel) {
+		struct mrv_channel *ch = (struct mrv_channel *)ibcq->channel;
+
+		pthread_mutex_lock(&ch->lock);
+		for (struct mrv_cq **p = &ch->cqs; *p; p = &(*p)->next_on_channel)
+			if (*p == cq) {
+				*p = cq->next_on_channel;
+				break;
+			}
+		pthread_mutex_unlock(&ch->lock);
+	}
+	munmap(cq->mem, cq->mem_len);
+	pthread_spin_destroy(&cq->lock);
+	free(cq);
+	return 0;
+}
+
+int ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	/* the ring is sized at creation; a CQ already as large is a no-op resize */
+	if (cqe >= 1 && cqe <= cq->cqe)
+		return 0;
+	return EOPNOTSUPP;
+}

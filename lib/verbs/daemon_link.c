@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The library's end of the control socket (lib/include/metaroce/ctl.h): one SOCK_SEQPACKET
+ * connection per open device context, requests answered in order, descriptors as SCM_RIGHTS.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define MAX_REPLY_FDS 2
+
+const char *mrv_socket_path(void)
+{
+	const char *p = getenv("METAROCE_SOCKET");
+
+	return p && *p ? p : MRV_DEFAULT_SOCKET;
+}
+
+static int send_request(int fd, const void *buf, size_t len, const int *fds, unsigned n_fds)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * MRC_CTL_MAX_SEGMENTS)];
+	} ctrl;
+	struct iovec iov = { (void *)buf, len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+	if (n_fds > MRC_CTL_MAX_SEGMENTS)
+		return EINVAL;
+	if (n_fds) {
+		struct cmsghdr *c;
+
+		memset(&ctrl, 0, sizeof(ctrl));
+		msg.msg_control = ctrl.buf;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
+	}
+	while (sendmsg(fd, &msg, MSG_NOSIGNAL) < 0)
+		if (errno != EINTR)
+			return errno;
+	return 0;
+}
+
+/* Receives one reply; fds beyond what the caller takes are closed, never leaked. */
+static ssize_t recv_reply(int fd, void *buf, size_t cap, int *fds, unsigned *n_fds)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * MAX_REPLY_FDS)];
+	} ctrl;
+	struct iovec iov = { buf, cap };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl.buf,
+			      .msg_controllen = sizeof(ctrl.buf) };
+	unsigned want = *n_fds;
+	ssize_t n;
+
+	*n_fds = 0;
+	do
+		n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		unsigned k;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (unsigned)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (unsigned i = 0; i < k; i++) {
+			int f;
+
+			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (*n_fds < want)
+				fds[(*n_fds)++] = f;
+			else
+				close(f);
+		}
+	}
+	return n;
+}
+
+static int transact(int fd, uint32_t seq, uint16_t type, const void *payload, uint32_t len,
+		    const int *fds, unsigned n_fds, void *reply, uint32_t reply_cap,
+		    uint32_t *reply_len, int *rfds, unsigned *n_rfds)
+{
+	static __thread uint8_t buf[MRC_CTL_MAX_MSG];
+	struct mrc_ctl_hdr h = { .magic = MRC_CTL_MAGIC, .version = MRC_CTL_VERSION,
+				 .type = type, .len = len, .seq = seq };
+	unsigned got_fds = n_rfds ? *n_rfds : 0;
+	int fdbuf[MAX_REPLY_FDS];
+	ssize_t n;
+	int err;
+
+	if (len > sizeof(buf) - sizeof(h) || got_fds > MAX_REPLY_FDS)
+		return EINVAL;
+	memcpy(buf, &h, sizeof(h));
+	if (len)
+		memcpy(buf + sizeof(h), payload, len);
+	err = send_request(fd, buf, sizeof(h) + len, fds, n_fds);
+	if (err)
+		return err;
+	n = recv_reply(fd, buf, sizeof(buf), fdbuf, &got_fds);
+	if (n < 0)
+		return errno;
+	if (n == 0)
+		return ECONNRESET; /* the daemon went away */
+	memcpy(&h, buf, sizeof(h));
+	if ((size_t)n < sizeof(h) || h.magic != MRC_CTL_MAGIC || h.seq != seq ||
+	    h.len != (size_t)n - sizeof(h) || h.status > 0) {
+		err = EPROTO;
+	} else if (h.status < 0) {
+		err = -h.status;
+	} else if (h.len > reply_cap) {
+		err = EPROTO;
+	} else {
+		if (h.len)
+			memcpy(reply, buf + sizeof(h), h.len);
+		if (reply_len)
+			*reply_len = h.len;
+		for (unsigned i = 0; i < got_fds; i++)
+			rfds[i] = fdbuf[i];
+		if (n_rfds)
+			*n_rfds = got_fds;
+		return 0;
+	}
+	for (unsigned i = 0; i < got_fds; i++)
+		close(fdbuf[i]);
+	return err;
+}
+
+int mrv_link_open(struct mrc_ctl_status *status, int doorbell_fd, int *fd_out)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	const char *path = mrv_socket_path();
+	struct mrc_ctl_hello hello = { .abi = MRC_CTL_CLIENT_ABI };
+	uint32_t len = 0;
+	int fd, err;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return ENAMETOOLONG;
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return errno;
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun))) {
+		err = errno;
+		close(fd);
+		return err;
+	}
+	if (doorbell_fd >= 0)
+		err = transact(fd, 1, MRC_CTL_HELLO, &hello, sizeof(hello), &doorbell_fd, 1, status,
+			       sizeof(*status), &len, NULL, NULL);
+	else
+		err = transact(fd, 1, MRC_CTL_STATUS, NULL, 0, NULL, 0, status, sizeof(*status),
+			       &len, NULL, NULL);
+	if (!err && len != sizeof(*status))
+		err = EPROTO; /* a daemon of another version */
+	if (err) {
+		close(fd);
+		return err;
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+int mrv_request(struct mrv_context *ctx, uint16_t type, const void *payload, uint32_t len,
+		const int *fds, unsigned n_fds, void *reply, uint32_t reply_cap,
+		uint32_t *reply_len, int *rfds, unsigned *n_rfds)
+{
+	int err;
+
+	pthread_mutex_lock(&ctx->ctl_lock);
+	if (ctx->dead) {
+		err = ENODEV;
+	} else {
+		err = transact(ctx->ctl_fd, ++ctx->seq, type, payload, len, fds, n_fds, reply,
+			       reply_cap, reply_len, rfds, n_rfds);
+		if (err == ECONNRESET || err == EPIPE || err == EPROTO) {
+			uint64_t one = 1;
+
+			/* the device is gone for good: say so on the async fd */
+			ctx->dead = true;
+			if (write(ctx->vctx.context.async_fd, &one, sizeof(one)) < 0)
+				err = ENODEV;
+			err = ENODEV;
+		}
+	}
+	pthread_mutex_unlock(&ctx->ctl_lock);
+	return err;
+}
+
+void mrv_ring_doorbell(struct mrv_context *ctx)
+{
+	uint64_t one = 1;
+
+	/* a full eventfd counter still wakes the daemon: nothing to retry */
+	if (write(ctx->doorbell_fd, &one, sizeof(one)) < 0)
+		return;
+}

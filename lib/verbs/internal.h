@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * libmetaroce: the libibverbs ABI over metaroced. Each verbs object is the public rdma-core
+ * struct embedded first in ours, so the inline functions of <infiniband/verbs.h> (which call
+ * through context->ops and verbs_context) reach this library, and a pointer the application
+ * holds converts back with a cast.
+ *
+ *     ibv_open_device   one control connection to the daemon (HELLO with a doorbell eventfd)
+ *     ibv_reg_mr        the pages move under sealed memfds the daemon maps (shm/share.c)
+ *     ibv_create_cq     a CQ ring the daemon produces into; channel = an eventfd it writes
+ *     ibv_create_qp     SQ and RQ rings this library produces into, doorbell after each post
+ *     ibv_modify_qp     verbs states are kept here; reaching RTS connects the QP in the daemon
+ */
+#ifndef METAROCE_VERBS_INTERNAL_H
+#define METAROCE_VERBS_INTERNAL_H
+
+#include <infiniband/verbs.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <metaroce/ctl.h>
+#include <metaroce/shm.h>
+
+#include "shm/ring.h"
+
+#define MRV_DEVICE_NAME "metaroce0"
+#define MRV_MAX_INLINE 256
+#define MRV_DEFAULT_SOCKET "/run/metaroce/metaroced.sock"
+
+/* The daemon's control socket as this process reaches it (METAROCE_SOCKET overrides). */
+const char *mrv_socket_path(void);
+
+struct mrv_device {
+	struct ibv_device ibdev; /* first: what ibv_get_device_list hands out */
+	struct mrc_ctl_status status; /* as the daemon described itself when listed */
+};
+
+struct mrv_context {
+	struct verbs_context vctx; /* ends in struct ibv_context */
+	int ctl_fd;		   /* this context's control connection */
+	int doorbell_fd;	   /* written after each post; the daemon waits on it */
+	pthread_mutex_t ctl_lock;  /* one request at a time on ctl_fd */
+	uint32_t seq;
+	struct mrc_ctl_status status;
+	bool dead;		   /* the daemon went away */
+};
+
+struct mrv_pd {
+	struct ibv_pd ibpd;
+};
+
+struct mrv_mr {
+	struct ibv_mr ibmr;
+	unsigned n_segments;
+	struct mrv_segment **segments; /* references into the page registry */
+	unsigned access;
+};
+
+struct mrv_cq {
+	struct ibv_cq_ex ibcq; /* every CQ is an extended one; ibv_cq is its prefix */
+	struct mrv_context *ctx;
+	uint32_t handle;
+	void *mem;
+	size_t mem_len;
+	struct mrc_ring ring;
+	uint32_t events_seen;	 /* completion events taken by ibv_get_cq_event */
+	pthread_spinlock_t lock;
+	struct mrc_cq_entry cur; /* ibv_start_poll's current entry */
+	uint64_t wc_flags;	 /* the ibv_create_cq_ex fields the application asked for */
+	struct mrv_cq *next_on_channel;
+};
+
+struct mrv_channel {
+	struct ibv_comp_channel ibch;
+	pthread_mutex_t lock;
+	struct mrv_cq *cqs; /* the CQs bound to this channel */
+};
+
+struct mrv_qp {
+	struct ibv_qp_ex ibqpx; /* every QP is an extended one; ibv_qp is its prefix */
+	struct mrv_context *ctx;
+	struct mrv_cq *send_cq, *recv_cq;
+	void *sq_mem, *rq_mem;
+	size_t sq_len, rq_len;
+	struct mrc_ring sq, rq;
+	pthread_spinlock_t lock;
+	struct ibv_qp_cap cap;
+	struct ibv_qp_attr attr; /* what modify_qp settled, for query_qp */
+	int attr_mask_set;
+	bool sq_sig_all;
+	bool extended;		 /* created with send_ops_flags: ibv_qp_to_qp_ex answers */
+	/* inline data is copied here; slot i belongs to the i-th post modulo the ring */
+	uint8_t *inline_buf;
+	struct ibv_mr *inline_mr;
+	uint32_t inline_next;
+	/* ibv_wr_* builds entries here until ibv_wr_complete */
+	struct mrc_sq_entry *staged;
+	uint32_t n_staged;
+	int wr_error;		 /* first error of the current ibv_wr_start batch */
+};
+
+static inline struct mrv_context *to_ctx(struct ibv_context *c)
+{
+	return (struct mrv_context *)((uint8_t *)c - __builtin_offsetof(struct mrv_context,
+									   vctx.context));
+}
+
+/* --- the control connection (daemon_link.c) --- */
+int mrv_link_open(struct mrc_ctl_status *status, int doorbell_fd, int *fd_out);
+/*
+ * One request and its reply on the context's connection. fds go with the request; up to
+ * *n_rfds come back. Returns 0 or a positive errno (the daemon's, or of the socket).
+ */
+int mrv_request(struct mrv_context *ctx, uint16_t type, const void *payload, uint32_t len,
+		const int *fds, unsigned n_fds, void *reply, uint32_t reply_cap,
+		uint32_t *reply_len, int *rfds, unsigned *n_rfds);
+void mrv_ring_doorbell(struct mrv_context *ctx);
+
+/*
+ * Exported symbols rdma-core declares only in its private headers (driver.h): perftest and
+ * rdma-core's own tools import them. The GID type is rdma-core's enum ibv_gid_type_sysfs.
+ */
+#define MRV_GID_TYPE_SYSFS_ROCE_V2 1
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
+		       int *type);
+int ibv_dontfork_range(void *base, size_t size);
+int ibv_dofork_range(void *base, size_t size);
+
+/* --- pieces other files need --- */
+int mrv_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *attr,
+		   size_t attr_len);
+int mrv_query_device_ex(struct ibv_context *context, const struct ibv_query_device_ex_input *in,
+			struct ibv_device_attr_ex *attr, size_t attr_size);
+struct ibv_cq_ex *mrv_create_cq_ex(struct ibv_context *context,
+				   struct ibv_cq_init_attr_ex *attr);
+struct ibv_qp *mrv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr);
+int mrv_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int mrv_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int mrv_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+int mrv_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+struct ibv_mr *mrv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+			  unsigned access);
+
+#endif /* METAROCE_VERBS_INTERNAL_H */

@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Memory registration. The pages under a region move beneath sealed memfds (shm/share.c) that
+ * the daemon maps; one-sided operations then land in the application's memory with no call
+ * on its side. Pages already moved for an earlier region are not moved again (that would cut
+ * the earlier region off from the pages the application sees): a page registry remembers each
+ * shared segment, and a region is the run of segments that covers it, old and new.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "shm/share.h"
+
+struct mrv_segment {
+	uintptr_t start, end; /* page aligned */
+	int fd;
+	unsigned refs;
+};
+
+/* Segments sorted by address, never overlapping. */
+static struct {
+	pthread_mutex_t lock;
+	struct mrv_segment **v;
+	unsigned n, cap;
+} registry = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static int registry_insert(struct mrv_segment *s)
+{
+	unsigned at = 0;
+
+	if (registry.n == registry.cap) {
+		unsigned cap = registry.cap ? registry.cap * 2 : 64;
+		struct mrv_segment **v = realloc(registry.v, cap * sizeof(*v));
+
+		if (!v)
+			return ENOMEM;
+		registry.v = v;
+		registry.cap = cap;
+	}
+	while (at < registry.n && registry.v[at]->start < s->start)
+		at++;
+	memmove(registry.v + at + 1, registry.v + at, (registry.n - at) * sizeof(*registry.v));
+	registry.v[at] = s;
+	registry.n++;
+	return 0;
+}
+
+static void segment_put(struct mrv_segment *s)
+{
+	if (--s->refs)
+		return;
+	/* the pages stay memfd-backed and keep their bytes; only the registry forgets them */
+	for (unsigned i = 0; i < registry.n; i++)
+		if (registry.v[i] == s) {
+			memmove(registry.v + i, registry.v + i + 1,
+				(registry.n - i - 1) * sizeof(*registry.v));
+			registry.n--;
+			break;
+		}
+	close(s->fd);
+	free(s);
+}
+
+/* The segment holding addr, or the first one after it (NULL: none). */
+static struct mrv_segment *segment_at_or_after(uintptr_t addr)
+{
+	for (unsigned i = 0; i < registry.n; i++)
+		if (registry.v[i]->end > addr)
+			return registry.v[i];
+	return NULL;
+}
+
+/* Covers [start, end) with segments, sharing the pages not yet shared. */
+static int cover(uintptr_t start, uintptr_t end, struct mrv_segment **out, unsigned *n_out)
+{
+	uintptr_t at = start;
+	unsigned n = 0;
+	int err = 0;
+
+	while (at < end) {
+		struct mrv_segment *s = segment_at_or_after(at);
+
+		if (n == MRC_CTL_MAX_SEGMENTS) {
+			err = E2BIG; /* too fragmented by earlier registrations */
+			break;
+		}
+		if (!s || s->start > at) {
+			uintptr_t gap_end = s && s->start < end ? s->start : end;
+			struct mrc_shared_range r;
+			struct mrv_segment *ns = calloc(1, sizeof(*ns));
+
+			if (!ns) {
+				err = ENOMEM;
+				break;
+			}
+			err = -mrc_share_range((void *)at, gap_end - at, &r);
+			if (err) {
+				free(ns);
+				break;
+			}
+			*ns = (struct mrv_segment){ at, gap_end, r.fd, 0 };
+			err = registry_insert(ns);
+			if (err) {
+				close(ns->fd); /* the pages stay moved; only the registry lacks them */
+				free(ns);
+				break;
+			}
+			s = ns;
+		}
+		s->refs++;
+		out[n++] = s;
+		at = s->end;
+	}
+	if (err)
+		while (n)
+			segment_put(out[--n]);
+	*n_out = n;
+	return err;
+}
+
+static unsigned to_ctl_access(unsigned ibv)
+{
+	return (ibv & IBV_ACCESS_LOCAL_WRITE ? MRC_CTL_ACCESS_LOCAL_WRITE : 0) |
+	       (ibv & IBV_ACCESS_REMOTE_WRITE ? MRC_CTL_ACCESS_REMOTE_WRITE : 0) |
+	       (ibv & IBV_ACCESS_REMOTE_READ ? MRC_CTL_ACCESS_REMOTE_READ : 0);
+}
+
+/* What verbs asks of access flags: remote write needs local write [IB spec 10.6.3.1]. */
+static int check_access(unsigned access)
+{
+	unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			 IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE;
+
+	if (access & IBV_ACCESS_REMOTE_ATOMIC)
+		return EOPNOTSUPP; /* no atomics on this device */
+	if (access & ~known)
+		return EOPNOTSUPP;
+	if ((access & IBV_ACCESS_REMOTE_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE))
+		return EINVAL;
+	return 0;
+}
+
+/* Registers [addr, addr + length) in the daemon, named by iova; fills mr's keys. */
+static int register_range(struct mrv_context *ctx, struct mrv_mr *mr, void *addr, size_t length,
+			  uint64_t iova, unsigned access)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)addr & ~(page - 1);
+	uintptr_t end = ((uintptr_t)addr + length + page - 1) & ~(page - 1);
+	struct mrv_segment *segs[MRC_CTL_MAX_SEGMENTS];
+	struct {
+		struct mrc_ctl_reg_mr r;
+		struct mrc_ctl_mr_segment seg[MRC_CTL_MAX_SEGMENTS];
+	} req;
+	int fds[MRC_CTL_MAX_SEGMENTS];
+	struct mrc_ctl_mr keys;
+	uint32_t len = 0;
+	unsigned n;
+	int err;
+
+	if (!addr || !length || (uintptr_t)addr > UINTPTR_MAX - length - page)
+		return EINVAL;
+	pthread_mutex_lock(&registry.lock);
+	err = cover(start, end, segs, &n);
+	if (err) {
+		pthread_mutex_unlock(&registry.lock);
+		return err;
+	}
+	memset(&req, 0, sizeof(req));
+	req.r.iova = iova;
+	req.r.length = length;
+	req.r.offset = (uintptr_t)addr - start;
+	req.r.access = to_ctl_access(access);
+	req.r.n_segments = n;
+	for (unsigned i = 0; i < n; i++) {
+		/* a segment may begin before the region: send only the pages the region spans */
+		uintptr_t from = segs[i]->start > start ? segs[i]->start : start;
+		uintptr_t to = segs[i]->end < end ? segs[i]->end : end;
+
+		req.seg[i].fd_offset = from - segs[i]->start;
+		req.seg[i].length = to - from;
+		fds[i] = segs[i]->fd;
+	}
+	err = mrv_request(ctx, MRC_CTL_REG_MR, &req,
+			  (uint32_t)(sizeof(req.r) + n * sizeof(req.seg[0])), fds, n, &keys,
+			  sizeof(keys), &len, NULL, NULL);
+	if (!err && len != sizeof(keys))
+		err = EPROTO;
+	if (err) {
+		while (n)
+			segment_put(segs[--n]);
+		pthread_mutex_unlock(&registry.lock);
+		return err;
+	}
+	mr->segments = malloc(n * sizeof(*mr->segments));
+	if (!mr->segments) {
+		struct mrc_ctl_handle h = { .handle = keys.lkey };
+
+		mrv_request(ctx, MRC_CTL_DEREG_MR, &h, sizeof(h), NULL, 0, NULL, 0, NULL, NULL,
+			    NULL);
+		while (n)
+			segment_put(segs[--n]);
+		pthread_mutex_unlock(&registry.lock);
+		return ENOMEM;
+	}
+	memcpy(mr->segments, segs, n * sizeof(*segs));
+	mr->n_segments = n;
+	pthread_mutex_unlock(&registry.lock);
+	mr->ibmr.addr = addr;
+	mr->ibmr.length = length;
+	mr->ibmr.lkey = keys.lkey;
+	mr->ibmr.rkey = keys.rkey;
+	mr->ibmr.handle = keys.lkey;
+	mr->access = access;
+	return 0;
+}
+
+static int unregister(struct mrv_mr *mr)
+{
+	struct mrc_ctl_handle h = { .handle = mr->ibmr.lkey };
+	int err;
+
+	if (!mr->n_segments)
+		return 0; /* a failed ibv_rereg_mr already released it */
+	err = mrv_request(to_ctx(mr->ibmr.context), MRC_CTL_DEREG_MR, &h, sizeof(h), NULL, 0,
+			      NULL, 0, NULL, NULL, NULL);
+
+	/* a daemon that is gone has forgotten the region already */
+	if (err && err != ENODEV)
+		return err;
+	pthread_mutex_lock(&registry.lock);
+	for (unsigned i = 0; i < mr->n_segments; i++)
+		segment_put(mr->segments[i]);
+	pthread_mutex_unlock(&registry.lock);
+	free(mr->segments);
+	mr->segments = NULL;
+	mr->n_segments = 0;
+	return 0;
+}
+
+struct ibv_mr *mrv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+			  unsigned access)
+{
+	struct mrv_mr *mr;
+	int err = check_access(access);
+
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	mr = calloc(1, sizeof(*mr));
+	if (!mr) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	err = register_range(to_ctx(pd->context), mr, addr, length, iova, access);
+	if (err) {
+		free(mr);
+		errno = err;
+		return NULL;
+	}
+	mr->ibmr.context = pd->context;
+	mr->ibmr.pd = pd;
+	return &mr->ibmr;
+}
+
+struct ibv_mr *(ibv_reg_mr)(struct ibv_pd *pd, void *addr, size_t length, int access)
+{
+	return mrv_reg_mr(pd, addr, length, (uintptr_t)addr, (unsigned)access);
+}
+
+struct ibv_mr *(ibv_reg_mr_iova)(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+				 int access)
+{
+	return mrv_reg_mr(pd, addr, length, iova, (unsigned)access);
+}
+
+struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+				unsigned int access)
+{
+	return mrv_reg_mr(pd, addr, length, iova, access);
+}
+
+int ibv_dereg_mr(struct ibv_mr *ibmr)
+{
+	struct mrv_mr *mr = (struct mrv_mr *)ibmr;
+	int err = unregister(mr);
+
+	if (err)
+		return err;
+	free(mr);
+	return 0;
+}
+
+/*
+ * A new translation, PD or access for an existing region: the old registration is released
+ * and a new one made, so the keys change, as verbs allows. A failure after the release
+ * returns IBV_REREG_MR_ERR_CMD and leaves the region unusable except for ibv_dereg_mr.
+ */
+int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr, size_t length,
+		 int access)
+{
+	struct mrv_mr *mr = (struct mrv_mr *)ibmr;
+	void *new_addr = ibmr->addr;
+	size_t new_len = ibmr->length;
+	unsigned new_access = mr->access;
+
+	if (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED || !flags)
+		return IBV_REREG_MR_ERR_INPUT;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		new_addr = addr;
+		new_len = length;
+		if (!addr || !length)
+			return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_ACCESS) {
+		new_access = (unsigned)access;
+		if (check_access(new_access))
+			return IBV_REREG_MR_ERR_INPUT;
+	}
+	if ((flags & IBV_REREG_MR_CHANGE_PD) && (!pd || pd->context != ibmr->context))
+		return IBV_REREG_MR_ERR_INPUT;
+	if (unregister(mr))
+		return IBV_REREG_MR_ERR_CMD;
+	if (register_range(to_ctx(ibmr->context), mr, new_addr, new_len, (uintptr_t)new_addr,
+			   new_access))
+		return IBV_REREG_MR_ERR_CMD;
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		ibmr->pd = pd;
+	return 0;
+}

@@ -1,0 +1,698 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * RC queue pairs. Posting writes descriptors into the SQ or RQ ring and rings the doorbell;
+ * the daemon validates and executes them. The verbs state machine (RESET, INIT, RTR, RTS,
+ * ERR) is kept here: the daemon learns of a QP's peer once, when it reaches RTS.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "proto/conn.h"
+
+#define MRV_SEND_OPS                                                                          \
+	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |  \
+	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ)
+
+static struct mrv_qp *to_qp(struct ibv_qp *qp)
+{
+	return (struct mrv_qp *)qp;
+}
+
+static bool daemon_says_error(struct mrv_qp *qp)
+{
+	return __atomic_load_n(&qp->sq.consumer->aux, __ATOMIC_ACQUIRE) == MRC_QP_AUX_ERROR;
+}
+
+/* --- posting ------------------------------------------------------------------------------- */
+
+static int wr_opcode(enum ibv_wr_opcode op, uint8_t *out)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE: *out = MRC_WR_WRITE; return 0;
+	case IBV_WR_RDMA_WRITE_WITH_IMM: *out = MRC_WR_WRITE_IMM; return 0;
+	case IBV_WR_SEND: *out = MRC_WR_SEND; return 0;
+	case IBV_WR_SEND_WITH_IMM: *out = MRC_WR_SEND_IMM; return 0;
+	case IBV_WR_RDMA_READ: *out = MRC_WR_READ; return 0;
+	default: return EOPNOTSUPP; /* atomics, memory windows, invalidation, TSO */
+	}
+}
+
+static uint8_t send_flags(unsigned flags)
+{
+	return (flags & IBV_SEND_SIGNALED ? MRC_SEND_SIGNALED : 0) |
+	       (flags & IBV_SEND_SOLICITED ? MRC_SEND_SOLICITED : 0) |
+	       (flags & IBV_SEND_FENCE ? MRC_SEND_FENCE : 0);
+}
+
+/*
+ * Inline data is copied into this QP's own registered slot for the post, so the caller's
+ * buffer is free on return. Slots are reused after a ring's worth of posts, which verbs'
+ * limit of max_send_wr outstanding requests makes safe.
+ */
+static int copy_inline(struct mrv_qp *qp, const struct ibv_data_buf *bufs, size_t n,
+		       struct mrc_sq_entry *e)
+{
+	uint8_t *slot = qp->inline_buf + (size_t)(qp->inline_next % qp->sq.entries) * MRV_MAX_INLINE;
+	size_t total = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (bufs[i].length > MRV_MAX_INLINE - total)
+			return EINVAL;
+		memcpy(slot + total, bufs[i].addr, bufs[i].length);
+		total += bufs[i].length;
+	}
+	qp->inline_next++;
+	e->num_sge = total ? 1 : 0;
+	e->sge[0] = (struct mrc_shm_sge){ (uintptr_t)slot, (uint32_t)total,
+					  qp->inline_mr->lkey };
+	return 0;
+}
+
+static int build_send(struct mrv_qp *qp, const struct ibv_send_wr *wr, struct mrc_sq_entry *e)
+{
+	int err;
+
+	memset(e, 0, sizeof(*e));
+	err = wr_opcode(wr->opcode, &e->opcode);
+	if (err)
+		return err;
+	if (wr->num_sge < 0 || wr->num_sge > (int)qp->cap.max_send_sge)
+		return EINVAL;
+	e->wr_id = wr->wr_id;
+	e->flags = send_flags(wr->send_flags);
+	e->imm = wr->imm_data;
+	if (e->opcode == MRC_WR_WRITE || e->opcode == MRC_WR_WRITE_IMM ||
+	    e->opcode == MRC_WR_READ) {
+		e->rkey = wr->wr.rdma.rkey;
+		e->raddr = wr->wr.rdma.remote_addr;
+	}
+	if ((wr->send_flags & IBV_SEND_INLINE) && e->opcode != MRC_WR_READ) {
+		struct ibv_data_buf bufs[MRC_RING_MAX_SGE];
+
+		for (int i = 0; i < wr->num_sge; i++)
+			bufs[i] = (struct ibv_data_buf){ (void *)(uintptr_t)wr->sg_list[i].addr,
+							 wr->sg_list[i].length };
+		return copy_inline(qp, bufs, (size_t)wr->num_sge, e);
+	}
+	e->num_sge = (uint8_t)wr->num_sge;
+	for (int i = 0; i < wr->num_sge; i++)
+		e->sge[i] = (struct mrc_shm_sge){ wr->sg_list[i].addr, wr->sg_list[i].length,
+						  wr->sg_list[i].lkey };
+	return 0;
+}
+
+int mrv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct mrv_qp *qp = to_qp(ibqp);
+	int err = 0;
+	bool posted = false;
+
+	pthread_spin_lock(&qp->lock);
+	if (ibqp->state < IBV_QPS_RTS && ibqp->state != IBV_QPS_ERR) {
+		err = EINVAL; /* verbs: sends are posted from RTS on */
+		*bad = wr;
+	}
+	for (; wr && !err; wr = wr->next) {
+		struct mrc_sq_entry e;
+
+		err = build_send(qp, wr, &e);
+		if (!err)
+			err = mrc_ring_produce(&qp->sq, &e) ? ENOMEM : 0;
+		if (err)
+			*bad = wr;
+		else
+			posted = true;
+	}
+	pthread_spin_unlock(&qp->lock);
+	if (posted)
+		mrv_ring_doorbell(qp->ctx);
+	return err;
+}
+
+int mrv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	struct mrv_qp *qp = to_qp(ibqp);
+	int err = 0;
+	bool posted = false;
+
+	pthread_spin_lock(&qp->lock);
+	if (ibqp->state == IBV_QPS_RESET) {
+		err = EINVAL;
+		*bad = wr;
+	}
+	for (; wr && !err; wr = wr->next) {
+		struct mrc_rq_entry e;
+
+		if (wr->num_sge < 0 || wr->num_sge > (int)qp->cap.max_recv_sge) {
+			err = EINVAL;
+			*bad = wr;
+			break;
+		}
+		memset(&e, 0, sizeof(e));
+		e.wr_id = wr->wr_id;
+		e.num_sge = (uint8_t)wr->num_sge;
+		for (int i = 0; i < wr->num_sge; i++)
+			e.sge[i] = (struct mrc_shm_sge){ wr->sg_list[i].addr, wr->sg_list[i].length,
+							 wr->sg_list[i].lkey };
+		if (mrc_ring_produce(&qp->rq, &e)) {
+			err = ENOMEM;
+			*bad = wr;
+		} else {
+			posted = true;
+		}
+	}
+	pthread_spin_unlock(&qp->lock);
+	if (posted)
+		mrv_ring_doorbell(qp->ctx);
+	return err;
+}
+
+/* --- the ibv_wr_* interface ---------------------------------------------------------------- */
+
+static struct mrc_sq_entry *wr_begin(struct ibv_qp_ex *qpx, uint8_t opcode)
+{
+	struct mrv_qp *qp = (struct mrv_qp *)qpx;
+	struct mrc_sq_entry *e;
+
+	if (qp->n_staged == qp->sq.entries) {
+		qp->wr_error = ENOMEM;
+		return NULL;
+	}
+	e = &qp->staged[qp->n_staged++];
+	memset(e, 0, sizeof(*e));
+	e->wr_id = qpx->wr_id;
+	e->opcode = opcode;
+	e->flags = send_flags(qpx->wr_flags);
+	return e;
+}
+
+static struct mrc_sq_entry *wr_current(struct ibv_qp_ex *qpx)
+{
+	struct mrv_qp *qp = (struct mrv_qp *)qpx;
+
+	if (!qp->n_staged) {
+		qp->wr_error = EINVAL; /* a data setter before any operation */
+		return NULL;
+	}
+	return &qp->staged[qp->n_staged - 1];
+}
+
+static void wr_rdma(struct ibv_qp_ex *qpx, uint8_t op, uint32_t rkey, uint64_t raddr,
+		    __be32 imm)
+{
+	struct mrc_sq_entry *e = wr_begin(qpx, op);
+
+	if (e) {
+		e->rkey = rkey;
+		e->raddr = raddr;
+		e->imm = imm;
+	}
+}
+
+static void wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr)
+{
+	wr_rdma(qpx, MRC_WR_WRITE, rkey, raddr, 0);
+}
+
+static void wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, __be32 imm)
+{
+	wr_rdma(qpx, MRC_WR_WRITE_IMM, rkey, raddr, imm);
+}
+
+static void wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr)
+{
+	wr_rdma(qpx, MRC_WR_READ, rkey, raddr, 0);
+}
+
+static void wr_send(struct ibv_qp_ex *qpx)
+{
+	wr_begin(qpx, MRC_WR_SEND);
+}
+
+static void wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm)
+{
+	struct mrc_sq_entry *e = wr_begin(qpx, MRC_WR_SEND_IMM);
+
+	if (e)
+		e->imm = imm;
+}
+
+static void wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr, uint32_t length)
+{
+	struct mrc_sq_entry *e = wr_current(qpx);
+
+	if (e) {
+		e->num_sge = 1;
+		e->sge[0] = (struct mrc_shm_sge){ addr, length, lkey };
+	}
+}
+
+static void wr_set_sge_list(struct ibv_qp_ex *qpx, size_t n, const struct ibv_sge *sg)
+{
+	struct mrc_sq_entry *e = wr_current(qpx);
+
+	if (!e)
+		return;
+	if (n > MRC_RING_MAX_SGE) {
+		((struct mrv_qp *)qpx)->wr_error = EINVAL;
+		return;
+	}
+	e->num_sge = (uint8_t)n;
+	for (size_t i = 0; i < n; i++)
+		e->sge[i] = (struct mrc_shm_sge){ sg[i].addr, sg[i].length, sg[i].lkey };
+}
+
+static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t n,
+				    const struct ibv_data_buf *bufs)
+{
+	struct mrv_qp *qp = (struct mrv_qp *)qpx;
+	struct mrc_sq_entry *e = wr_current(qpx);
+
+	if (e && (e->opcode == MRC_WR_READ || copy_inline(qp, bufs, n, e)))
+		qp->wr_error = EINVAL;
+}
+
+static void wr_set_inline_data(struct ibv_qp_ex *qpx, void *addr, size_t length)
+{
+	struct ibv_data_buf b = { addr, length };
+
+	wr_set_inline_data_list(qpx, 1, &b);
+}
+
+static void wr_start(struct ibv_qp_ex *qpx)
+{
+	struct mrv_qp *qp = (struct mrv_qp *)qpx;
+
+	pthread_spin_lock(&qp->lock);
+	qp->n_staged = 0;
+	qp->wr_error = qpx->qp_base.state == IBV_QPS_RTS || qpx->qp_base.state == IBV_QPS_ERR
+			       ? 0
+			       : EINVAL;
+}
+
+static int wr_complete(struct ibv_qp_ex *qpx)
+{
+	struct mrv_qp *qp = (struct mrv_qp *)qpx;
+	int err = qp->wr_error;
+
+	/* all or nothing, as ibv_wr_complete promises */
+	if (!err && qp->sq.entries - (qp->sq.mine - __atomic_load_n(&qp->sq.consumer->value,
+								     __ATOMIC_ACQUIRE)) <
+			    qp->n_staged)
+		err = ENOMEM;
+	for (uint32_t i = 0; !err && i < qp->n_staged; i++)
+		if (mrc_ring_produce(&qp->sq, &qp->staged[i]))
+			err = ENOMEM;
+	qp->n_staged = 0;
+	pthread_spin_unlock(&qp->lock);
+	if (!err)
+		mrv_ring_doorbell(qp->ctx);
+	return err;
+}
+
+static void wr_abort(struct ibv_qp_ex *qpx)
+{
+	struct mrv_qp *qp = (struct mrv_qp *)qpx;
+
+	qp->n_staged = 0;
+	pthread_spin_unlock(&qp->lock);
+}
+
+struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	struct mrv_qp *q = to_qp(qp);
+
+	if (!q->extended) {
+		errno = EOPNOTSUPP; /* created without send_ops_flags */
+		return NULL;
+	}
+	return &q->ibqpx;
+}
+
+/* --- create, modify, query, destroy -------------------------------------------------------- */
+
+static int map_ring(int fd, uint16_t kind, uint32_t entries, void **mem, size_t *len,
+		    struct mrc_ring *ring)
+{
+	*len = MRC_RING_BYTES((size_t)entries, mrc_ring_entry_size(kind));
+	*mem = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (*mem == MAP_FAILED) {
+		*mem = NULL;
+		return EPROTO;
+	}
+	if (mrc_ring_attach(ring, *mem, *len, kind, 1)) {
+		munmap(*mem, *len);
+		*mem = NULL;
+		return EPROTO;
+	}
+	return 0;
+}
+
+static void qp_release(struct mrv_qp *qp)
+{
+	if (qp->sq_mem)
+		munmap(qp->sq_mem, qp->sq_len);
+	if (qp->rq_mem)
+		munmap(qp->rq_mem, qp->rq_len);
+	if (qp->inline_mr)
+		ibv_dereg_mr(qp->inline_mr);
+	if (qp->inline_buf)
+		munmap(qp->inline_buf, (size_t)qp->sq.entries * MRV_MAX_INLINE);
+	free(qp->staged);
+	pthread_spin_destroy(&qp->lock);
+	free(qp);
+}
+
+struct ibv_qp *mrv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr)
+{
+	struct mrv_context *ctx = to_ctx(context);
+	struct mrv_cq *scq = (struct mrv_cq *)attr->send_cq, *rcq = (struct mrv_cq *)attr->recv_cq;
+	struct ibv_qp_cap *cap = &attr->cap;
+	struct mrc_ctl_create_qp req;
+	struct mrc_ctl_qp_created rep;
+	struct mrv_qp *qp;
+	int fds[2] = { -1, -1 };
+	unsigned n_fds = 2;
+	uint32_t len = 0;
+	int err;
+
+	if (attr->qp_type != IBV_QPT_RC || attr->srq ||
+	    (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
+					   IBV_QP_INIT_ATTR_CREATE_FLAGS)) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags) ||
+	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
+	     (attr->send_ops_flags & ~(uint64_t)MRV_SEND_OPS))) {
+		errno = EOPNOTSUPP; /* RC only: no UD/UC/XRC, SRQ, atomics, special flags */
+		return NULL;
+	}
+	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || !scq || !rcq ||
+	    cap->max_send_sge > MRC_RING_MAX_SGE || cap->max_recv_sge > MRC_RING_MAX_SGE ||
+	    cap->max_inline_data > MRV_MAX_INLINE || cap->max_send_wr > (1u << 14) ||
+	    cap->max_recv_wr > (1u << 14)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (!qp) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_spin_init(&qp->lock, PTHREAD_PROCESS_PRIVATE);
+	req = (struct mrc_ctl_create_qp){ .send_cq = scq->handle, .recv_cq = rcq->handle,
+					  .max_send_wr = cap->max_send_wr ? cap->max_send_wr : 1,
+					  .max_recv_wr = cap->max_recv_wr ? cap->max_recv_wr : 1,
+					  .sq_sig_all = attr->sq_sig_all ? 1 : 0 };
+	err = mrv_request(ctx, MRC_CTL_CREATE_QP, &req, sizeof(req), NULL, 0, &rep, sizeof(rep),
+			  &len, fds, &n_fds);
+	if (!err && (len != sizeof(rep) || n_fds != 2))
+		err = EPROTO;
+	if (err) {
+		for (unsigned i = 0; i < n_fds; i++)
+			close(fds[i]);
+		pthread_spin_destroy(&qp->lock);
+		free(qp);
+		errno = err;
+		return NULL;
+	}
+	qp->ctx = ctx;
+	qp->ibqpx.qp_base.qp_num = rep.qp_num;
+	err = map_ring(fds[0], MRC_RING_SQ, rep.sq_entries, &qp->sq_mem, &qp->sq_len, &qp->sq);
+	if (err)
+		close(fds[1]);
+	else
+		err = map_ring(fds[1], MRC_RING_RQ, rep.rq_entries, &qp->rq_mem, &qp->rq_len,
+			       &qp->rq);
+	if (!err) {
+		qp->staged = calloc(qp->sq.entries, sizeof(*qp->staged));
+		qp->inline_buf = mmap(NULL, (size_t)qp->sq.entries * MRV_MAX_INLINE,
+				      PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (qp->inline_buf == MAP_FAILED)
+			qp->inline_buf = NULL;
+		if (!qp->staged || !qp->inline_buf)
+			err = ENOMEM;
+	}
+	if (!err) {
+		qp->inline_mr = mrv_reg_mr(attr->pd, qp->inline_buf,
+					   (size_t)qp->sq.entries * MRV_MAX_INLINE,
+					   (uintptr_t)qp->inline_buf, IBV_ACCESS_LOCAL_WRITE);
+		if (!qp->inline_mr)
+			err = errno;
+	}
+	if (err) {
+		struct mrc_ctl_handle h = { .handle = rep.qp_num };
+
+		mrv_request(ctx, MRC_CTL_DESTROY_QP, &h, sizeof(h), NULL, 0, NULL, 0, NULL, NULL,
+			    NULL);
+		qp_release(qp);
+		errno = err;
+		return NULL;
+	}
+	qp->send_cq = scq;
+	qp->recv_cq = rcq;
+	qp->sq_sig_all = attr->sq_sig_all;
+	qp->extended = (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0;
+	cap->max_send_wr = qp->sq.entries;
+	cap->max_recv_wr = qp->rq.entries;
+	cap->max_send_sge = MRC_RING_MAX_SGE;
+	cap->max_recv_sge = MRC_RING_MAX_SGE;
+	cap->max_inline_data = MRV_MAX_INLINE;
+	qp->cap = *cap;
+
+	struct ibv_qp *b = &qp->ibqpx.qp_base;
+
+	b->context = context;
+	b->qp_context = attr->qp_context;
+	b->pd = attr->pd;
+	b->send_cq = attr->send_cq;
+	b->recv_cq = attr->recv_cq;
+	b->handle = rep.qp_num;
+	b->state = IBV_QPS_RESET;
+	b->qp_type = IBV_QPT_RC;
+	pthread_mutex_init(&b->mutex, NULL);
+	pthread_cond_init(&b->cond, NULL);
+	qp->attr.qp_state = IBV_QPS_RESET;
+	qp->attr.cap = *cap;
+	qp->ibqpx.wr_rdma_write = wr_rdma_write;
+	qp->ibqpx.wr_rdma_write_imm = wr_rdma_write_imm;
+	qp->ibqpx.wr_rdma_read = wr_rdma_read;
+	qp->ibqpx.wr_send = wr_send;
+	qp->ibqpx.wr_send_imm = wr_send_imm;
+	qp->ibqpx.wr_set_sge = wr_set_sge;
+	qp->ibqpx.wr_set_sge_list = wr_set_sge_list;
+	qp->ibqpx.wr_set_inline_data = wr_set_inline_data;
+	qp->ibqpx.wr_set_inline_data_list = wr_set_inline_data_list;
+	qp->ibqpx.wr_start = wr_start;
+	qp->ibqpx.wr_complete = wr_complete;
+	qp->ibqpx.wr_abort = wr_abort;
+	return b;
+}
+
+struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
+{
+	struct ibv_qp_init_attr_ex ex;
+	struct ibv_qp *qp;
+
+	memset(&ex, 0, sizeof(ex));
+	ex.qp_context = attr->qp_context;
+	ex.send_cq = attr->send_cq;
+	ex.recv_cq = attr->recv_cq;
+	ex.srq = attr->srq;
+	ex.cap = attr->cap;
+	ex.qp_type = attr->qp_type;
+	ex.sq_sig_all = attr->sq_sig_all;
+	ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+	ex.pd = pd;
+	qp = mrv_create_qp_ex(pd->context, &ex);
+	if (qp)
+		attr->cap = ex.cap;
+	return qp;
+}
+
+/* What each transition must carry, as the IB spec's QP state table has it (RC). */
+static int required_for(enum ibv_qp_state from, enum ibv_qp_state to, int *need)
+{
+	if (to == IBV_QPS_ERR || (to == IBV_QPS_RESET && from <= IBV_QPS_RTR)) {
+		*need = 0;
+	} else if (from == IBV_QPS_RESET && to == IBV_QPS_INIT) {
+		*need = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	} else if (from == IBV_QPS_INIT && to == IBV_QPS_INIT) {
+		*need = 0;
+	} else if (from == IBV_QPS_INIT && to == IBV_QPS_RTR) {
+		*need = IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	} else if (from == IBV_QPS_RTR && to == IBV_QPS_RTS) {
+		*need = IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
+	} else if (from == IBV_QPS_RTS && to == IBV_QPS_RTS) {
+		*need = 0;
+	} else {
+		return EINVAL; /* includes ERR/RTS -> RESET: QPs are not recycled yet */
+	}
+	return 0;
+}
+
+static void remember(struct ibv_qp_attr *cur, const struct ibv_qp_attr *a, int mask)
+{
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		cur->qp_access_flags = a->qp_access_flags;
+	if (mask & IBV_QP_PKEY_INDEX)
+		cur->pkey_index = a->pkey_index;
+	if (mask & IBV_QP_PORT)
+		cur->port_num = a->port_num;
+	if (mask & IBV_QP_AV)
+		cur->ah_attr = a->ah_attr;
+	if (mask & IBV_QP_PATH_MTU)
+		cur->path_mtu = a->path_mtu;
+	if (mask & IBV_QP_DEST_QPN)
+		cur->dest_qp_num = a->dest_qp_num;
+	if (mask & IBV_QP_RQ_PSN)
+		cur->rq_psn = a->rq_psn;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		cur->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		cur->min_rnr_timer = a->min_rnr_timer;
+	if (mask & IBV_QP_SQ_PSN)
+		cur->sq_psn = a->sq_psn;
+	if (mask & IBV_QP_TIMEOUT)
+		cur->timeout = a->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		cur->retry_cnt = a->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		cur->rnr_retry = a->rnr_retry;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		cur->max_rd_atomic = a->max_rd_atomic;
+}
+
+static int check_values(const struct ibv_qp_attr *a, int mask)
+{
+	if ((mask & IBV_QP_PORT) && a->port_num != 1)
+		return EINVAL;
+	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index != 0)
+		return EINVAL;
+	if ((mask & IBV_QP_ACCESS_FLAGS) &&
+	    (a->qp_access_flags & ~(unsigned)(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					      IBV_ACCESS_REMOTE_READ)))
+		return EOPNOTSUPP; /* remote atomics */
+	if ((mask & IBV_QP_AV) && !a->ah_attr.is_global)
+		return EINVAL; /* RoCE addresses by GID: the GRH is required */
+	if ((mask & IBV_QP_AV) && a->ah_attr.port_num && a->ah_attr.port_num != 1)
+		return EINVAL;
+	if ((mask & IBV_QP_DEST_QPN) && (a->dest_qp_num == 0 || a->dest_qp_num > 0xffffff))
+		return EINVAL;
+	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
+		return EINVAL;
+	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
+		return EINVAL;
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+		return EINVAL;
+	return 0;
+}
+
+static int connect_in_daemon(struct mrv_qp *qp)
+{
+	const struct ibv_qp_attr *a = &qp->attr;
+	struct mrc_ctl_connect_qp req;
+
+	memset(&req, 0, sizeof(req));
+	req.qp_num = qp->ibqpx.qp_base.qp_num;
+	req.dest_qp_num = a->dest_qp_num;
+	req.sq_psn = a->sq_psn;
+	req.rq_psn = a->rq_psn;
+	memcpy(req.dgid, a->ah_attr.grh.dgid.raw, 16);
+	req.access = (a->qp_access_flags & IBV_ACCESS_REMOTE_WRITE ? MRC_CTL_ACCESS_REMOTE_WRITE
+								    : 0) |
+		     (a->qp_access_flags & IBV_ACCESS_REMOTE_READ ? MRC_CTL_ACCESS_REMOTE_READ : 0);
+	req.retry_cnt = a->retry_cnt;
+	req.rnr_retry = a->rnr_retry;
+	req.min_rnr_timer = a->min_rnr_timer;
+	req.max_rd_atomic = a->max_rd_atomic ? a->max_rd_atomic : 1;
+	req.max_dest_rd_atomic = a->max_dest_rd_atomic ? a->max_dest_rd_atomic : 1;
+	return mrv_request(qp->ctx, MRC_CTL_CONNECT_QP, &req, sizeof(req), NULL, 0, NULL, 0, NULL,
+			   NULL, NULL);
+}
+
+int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
+{
+	struct mrv_qp *qp = to_qp(ibqp);
+	enum ibv_qp_state from = daemon_says_error(qp) ? IBV_QPS_ERR : ibqp->state;
+	enum ibv_qp_state to = attr_mask & IBV_QP_STATE ? attr->qp_state : from;
+	int need, err;
+
+	if ((attr_mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != from)
+		return EINVAL;
+	err = required_for(from, to, &need);
+	if (!err && (attr_mask & need) != need)
+		err = EINVAL;
+	if (!err)
+		err = check_values(attr, attr_mask);
+	if (err)
+		return err;
+	remember(&qp->attr, attr, attr_mask);
+	if (from == IBV_QPS_RTR && to == IBV_QPS_RTS) {
+		err = connect_in_daemon(qp);
+		if (err)
+			return err;
+	} else if (to == IBV_QPS_ERR && from != IBV_QPS_ERR) {
+		struct mrc_ctl_handle h = { .handle = ibqp->qp_num };
+
+		err = mrv_request(qp->ctx, MRC_CTL_ERROR_QP, &h, sizeof(h), NULL, 0, NULL, 0, NULL,
+				  NULL, NULL);
+		if (err && err != ENODEV)
+			return err;
+	}
+	pthread_mutex_lock(&ibqp->mutex);
+	ibqp->state = to;
+	qp->attr.qp_state = to;
+	pthread_mutex_unlock(&ibqp->mutex);
+	return 0;
+}
+
+int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
+		 struct ibv_qp_init_attr *init_attr)
+{
+	struct mrv_qp *qp = to_qp(ibqp);
+
+	(void)attr_mask; /* everything known is filled; verbs allows more than asked */
+	*attr = qp->attr;
+	attr->qp_state = daemon_says_error(qp) ? IBV_QPS_ERR : ibqp->state;
+	attr->cur_qp_state = attr->qp_state;
+	attr->cap = qp->cap;
+	attr->path_mig_state = IBV_MIG_MIGRATED;
+	memset(init_attr, 0, sizeof(*init_attr));
+	init_attr->qp_context = ibqp->qp_context;
+	init_attr->send_cq = ibqp->send_cq;
+	init_attr->recv_cq = ibqp->recv_cq;
+	init_attr->cap = qp->cap;
+	init_attr->qp_type = IBV_QPT_RC;
+	init_attr->sq_sig_all = qp->sq_sig_all;
+	return 0;
+}
+
+int ibv_destroy_qp(struct ibv_qp *ibqp)
+{
+	struct mrv_qp *qp = to_qp(ibqp);
+	struct mrc_ctl_handle h = { .handle = ibqp->qp_num };
+	int err = mrv_request(qp->ctx, MRC_CTL_DESTROY_QP, &h, sizeof(h), NULL, 0, NULL, 0, NULL,
+			      NULL, NULL);
+
+	if (err && err != ENODEV)
+		return err;
+	pthread_mutex_destroy(&ibqp->mutex);
+	pthread_cond_destroy(&ibqp->cond);
+	qp_release(qp);
+	return 0;
+}
+
+/* MetaRoCE places packets as they arrive, out of order: no ordering guarantee to report. */
+int ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)
+{
+	(void)qp;
+	(void)op;
+	(void)flags;
+	return 0;
+}
