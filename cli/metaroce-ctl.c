@@ -2,9 +2,12 @@
 /*
  * metaroce-ctl: inspect a running metaroced over its control socket.
  *
- *   metaroce-ctl [-s SOCKET] [-j] status
- *   metaroce-ctl [-s SOCKET] [-j] peer [show]
+ *   metaroce-ctl [-S SOCKET] [-j] status
+ *   metaroce-ctl [-S SOCKET] [-j] peer [show]
+ *   metaroce-ctl [-S SOCKET] [-j] qp [show]
+ *   metaroce-ctl [-S SOCKET] [-j] path [show]
  *
+ * The grammar is iproute2's `rdma` tool's: OBJECT [COMMAND], COMMAND defaulting to show.
  * -j prints JSON (one object, stable keys). Exit status: 0 success, 1 the daemon could not be
  * reached or refused, 2 usage error.
  */
@@ -26,15 +29,19 @@
 #define DEFAULT_SOCKET "/run/metaroce/metaroced.sock"
 
 static const char *peer_states[] = { "discovering", "known", "unreachable" };
+static const char *qp_states[] = { "idle", "resolving", "rts", "error" };
+static const char *path_states[] = { "up", "failed", "drained", "probing" };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: metaroce-ctl [-s SOCKET] [-j] OBJECT [COMMAND]\n"
+	fprintf(f, "usage: metaroce-ctl [-S SOCKET] [-j] OBJECT [COMMAND]\n"
 		   "objects:\n"
-		   "  status            the daemon: node, backend, planes, counters\n"
+		   "  status            the daemon: node, backend, planes, clients, counters\n"
 		   "  peer [show]       the peers it knows and their planes\n"
+		   "  qp [show]         the QPs of its clients: state, peer, paths, counters\n"
+		   "  path [show]       every path of every QP: plane, port, state, cwnd, RTT\n"
 		   "options:\n"
-		   "  -s, --socket PATH control socket (default %s)\n"
+		   "  -S, --socket PATH control socket (default %s)\n"
 		   "  -j, --json        JSON output\n",
 		   DEFAULT_SOCKET);
 }
@@ -149,10 +156,12 @@ static int show_status(const char *path, bool json)
 			       addr_str(s.planes[i].family, s.planes[i].addr, a, sizeof(a)));
 		}
 		printf("],\"peers\":%u,\"rx_datagrams\":%llu,\"rx_malformed\":%llu,"
-		       "\"rx_no_qp\":%llu,\"tx_datagrams\":%llu}\n",
+		       "\"rx_no_qp\":%llu,\"tx_datagrams\":%llu,\"clients\":%u,\"qps\":%u,"
+		       "\"cqs\":%u,\"mrs\":%u,\"mapped_bytes\":%llu,\"max_payload\":%u}\n",
 		       s.n_peers, (unsigned long long)s.rx_datagrams,
 		       (unsigned long long)s.rx_malformed, (unsigned long long)s.rx_no_qp,
-		       (unsigned long long)s.tx_datagrams);
+		       (unsigned long long)s.tx_datagrams, s.n_clients, s.n_qps, s.n_cqs, s.n_mrs,
+		       (unsigned long long)s.mapped_bytes, s.max_payload);
 		return 0;
 	}
 	printf("node %016llx  backend %.16s%s%.64s%s  port %u  up %.1fs\n",
@@ -164,6 +173,90 @@ static int show_status(const char *path, bool json)
 	printf("peers %u  datagrams in %llu (%llu malformed, %llu for no QP)  out %llu\n",
 	       s.n_peers, (unsigned long long)s.rx_datagrams, (unsigned long long)s.rx_malformed,
 	       (unsigned long long)s.rx_no_qp, (unsigned long long)s.tx_datagrams);
+	printf("clients %u  qps %u  cqs %u  mrs %u  mapped %llu bytes\n", s.n_clients, s.n_qps,
+	       s.n_cqs, s.n_mrs, (unsigned long long)s.mapped_bytes);
+	return 0;
+}
+
+static uint8_t family_of(const uint8_t addr[16])
+{
+	static const uint8_t v4_mapped[12] = MRC_V4_MAPPED_PREFIX;
+
+	return memcmp(addr, v4_mapped, 12) ? MRC_AF_INET6 : MRC_AF_INET;
+}
+
+static int show_qps(const char *path, bool json)
+{
+	static struct mrc_ctl_qp qps[MRC_CTL_MAX_MSG / sizeof(struct mrc_ctl_qp)];
+	long n = request(path, MRC_CTL_QPS, (uint8_t *)qps, sizeof(qps));
+	char a[INET6_ADDRSTRLEN];
+
+	if (n < 0 || n % (long)sizeof(qps[0]))
+		return 1;
+	n /= (long)sizeof(qps[0]);
+	if (json)
+		printf("{\"qps\":[");
+	for (long i = 0; i < n; i++) {
+		const struct mrc_ctl_qp *q = &qps[i];
+		const char *state = q->state < 4 ? qp_states[q->state] : "unknown";
+
+		addr_str(family_of(q->peer), q->peer, a, sizeof(a));
+		if (json) {
+			printf("%s{\"qpn\":%u,\"state\":\"%s\",\"pid\":%d,\"uid\":%u,"
+			       "\"peer\":\"%s\",\"dest_qpn\":%u,\"paths\":%u,\"tx_packets\":%llu,"
+			       "\"tx_retransmits\":%llu,\"rx_packets\":%llu,\"rx_bytes\":%llu,"
+			       "\"completions\":%llu,\"error_completions\":%llu}",
+			       i ? "," : "", q->qp_num, state, q->pid, q->uid, a, q->dest_qp_num,
+			       q->n_paths, (unsigned long long)q->tx_packets,
+			       (unsigned long long)q->tx_retransmits, (unsigned long long)q->rx_packets,
+			       (unsigned long long)q->rx_bytes, (unsigned long long)q->completions,
+			       (unsigned long long)q->error_completions);
+			continue;
+		}
+		printf("qp %u  %s  pid %d  peer %s qp %u  paths %u\n", q->qp_num, state, q->pid, a,
+		       q->dest_qp_num, q->n_paths);
+		printf("    tx %llu packets (%llu retransmitted)  rx %llu packets %llu bytes  "
+		       "completions %llu (%llu errors)\n",
+		       (unsigned long long)q->tx_packets, (unsigned long long)q->tx_retransmits,
+		       (unsigned long long)q->rx_packets, (unsigned long long)q->rx_bytes,
+		       (unsigned long long)q->completions, (unsigned long long)q->error_completions);
+	}
+	if (json)
+		printf("]}\n");
+	return 0;
+}
+
+static int show_paths(const char *path, bool json)
+{
+	static struct mrc_ctl_path paths[MRC_CTL_MAX_MSG / sizeof(struct mrc_ctl_path)];
+	long n = request(path, MRC_CTL_PATHS, (uint8_t *)paths, sizeof(paths));
+
+	if (n < 0 || n % (long)sizeof(paths[0]))
+		return 1;
+	n /= (long)sizeof(paths[0]);
+	if (json)
+		printf("{\"paths\":[");
+	for (long i = 0; i < n; i++) {
+		const struct mrc_ctl_path *p = &paths[i];
+		const char *state = p->state < 4 ? path_states[p->state] : "unknown";
+
+		if (json) {
+			printf("%s{\"qpn\":%u,\"index\":%u,\"plane\":%u,\"sport\":%u,"
+			       "\"state\":\"%s\",\"cwnd\":%u,\"inflight\":%u,\"srtt_us\":%.1f,"
+			       "\"tx_packets\":%llu,\"retransmits\":%llu,\"ecn_marks\":%llu}",
+			       i ? "," : "", p->qp_num, p->index, p->plane, p->sport, state, p->cwnd,
+			       p->inflight, p->srtt_ns / 1e3, (unsigned long long)p->tx_packets,
+			       (unsigned long long)p->retransmits, (unsigned long long)p->ce_marks);
+			continue;
+		}
+		printf("qp %u path %u  plane %u  sport %u  %-7s cwnd %u  inflight %u  srtt %.1fus  "
+		       "tx %llu  retx %llu  ecn %llu\n",
+		       p->qp_num, p->index, p->plane, p->sport, state, p->cwnd, p->inflight,
+		       p->srtt_ns / 1e3, (unsigned long long)p->tx_packets,
+		       (unsigned long long)p->retransmits, (unsigned long long)p->ce_marks);
+	}
+	if (json)
+		printf("]}\n");
 	return 0;
 }
 
@@ -215,7 +308,7 @@ static int show_peers(const char *path, bool json)
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 's' },
+		{ "socket", required_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -224,9 +317,9 @@ int main(int argc, char **argv)
 	bool json = false;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+s:jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+S:jh", opts, NULL)) != -1) {
 		switch (c) {
-		case 's':
+		case 'S':
 			path = optarg;
 			break;
 		case 'j':
@@ -254,7 +347,12 @@ int main(int argc, char **argv)
 		return show_status(path, json);
 	if (!strcmp(object, "peer") && !strcmp(command, "show"))
 		return show_peers(path, json);
-	fprintf(stderr, "metaroce-ctl: unknown command '%s%s%s'; try 'status' or 'peer show'\n",
+	if (!strcmp(object, "qp") && !strcmp(command, "show"))
+		return show_qps(path, json);
+	if (!strcmp(object, "path") && !strcmp(command, "show"))
+		return show_paths(path, json);
+	fprintf(stderr, "metaroce-ctl: unknown command '%s%s%s'; try 'status', 'peer show', "
+			"'qp show' or 'path show'\n",
 		object, optind + 1 < argc ? " " : "", optind + 1 < argc ? command : "");
 	return 2;
 }

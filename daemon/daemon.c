@@ -348,7 +348,8 @@ int mrcd_run(struct mrcd *d)
 	while (!d->stopping) {
 		struct epoll_event ev[8];
 		uint64_t now = mrcd_now_ns(), next;
-		int timeout_ms, n;
+		struct timespec wait;
+		int n;
 
 		mrc_peer_table_on_timeout(&d->peers, now);
 		send_daemon_packets(d, now);
@@ -362,13 +363,19 @@ int mrcd_run(struct mrcd *d)
 			next = mrcd_clients_next_timeout(d);
 		if (d->watchdog_usec && d->next_watchdog_ns < next)
 			next = d->next_watchdog_ns;
-		timeout_ms = next == UINT64_MAX ? -1
-			     : next <= now	? 0
-						: (int)((next - now + 999999) / 1000000);
-		n = d->cfg.busy_poll ? epoll_wait(d->epoll_fd, ev, 8, 0)
-				     : epoll_wait(d->epoll_fd, ev, 8, timeout_ms);
+		/* the engine's timers are microseconds apart: wait to the nanosecond, not the
+		 * millisecond epoll_wait would round up to */
+		if (d->cfg.busy_poll || next <= now)
+			wait = (struct timespec){ 0, 0 };
+		else if (next != UINT64_MAX)
+			wait = (struct timespec){ (time_t)((next - now) / 1000000000u),
+						  (long)((next - now) % 1000000000u) };
+		n = epoll_pwait2(d->epoll_fd, ev, 8, next == UINT64_MAX && !d->cfg.busy_poll
+							     ? NULL
+							     : &wait,
+				 NULL);
 		if (n < 0 && errno != EINTR) {
-			mrcd_log(LOG_ERR, "epoll_wait: %s", strerror(errno));
+			mrcd_log(LOG_ERR, "epoll_pwait2: %s", strerror(errno));
 			return -1;
 		}
 		for (int i = 0; i < n; i++) {

@@ -71,3 +71,65 @@ wait_for() {
 	cat "$1"
 	fail "no '$2' in $1 after ${3:-5}s"
 }
+
+# Two hosts, a daemon on each, both planes; control sockets $TMP/a.sock and $TMP/b.sock.
+two_daemons() {
+	two_hosts
+	start_daemon "$NS_A" a --set "plane=0 ${TAG}a0 198.18.0.1" \
+		--set "plane=1 ${TAG}a1 198.19.0.1" --set "peer_prefix=198.18.0.0/15" \
+		--set "control_socket=$TMP/a.sock" "$@"
+	start_daemon "$NS_B" b --set "plane=0 ${TAG}b0 198.18.0.2" \
+		--set "plane=1 ${TAG}b1 198.19.0.2" --set "peer_prefix=198.18.0.0/15" \
+		--set "control_socket=$TMP/b.sock" "$@"
+	wait_for "$TMP/a.log" "backend udp"
+	wait_for "$TMP/b.log" "backend udp"
+}
+
+# on_a / on_b PROGRAM ARGS...: a verbs program through metaroce-run on that host's daemon
+on_a() {
+	ip netns exec "$NS_A" env METAROCE_SOCKET="$TMP/a.sock" "$BUILD/bin/metaroce-run" "$@"
+}
+on_b() {
+	ip netns exec "$NS_B" env METAROCE_SOCKET="$TMP/b.sock" "$BUILD/bin/metaroce-run" "$@"
+}
+
+# verbs_pair NAME SERVER_ARGS -- CLIENT_ARGS: tests/verbs/verbs_check server on B, client on
+# A; both must verify every byte. Logs in $TMP/NAME.{server,client}.log.
+verbs_pair() {
+	name=$1
+	shift
+	sargs="" cargs="" seen=""
+	for x in "$@"; do
+		if [ "$x" = "--" ]; then seen=1; elif [ -n "$seen" ]; then cargs="$cargs $x"; else sargs="$sargs $x"; fi
+	done
+	# shellcheck disable=SC2086
+	on_b timeout 120 "$BUILD/tests/verbs/verbs_check" $sargs >"$TMP/$name.server.log" 2>&1 &
+	srv=$!
+	PIDS="$PIDS $srv"
+	# shellcheck disable=SC2086
+	on_a timeout 120 "$BUILD/tests/verbs/verbs_check" $cargs 198.18.0.2 >"$TMP/$name.client.log" 2>&1
+	crc=$?
+	wait "$srv"
+	src=$?
+	if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
+		echo "--- $name server (exit $src):"; cat "$TMP/$name.server.log"
+		echo "--- $name client (exit $crc):"; cat "$TMP/$name.client.log"
+		echo "--- daemon a:"; tail -n 20 "$TMP/a.log"
+		echo "--- daemon b:"; tail -n 20 "$TMP/b.log"
+		fail "verbs_check $name"
+	fi
+	grep "verbs_check: OK" "$TMP/$name.client.log"
+}
+
+# ctl_json SOCKET ARGS... PYTHON: runs metaroce-ctl -j and hands its parsed output to a Python
+# expression over `j` that must be true.
+ctl_check() {
+	sock=$1 what=$2 expr=$3
+	"$BUILD/bin/metaroce-ctl" -S "$sock" -j $what | python3 -c "
+import json, sys
+j = json.load(sys.stdin)
+ok = $expr
+if not ok:
+    print(json.dumps(j, indent=1))
+sys.exit(0 if ok else 1)" || fail "metaroce-ctl $what: expected $expr"
+}

@@ -23,31 +23,31 @@ wait_for "$TMP/b.log" "peer 198.18.0.1 discovered: node [0-9a-f]*, port 4792, pl
 
 # metaroce-ctl, text and JSON (parsed back); the socket is mode 0660.
 CTL="$BUILD/bin/metaroce-ctl"
-"$CTL" -s "$TMP/a.sock" status >"$TMP/status.txt" || fail "ctl status"
+"$CTL" -S "$TMP/a.sock" status >"$TMP/status.txt" || fail "ctl status"
 grep -q "^node [0-9a-f]\{16\}  backend udp (the xdp backend is not built yet)  port 4792" \
 	"$TMP/status.txt" || fail "status text: $(cat "$TMP/status.txt")"
 grep -q "^plane 1  ${TAG}a1 *198.19.0.1$" "$TMP/status.txt" || fail "status planes"
-"$CTL" -s "$TMP/a.sock" peer show >"$TMP/peers.txt" || fail "ctl peer show"
+"$CTL" -S "$TMP/a.sock" peer show >"$TMP/peers.txt" || fail "ctl peer show"
 grep -q "^peer 198.18.0.2  known  node [0-9a-f]*  port 4792$" "$TMP/peers.txt" || fail "peers"
 grep -q "^  plane 1  198.19.0.2$" "$TMP/peers.txt" || fail "peer planes"
-"$CTL" -s "$TMP/a.sock" -j status | python3 -c '
+"$CTL" -S "$TMP/a.sock" -j status | python3 -c '
 import json, sys
 s = json.load(sys.stdin)
 assert s["backend"] == "udp" and s["port"] == 4792 and s["peers"] == 1, s
 assert [p["address"] for p in s["planes"]] == ["198.18.0.1", "198.19.0.1"], s' ||
 	fail "status JSON"
-"$CTL" -s "$TMP/a.sock" -j peer | python3 -c '
+"$CTL" -S "$TMP/a.sock" -j peer | python3 -c '
 import json, sys
 p = json.load(sys.stdin)["peers"]
 assert len(p) == 1 and p[0]["state"] == "known", p
 assert [x["address"] for x in p[0]["planes"]] == ["198.18.0.2", "198.19.0.2"], p' ||
 	fail "peers JSON"
 [ "$(stat -c %a "$TMP/a.sock")" = 660 ] || fail "control socket mode"
-"$CTL" -s "$TMP/nothing.sock" status 2>"$TMP/err.log"
+"$CTL" -S "$TMP/nothing.sock" status 2>"$TMP/err.log"
 [ $? -eq 1 ] || fail "ctl to no daemon did not exit 1"
 grep -q "cannot reach metaroced at $TMP/nothing.sock: No such file or directory (is it running?)" \
 	"$TMP/err.log" || fail "ctl unreachable message"
-"$CTL" -s "$TMP/a.sock" frobnicate 2>/dev/null
+"$CTL" -S "$TMP/a.sock" frobnicate 2>/dev/null
 [ $? -eq 2 ] || fail "unknown ctl command did not exit 2"
 
 # A hostile client: garbage on the control socket closes that client; the daemon carries on.
@@ -61,7 +61,7 @@ reply = s.recv(100)
 assert len(reply) == 24 and reply[:4] == b"TCRM", reply   # -EPROTO reply, little-endian magic
 assert s.recv(100) == b""                                 # then closed
 PY
-"$CTL" -s "$TMP/a.sock" status >/dev/null || fail "daemon hurt by a hostile client"
+"$CTL" -S "$TMP/a.sock" status >/dev/null || fail "daemon hurt by a hostile client"
 grep -q "control: malformed request, closing the client" "$TMP/a.log" || fail "no log of it"
 
 # A second daemon on the same live control socket is refused.
