@@ -82,7 +82,8 @@ VERBS_SRCS := $(sort $(wildcard lib/verbs/*.c)) lib/shm/ring.c lib/shm/share.c
 VERBS_OBJS := $(VERBS_SRCS:%.c=$(OBJ)/pic/%.o)
 LIBMETAROCE := $(BUILD)/lib/libmetaroce.so.1
 METAROCE_RUN := $(BUILD)/bin/metaroce-run
-VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupported
+VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupported \
+	       $(BUILD)/tests/verbs/hostile_client
 
 # --- top-level targets -----------------------------------------------------------------
 
@@ -212,6 +213,11 @@ $(BUILD)/tests/verbs/verbs_check: tests/verbs/verbs_check.c
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) -o $@ $< -libverbs
+
+$(BUILD)/tests/verbs/hostile_client: $(OBJ)/tests/verbs/hostile_client.o $(LIBPROTO)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^
 
 $(BUILD)/tests/verbs/test_unsupported: tests/verbs/test_unsupported.c $(LIBMETAROCE)
 	$(call msg,LD,$@)

@@ -93,6 +93,25 @@ on_b() {
 	ip netns exec "$NS_B" env METAROCE_SOCKET="$TMP/b.sock" "$BUILD/bin/metaroce-run" "$@"
 }
 
+# bg_a / bg_b LOG PROGRAM ARGS...: the same in the background; BG is its PID (the program's
+# own: every step execs the next), added to what cleanup kills
+bg_a() {
+	log=$1
+	shift
+	ip netns exec "$NS_A" env METAROCE_SOCKET="$TMP/a.sock" "$BUILD/bin/metaroce-run" "$@" \
+		>"$log" 2>&1 &
+	BG=$!
+	PIDS="$PIDS $BG"
+}
+bg_b() {
+	log=$1
+	shift
+	ip netns exec "$NS_B" env METAROCE_SOCKET="$TMP/b.sock" "$BUILD/bin/metaroce-run" "$@" \
+		>"$log" 2>&1 &
+	BG=$!
+	PIDS="$PIDS $BG"
+}
+
 # verbs_pair NAME SERVER_ARGS -- CLIENT_ARGS: tests/verbs/verbs_check server on B, client on
 # A; both must verify every byte. Logs in $TMP/NAME.{server,client}.log.
 verbs_pair() {
@@ -103,9 +122,8 @@ verbs_pair() {
 		if [ "$x" = "--" ]; then seen=1; elif [ -n "$seen" ]; then cargs="$cargs $x"; else sargs="$sargs $x"; fi
 	done
 	# shellcheck disable=SC2086
-	on_b timeout 120 "$BUILD/tests/verbs/verbs_check" $sargs >"$TMP/$name.server.log" 2>&1 &
-	srv=$!
-	PIDS="$PIDS $srv"
+	bg_b "$TMP/$name.server.log" timeout 120 "$BUILD/tests/verbs/verbs_check" $sargs
+	srv=$BG
 	# shellcheck disable=SC2086
 	on_a timeout 120 "$BUILD/tests/verbs/verbs_check" $cargs 198.18.0.2 >"$TMP/$name.client.log" 2>&1
 	crc=$?

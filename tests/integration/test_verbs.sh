@@ -9,9 +9,8 @@ command -v ibv_rc_pingpong >/dev/null || fail "ibv_rc_pingpong missing (ibverbs-
 two_daemons
 
 # ibv_rc_pingpong -g 0, both sides unmodified
-on_b timeout 60 ibv_rc_pingpong -g 0 >"$TMP/pp.server.log" 2>&1 &
-srv=$!
-PIDS="$PIDS $srv"
+bg_b "$TMP/pp.server.log" timeout 60 ibv_rc_pingpong -g 0
+srv=$BG
 sleep 0.3
 on_a timeout 60 ibv_rc_pingpong -g 0 198.18.0.2 >"$TMP/pp.client.log" 2>&1 ||
 	{ cat "$TMP/pp.client.log" "$TMP/pp.server.log"; fail "ibv_rc_pingpong client"; }
@@ -21,9 +20,8 @@ grep -q "8192000 bytes in" "$TMP/pp.server.log" || fail "ibv_rc_pingpong server:
 grep "bytes in" "$TMP/pp.client.log"
 
 # the same with completion channels (-e)
-on_b timeout 60 ibv_rc_pingpong -g 0 -e >"$TMP/ppe.server.log" 2>&1 &
-srv=$!
-PIDS="$PIDS $srv"
+bg_b "$TMP/ppe.server.log" timeout 60 ibv_rc_pingpong -g 0 -e
+srv=$BG
 sleep 0.3
 on_a timeout 60 ibv_rc_pingpong -g 0 -e 198.18.0.2 >"$TMP/ppe.client.log" 2>&1 ||
 	{ cat "$TMP/ppe.client.log"; fail "ibv_rc_pingpong -e client"; }
@@ -37,22 +35,19 @@ verbs_pair extended -x -e -- -x -e -s 1,4096,1M+3
 on_a timeout 120 "$BUILD/tests/verbs/verbs_check" -l -s 1,65537,1M+3 >"$TMP/lo.log" 2>&1 ||
 	{ cat "$TMP/lo.log"; fail "loopback QPs in one process"; }
 # two client processes of one daemon, connected to each other
-on_a timeout 120 "$BUILD/tests/verbs/verbs_check" -s 1,65537 -p 18601 >"$TMP/two.server.log" 2>&1 &
-srv=$!
-PIDS="$PIDS $srv"
+bg_a "$TMP/two.server.log" timeout 120 "$BUILD/tests/verbs/verbs_check" -s 1,65537 -p 18601
+srv=$BG
 on_a timeout 120 "$BUILD/tests/verbs/verbs_check" -s 1,65537 -p 18601 127.0.0.1 \
 	>"$TMP/two.client.log" 2>&1 || { cat "$TMP/two.client.log"; fail "two processes, one daemon"; }
 wait "$srv" || { cat "$TMP/two.server.log"; fail "two processes, one daemon (server)"; }
 
 # a live QP: metaroce-ctl shows it in RTS, spraying over both planes
 verbs_check_bg() {
-	on_b "$BUILD/tests/verbs/verbs_check" -n 0 -s 65537 >"$TMP/live.server.log" 2>&1 &
-	PIDS="$PIDS $!"
-	live_srv=$!
+	bg_b "$TMP/live.server.log" "$BUILD/tests/verbs/verbs_check" -n 0 -s 65537
+	live_srv=$BG
 	sleep 0.3
-	on_a "$BUILD/tests/verbs/verbs_check" -n 0 -s 65537 198.18.0.2 >"$TMP/live.client.log" 2>&1 &
-	PIDS="$PIDS $!"
-	live_cli=$!
+	bg_a "$TMP/live.client.log" "$BUILD/tests/verbs/verbs_check" -n 0 -s 65537 198.18.0.2
+	live_cli=$BG
 }
 verbs_check_bg
 sleep 1.5

@@ -1,0 +1,70 @@
+# What goes wrong around verbs clients, and what the daemon does about it: a hostile client
+# (tests/verbs/hostile_client.c) gets refusals and error completions while another client's
+# transfer on the same daemon carries on; a client killed with SIGKILL mid-transfer leaves no
+# QP, CQ, MR, mapping or file descriptor behind in the daemon (counted, not assumed); a daemon
+# stopped under load flushes its clients' work with an error status they see, and the peer's
+# clients fail their work with an error instead of hanging.
+. "$(dirname "$0")/lib.sh"
+
+command -v ibv_rc_pingpong >/dev/null || fail "ibv_rc_pingpong missing (ibverbs-utils: make deps)"
+two_daemons
+fds_of() { ls "/proc/$1/fd" | wc -l; }
+CTL="$BUILD/bin/metaroce-ctl"
+
+# --- a hostile client next to a working one
+fd_base=$(fds_of "$PID_a")
+bg_b "$TMP/ok.server.log" timeout 120 "$BUILD/tests/verbs/verbs_check"
+ok_srv=$BG
+bg_a "$TMP/ok.client.log" timeout 120 "$BUILD/tests/verbs/verbs_check" -n 3 -s 1,1M+3 198.18.0.2
+ok_cli=$BG
+ip netns exec "$NS_A" "$BUILD/tests/verbs/hostile_client" "$TMP/a.sock" ||
+	{ tail -n 20 "$TMP/a.log"; fail "hostile client"; }
+wait "$ok_cli" || { cat "$TMP/ok.client.log"; fail "a good client beside the hostile one"; }
+wait "$ok_srv" || fail "its server"
+grep "verbs_check: OK" "$TMP/ok.client.log"
+
+# --- SIGKILL mid-transfer: everything reclaimed
+bg_b "$TMP/k.server.log" "$BUILD/tests/verbs/verbs_check" -n 0 -s 65537,1M+3
+k_srv=$BG
+bg_a "$TMP/k.client.log" "$BUILD/tests/verbs/verbs_check" -n 0 -q 4 -s 65537,1M+3 198.18.0.2
+k_cli=$BG
+sleep 1.5
+ctl_check "$TMP/a.sock" status "j['qps'] == 4 and j['mrs'] >= 4 and j['mapped_bytes'] > 4 << 20"
+kill -KILL "$k_cli"
+wait "$k_cli" 2>/dev/null
+i=0
+until "$CTL" -S "$TMP/a.sock" -j status | grep -q '"clients":0,"qps":0,"cqs":0,"mrs":0,"mapped_bytes":0'; do
+	i=$((i + 1))
+	[ $i -lt 50 ] || { "$CTL" -S "$TMP/a.sock" status; fail "daemon kept a killed client's objects"; }
+	sleep 0.1
+done
+# metaroce-ctl's own connection may close a moment after it prints
+i=0
+until [ "$(fds_of "$PID_a")" -eq "$fd_base" ]; do
+	i=$((i + 1))
+	[ $i -lt 20 ] || fail "daemon holds $(fds_of "$PID_a") fds after the client died, $fd_base before"
+	sleep 0.1
+done
+grep "client pid $k_cli gone: reclaimed 4 QPs" "$TMP/a.log" || fail "no reclaim log line"
+kill "$k_srv" 2>/dev/null
+wait "$k_srv" 2>/dev/null
+
+# --- daemon B stopped under load: its client sees flushed work, A's client an error
+bg_b "$TMP/s.server.log" timeout 60 ibv_rc_pingpong -g 0 -n 100000000
+s_srv=$BG
+sleep 0.3
+bg_a "$TMP/s.client.log" timeout 60 ibv_rc_pingpong -g 0 -n 100000000 198.18.0.2
+s_cli=$BG
+sleep 1.5
+kill -TERM "$PID_b"
+wait "$PID_b" || fail "daemon b did not stop cleanly"
+wait "$s_srv"
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$TMP/s.server.log"; fail "B's client: exit $rc, wanted an error, not a hang"; }
+grep -q "Failed status Work Request Flushed Error" "$TMP/s.server.log" ||
+	{ cat "$TMP/s.server.log"; fail "B's client saw no flush completion"; }
+wait "$s_cli"
+rc=$?
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$TMP/s.client.log"; fail "A's client: exit $rc, wanted an error, not a hang"; }
+grep "Failed status" "$TMP/s.server.log" "$TMP/s.client.log"
+echo PASS

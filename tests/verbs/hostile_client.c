@@ -1,0 +1,365 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A client that breaks the rules on purpose, speaking the control protocol and the rings
+ * directly (lib/include/metaroce/ctl.h, shm.h) as a buggy or hostile library would. Each
+ * case states what the daemon must do: refuse the request with a named error, or complete
+ * the work request with an error status and move only that QP to the error state. A valid
+ * WRITE at the end proves the checks did not simply refuse everything.
+ *
+ *   hostile_client SOCKET     exit 0 when the daemon behaved in every case
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <metaroce/ctl.h>
+#include <metaroce/shm.h>
+
+#include "proto/conn.h"
+#include "shm/ring.h"
+
+static const char *sock_path;
+static int failures;
+static uint32_t seq;
+static struct mrc_ctl_status status;
+
+#define CHECK(cond, ...)                                                                      \
+	do {                                                                                  \
+		if (cond) {                                                                   \
+			printf("ok    ");                                                     \
+		} else {                                                                      \
+			printf("FAIL  ");                                                     \
+			failures++;                                                           \
+		}                                                                             \
+		printf(__VA_ARGS__);                                                          \
+		putchar('\n');                                                                \
+	} while (0)
+
+static int connect_daemon(void)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock_path);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun))) {
+		perror("hostile_client: connect");
+		exit(2);
+	}
+	return fd;
+}
+
+/* One request; returns the daemon's status (0 or -errno), reply and fds in the out params. */
+static int request(int fd, uint16_t type, const void *payload, uint32_t len, const int *fds,
+		   unsigned n_fds, void *reply, size_t cap, int *rfds, unsigned max_rfds)
+{
+	uint8_t buf[4096];
+	struct mrc_ctl_hdr h = { MRC_CTL_MAGIC, MRC_CTL_VERSION, type, len, 0, ++seq, 0 };
+	union {
+		struct cmsghdr align;
+		char b[CMSG_SPACE(sizeof(int) * 8)];
+	} ctrl;
+	struct iovec iov = { buf, sizeof(h) + len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), payload, len);
+	if (n_fds) {
+		struct cmsghdr *c;
+
+		memset(&ctrl, 0, sizeof(ctrl));
+		msg.msg_control = ctrl.b;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
+		c = CMSG_FIRSTHDR(&msg);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
+	}
+	if (sendmsg(fd, &msg, MSG_NOSIGNAL) < 0)
+		return -errno;
+	iov = (struct iovec){ buf, sizeof(buf) };
+	msg = (struct msghdr){ .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl.b,
+			       .msg_controllen = sizeof(ctrl.b) };
+	n = recvmsg(fd, &msg, 0);
+	if (n < (ssize_t)sizeof(h))
+		return -ECONNRESET;
+	memcpy(&h, buf, sizeof(h));
+	if (h.status == 0 && reply)
+		memcpy(reply, buf + sizeof(h), h.len < cap ? h.len : cap);
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		unsigned k = (unsigned)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+
+		for (unsigned i = 0; i < k && i < max_rfds; i++)
+			memcpy(&rfds[i], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+	}
+	return h.status;
+}
+
+static int memfd(size_t size, bool sealed)
+{
+	int fd = memfd_create("hostile", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0 || ftruncate(fd, (off_t)size) ||
+	    (sealed && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW)))
+		exit(2);
+	return fd;
+}
+
+static int reg_mr(int ctl, int fd, uint64_t seg_len, uint64_t iova, uint64_t offset,
+		  uint64_t length, struct mrc_ctl_mr *keys)
+{
+	struct {
+		struct mrc_ctl_reg_mr r;
+		struct mrc_ctl_mr_segment s;
+	} req = { { iova, length, offset, MRC_CTL_ACCESS_ALL, 1 }, { 0, seg_len } };
+
+	return request(ctl, MRC_CTL_REG_MR, &req, sizeof(req), &fd, 1, keys, sizeof(*keys), NULL,
+		       0);
+}
+
+struct qp {
+	uint32_t qpn;
+	struct mrc_ring sq, cq_unused;
+	void *sq_mem;
+};
+
+static struct mrc_ring cq;
+static uint32_t cq_handle;
+
+static void connect_qp(int ctl, uint32_t qpn, uint32_t dest)
+{
+	struct mrc_ctl_connect_qp c = { .qp_num = qpn, .dest_qp_num = dest, .sq_psn = 100,
+					.rq_psn = 100,
+					.access = MRC_CTL_ACCESS_REMOTE_WRITE | MRC_CTL_ACCESS_REMOTE_READ,
+					.retry_cnt = 7, .rnr_retry = 7, .max_rd_atomic = 1,
+					.max_dest_rd_atomic = 1 };
+	int err;
+
+	memcpy(c.dgid, status.planes[0].addr, 16);
+	err = request(ctl, MRC_CTL_CONNECT_QP, &c, sizeof(c), NULL, 0, NULL, 0, NULL, 0);
+	if (err) {
+		printf("FAIL  connect QP %u to %u: %s\n", qpn, dest, strerror(-err));
+		exit(1);
+	}
+}
+
+/* A QP connected to itself through the daemon's own plane address, unless told otherwise. */
+static struct qp make_qp(int ctl, bool connect_self)
+{
+	struct mrc_ctl_create_qp req = { cq_handle, cq_handle, 16, 16, 0, 0 };
+	struct mrc_ctl_qp_created rep;
+	int fds[2] = { -1, -1 };
+	struct qp qp = { 0 };
+	size_t len;
+	int err = request(ctl, MRC_CTL_CREATE_QP, &req, sizeof(req), NULL, 0, &rep, sizeof(rep),
+			  fds, 2);
+
+	if (err) {
+		printf("FAIL  create QP: %s\n", strerror(-err));
+		exit(1);
+	}
+	len = MRC_RING_BYTES((size_t)rep.sq_entries, sizeof(struct mrc_sq_entry));
+	qp.sq_mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	if (qp.sq_mem == MAP_FAILED || mrc_ring_attach(&qp.sq, qp.sq_mem, len, MRC_RING_SQ, 1))
+		exit(2);
+	close(fds[0]);
+	close(fds[1]);
+	qp.qpn = rep.qp_num;
+	if (connect_self)
+		connect_qp(ctl, qp.qpn, qp.qpn);
+	return qp;
+}
+
+static void post(struct qp *qp, int doorbell, const struct mrc_sq_entry *e)
+{
+	uint64_t one = 1;
+
+	if (mrc_ring_produce(&qp->sq, e) || write(doorbell, &one, sizeof(one)) != sizeof(one))
+		exit(2);
+}
+
+/* The next completion within 5 s; false when none came. */
+static bool next_completion(struct mrc_cq_entry *e)
+{
+	for (int i = 0; i < 5000; i++) {
+		if (mrc_ring_consume(&cq, e) == 1)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+static bool qp_in_error(struct qp *qp)
+{
+	for (int i = 0; i < 1000; i++) {
+		if (__atomic_load_n(&qp->sq.consumer->aux, __ATOMIC_ACQUIRE) == MRC_QP_AUX_ERROR)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	struct mrc_ctl_hello hello = { MRC_CTL_CLIENT_ABI, 0 };
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct mrc_ctl_mr keys;
+	struct mrc_ctl_cq cqr;
+	struct mrc_cq_entry wc;
+	int ctl, doorbell, fd, rfd = -1, err;
+	uint8_t *mem;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: hostile_client SOCKET\n");
+		return 2;
+	}
+	sock_path = argv[1];
+	ctl = connect_daemon();
+	doorbell = eventfd(0, EFD_CLOEXEC);
+	err = request(ctl, MRC_CTL_HELLO, &hello, sizeof(hello), &doorbell, 1, &status,
+		      sizeof(status), NULL, 0);
+	if (err) {
+		printf("FAIL  hello: %s\n", strerror(-err));
+		return 1;
+	}
+
+	err = request(ctl, MRC_CTL_CREATE_QP, &(struct mrc_ctl_create_qp){ 12345, 12345, 1, 1, 0, 0 },
+		      sizeof(struct mrc_ctl_create_qp), NULL, 0, NULL, 0, NULL, 0);
+	CHECK(err == -EINVAL, "QP on CQs that do not exist: refused with EINVAL (%d)", err);
+
+	fd = memfd(page, false);
+	err = reg_mr(ctl, fd, page, 0x1000, 0, page, &keys);
+	CHECK(err == -EPERM, "memory region in an unsealed memfd: refused with EPERM (%d)", err);
+	close(fd);
+
+	fd = memfd(page, true);
+	err = reg_mr(ctl, fd, 4 * page, 0x1000, 0, 4 * page, &keys);
+	CHECK(err == -EINVAL, "memfd shorter than the segment it claims: refused with EINVAL (%d)",
+	      err);
+	err = reg_mr(ctl, fd, page, 0x1000, page - 8, 64, &keys);
+	CHECK(err == -EINVAL, "region running past its segment: refused with EINVAL (%d)", err);
+	err = reg_mr(ctl, fd, page, UINT64_MAX - 16, 0, 64, &keys);
+	CHECK(err == -EINVAL, "region whose address wraps around: refused with EINVAL (%d)", err);
+
+	/* the valid region every later case uses: iova 0x10000, one page */
+	err = reg_mr(ctl, fd, page, 0x10000, 0, page, &keys);
+	CHECK(err == 0, "valid region registered (%d)", err);
+	mem = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+
+	err = request(ctl, MRC_CTL_CREATE_CQ, &(struct mrc_ctl_create_cq){ 64, 0 },
+		      sizeof(struct mrc_ctl_create_cq), NULL, 0, &cqr, sizeof(cqr), &rfd, 1);
+	if (err || rfd < 0)
+		return 1;
+	{
+		size_t len = MRC_RING_BYTES((size_t)cqr.entries, sizeof(struct mrc_cq_entry));
+		void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, rfd, 0);
+
+		if (m == MAP_FAILED || mrc_ring_attach(&cq, m, len, MRC_RING_CQ, 0))
+			return 2;
+		cq_handle = cqr.handle;
+		close(rfd);
+	}
+
+	{
+		struct qp qp = make_qp(ctl, true);
+		struct mrc_sq_entry e = { .wr_id = 1, .opcode = MRC_WR_WRITE,
+					  .flags = MRC_SEND_SIGNALED, .num_sge = 1,
+					  .rkey = keys.rkey, .raddr = 0x10000 + 512 };
+
+		e.sge[0] = (struct mrc_shm_sge){ 0x10000, 64, keys.lkey ^ 0x5a5a00 };
+		post(&qp, doorbell, &e);
+		CHECK(next_completion(&wc) && wc.wr_id == 1 && wc.status == MRC_WC_LOC_PROT_ERR,
+		      "WRITE from a wrong lkey: local protection error completion (status %u)",
+		      wc.status);
+		CHECK(qp_in_error(&qp), "... and only that QP is in the error state");
+	}
+	{
+		struct qp qp = make_qp(ctl, true);
+		struct mrc_sq_entry e = { .wr_id = 2, .opcode = MRC_WR_WRITE,
+					  .flags = MRC_SEND_SIGNALED, .num_sge = 1,
+					  .rkey = keys.rkey, .raddr = 0x10000 };
+
+		e.sge[0] = (struct mrc_shm_sge){ 0x10000 + page - 16, 64, keys.lkey };
+		post(&qp, doorbell, &e);
+		CHECK(next_completion(&wc) && wc.wr_id == 2 && wc.status == MRC_WC_LOC_PROT_ERR,
+		      "WRITE from a range past its region: local protection error (status %u)",
+		      wc.status);
+	}
+	{
+		/* two QPs: a target that refuses the key answers with a NAK, and the requester's
+		 * work completes with the remote error */
+		struct qp qp = make_qp(ctl, false), target = make_qp(ctl, false);
+
+		connect_qp(ctl, qp.qpn, target.qpn);
+		connect_qp(ctl, target.qpn, qp.qpn);
+		struct mrc_sq_entry e = { .wr_id = 3, .opcode = MRC_WR_WRITE,
+					  .flags = MRC_SEND_SIGNALED, .num_sge = 1,
+					  .rkey = keys.rkey ^ 0x5a5a00, .raddr = 0x10000 };
+
+		e.sge[0] = (struct mrc_shm_sge){ 0x10000, 64, keys.lkey };
+		post(&qp, doorbell, &e);
+		CHECK(next_completion(&wc) && wc.wr_id == 3 && wc.status == MRC_WC_REM_ACCESS_ERR,
+		      "WRITE to a wrong rkey: remote access error from the target (status %u)",
+		      wc.status);
+	}
+	{
+		struct qp qp = make_qp(ctl, true);
+		struct mrc_sq_entry e = { .wr_id = 4, .opcode = 77, .num_sge = 9 };
+		uint64_t one = 1;
+
+		post(&qp, doorbell, &e);
+		CHECK(next_completion(&wc) && wc.wr_id == 4 && wc.status == MRC_WC_LOC_QP_OP_ERR,
+		      "descriptor with a bad opcode and SGE count: QP operation error (status %u)",
+		      wc.status);
+		qp = make_qp(ctl, true);
+		__atomic_store_n(&qp.sq.producer->value, qp.sq.mine + 1000000, __ATOMIC_RELEASE);
+		if (write(doorbell, &one, sizeof(one)) != sizeof(one))
+			return 2;
+		CHECK(qp_in_error(&qp), "SQ producer index a million ahead: that QP to error");
+	}
+	{
+		struct qp qp = make_qp(ctl, true);
+		struct mrc_sq_entry e = { .wr_id = 5, .opcode = MRC_WR_WRITE,
+					  .flags = MRC_SEND_SIGNALED, .num_sge = 1,
+					  .rkey = keys.rkey, .raddr = 0x10000 + 1024 };
+
+		for (unsigned i = 0; i < 100; i++)
+			mem[i] = (uint8_t)(i * 7 + 1);
+		e.sge[0] = (struct mrc_shm_sge){ 0x10000, 100, keys.lkey };
+		post(&qp, doorbell, &e);
+		CHECK(next_completion(&wc) && wc.wr_id == 5 && wc.status == MRC_WC_SUCCESS &&
+			      !memcmp(mem, mem + 1024, 100),
+		      "after all that, a valid WRITE on a new QP lands byte-exact (status %u)",
+		      wc.status);
+	}
+	{
+		int bad = connect_daemon();
+		uint8_t junk[64];
+		char c;
+
+		memset(junk, 0x41, sizeof(junk));
+		if (send(bad, junk, sizeof(junk), MSG_NOSIGNAL) != sizeof(junk))
+			return 2;
+		/* the daemon answers with an error and closes that connection */
+		while (recv(bad, &c, 1, 0) > 0)
+			;
+		close(bad);
+		err = request(ctl, MRC_CTL_STATUS, NULL, 0, NULL, 0, &status, sizeof(status), NULL, 0);
+		CHECK(err == 0, "garbage on another connection: closed, this one still served (%d)",
+		      err);
+	}
+	printf("hostile_client: %s\n", failures ? "FAILED" : "the daemon refused or contained every case");
+	return failures ? 1 : 0;
+}
