@@ -101,7 +101,7 @@ DEB_PACKAGES := \
 	clang libclang-rt-14-dev \
 	linux-libc-dev \
 	check libsystemd-dev \
-	libibverbs-dev ibverbs-utils \
+	libibverbs-dev ibverbs-utils perftest \
 	iproute2 python3 iperf3 time
 
 deps:

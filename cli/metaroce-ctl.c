@@ -29,7 +29,7 @@
 #define DEFAULT_SOCKET "/run/metaroce/metaroced.sock"
 
 static const char *peer_states[] = { "discovering", "known", "unreachable" };
-static const char *qp_states[] = { "idle", "resolving", "rts", "error" };
+static const char *qp_states[] = { "idle", "resolving", "rtr", "rts", "error" };
 static const char *path_states[] = { "up", "failed", "drained", "probing" };
 
 static void usage(FILE *f)
@@ -198,7 +198,7 @@ static int show_qps(const char *path, bool json)
 		printf("{\"qps\":[");
 	for (long i = 0; i < n; i++) {
 		const struct mrc_ctl_qp *q = &qps[i];
-		const char *state = q->state < 4 ? qp_states[q->state] : "unknown";
+		const char *state = q->state < 5 ? qp_states[q->state] : "unknown";
 
 		addr_str(family_of(q->peer), q->peer, a, sizeof(a));
 		if (json) {

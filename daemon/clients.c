@@ -321,6 +321,9 @@ static void cq_push(struct mrcd *d, struct mrcd_qp *qp, bool recv, const struct 
 				  .byte_len = wc->byte_len, .imm = wc->imm, .qp_num = qp->qpn };
 
 	qp->completions++;
+	if (wc->status != MRC_WC_SUCCESS && wc->status != MRC_WC_WR_FLUSH_ERR)
+		mrcd_log(LOG_DEBUG, "QP %u: work request %llu completed with %s", qp->qpn,
+			 (unsigned long long)wc->wr_id, mrc_wc_status_name(wc->status));
 	if (wc->status != MRC_WC_SUCCESS)
 		qp->error_completions++;
 	if (mrc_ring_produce(&cq->ring, &e)) {
@@ -446,6 +449,19 @@ static void qp_error(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 	(void)d;
 }
 
+/* RTS: the send half starts. */
+static void qp_ready(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
+{
+	qp->ready_pending = false;
+	if (mrc_conn_set_send(qp->conn, qp->ready.retry_cnt, qp->ready.rnr_retry,
+			      qp->ready.max_rd_atomic)) {
+		mrcd_log(LOG_WARNING, "QP %u: RTS after sending began", qp->qpn);
+		qp_error(d, qp, now);
+		return;
+	}
+	qp->state = MRC_CTL_QP_RTS;
+}
+
 /* The peer's planes are known: build the engine connection with a path per (plane, port). */
 static void qp_start(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 {
@@ -483,16 +499,15 @@ static void qp_start(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 	cc.max_payload = payload;
 	cc.local_qpn = qp->qpn;
 	cc.remote_qpn = qp->req.dest_qp_num;
-	cc.sq_psn = qp->req.sq_psn;
-	cc.rq_psn = qp->req.rq_psn;
+	/* verbs' PSNs stay with the application: the wire's come from the QPN pair */
+	cc.sq_psn = mrc_initial_psn(qp->qpn, qp->req.dest_qp_num);
+	cc.rq_psn = mrc_initial_psn(qp->req.dest_qp_num, qp->qpn);
 	cc.sq_depth = qp->sq.entries;
 	cc.rq_depth = qp->rq.entries;
-	cc.max_rd_atomic = qp->req.max_rd_atomic;
+	cc.max_rd_atomic = 1;
 	cc.max_dest_rd_atomic = qp->req.max_dest_rd_atomic;
 	cc.qp_access = (qp->req.access & MRC_CTL_ACCESS_REMOTE_WRITE ? MRC_ACCESS_REMOTE_WRITE : 0) |
 		       (qp->req.access & MRC_CTL_ACCESS_REMOTE_READ ? MRC_ACCESS_REMOTE_READ : 0);
-	cc.retry_cnt = qp->req.retry_cnt;
-	cc.rnr_retry = qp->req.rnr_retry;
 	cc.sq_sig_all = qp->sq_sig_all;
 	cc.seed = mrc_splitmix64(&d->clients.seed);
 	qp->conn = mrc_conn_new(&cc, &cb, qp, now);
@@ -502,9 +517,11 @@ static void qp_start(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 		qp_error(d, qp, now);
 		return;
 	}
-	qp->state = MRC_CTL_QP_RTS;
+	qp->state = MRC_CTL_QP_RTR;
 	mrcd_log(LOG_DEBUG, "QP %u -> %u: %u paths over %u planes", qp->qpn, cc.remote_qpn,
 		 cc.n_paths, n_planes);
+	if (qp->ready_pending)
+		qp_ready(d, qp, now);
 }
 
 static int connect_qp(struct mrcd *d, unsigned owner, const uint8_t *payload, size_t len)
@@ -523,9 +540,8 @@ static int connect_qp(struct mrcd *d, unsigned owner, const uint8_t *payload, si
 		return -ENOENT;
 	if (qp->state != MRC_CTL_QP_IDLE)
 		return -EBUSY;
-	if (r.dest_qp_num > MRC_QPN_MAX || r.dest_qp_num == MRC_QPN_DAEMON || r.retry_cnt > 7 ||
-	    r.rnr_retry > 7 || r.min_rnr_timer > 31 || !r.max_rd_atomic ||
-	    !r.max_dest_rd_atomic || (r.access & ~MRC_CTL_ACCESS_ALL))
+	if (r.dest_qp_num > MRC_QPN_MAX || r.dest_qp_num == MRC_QPN_DAEMON ||
+	    r.min_rnr_timer > 31 || !r.max_dest_rd_atomic || (r.access & ~MRC_CTL_ACCESS_ALL))
 		return -EINVAL;
 	qp->req = r;
 	if (is_local_addr(&d->cfg, r.dgid)) {
@@ -550,6 +566,28 @@ static int connect_qp(struct mrcd *d, unsigned owner, const uint8_t *payload, si
 	return 0;
 }
 
+static int ready_qp(struct mrcd *d, unsigned owner, const uint8_t *payload, size_t len)
+{
+	struct mrc_ctl_ready_qp r;
+	struct mrcd_qp *qp;
+
+	if (len != sizeof(r))
+		return -EINVAL;
+	memcpy(&r, payload, sizeof(r));
+	qp = qp_by_num(&d->clients, r.qp_num);
+	if (!qp || qp->owner != (int)owner)
+		return -ENOENT;
+	if (r.retry_cnt > 7 || r.rnr_retry > 7 || !r.max_rd_atomic)
+		return -EINVAL;
+	if (qp->state != MRC_CTL_QP_RTR && qp->state != MRC_CTL_QP_RESOLVING)
+		return -EBUSY;
+	qp->ready = r;
+	qp->ready_pending = true;
+	if (qp->state == MRC_CTL_QP_RTR)
+		qp_ready(d, qp, mrcd_now_ns());
+	return 0;
+}
+
 void mrcd_clients_peer_event(struct mrcd *d, unsigned peer, int event)
 {
 	const struct mrc_peer *p = &d->peers.peers[peer];
@@ -571,7 +609,8 @@ void mrcd_clients_peer_event(struct mrcd *d, unsigned peer, int event)
 			qp->peer_port = p->named_port;
 			qp->peer_max_payload = 0;
 			qp_start(d, qp, now);
-		} else if (qp->state == MRC_CTL_QP_RTS && event == MRC_PEER_EV_RESTARTED) {
+		} else if ((qp->state == MRC_CTL_QP_RTS || qp->state == MRC_CTL_QP_RTR) &&
+			   event == MRC_PEER_EV_RESTARTED) {
 			/* its QPs are gone; ours cannot continue */
 			qp_error(d, qp, now);
 		}
@@ -700,7 +739,8 @@ static void drain_rings(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 			break; /* the engine is full; the held entry goes in later */
 		qp->rq_held = false;
 	}
-	for (;;) {
+	/* sends wait in the ring until RTS */
+	while (qp->state == MRC_CTL_QP_RTS) {
 		struct mrc_send_wr wr;
 		int status;
 
@@ -747,9 +787,13 @@ bool mrcd_clients_recv(struct mrcd *d, const struct mrc_packet *pkt, const struc
 	if (!qp || !qp->conn || g->plane >= MRC_MAX_PLANES || !(qp->peer_planes >> g->plane & 1) ||
 	    memcmp(qp->peer_addr[g->plane], g->peer.addr, 16))
 		return false;
-	mrc_conn_recv_packet(qp->conn, &rx, pkt, now);
-	if (mrc_conn_state(qp->conn) == MRC_QPS_ERR && qp->state != MRC_CTL_QP_ERR)
+	int why = mrc_conn_recv_packet(qp->conn, &rx, pkt, now);
+
+	if (mrc_conn_state(qp->conn) == MRC_QPS_ERR && qp->state != MRC_CTL_QP_ERR) {
+		mrcd_log(LOG_DEBUG, "QP %u: error state after a packet (opcode %u, drop reason %d)",
+			 qp->qpn, pkt->opcode, why);
 		qp_error(d, qp, now);
+	}
 	return true;
 }
 
@@ -989,6 +1033,8 @@ int mrcd_clients_request(struct mrcd *d, unsigned slot, const struct mrc_ctl_hdr
 		return err;
 	case MRC_CTL_CONNECT_QP:
 		return connect_qp(d, slot, payload, req->len);
+	case MRC_CTL_READY_QP:
+		return ready_qp(d, slot, payload, req->len);
 	case MRC_CTL_ERROR_QP:
 	case MRC_CTL_DESTROY_QP: {
 		struct mrcd_qp *qp;

@@ -77,6 +77,8 @@ struct mrcd_qp {
 	struct mrc_sq_entry held_sq;
 	struct mrc_rq_entry held_rq;
 	struct mrc_ctl_connect_qp req;
+	struct mrc_ctl_ready_qp ready;
+	bool ready_pending;	/* RTS came while the peer was still being resolved */
 	struct mrc_conn *conn;
 	uint16_t peer_port;
 	uint16_t peer_max_payload;

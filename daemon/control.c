@@ -229,6 +229,7 @@ static int request_shape(uint16_t type, uint32_t len)
 	case MRC_CTL_DESTROY_CQ:
 	case MRC_CTL_CREATE_QP:
 	case MRC_CTL_CONNECT_QP:
+	case MRC_CTL_READY_QP:
 	case MRC_CTL_ERROR_QP:
 	case MRC_CTL_DESTROY_QP:
 		return 0; /* the handler checks the payload's exact shape */

@@ -391,8 +391,10 @@ int mrcd_run(struct mrcd *d)
 	}
 	if (d->systemd)
 		sd_notify(0, "STOPPING=1");
-	/* clients see their outstanding work flushed with an error status, not a hang */
+	/* clients see their outstanding work flushed with an error status, not a hang, and
+	 * the peers' QPs hear CLOSE [R-75] instead of waiting out their retry budget */
 	mrcd_clients_flush_all(d, mrcd_now_ns());
+	mrcd_clients_pump(d, mrcd_now_ns());
 	mrcd_log(LOG_INFO, "stopped: %llu datagrams in (%llu malformed, %llu for no QP), %llu out",
 		 (unsigned long long)d->stats.rx_datagrams,
 		 (unsigned long long)d->stats.rx_malformed,

@@ -1903,6 +1903,25 @@ uint32_t mrc_conn_inflight(const struct mrc_conn *c)
 	return n;
 }
 
+int mrc_conn_set_send(struct mrc_conn *c, uint8_t retry_cnt, uint8_t rnr_retry,
+		      uint32_t max_rd_atomic)
+{
+	/* MSNs start at 0: a tail past it means a request was posted */
+	if (!max_rd_atomic || c->sq_tail != 0)
+		return -EBUSY;
+	c->cfg.retry_cnt = retry_cnt;
+	c->cfg.rnr_retry = rnr_retry;
+	c->cfg.max_rd_atomic = max_rd_atomic;
+	return 0;
+}
+
+uint32_t mrc_initial_psn(uint32_t from_qpn, uint32_t to_qpn)
+{
+	uint64_t state = (uint64_t)from_qpn << 32 | to_qpn;
+
+	return (uint32_t)mrc_splitmix64(&state);
+}
+
 bool mrc_conn_send_idle(const struct mrc_conn *c)
 {
 	return !work_outstanding(c);

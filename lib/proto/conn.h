@@ -17,9 +17,10 @@
  * caller maps a plane to a local socket and the peer's address on it. The engine allocates
  * all its memory in mrc_conn_new() and none while packets flow.
  *
- * A connection exists from RTS on and ends in ERR: the verbs states before RTS (RESET, INIT,
- * RTR, R-72..R-74) belong to the caller, which creates the connection when the QP reaches
- * RTS and drops packets for QPs that have none [R-73].
+ * A connection exists from RTR on and ends in ERR: RESET and INIT belong to the caller, which
+ * drops packets for QPs that have no connection [R-73]. A QP in RTR receives and acknowledges
+ * but posts no sends [R-74]: the caller creates the connection at RTR with the receive
+ * settings and gives the send settings with mrc_conn_set_send() when the QP reaches RTS.
  */
 #ifndef METAROCE_PROTO_CONN_H
 #define METAROCE_PROTO_CONN_H
@@ -218,6 +219,20 @@ struct mrc_conn;
 struct mrc_conn *mrc_conn_new(const struct mrc_conn_config *cfg,
 			      const struct mrc_conn_callbacks *cb, void *user, uint64_t now_ns);
 void mrc_conn_free(struct mrc_conn *conn);
+
+/*
+ * The send half's settings, known only at RTS for a connection created at RTR. Allowed while
+ * no request has been sent; returns 0, or -EBUSY after the first.
+ */
+int mrc_conn_set_send(struct mrc_conn *conn, uint8_t retry_cnt, uint8_t rnr_retry,
+		      uint32_t max_rd_atomic);
+
+/*
+ * The first PSN of the direction from_qpn -> to_qpn [R-116]. Both ends derive it from the QPN
+ * pair, known to both at RTR, where verbs' sq_psn is not (it comes only with RTS, and a
+ * responder that never reaches RTS must still send READ responses).
+ */
+uint32_t mrc_initial_psn(uint32_t from_qpn, uint32_t to_qpn);
 
 /* Queues work. Returns 0, -ENOMEM when the queue is full, -EINVAL for a malformed request. */
 int mrc_conn_post_send(struct mrc_conn *conn, const struct mrc_send_wr *wr);

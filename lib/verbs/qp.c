@@ -2,7 +2,7 @@
 /*
  * RC queue pairs. Posting writes descriptors into the SQ or RQ ring and rings the doorbell;
  * the daemon validates and executes them. The verbs state machine (RESET, INIT, RTR, RTS,
- * ERR) is kept here: the daemon learns of a QP's peer once, when it reaches RTS.
+ * ERR) is kept here: the daemon learns of a QP's peer at RTR, of its send settings at RTS.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -593,6 +593,7 @@ static int check_values(const struct ibv_qp_attr *a, int mask)
 	return 0;
 }
 
+/* RTR: the daemon builds the connection, which receives and acknowledges from now on. */
 static int connect_in_daemon(struct mrv_qp *qp)
 {
 	const struct ibv_qp_attr *a = &qp->attr;
@@ -601,18 +602,26 @@ static int connect_in_daemon(struct mrv_qp *qp)
 	memset(&req, 0, sizeof(req));
 	req.qp_num = qp->ibqpx.qp_base.qp_num;
 	req.dest_qp_num = a->dest_qp_num;
-	req.sq_psn = a->sq_psn;
 	req.rq_psn = a->rq_psn;
 	memcpy(req.dgid, a->ah_attr.grh.dgid.raw, 16);
 	req.access = (a->qp_access_flags & IBV_ACCESS_REMOTE_WRITE ? MRC_CTL_ACCESS_REMOTE_WRITE
 								    : 0) |
 		     (a->qp_access_flags & IBV_ACCESS_REMOTE_READ ? MRC_CTL_ACCESS_REMOTE_READ : 0);
-	req.retry_cnt = a->retry_cnt;
-	req.rnr_retry = a->rnr_retry;
 	req.min_rnr_timer = a->min_rnr_timer;
-	req.max_rd_atomic = a->max_rd_atomic ? a->max_rd_atomic : 1;
 	req.max_dest_rd_atomic = a->max_dest_rd_atomic ? a->max_dest_rd_atomic : 1;
 	return mrv_request(qp->ctx, MRC_CTL_CONNECT_QP, &req, sizeof(req), NULL, 0, NULL, 0, NULL,
+			   NULL, NULL);
+}
+
+/* RTS: the send half. */
+static int ready_in_daemon(struct mrv_qp *qp)
+{
+	const struct ibv_qp_attr *a = &qp->attr;
+	struct mrc_ctl_ready_qp req = { .qp_num = qp->ibqpx.qp_base.qp_num, .sq_psn = a->sq_psn,
+					.retry_cnt = a->retry_cnt, .rnr_retry = a->rnr_retry,
+					.max_rd_atomic = a->max_rd_atomic ? a->max_rd_atomic : 1 };
+
+	return mrv_request(qp->ctx, MRC_CTL_READY_QP, &req, sizeof(req), NULL, 0, NULL, 0, NULL,
 			   NULL, NULL);
 }
 
@@ -633,8 +642,12 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 	if (err)
 		return err;
 	remember(&qp->attr, attr, attr_mask);
-	if (from == IBV_QPS_RTR && to == IBV_QPS_RTS) {
+	if (from == IBV_QPS_INIT && to == IBV_QPS_RTR) {
 		err = connect_in_daemon(qp);
+		if (err)
+			return err;
+	} else if (from == IBV_QPS_RTR && to == IBV_QPS_RTS) {
+		err = ready_in_daemon(qp);
 		if (err)
 			return err;
 	} else if (to == IBV_QPS_ERR && from != IBV_QPS_ERR) {

@@ -1,11 +1,13 @@
 # Unmodified verbs programs over two metaroced in network namespaces: ibv_rc_pingpong from
-# ibverbs-utils and tests/verbs/verbs_check (every RC opcode, 1 B to 16 MiB, unaligned,
+# ibverbs-utils, ib_write_bw / ib_read_bw / ib_send_bw from perftest, and
+# tests/verbs/verbs_check (every RC opcode, 1 B to 16 MiB, unaligned,
 # byte-exact) through metaroce-run; 64 QPs at once; the extended verbs and completion
 # channels; loopback QPs in one process and two processes on one daemon; metaroce-ctl qp and
 # path show a live QP spraying over both planes.
 . "$(dirname "$0")/lib.sh"
 
 command -v ibv_rc_pingpong >/dev/null || fail "ibv_rc_pingpong missing (ibverbs-utils: make deps)"
+command -v ib_write_bw >/dev/null || fail "ib_write_bw missing (perftest: make deps)"
 two_daemons
 
 # ibv_rc_pingpong -g 0, both sides unmodified
@@ -26,6 +28,17 @@ sleep 0.3
 on_a timeout 60 ibv_rc_pingpong -g 0 -e 198.18.0.2 >"$TMP/ppe.client.log" 2>&1 ||
 	{ cat "$TMP/ppe.client.log"; fail "ibv_rc_pingpong -e client"; }
 wait "$srv" || fail "ibv_rc_pingpong -e server"
+
+# perftest, unmodified: WRITE, READ (its server stays in RTR and answers from there) and SEND
+for bw in ib_write_bw ib_read_bw ib_send_bw; do
+	bg_b "$TMP/$bw.server.log" timeout 60 "$bw" -d metaroce0 -x 0 -F -n 500
+	srv=$BG
+	sleep 0.3
+	on_a timeout 60 "$bw" -d metaroce0 -x 0 -F -n 500 198.18.0.2 >"$TMP/$bw.client.log" 2>&1 ||
+		{ cat "$TMP/$bw.client.log"; fail "$bw client"; }
+	wait "$srv" || { cat "$TMP/$bw.server.log"; fail "$bw server"; }
+	grep -E '^ 65536 +500 ' "$TMP/$bw.client.log" || fail "$bw: no result line"
+done
 
 verbs_pair all --
 verbs_pair qp64 -- -q 64 -s 1,4095,65537

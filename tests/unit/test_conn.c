@@ -8,6 +8,7 @@
  * order, no completion is reported before its bytes are in place, and the engine's state
  * stays bounded.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -801,6 +802,35 @@ START_TEST(mrc_conn__post_after_error_flushes)
 }
 END_TEST
 
+/* Each direction's first PSN comes from the QPN pair, as the SPEC's examples say. */
+START_TEST(mrc_conn__initial_psn_from_qpn_pair)
+{
+	ck_assert_uint_eq(mrc_initial_psn(0x3000, 0x3000), 0xa4a8fb18u);
+	ck_assert_uint_eq(mrc_initial_psn(0x1000, 0x2001), 0x21dd199au);
+	ck_assert_uint_eq(mrc_initial_psn(0xffffff, 1), 0x432ea9a5u);
+	ck_assert_uint_ne(mrc_initial_psn(1, 2), mrc_initial_psn(2, 1));
+}
+END_TEST
+
+/* RTS's send settings apply to a connection made at RTR, never after a request went out. */
+START_TEST(mrc_conn__send_settings_only_before_first_request)
+{
+	struct sim_config sc;
+	struct mrc_conn_config cc;
+	struct xfer x;
+	struct mrc_send_wr wr = { .wr_id = 9, .opcode = MRC_WR_SEND, .num_sge = 0 };
+
+	sim_config_default(&sc);
+	mrc_conn_config_default(&cc);
+	xfer_init(&x, &sc, &cc, 1, 64);
+	ck_assert_int_eq(mrc_conn_set_send(x.a->conn, 3, 7, 4), 0);
+	ck_assert_int_eq(mrc_conn_set_send(x.a->conn, 3, 7, 0), -EBUSY); /* no READ credit */
+	ck_assert_int_eq(mrc_conn_post_send(x.a->conn, &wr), 0);
+	ck_assert_int_eq(mrc_conn_set_send(x.a->conn, 3, 7, 4), -EBUSY);
+	xfer_free(&x);
+}
+END_TEST
+
 /* Malformed and misaddressed datagrams are counted and change nothing. */
 START_TEST(mrc_conn__malformed_input_is_counted_and_harmless)
 {
@@ -918,6 +948,8 @@ Suite *conn_suite(void)
 	tcase_add_test(errors, mrc_conn__repaired_loss_leaves_paths_healthy);
 	tcase_add_test(errors, mrc_conn__post_after_error_flushes);
 	tcase_add_test(errors, mrc_conn__malformed_input_is_counted_and_harmless);
+	tcase_add_test(errors, mrc_conn__initial_psn_from_qpn_pair);
+	tcase_add_test(errors, mrc_conn__send_settings_only_before_first_request);
 	tcase_set_timeout(errors, 60);
 	suite_add_tcase(s, errors);
 	return s;

@@ -146,8 +146,13 @@ static void connect_qp(int ctl, uint32_t qpn, uint32_t dest)
 					.max_dest_rd_atomic = 1 };
 	int err;
 
+	struct mrc_ctl_ready_qp r = { .qp_num = qpn, .sq_psn = 100, .retry_cnt = 7,
+				      .rnr_retry = 7, .max_rd_atomic = 1 };
+
 	memcpy(c.dgid, status.planes[0].addr, 16);
 	err = request(ctl, MRC_CTL_CONNECT_QP, &c, sizeof(c), NULL, 0, NULL, 0, NULL, 0);
+	if (!err)
+		err = request(ctl, MRC_CTL_READY_QP, &r, sizeof(r), NULL, 0, NULL, 0, NULL, 0);
 	if (err) {
 		printf("FAIL  connect QP %u to %u: %s\n", qpn, dest, strerror(-err));
 		exit(1);

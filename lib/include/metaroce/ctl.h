@@ -35,12 +35,13 @@ enum mrc_ctl_type {
 	MRC_CTL_DESTROY_CQ = 7, /* request: mrc_ctl_handle; reply: empty */
 	MRC_CTL_CREATE_QP = 8,	/* request: mrc_ctl_create_qp;
 				 * reply: mrc_ctl_qp_created + SQ and RQ ring memfds */
-	MRC_CTL_CONNECT_QP = 9, /* request: mrc_ctl_connect_qp (the QP reaches RTS); reply: empty */
+	MRC_CTL_CONNECT_QP = 9, /* request: mrc_ctl_connect_qp (the QP reaches RTR); reply: empty */
 	MRC_CTL_ERROR_QP = 10,	/* request: mrc_ctl_handle: the QP enters ERR; reply: empty */
 	MRC_CTL_DESTROY_QP = 11, /* request: mrc_ctl_handle; reply: empty */
 	MRC_CTL_QPS = 12,	/* request: no payload; reply: n x struct mrc_ctl_qp */
 	MRC_CTL_PATHS = 13,	/* request: no payload; reply: n x struct mrc_ctl_path */
-	MRC_CTL_TYPE_MAX = MRC_CTL_PATHS,
+	MRC_CTL_READY_QP = 14,	/* request: mrc_ctl_ready_qp (the QP reaches RTS); reply: empty */
+	MRC_CTL_TYPE_MAX = MRC_CTL_READY_QP,
 };
 
 /* The shared-memory and request layout this library speaks (bumped on any change). */
@@ -114,7 +115,10 @@ struct mrc_ctl_qp_created {
 	__u32 reserved;
 };
 
-/* What RTR and RTS settled, sent once when the QP reaches RTS. */
+/*
+ * What RTR settled, sent when the QP reaches RTR: from then on it receives and acknowledges
+ * (SPEC R-74). The send fields are ignored here; MRC_CTL_READY_QP gives them at RTS.
+ */
 struct mrc_ctl_connect_qp {
 	__u32 qp_num;
 	__u32 dest_qp_num;
@@ -125,16 +129,27 @@ struct mrc_ctl_connect_qp {
 	__u8 retry_cnt;		/* 0..7 */
 	__u8 rnr_retry;		/* 0..7; 7 = unlimited */
 	__u8 min_rnr_timer;	/* IB encoding 0..31 */
-	__u8 max_rd_atomic;	/* READs we may have outstanding, >= 1 */
+	__u8 max_rd_atomic;	/* READs we may have outstanding */
 	__u8 max_dest_rd_atomic; /* READs the peer may have outstanding here, >= 1 */
 	__u8 reserved[3];
 };
 
+/* What RTS adds: the send half. */
+struct mrc_ctl_ready_qp {
+	__u32 qp_num;
+	__u32 sq_psn;
+	__u8 retry_cnt;	    /* 0..7 */
+	__u8 rnr_retry;	    /* 0..7; 7 = unlimited */
+	__u8 max_rd_atomic; /* >= 1 */
+	__u8 reserved[5];
+};
+
 enum mrc_ctl_qp_state {
-	MRC_CTL_QP_IDLE = 0,	  /* created, not connected (verbs RESET..RTR) */
+	MRC_CTL_QP_IDLE = 0,	  /* created, not connected (verbs RESET, INIT) */
 	MRC_CTL_QP_RESOLVING = 1, /* connected, waiting for the peer's planes */
-	MRC_CTL_QP_RTS = 2,
-	MRC_CTL_QP_ERR = 3,
+	MRC_CTL_QP_RTR = 2,	  /* receives and acknowledges */
+	MRC_CTL_QP_RTS = 3,	  /* and sends */
+	MRC_CTL_QP_ERR = 4,
 };
 
 struct mrc_ctl_qp {
@@ -227,6 +242,7 @@ _Static_assert(sizeof(struct mrc_ctl_status) == 744, "mrc_ctl_status is 744 byte
 _Static_assert(sizeof(struct mrc_ctl_peer) == 608, "mrc_ctl_peer is 608 bytes");
 
 _Static_assert(sizeof(struct mrc_ctl_connect_qp) == 44, "mrc_ctl_connect_qp is 44 bytes");
+_Static_assert(sizeof(struct mrc_ctl_ready_qp) == 16, "mrc_ctl_ready_qp is 16 bytes");
 _Static_assert(sizeof(struct mrc_ctl_qp) == 88, "mrc_ctl_qp is 88 bytes");
 _Static_assert(sizeof(struct mrc_ctl_path) == 56, "mrc_ctl_path is 56 bytes");
 
