@@ -4,6 +4,7 @@
 #
 #   make            build every C and BPF object, the unit-test runner and the fuzz harnesses
 #   make deps       install the Debian packages the build and tests need (no-op when present)
+#   make demo       deps + build + two hosts in network namespaces running RDMA over metaroced
 #   make check      deps + build + unit tests + unit tests under ASan/UBSan + integration
 #                   tests in network namespaces + bounded fuzzing
 #   make clean      remove build/
@@ -87,7 +88,7 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 
 # --- top-level targets -----------------------------------------------------------------
 
-.PHONY: all deps check unit unit-asan fuzz integration engine-report bench-udp-vs-tcp clean
+.PHONY: all deps check demo unit unit-asan fuzz integration engine-report bench-udp-vs-tcp clean
 .DEFAULT_GOAL := all
 
 all: $(LIBPROTO) $(UNIT_RUNNER) $(SAN_UNIT_RUNNER) $(FUZZ_BINS) $(CORPUS_GEN) $(HEADER_CHECK_OBJS) \
@@ -121,6 +122,13 @@ check:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory unit unit-asan integration fuzz
+
+# The main job: two hosts, two planes, a daemon each, unmodified RDMA programs between them.
+demo:
+	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)$(MAKE) --no-print-directory $(METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN) \
+		$(VERBS_TESTS)
+	$(Q)sh demo/demo.sh $(BUILD)
 
 unit: $(UNIT_RUNNER)
 	$(call msg,TEST,unit)
