@@ -75,7 +75,6 @@ HEADER_CHECK_OBJS := $(HEADER_CHECKS_BPF:%.c=$(OBJ)/%.bpf.o)
 ENGINE_REPORT := $(BUILD)/bench/engine-report
 METAROCED := $(BUILD)/sbin/metaroced
 METAROCE_CTL := $(BUILD)/bin/metaroce-ctl
-UDP_TRANSFER := $(BUILD)/bench/udp-transfer
 
 # libmetaroce.so.1: the libibverbs ABI (lib/verbs) plus the ring and page-sharing code it
 # shares with the daemon, built position independent.
@@ -92,7 +91,7 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 .DEFAULT_GOAL := all
 
 all: $(LIBPROTO) $(UNIT_RUNNER) $(SAN_UNIT_RUNNER) $(FUZZ_BINS) $(CORPUS_GEN) $(HEADER_CHECK_OBJS) \
-     $(ENGINE_REPORT) $(METAROCED) $(METAROCE_CTL) $(UDP_TRANSFER) $(LIBMETAROCE) \
+     $(ENGINE_REPORT) $(METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) \
      $(METAROCE_RUN) $(VERBS_TESTS)
 	@:
 
@@ -168,9 +167,9 @@ $(ENGINE_REPORT): $(OBJ)/bench/engine_report.o $(OBJ)/tests/harness/netsim.o $(L
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^
 
-# One connection over one veth: MetaRoCE on the udp backend next to kernel TCP (iperf3).
-bench-udp-vs-tcp: $(UDP_TRANSFER)
-	$(Q)sh bench/udp_vs_tcp.sh $(BUILD) 9000 4294967296
+# One connection over one veth: metaroced + ib_write_bw on the udp backend next to iperf3.
+bench-udp-vs-tcp: $(METAROCED) $(LIBMETAROCE) $(METAROCE_RUN)
+	$(Q)sh bench/udp_vs_tcp.sh $(BUILD) 9000 10
 
 clean:
 	$(call msg,CLEAN,$(BUILD))
@@ -251,11 +250,6 @@ $(SAN_LIBDAEMON): $(SAN_DAEMON_OBJS)
 	$(call msg,AR,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)rm -f $@ && ar rcs $@ $^
-
-$(UDP_TRANSFER): $(OBJ)/bench/udp_transfer.o $(LIBDAEMON) $(LIBPROTO)
-	$(call msg,LD,$@)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(SYSTEMD_LIBS)
 
 $(METAROCE_CTL): $(OBJ)/cli/metaroce-ctl.o
 	$(call msg,LD,$@)

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -44,10 +45,17 @@ static struct mrcd_cq *cq_by_handle(struct mrcd_clients *c, int owner, uint32_t 
 	return cq->owner == owner && cq->handle == h ? cq : NULL;
 }
 
-/* Keys spread over 14 bits of slot and 8 of generation, never 0 (a common uninitialised key). */
+/*
+ * A key is the region's slot (14 bits) over 18 random bits drawn at each registration, so a
+ * guesser has no better than a 2^-18 chance per try [R-120]; never 0, a common uninitialised
+ * key.
+ */
+#define MR_KEY_RANDOM_BITS 18
+_Static_assert(MRCD_MAX_MRS <= 1u << (32 - MR_KEY_RANDOM_BITS), "MR slots fit the key");
+
 static struct mrcd_mr *mr_by_key(struct mrcd_clients *c, int owner, uint32_t key)
 {
-	uint32_t slot = key >> 8;
+	uint32_t slot = key >> MR_KEY_RANDOM_BITS;
 	struct mrcd_mr *mr;
 
 	if (slot >= MRCD_MAX_MRS)
@@ -79,7 +87,11 @@ int mrcd_clients_init(struct mrcd *d)
 		c->cqs[i].owner = -1;
 	for (unsigned i = 0; i < MRCD_MAX_QPS; i++)
 		c->qps[i].owner = -1;
-	c->seed = d->peers.prng ^ 0x6d657461726f6365ull;
+	/* its own seed: keys must not be predictable from anything on the wire */
+	if (getrandom(&c->seed, sizeof(c->seed), 0) != sizeof(c->seed)) {
+		mrcd_clients_fini(d);
+		return -1;
+	}
 	return 0;
 }
 
@@ -163,8 +175,8 @@ static int reg_mr(struct mrcd *d, unsigned owner, const uint8_t *payload, size_t
 	err = mr_map(&r, seg, fds, &mr->span, &mr->span_len);
 	if (err)
 		return err;
-	c->generation = (c->generation + 1) & 0xff;
-	mr->key = slot << 8 | (c->generation ? c->generation : 1);
+	mr->key = slot << MR_KEY_RANDOM_BITS |
+		  ((uint32_t)mrc_splitmix64(&c->seed) & ((1u << MR_KEY_RANDOM_BITS) - 1)) | 1;
 	mr->owner = (int)owner;
 	mr->iova = r.iova;
 	mr->length = r.length;
