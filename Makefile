@@ -83,7 +83,7 @@ VERBS_OBJS := $(VERBS_SRCS:%.c=$(OBJ)/pic/%.o)
 LIBMETAROCE := $(BUILD)/lib/libmetaroce.so.1
 METAROCE_RUN := $(BUILD)/bin/metaroce-run
 VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupported \
-	       $(BUILD)/tests/verbs/hostile_client
+	       $(BUILD)/tests/verbs/hostile_client $(BUILD)/tests/verbs/verbs_api_check
 
 # --- top-level targets -----------------------------------------------------------------
 
@@ -216,7 +216,7 @@ $(METAROCE_RUN): cli/metaroce-run
 	$(Q)install -m 0755 $< $@
 
 # Generic verbs programs: built against rdma-core's libibverbs, run through libmetaroce.
-$(BUILD)/tests/verbs/verbs_check: tests/verbs/verbs_check.c
+$(BUILD)/tests/verbs/%: tests/verbs/%.c
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) -o $@ $< -libverbs

@@ -152,6 +152,9 @@ struct mrc_conn {
 	struct probe_reply probe_replies[MAX_PROBE_REPLIES];
 	unsigned n_probe_replies;
 	bool close_pending;
+	bool last_nak_valid;	/* a NAK went out: where, for the CLOSE that follows */
+	uint8_t last_nak_plane;
+	uint16_t last_nak_sport;
 	uint32_t close_reason;
 
 	struct mrc_conn_stats stats;
@@ -1374,6 +1377,10 @@ static bool send_nak(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_in
 	if (!encode(&pkt, buf, cap, len))
 		return false;
 	set_tx(tx, c->nak.plane, reverse_port(c, c->nak.plane, c->nak.sport), 0, MRC_OP_NAK);
+	/* a CLOSE that follows takes the same route, so it cannot overtake the NAK */
+	c->last_nak_plane = tx->plane;
+	c->last_nak_sport = tx->sport;
+	c->last_nak_valid = true;
 	c->nak.pending = false;
 	c->stats.tx_naks++;
 	return true;
@@ -1477,7 +1484,10 @@ static bool send_close(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_
 	c->close_pending = false;
 	if (!encode(&pkt, buf, cap, len))
 		return false;
-	set_tx(tx, c->paths[0].plane, c->paths[0].sport, 0, MRC_OP_CLOSE);
+	if (c->last_nak_valid)
+		set_tx(tx, c->last_nak_plane, c->last_nak_sport, 0, MRC_OP_CLOSE);
+	else
+		set_tx(tx, c->paths[0].plane, c->paths[0].sport, 0, MRC_OP_CLOSE);
 	return true;
 }
 

@@ -44,6 +44,12 @@ verbs_pair all --
 verbs_pair qp64 -- -q 64 -s 1,4095,65537
 verbs_pair extended -x -e -- -x -e -s 1,4096,1M+3
 
+# the calls verbs_check does not reach: attributes, overlapping registrations, rereg, inline,
+# query, refusals
+on_a timeout 60 "$BUILD/tests/verbs/verbs_api_check" >"$TMP/api.log" 2>&1 ||
+	{ cat "$TMP/api.log"; tail -n 20 "$TMP/a.log"; fail "verbs_api_check"; }
+grep -c '^ok' "$TMP/api.log"
+
 # loopback: two QPs of one process, connected to each other
 on_a timeout 120 "$BUILD/tests/verbs/verbs_check" -l -s 1,65537,1M+3 >"$TMP/lo.log" 2>&1 ||
 	{ cat "$TMP/lo.log"; fail "loopback QPs in one process"; }

@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The verbs calls verbs_check does not reach, each against what rdma-core documents, in one
+ * process over loopback QPs: device, port and GID attributes as RoCE programs read them;
+ * overlapping registrations on one page (each must keep receiving one-sided writes);
+ * ibv_rereg_mr (new translation and keys; the old key refused); inline sends; ibv_query_qp;
+ * what is refused and how (CQ timestamps, a CQ in use, UD QPs, qp_ex of a plain QP).
+ *
+ *   metaroce-run verbs_api_check       exit 0 when every check holds
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int failures;
+
+#define CHECK(cond, ...)                                                                      \
+	do {                                                                                  \
+		bool ok_ = (cond);                                                            \
+		printf("%s  ", ok_ ? "ok  " : "FAIL");                                        \
+		printf(__VA_ARGS__);                                                          \
+		putchar('\n');                                                                \
+		failures += !ok_;                                                             \
+	} while (0)
+
+static void die(const char *what)
+{
+	fprintf(stderr, "verbs_api_check: %s: %s\n", what, strerror(errno));
+	exit(2);
+}
+
+struct side {
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+};
+
+static struct ibv_context *ctx;
+static union ibv_gid gid0;
+
+static void make_side(struct side *s)
+{
+	struct ibv_qp_init_attr a = { .qp_type = IBV_QPT_RC,
+				      .cap = { .max_send_wr = 16, .max_recv_wr = 16,
+					       .max_send_sge = 1, .max_recv_sge = 1,
+					       .max_inline_data = 64 } };
+
+	s->pd = ibv_alloc_pd(ctx);
+	s->cq = s->pd ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
+	a.send_cq = a.recv_cq = s->cq;
+	s->qp = s->cq ? ibv_create_qp(s->pd, &a) : NULL;
+	if (!s->qp)
+		die("create PD, CQ, QP");
+}
+
+static void connect_to(struct side *s, uint32_t dest)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						    IBV_ACCESS_REMOTE_READ | IBV_ACCESS_LOCAL_WRITE };
+
+	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+					     IBV_QP_ACCESS_FLAGS))
+		die("INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dest;
+	a.rq_psn = 1;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = gid0;
+	a.ah_attr.grh.hop_limit = 1;
+	a.ah_attr.port_num = 1;
+	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+					     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+					     IBV_QP_MIN_RNR_TIMER))
+		die("RTR");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 1;
+	a.max_rd_atomic = 1;
+	if (ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+					     IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+					     IBV_QP_MAX_QP_RD_ATOMIC))
+		die("RTS");
+}
+
+/* Waits up to 10 s for one completion on cq. */
+static bool poll_one(struct ibv_cq *cq, struct ibv_wc *wc)
+{
+	struct timespec start, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	do {
+		int n = ibv_poll_cq(cq, 1, wc);
+
+		if (n < 0)
+			return false;
+		if (n == 1)
+			return true;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+	} while (now.tv_sec - start.tv_sec < 10);
+	return false;
+}
+
+static enum ibv_wc_status write_to(struct side *s, struct ibv_mr *src, void *from, uint32_t len,
+				   uint32_t rkey, uint64_t raddr, unsigned flags)
+{
+	struct ibv_sge sge = { (uintptr_t)from, len, src ? src->lkey : 0 };
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED | flags,
+				  .wr.rdma = { raddr, rkey } }, *bad;
+	struct ibv_wc wc;
+
+	if (ibv_post_send(s->qp, &wr, &bad))
+		return IBV_WC_GENERAL_ERR;
+	return poll_one(s->cq, &wc) ? wc.status : IBV_WC_GENERAL_ERR;
+}
+
+int main(void)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_device_attr dev;
+	struct ibv_port_attr port;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qia;
+	struct side a, b, c, d;
+	uint8_t *page, *src;
+	struct ibv_mr *src_mr, *lo, *hi, *mr;
+	int err;
+
+	if (!list || !list[0]) {
+		fprintf(stderr, "verbs_api_check: no RDMA device found\n");
+		return 1;
+	}
+	ctx = ibv_open_device(list[0]);
+	if (!ctx)
+		die("open device");
+
+	/* --- what RoCE programs read */
+	CHECK(ibv_query_device(ctx, &dev) == 0 && dev.phys_port_cnt == 1 && dev.max_qp > 0 &&
+		      dev.max_sge >= 1 && dev.atomic_cap == IBV_ATOMIC_NONE,
+	      "device: 1 port, QPs, SGEs, no atomics");
+	CHECK(ibv_query_port(ctx, 1, &port) == 0 && port.state == IBV_PORT_ACTIVE &&
+		      port.link_layer == IBV_LINK_LAYER_ETHERNET && port.gid_tbl_len >= 1 &&
+		      port.lid == 0 && port.active_mtu >= IBV_MTU_1024,
+	      "port 1: active, Ethernet link layer, LID 0, GIDs %d, MTU enum %d",
+	      port.gid_tbl_len, port.active_mtu);
+	CHECK(ibv_query_port(ctx, 2, &port) != 0, "port 2 does not exist");
+	CHECK(ibv_query_gid(ctx, 1, 0, &gid0) == 0 && gid0.raw[10] == 0xff &&
+		      gid0.raw[11] == 0xff && !memcmp(gid0.raw, "\0\0\0\0\0\0\0\0\0\0", 10),
+	      "GID 0 is an IPv4-mapped address: %u.%u.%u.%u", gid0.raw[12], gid0.raw[13],
+	      gid0.raw[14], gid0.raw[15]);
+	{
+		struct ibv_gid_entry e;
+
+		CHECK(ibv_query_gid_ex(ctx, 1, 0, &e, 0) == 0 && e.gid_type == IBV_GID_TYPE_ROCE_V2 &&
+			      !memcmp(e.gid.raw, gid0.raw, 16),
+		      "GID 0 is RoCE v2");
+		CHECK(ibv_query_gid_ex(ctx, 1, 99, &e, 0) != 0, "GID 99 does not exist");
+	}
+
+	/* --- two regions on one page: both must keep receiving one-sided writes */
+	make_side(&a);
+	make_side(&b);
+	connect_to(&a, b.qp->qp_num);
+	connect_to(&b, a.qp->qp_num);
+	page = aligned_alloc(4096, 8192);
+	src = malloc(256);
+	if (!page || !src)
+		die("malloc");
+	memset(page, 0, 8192);
+	lo = ibv_reg_mr(b.pd, page + 100, 200, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	hi = ibv_reg_mr(b.pd, page + 1000, 6000, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	src_mr = ibv_reg_mr(a.pd, src, 256, IBV_ACCESS_LOCAL_WRITE);
+	if (!lo || !hi || !src_mr)
+		die("reg_mr");
+	memset(src, 0x11, 256);
+	CHECK(write_to(&a, src_mr, src, 64, lo->rkey, (uintptr_t)page + 120, 0) == IBV_WC_SUCCESS &&
+		      page[120] == 0x11 && page[183] == 0x11 && page[184] == 0,
+	      "WRITE into the first of two regions sharing a page lands");
+	memset(src, 0x22, 256);
+	CHECK(write_to(&a, src_mr, src, 64, hi->rkey, (uintptr_t)page + 1000, 0) ==
+			      IBV_WC_SUCCESS &&
+		      page[1000] == 0x22 && page[1063] == 0x22,
+	      "WRITE into the second, registered after it, lands too");
+	memset(src, 0x33, 256);
+	CHECK(write_to(&a, src_mr, src, 64, lo->rkey, (uintptr_t)page + 200, 0) ==
+			      IBV_WC_SUCCESS &&
+		      page[200] == 0x33,
+	      "... and the first still receives after the second was registered");
+
+	/* --- rereg: a new translation gets new keys; the old key no longer reaches it */
+	{
+		uint32_t old_rkey = hi->rkey;
+		uint8_t *other = calloc(1, 4096);
+
+		err = ibv_rereg_mr(hi, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, other, 4096,
+				   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		CHECK(err == 0 && hi->addr == other, "ibv_rereg_mr to a new buffer");
+		memset(src, 0x44, 256);
+		CHECK(write_to(&a, src_mr, src, 32, hi->rkey, (uintptr_t)other + 10, 0) ==
+				      IBV_WC_SUCCESS &&
+			      other[10] == 0x44 && other[41] == 0x44,
+		      "WRITE with the new rkey lands in the new buffer");
+		if (old_rkey != hi->rkey) {
+			enum ibv_wc_status st = write_to(&a, src_mr, src, 32, old_rkey,
+							 (uintptr_t)page + 1000, 0);
+
+			CHECK(st == IBV_WC_REM_ACCESS_ERR,
+			      "the old rkey is refused: %s", ibv_wc_status_str(st));
+		} else {
+			CHECK(false, "ibv_rereg_mr kept the rkey");
+		}
+		ibv_dereg_mr(hi);
+		free(other);
+	}
+
+	/* --- inline data: the source needs no registration and may change at once */
+	make_side(&c);
+	make_side(&d);
+	connect_to(&c, d.qp->qp_num);
+	connect_to(&d, c.qp->qp_num);
+	mr = ibv_reg_mr(d.pd, page + 4096, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!mr)
+		die("reg_mr");
+	{
+		char msg[40] = "inline bytes, copied at post time";
+
+		CHECK(write_to(&c, NULL, msg, sizeof(msg), mr->rkey, (uintptr_t)page + 4096,
+			       IBV_SEND_INLINE) == IBV_WC_SUCCESS &&
+			      !memcmp(page + 4096, "inline bytes, copied at post time",
+				      sizeof(msg)),
+		      "inline RDMA WRITE from an unregistered stack buffer");
+	}
+
+	/* --- query and refusals */
+	CHECK(ibv_query_qp(c.qp, &qa, IBV_QP_STATE | IBV_QP_CAP, &qia) == 0 &&
+		      qa.qp_state == IBV_QPS_RTS && qa.cap.max_inline_data >= 64 &&
+		      qa.cap.max_send_wr >= 16 && qia.qp_type == IBV_QPT_RC,
+	      "ibv_query_qp: RTS, the caps granted");
+	errno = 0;
+	CHECK(ibv_qp_to_qp_ex(c.qp) == NULL, "ibv_qp_to_qp_ex of a QP made without send_ops_flags");
+	{
+		struct ibv_cq_init_attr_ex ca = { .cqe = 8,
+						  .wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP };
+
+		errno = 0;
+		CHECK(ibv_create_cq_ex(ctx, &ca) == NULL && errno == EOPNOTSUPP,
+		      "CQ with completion timestamps refused: EOPNOTSUPP");
+	}
+	{
+		struct ibv_qp_init_attr ud = { .send_cq = c.cq, .recv_cq = c.cq, .qp_type = IBV_QPT_UD,
+					       .cap = { 1, 1, 1, 1, 0 } };
+
+		errno = 0;
+		CHECK(ibv_create_qp(c.pd, &ud) == NULL && errno == EOPNOTSUPP,
+		      "UD QP refused: EOPNOTSUPP");
+	}
+	CHECK(ibv_destroy_cq(c.cq) == EBUSY, "destroying a CQ a QP uses: EBUSY");
+
+	CHECK(ibv_destroy_qp(c.qp) == 0 && ibv_destroy_qp(d.qp) == 0 && ibv_destroy_qp(a.qp) == 0 &&
+		      ibv_destroy_qp(b.qp) == 0 && ibv_destroy_cq(c.cq) == 0 &&
+		      ibv_destroy_cq(d.cq) == 0 && ibv_destroy_cq(a.cq) == 0 &&
+		      ibv_destroy_cq(b.cq) == 0 && ibv_dereg_mr(mr) == 0 && ibv_dereg_mr(lo) == 0 &&
+		      ibv_dereg_mr(src_mr) == 0,
+	      "everything destroyed cleanly");
+	ibv_dealloc_pd(a.pd);
+	ibv_dealloc_pd(b.pd);
+	ibv_dealloc_pd(c.pd);
+	ibv_dealloc_pd(d.pd);
+	ibv_close_device(ctx);
+	ibv_free_device_list(list);
+	free(page);
+	free(src);
+	printf("verbs_api_check: %s\n", failures ? "FAILED" : "OK");
+	return failures ? 1 : 0;
+}
