@@ -219,7 +219,7 @@ $(METAROCE_RUN): cli/metaroce-run
 $(BUILD)/tests/verbs/%: tests/verbs/%.c
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) -o $@ $< -libverbs
+	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) -o $@ $< -libverbs -ldl
 
 $(BUILD)/tests/verbs/hostile_client: $(OBJ)/tests/verbs/hostile_client.o $(LIBPROTO)
 	$(call msg,LD,$@)

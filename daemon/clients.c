@@ -480,14 +480,20 @@ static void qp_start(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 	static const struct mrc_conn_callbacks cb = { mr_lookup, on_complete };
 	struct mrc_conn_config cc;
 	uint16_t ports[MRCD_SPORTS_PER_PLANE];
-	unsigned per_plane = d->cfg.paths_per_plane, n_planes = 0;
+	unsigned per_plane = qp->req.paths_per_plane ? qp->req.paths_per_plane
+						      : d->cfg.paths_per_plane;
+	unsigned n_planes = 0;
 	uint16_t payload = d->peers.local.max_payload;
+	/* the application may narrow the planes it sends on (metaroce_qp_set_paths); it still
+	 * hears the peer on every plane they share, whatever the peer chose */
+	uint32_t send_planes = qp->peer_planes & (qp->req.plane_mask ? qp->req.plane_mask : ~0u);
 
 	mrc_conn_config_default(&cc);
 	for (unsigned p = 0; p < MRC_MAX_PLANES; p++)
-		n_planes += (qp->peer_planes >> p) & 1;
+		n_planes += (send_planes >> p) & 1;
 	if (!n_planes) {
-		mrcd_log(LOG_WARNING, "QP %u: the peer shares no plane with this host", qp->qpn);
+		mrcd_log(LOG_WARNING, "QP %u: no plane shared with the peer%s", qp->qpn,
+			 qp->req.plane_mask ? " within the QP's plane mask" : "");
 		qp_error(d, qp, now);
 		return;
 	}
@@ -500,7 +506,7 @@ static void qp_start(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 	for (unsigned p = 0; p < MRC_MAX_PLANES; p++) {
 		unsigned got;
 
-		if (!(qp->peer_planes >> p & 1))
+		if (!(send_planes >> p & 1))
 			continue;
 		got = mrcd_backend_sports(&d->backend, (uint8_t)p, ports, per_plane);
 		for (unsigned k = 0; k < got; k++)
@@ -553,7 +559,8 @@ static int connect_qp(struct mrcd *d, unsigned owner, const uint8_t *payload, si
 	if (qp->state != MRC_CTL_QP_IDLE)
 		return -EBUSY;
 	if (r.dest_qp_num > MRC_QPN_MAX || r.dest_qp_num == MRC_QPN_DAEMON ||
-	    r.min_rnr_timer > 31 || !r.max_dest_rd_atomic || (r.access & ~MRC_CTL_ACCESS_ALL))
+	    r.min_rnr_timer > 31 || !r.max_dest_rd_atomic || (r.access & ~MRC_CTL_ACCESS_ALL) ||
+	    r.paths_per_plane > MRCD_SPORTS_PER_PLANE)
 		return -EINVAL;
 	qp->req = r;
 	if (is_local_addr(&d->cfg, r.dgid)) {
@@ -1105,14 +1112,15 @@ size_t mrcd_clients_qps_reply(const struct mrcd *d, uint8_t *buf, size_t cap)
 	return n;
 }
 
-size_t mrcd_clients_paths_reply(const struct mrcd *d, uint8_t *buf, size_t cap)
+size_t mrcd_clients_paths_reply(const struct mrcd *d, const uint32_t *qpn, uint8_t *buf,
+				size_t cap)
 {
 	size_t n = 0;
 
 	for (unsigned i = 0; i < MRCD_MAX_QPS; i++) {
 		const struct mrcd_qp *qp = &d->clients.qps[i];
 
-		if (qp->owner < 0 || !qp->conn)
+		if (qp->owner < 0 || !qp->conn || (qpn && qp->qpn != *qpn))
 			continue;
 		for (unsigned k = 0; k < mrc_conn_n_paths(qp->conn); k++) {
 			const struct mrc_path *p = mrc_conn_path(qp->conn, k);

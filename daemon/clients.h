@@ -132,6 +132,8 @@ void mrcd_clients_peer_event(struct mrcd *d, unsigned peer, int event);
 void mrcd_clients_flush_all(struct mrcd *d, uint64_t now);
 
 size_t mrcd_clients_qps_reply(const struct mrcd *d, uint8_t *buf, size_t cap);
-size_t mrcd_clients_paths_reply(const struct mrcd *d, uint8_t *buf, size_t cap);
+/* Every QP's paths, or only those of *qpn. */
+size_t mrcd_clients_paths_reply(const struct mrcd *d, const uint32_t *qpn, uint8_t *buf,
+				size_t cap);
 
 #endif /* METAROCE_DAEMON_CLIENTS_H */

@@ -220,8 +220,9 @@ static int request_shape(uint16_t type, uint32_t len)
 	case MRC_CTL_STATUS:
 	case MRC_CTL_PEERS:
 	case MRC_CTL_QPS:
-	case MRC_CTL_PATHS:
 		return len == 0 ? 0 : -EINVAL;
+	case MRC_CTL_PATHS:
+		return len == 0 || len == sizeof(struct mrc_ctl_handle) ? 0 : -EINVAL;
 	case MRC_CTL_HELLO:
 	case MRC_CTL_REG_MR:
 	case MRC_CTL_DEREG_MR:
@@ -349,10 +350,15 @@ static void serve(struct mrcd *d, unsigned slot)
 		case MRC_CTL_QPS:
 			len = mrcd_clients_qps_reply(d, out + sizeof(rep), sizeof(out) - sizeof(rep));
 			break;
-		case MRC_CTL_PATHS:
-			len = mrcd_clients_paths_reply(d, out + sizeof(rep),
-						       sizeof(out) - sizeof(rep));
+		case MRC_CTL_PATHS: {
+			struct mrc_ctl_handle one = { 0, 0 };
+
+			if (req.len)
+				memcpy(&one, in + sizeof(req), sizeof(one));
+			len = mrcd_clients_paths_reply(d, req.len ? &one.handle : NULL,
+						       out + sizeof(rep), sizeof(out) - sizeof(rep));
 			break;
+		}
 		default:
 			rep.status = mrcd_clients_request(d, slot, &req, in + sizeof(req), fds,
 							  n_fds, out + sizeof(rep),

@@ -98,6 +98,8 @@ struct mrv_qp {
 	struct mrc_sq_entry *staged;
 	uint32_t n_staged;
 	int wr_error;		 /* first error of the current ibv_wr_start batch */
+	uint8_t paths_per_plane; /* metaroce_qp_set_paths; 0: the daemon's choice */
+	uint16_t plane_mask;	 /* 0: every plane */
 };
 
 static inline struct mrv_context *to_ctx(struct ibv_context *c)

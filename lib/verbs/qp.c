@@ -609,6 +609,8 @@ static int connect_in_daemon(struct mrv_qp *qp)
 		     (a->qp_access_flags & IBV_ACCESS_REMOTE_READ ? MRC_CTL_ACCESS_REMOTE_READ : 0);
 	req.min_rnr_timer = a->min_rnr_timer;
 	req.max_dest_rd_atomic = a->max_dest_rd_atomic ? a->max_dest_rd_atomic : 1;
+	req.paths_per_plane = qp->paths_per_plane;
+	req.plane_mask = qp->plane_mask;
 	return mrv_request(qp->ctx, MRC_CTL_CONNECT_QP, &req, sizeof(req), NULL, 0, NULL, 0, NULL,
 			   NULL, NULL);
 }

@@ -4,11 +4,13 @@
  * process over loopback QPs: device, port and GID attributes as RoCE programs read them;
  * overlapping registrations on one page (each must keep receiving one-sided writes);
  * ibv_rereg_mr (new translation and keys; the old key refused); inline sends; ibv_query_qp;
- * what is refused and how (CQ timestamps, a CQ in use, UD QPs, qp_ex of a plain QP).
+ * what is refused and how (CQ timestamps, a CQ in use, UD QPs, qp_ex of a plain QP); and the
+ * <metaroce/metaroce.h> extension, found with dlsym as a program run under metaroce-run would.
  *
  *   metaroce-run verbs_api_check       exit 0 when every check holds
  */
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <stdbool.h>
@@ -16,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <metaroce/metaroce.h>
 
 static int failures;
 
@@ -243,6 +247,49 @@ int main(void)
 			      !memcmp(page + 4096, "inline bytes, copied at post time",
 				      sizeof(msg)),
 		      "inline RDMA WRITE from an unregistered stack buffer");
+	}
+
+	/* --- the extension API: 2 paths on plane 0 only */
+	{
+		int (*set_paths)(struct ibv_qp *, unsigned, uint32_t) =
+			(int (*)(struct ibv_qp *, unsigned, uint32_t))dlsym(RTLD_DEFAULT,
+									   "metaroce_qp_set_paths");
+		int (*query_paths)(struct ibv_qp *, struct metaroce_path_stats *, unsigned) =
+			(int (*)(struct ibv_qp *, struct metaroce_path_stats *,
+				 unsigned))dlsym(RTLD_DEFAULT, "metaroce_query_paths");
+		struct metaroce_path_stats st[32];
+		struct side e, f;
+		int n;
+
+		CHECK(set_paths && query_paths, "metaroce_qp_set_paths and _query_paths found");
+		if (!set_paths || !query_paths)
+			return 1;
+		make_side(&e);
+		make_side(&f);
+		CHECK(set_paths(e.qp, 2, 0x1) == 0, "metaroce_qp_set_paths(2 per plane, plane 0)");
+		CHECK(set_paths(e.qp, 17, 0) == EINVAL, "... 17 paths per plane refused");
+		connect_to(&e, f.qp->qp_num);
+		connect_to(&f, e.qp->qp_num);
+		CHECK(set_paths(e.qp, 4, 0) == EINVAL, "... and refused after RTR");
+		memset(src, 0x55, 256);
+		CHECK(write_to(&e, NULL, src, 32, mr->rkey, (uintptr_t)page + 5000,
+			       IBV_SEND_INLINE) == IBV_WC_SUCCESS &&
+			      page[5000] == 0x55,
+		      "a WRITE on the narrowed QP lands");
+		n = query_paths(e.qp, st, 32);
+		CHECK(n == 2 && st[0].plane == 0 && st[1].plane == 0 &&
+			      st[0].tx_packets + st[1].tx_packets >= 1 && st[0].sport != st[1].sport,
+		      "metaroce_query_paths: %d paths, planes %u and %u, %llu packets", n,
+		      n > 0 ? st[0].plane : 99, n > 1 ? st[1].plane : 99,
+		      n > 1 ? (unsigned long long)(st[0].tx_packets + st[1].tx_packets) : 0ull);
+		n = query_paths(f.qp, st, 32);
+		CHECK(n >= 2, "the peer QP kept its own paths: %d", n);
+		ibv_destroy_qp(e.qp);
+		ibv_destroy_qp(f.qp);
+		ibv_destroy_cq(e.cq);
+		ibv_destroy_cq(f.cq);
+		ibv_dealloc_pd(e.pd);
+		ibv_dealloc_pd(f.pd);
 	}
 
 	/* --- query and refusals */

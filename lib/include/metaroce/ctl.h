@@ -39,7 +39,7 @@ enum mrc_ctl_type {
 	MRC_CTL_ERROR_QP = 10,	/* request: mrc_ctl_handle: the QP enters ERR; reply: empty */
 	MRC_CTL_DESTROY_QP = 11, /* request: mrc_ctl_handle; reply: empty */
 	MRC_CTL_QPS = 12,	/* request: no payload; reply: n x struct mrc_ctl_qp */
-	MRC_CTL_PATHS = 13,	/* request: no payload; reply: n x struct mrc_ctl_path */
+	MRC_CTL_PATHS = 13,	/* request: none, or mrc_ctl_handle (one QP); reply: n x mrc_ctl_path */
 	MRC_CTL_READY_QP = 14,	/* request: mrc_ctl_ready_qp (the QP reaches RTS); reply: empty */
 	MRC_CTL_TYPE_MAX = MRC_CTL_READY_QP,
 };
@@ -131,7 +131,8 @@ struct mrc_ctl_connect_qp {
 	__u8 min_rnr_timer;	/* IB encoding 0..31 */
 	__u8 max_rd_atomic;	/* READs we may have outstanding */
 	__u8 max_dest_rd_atomic; /* READs the peer may have outstanding here, >= 1 */
-	__u8 reserved[3];
+	__u8 paths_per_plane;	/* 0: the daemon's; else 1..16 (metaroce_qp_set_paths) */
+	__u16 plane_mask;	/* 0: every shared plane; else bit i = plane i */
 };
 
 /* What RTS adds: the send half. */
