@@ -87,7 +87,8 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 
 # --- top-level targets -----------------------------------------------------------------
 
-.PHONY: all deps check demo unit unit-asan fuzz integration engine-report bench-udp-vs-tcp clean
+.PHONY: all deps check demo unit unit-asan verbs-abi fuzz integration engine-report \
+	bench-udp-vs-tcp clean
 .DEFAULT_GOAL := all
 
 all: $(LIBPROTO) $(UNIT_RUNNER) $(SAN_UNIT_RUNNER) $(FUZZ_BINS) $(CORPUS_GEN) $(HEADER_CHECK_OBJS) \
@@ -120,7 +121,7 @@ deps:
 check:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)$(MAKE) --no-print-directory unit unit-asan integration fuzz
+	$(Q)$(MAKE) --no-print-directory unit unit-asan verbs-abi integration fuzz
 
 # The main job: two hosts, two planes, a daemon each, unmodified RDMA programs between them.
 demo:
@@ -137,6 +138,14 @@ unit-asan: $(SAN_UNIT_RUNNER)
 	$(call msg,TEST,unit under ASan+UBSan)
 	$(Q)ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 		$(SAN_UNIT_RUNNER)
+
+# libmetaroce's export table against the installed libibverbs, and every unsupported call.
+verbs-abi: $(LIBMETAROCE) $(BUILD)/tests/verbs/test_unsupported
+	$(call msg,TEST,verbs ABI)
+	$(Q)out=$$(bash tests/verbs/check_symbols.sh $(LIBMETAROCE)) || { echo "$$out"; exit 1; }; \
+		echo "           $$out"
+	$(Q)out=$$(LD_LIBRARY_PATH=$(BUILD)/lib $(BUILD)/tests/verbs/test_unsupported) || \
+		{ echo "$$out"; exit 1; }; echo "$$out" | tail -n 1 | sed 's/^/           /'
 
 # Real processes in network namespaces (tests/integration/lib.sh draws the topology).
 integration: $(METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN) $(VERBS_TESTS)
