@@ -5,8 +5,8 @@
 #   make            build every C and BPF object, the unit-test runner and the fuzz harnesses
 #   make deps       install the Debian packages the build and tests need (no-op when present)
 #   make demo       deps + build + two hosts in network namespaces running RDMA over metaroced
-#   make check      deps + build + unit tests + unit tests under ASan/UBSan + integration
-#                   tests in network namespaces + bounded fuzzing
+#   make check      deps + build + unit tests + unit tests under ASan/UBSan + the verbs ABI
+#                   check + integration tests in network namespaces + bounded fuzzing
 #   make clean      remove build/
 #
 #   V=1             show the commands
