@@ -74,6 +74,7 @@ CORPUS_GEN := $(BUILD)/tests/fuzz/gen_corpus
 HEADER_CHECK_OBJS := $(HEADER_CHECKS_BPF:%.c=$(OBJ)/%.bpf.o)
 ENGINE_REPORT := $(BUILD)/bench/engine-report
 METAROCED := $(BUILD)/sbin/metaroced
+SAN_METAROCED := $(SAN)/sbin/metaroced
 METAROCE_CTL := $(BUILD)/bin/metaroce-ctl
 
 # libmetaroce.so.1: the libibverbs ABI (lib/verbs) plus the ring and page-sharing code it
@@ -87,13 +88,14 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 
 # --- top-level targets -----------------------------------------------------------------
 
-.PHONY: all deps check demo unit unit-asan verbs-abi fuzz integration engine-report \
+.PHONY: all deps check demo unit unit-asan verbs-abi fuzz integration integration-asan \
+	engine-report \
 	bench-udp-vs-tcp clean
 .DEFAULT_GOAL := all
 
 all: $(LIBPROTO) $(UNIT_RUNNER) $(SAN_UNIT_RUNNER) $(FUZZ_BINS) $(CORPUS_GEN) $(HEADER_CHECK_OBJS) \
      $(ENGINE_REPORT) $(METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) \
-     $(METAROCE_RUN) $(VERBS_TESTS)
+     $(METAROCE_RUN) $(VERBS_TESTS) $(SAN_METAROCED)
 	@:
 
 # Debian packages, one per line in the order a reader would look for them.
@@ -121,7 +123,7 @@ deps:
 check:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)$(MAKE) --no-print-directory unit unit-asan verbs-abi integration fuzz
+	$(Q)$(MAKE) --no-print-directory unit unit-asan verbs-abi integration integration-asan fuzz
 
 # The main job: two hosts, two planes, a daemon each, unmodified RDMA programs between them.
 demo:
@@ -146,6 +148,14 @@ verbs-abi: $(LIBMETAROCE) $(BUILD)/tests/verbs/test_unsupported
 		echo "           $$out"
 	$(Q)out=$$(LD_LIBRARY_PATH=$(BUILD)/lib $(BUILD)/tests/verbs/test_unsupported) || \
 		{ echo "$$out"; exit 1; }; echo "$$out" | tail -n 1 | sed 's/^/           /'
+
+# The verbs tests again with metaroced built under ASan+UBSan: the hostile client, killed
+# clients and every opcode against the daemon's checks; any report fails the daemon's exit.
+integration-asan: $(SAN_METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN) $(VERBS_TESTS)
+	$(call msg,TEST,integration with metaroced under ASan+UBSan)
+	$(Q)METAROCED=$(SAN_METAROCED) ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 \
+		UBSAN_OPTIONS=print_stacktrace=1 sh tests/integration/run.sh $(BUILD) \
+		tests/integration/test_verbs.sh tests/integration/test_verbs_failures.sh
 
 # Real processes in network namespaces (tests/integration/lib.sh draws the topology).
 integration: $(METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN) $(VERBS_TESTS)
@@ -269,6 +279,11 @@ $(METAROCED): $(OBJ)/daemon/main.o $(LIBDAEMON) $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(SYSTEMD_LIBS)
+
+$(SAN_METAROCED): $(SAN)/obj/daemon/main.o $(SAN_LIBDAEMON) $(SAN_LIBPROTO)
+	$(call msg,LD-SAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(SYSTEMD_LIBS)
 
 $(UNIT_RUNNER): $(UNIT_OBJS) $(LIBDAEMON) $(LIBPROTO)
 	$(call msg,LD,$@)

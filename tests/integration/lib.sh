@@ -50,11 +50,12 @@ two_hosts() {
 	ip -n "$NS_B" link set lo up
 }
 
-# start_daemon NS NAME ARGS...: metaroced in a namespace, its log in $TMP/NAME.log
+# start_daemon NS NAME ARGS...: metaroced in a namespace, its log in $TMP/NAME.log;
+# METAROCED names another build of it (make integration-asan)
 start_daemon() {
 	ns=$1 name=$2
 	shift 2
-	ip netns exec "$ns" "$BUILD/sbin/metaroced" "$@" >"$TMP/$name.log" 2>&1 &
+	ip netns exec "$ns" "${METAROCED:-$BUILD/sbin/metaroced}" "$@" >"$TMP/$name.log" 2>&1 &
 	PIDS="$PIDS $!"
 	eval "PID_$name=$!"
 }
