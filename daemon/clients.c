@@ -2,9 +2,14 @@
 #include "clients.h"
 
 #include <errno.h>
+#include <linux/magic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/statfs.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -61,7 +66,7 @@ static struct mrcd_mr *mr_by_key(struct mrcd_clients *c, int owner, uint32_t key
 	if (slot >= MRCD_MAX_MRS)
 		return NULL;
 	mr = &c->mrs[slot];
-	return mr->owner == owner && mr->key == key ? mr : NULL;
+	return mr->owner == owner && mr->key == key && !mr->retired ? mr : NULL;
 }
 
 /* --- init ------------------------------------------------------------------------------- */
@@ -78,7 +83,12 @@ int mrcd_clients_init(struct mrcd *d)
 	c->qps = calloc(MRCD_MAX_QPS, sizeof(*c->qps));
 	c->tx_buf = malloc((size_t)MRCD_TX_BATCH * d->cfg.mtu);
 	if (!c->mrs || !c->cqs || !c->qps || !c->tx_buf) {
-		mrcd_clients_fini(d);
+		/* nothing is owned yet: free the tables, reclaim nothing */
+		free(c->mrs);
+		free(c->cqs);
+		free(c->qps);
+		free(c->tx_buf);
+		memset(c, 0, sizeof(*c));
 		return -1;
 	}
 	for (unsigned i = 0; i < MRCD_MAX_MRS; i++)
@@ -97,13 +107,62 @@ int mrcd_clients_init(struct mrcd *d)
 
 /* --- memory regions --------------------------------------------------------------------- */
 
-static void mr_free(struct mrcd_clients *c, struct mrcd_mr *mr)
+static void mr_unmap(struct mrcd_clients *c, struct mrcd_mr *mr)
 {
 	munmap(mr->span, mr->span_len);
 	c->mapped_bytes -= mr->span_len;
-	c->n_mrs--;
 	mr->owner = -1;
 	mr->key = 0;
+	mr->retired = false;
+}
+
+/*
+ * True when none of the client's connections can hold a pointer into its memory: no send,
+ * READ or READ response outstanding, no receive posted. Work requests are turned into host
+ * pointers when they enter the engine, and the engine keeps them until they complete.
+ */
+static bool client_quiescent(struct mrcd_clients *c, int owner)
+{
+	for (unsigned i = 0; i < MRCD_MAX_QPS; i++) {
+		const struct mrcd_qp *qp = &c->qps[i];
+		struct mrc_conn_info info;
+
+		if (qp->owner != owner || !qp->conn)
+			continue;
+		mrc_conn_get_info(qp->conn, &info);
+		if (!mrc_conn_send_idle(qp->conn) || info.rq_posted)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * ibv_dereg_mr: the key stops working at once; the mapping stays until the client's
+ * connections hold no pointer into it, so work already handed to the engine can never touch
+ * memory the daemon has unmapped, or reused for another client.
+ */
+static void mr_deregister(struct mrcd_clients *c, struct mrcd_mr *mr)
+{
+	c->n_mrs--;
+	if (client_quiescent(c, mr->owner)) {
+		mr_unmap(c, mr);
+		return;
+	}
+	mr->key = 0;
+	mr->retired = true;
+	c->n_retired++;
+}
+
+static void reap_retired(struct mrcd_clients *c)
+{
+	for (unsigned i = 0; i < MRCD_MAX_MRS && c->n_retired; i++) {
+		struct mrcd_mr *mr = &c->mrs[i];
+
+		if (mr->retired && client_quiescent(c, mr->owner)) {
+			c->n_retired--;
+			mr_unmap(c, mr);
+		}
+	}
 }
 
 /*
@@ -120,11 +179,15 @@ static int mr_map(const struct mrc_ctl_reg_mr *r, const struct mrc_ctl_mr_segmen
 		if (!seg[i].length || seg[i].length % page || seg[i].fd_offset % page ||
 		    seg[i].length > (1ull << 40) || seg[i].fd_offset > (1ull << 40))
 			return -EINVAL;
-		/* sealed against shrinking, and as long as the segment claims */
+		/* sealed against shrinking, as long as the segment claims, and ordinary shmem
+		 * (hugetlbfs pages could be missing at fault time: SIGBUS in the daemon) */
 		int err = mrc_shm_check(fds[i], seg[i].fd_offset + seg[i].length);
+		struct statfs fs;
 
 		if (err)
 			return err;
+		if (fstatfs(fds[i], &fs) || fs.f_type != TMPFS_MAGIC)
+			return -EINVAL;
 		span += seg[i].length;
 	}
 	if (r->offset >= span || r->length > span - r->offset)
@@ -227,11 +290,39 @@ static void cq_free(struct mrcd_clients *c, struct mrcd_cq *cq)
 {
 	munmap(cq->mem, cq->mem_len);
 	c->mapped_bytes -= cq->mem_len;
-	if (cq->channel_fd >= 0)
+	if (cq->channel_fd >= 0) {
 		close(cq->channel_fd);
+		c->client[cq->owner].channels--;
+	}
 	c->n_cqs--;
 	cq->owner = -1;
 	cq->handle = 0;
+}
+
+static bool is_unix_datagram(int fd)
+{
+	int type = 0, domain = 0;
+	socklen_t len = sizeof(type);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len))
+		return false;
+	len = sizeof(domain);
+	return !getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) && domain == AF_UNIX &&
+	       type == SOCK_DGRAM;
+}
+
+/* The doorbell must be an eventfd: a pipe or socket could stay readable (EOF) forever. */
+static bool is_eventfd(int fd)
+{
+	char path[64], target[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return false;
+	target[n] = '\0';
+	return !strcmp(target, "anon_inode:[eventfd]");
 }
 
 static uint32_t ring_entries(uint32_t want)
@@ -282,6 +373,10 @@ static int create_cq(struct mrcd *d, unsigned owner, const uint8_t *payload, siz
 	memcpy(&r, payload, sizeof(r));
 	if (!r.entries || r.entries > MRCD_MAX_RING_ENTRIES)
 		return -EINVAL;
+	if (n_fds && !is_unix_datagram(fds[0]))
+		return -EBADF; /* a completion channel is the library's datagram socket */
+	if (n_fds && c->client[owner].channels >= MRCD_CLIENT_MAX_CHANNEL_FDS)
+		return -EMFILE;
 	for (slot = 0; slot < MRCD_MAX_CQS; slot++)
 		if (c->cqs[slot].owner < 0) {
 			cq = &c->cqs[slot];
@@ -299,21 +394,30 @@ static int create_cq(struct mrcd *d, unsigned owner, const uint8_t *payload, siz
 	cq->owner = (int)owner;
 	cq->handle = make_handle(c, slot);
 	cq->channel_fd = n_fds ? fds[0] : -1;
-	if (n_fds)
+	if (n_fds) {
 		fds[0] = -1;
+		c->client[owner].channels++;
+	}
 	c->n_cqs++;
 	out->handle = cq->handle;
 	out->entries = cq->ring.entries;
 	return 0;
 }
 
-/* Wakes the client's completion channel if it armed this CQ for this completion. */
+/*
+ * Wakes the client's completion channel if it armed this CQ for this completion. The channel
+ * is a datagram socket and the send never waits: a client cannot stall the daemon through it.
+ */
 static void cq_notify(struct mrcd_cq *cq, bool solicited_or_error)
 {
 	uint32_t *arm = &cq->ring.consumer->aux;
-	uint32_t want = __atomic_load_n(arm, __ATOMIC_ACQUIRE);
-	uint64_t one = 1;
+	uint32_t want;
+	char one = 1;
 
+	/* the completion was published before; the arm is read after it, so the library's
+	 * arm-then-poll and this produce-then-read cannot both miss (its fence pairs with it) */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	want = __atomic_load_n(arm, __ATOMIC_ACQUIRE);
 	if (cq->channel_fd < 0 || !want ||
 	    (want == MRC_CQ_ARM_SOLICITED && !solicited_or_error))
 		return;
@@ -321,7 +425,7 @@ static void cq_notify(struct mrcd_cq *cq, bool solicited_or_error)
 	if (!__atomic_compare_exchange_n(arm, &want, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return;
 	__atomic_fetch_add(&cq->ring.producer->aux, 1, __ATOMIC_RELEASE);
-	if (write(cq->channel_fd, &one, sizeof(one)) < 0)
+	if (send(cq->channel_fd, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		mrcd_log(LOG_DEBUG, "completion channel: %s", strerror(errno));
 }
 
@@ -339,19 +443,40 @@ static void cq_push(struct mrcd *d, struct mrcd_qp *qp, bool recv, const struct 
 	if (wc->status != MRC_WC_SUCCESS)
 		qp->error_completions++;
 	if (mrc_ring_produce(&cq->ring, &e)) {
-		if (!cq->overruns++)
-			mrcd_log(LOG_WARNING, "client pid %d: CQ %u overrun, completions lost",
-				 d->clients.client[qp->owner].pid, cq->handle);
+		cq->overruns++;
+		qp->cq_overrun = true; /* the pump fails the QP, outside the engine's callback */
 		return;
 	}
 	cq_notify(cq, (wc->flags & MRC_WC_SOLICITED) || wc->status != MRC_WC_SUCCESS);
 }
 
+/*
+ * A ring slot goes back to the library only when the work it described has completed: the
+ * SQ and RQ then hold exactly max_send_wr and max_recv_wr requests, as verbs counts them,
+ * and the inline bytes the library keeps per SQ slot cannot be overwritten while the engine
+ * may still send them. Work completes in ring order (RC), so a completion gives back every
+ * slot up to its own; unsignaled sends are given back by the next signaled one, which is
+ * also when verbs lets the application count them complete.
+ */
+static void release_through(struct mrc_ring *ring, uint32_t idx)
+{
+	if (idx + 1 - ring->released <= ring->mine - ring->released)
+		mrc_ring_release(ring, idx + 1);
+}
+
+/* Engine work requests carry the ring index; the application's wr_id waits in a shadow. */
 static void on_complete(void *user, bool from_recv_queue, const struct mrc_completion *wc)
 {
 	struct mrcd_qp *qp = user;
+	struct mrc_ring *ring = from_recv_queue ? &qp->rq : &qp->sq;
+	uint64_t *shadow = from_recv_queue ? qp->rq_wr_id : qp->sq_wr_id;
+	uint32_t idx = (uint32_t)wc->wr_id;
+	struct mrc_completion app = *wc;
 
-	cq_push(qp->daemon, qp, from_recv_queue, wc);
+	app.wr_id = shadow[idx & (ring->entries - 1)];
+	/* the slot first: an application that sees the completion may post again at once */
+	release_through(ring, idx);
+	cq_push(qp->daemon, qp, from_recv_queue, &app);
 }
 
 /* --- queue pairs ------------------------------------------------------------------------ */
@@ -359,6 +484,8 @@ static void on_complete(void *user, bool from_recv_queue, const struct mrc_compl
 static void qp_free(struct mrcd_clients *c, struct mrcd_qp *qp)
 {
 	mrc_conn_free(qp->conn);
+	free(qp->sq_wr_id);
+	free(qp->rq_wr_id);
 	munmap(qp->sq_mem, qp->sq_len);
 	munmap(qp->rq_mem, qp->rq_len);
 	c->mapped_bytes -= qp->sq_len + qp->rq_len;
@@ -411,6 +538,19 @@ static int create_qp(struct mrcd *d, unsigned owner, const uint8_t *payload, siz
 		qp->owner = -1;
 		return err;
 	}
+	qp->sq_wr_id = calloc(qp->sq.entries, sizeof(*qp->sq_wr_id));
+	qp->rq_wr_id = calloc(qp->rq.entries, sizeof(*qp->rq_wr_id));
+	if (!qp->sq_wr_id || !qp->rq_wr_id) {
+		free(qp->sq_wr_id);
+		free(qp->rq_wr_id);
+		munmap(qp->sq_mem, qp->sq_len);
+		munmap(qp->rq_mem, qp->rq_len);
+		c->mapped_bytes -= qp->sq_len + qp->rq_len;
+		close(out_fds[0]);
+		close(out_fds[1]);
+		qp->owner = -1;
+		return -ENOMEM;
+	}
 	qp->owner = (int)owner;
 	qp->send_cq = (int)(scq - c->cqs);
 	qp->recv_cq = (int)(rcq - c->cqs);
@@ -435,6 +575,7 @@ static bool is_local_addr(const struct mrcd_config *cfg, const uint8_t addr[16])
 static void qp_learn_peer(struct mrcd *d, struct mrcd_qp *qp, const struct mrc_node_info *info)
 {
 	qp->peer_planes = 0;
+	qp->peer_node = info->node_id;
 	qp->peer_port = info->udp_port;
 	qp->peer_max_payload = info->max_payload;
 	for (unsigned i = 0; i < d->cfg.n_planes; i++) {
@@ -514,12 +655,17 @@ static void qp_start(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 	}
 	if (qp->peer_max_payload && qp->peer_max_payload < payload)
 		payload = qp->peer_max_payload;
+	if (qp->req.path_mtu < payload)
+		payload = qp->req.path_mtu; /* the application's path MTU caps it */
 	cc.max_payload = payload;
 	cc.local_qpn = qp->qpn;
 	cc.remote_qpn = qp->req.dest_qp_num;
-	/* verbs' PSNs stay with the application: the wire's come from the QPN pair */
-	cc.sq_psn = mrc_initial_psn(qp->qpn, qp->req.dest_qp_num);
-	cc.rq_psn = mrc_initial_psn(qp->req.dest_qp_num, qp->qpn);
+	/* verbs' PSNs stay with the application: the wire's come from the node ids and QPNs
+	 * [R-116] */
+	cc.sq_psn = mrc_initial_psn(d->peers.local.node_id, qp->qpn, qp->peer_node,
+				    qp->req.dest_qp_num);
+	cc.rq_psn = mrc_initial_psn(qp->peer_node, qp->req.dest_qp_num, d->peers.local.node_id,
+				    qp->qpn);
 	cc.sq_depth = qp->sq.entries;
 	cc.rq_depth = qp->rq.entries;
 	cc.max_rd_atomic = 1;
@@ -560,7 +706,7 @@ static int connect_qp(struct mrcd *d, unsigned owner, const uint8_t *payload, si
 		return -EBUSY;
 	if (r.dest_qp_num > MRC_QPN_MAX || r.dest_qp_num == MRC_QPN_DAEMON ||
 	    r.min_rnr_timer > 31 || !r.max_dest_rd_atomic || (r.access & ~MRC_CTL_ACCESS_ALL) ||
-	    r.paths_per_plane > MRCD_SPORTS_PER_PLANE)
+	    r.paths_per_plane > MRCD_SPORTS_PER_PLANE || r.path_mtu < 256 || r.path_mtu > 4096)
 		return -EINVAL;
 	qp->req = r;
 	if (is_local_addr(&d->cfg, r.dgid)) {
@@ -627,6 +773,7 @@ void mrcd_clients_peer_event(struct mrcd *d, unsigned peer, int event)
 			memcpy(qp->peer_addr[p->via_plane], p->named, 16);
 			qp->peer_port = p->named_port;
 			qp->peer_max_payload = 0;
+			qp->peer_node = 0; /* unknown: the peer must not know ours either */
 			qp_start(d, qp, now);
 		} else if ((qp->state == MRC_CTL_QP_RTS || qp->state == MRC_CTL_QP_RTR) &&
 			   event == MRC_PEER_EV_RESTARTED) {
@@ -638,11 +785,13 @@ void mrcd_clients_peer_event(struct mrcd *d, unsigned peer, int event)
 
 /* --- rings into the engine -------------------------------------------------------------- */
 
+/* A completion the daemon makes itself, for the entry at ring index idx. */
 static void complete_now(struct mrcd *d, struct mrcd_qp *qp, bool recv, uint64_t wr_id,
-			 uint8_t status, uint8_t opcode)
+			 uint32_t idx, uint8_t status, uint8_t opcode)
 {
 	struct mrc_completion wc = { .wr_id = wr_id, .status = status, .opcode = opcode };
 
+	release_through(recv ? &qp->rq : &qp->sq, idx);
 	cq_push(d, qp, recv, &wc);
 }
 
@@ -718,17 +867,21 @@ static void drain_rings(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 		struct mrc_rq_entry r;
 
 		if (qp->sq_held)
-			complete_now(d, qp, false, qp->held_sq.wr_id, MRC_WC_WR_FLUSH_ERR,
-				     wc_opcode_of(qp->held_sq.opcode));
+			complete_now(d, qp, false, qp->held_sq.wr_id, qp->sq.mine - 1,
+				     MRC_WC_WR_FLUSH_ERR, wc_opcode_of(qp->held_sq.opcode));
 		if (qp->rq_held)
-			complete_now(d, qp, true, qp->held_rq.wr_id, MRC_WC_WR_FLUSH_ERR,
-				     MRC_WC_RECV);
+			complete_now(d, qp, true, qp->held_rq.wr_id, qp->rq.mine - 1,
+				     MRC_WC_WR_FLUSH_ERR, MRC_WC_RECV);
 		qp->sq_held = qp->rq_held = false;
-		while (mrc_ring_consume(&qp->sq, &s) == 1)
-			complete_now(d, qp, false, s.wr_id, MRC_WC_WR_FLUSH_ERR,
+		/* bounded: a client that keeps posting gets the rest flushed next turn */
+		for (uint32_t i = 0; i < qp->sq.entries && mrc_ring_take(&qp->sq, &s) == 1; i++)
+			complete_now(d, qp, false, s.wr_id, qp->sq.mine - 1, MRC_WC_WR_FLUSH_ERR,
 				     wc_opcode_of(s.opcode));
-		while (mrc_ring_consume(&qp->rq, &r) == 1)
-			complete_now(d, qp, true, r.wr_id, MRC_WC_WR_FLUSH_ERR, MRC_WC_RECV);
+		for (uint32_t i = 0; i < qp->rq.entries && mrc_ring_take(&qp->rq, &r) == 1; i++)
+			complete_now(d, qp, true, r.wr_id, qp->rq.mine - 1, MRC_WC_WR_FLUSH_ERR,
+				     MRC_WC_RECV);
+		mrc_ring_release(&qp->sq, qp->sq.mine);
+		mrc_ring_release(&qp->rq, qp->rq.mine);
 		return;
 	}
 	if (!qp->conn)
@@ -738,7 +891,7 @@ static void drain_rings(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 		int status;
 
 		if (!qp->rq_held) {
-			got = mrc_ring_consume(&qp->rq, &qp->held_rq);
+			got = mrc_ring_take(&qp->rq, &qp->held_rq);
 			if (got < 0) {
 				ring_corrupt(d, qp, "receive", now);
 				return;
@@ -750,10 +903,13 @@ static void drain_rings(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 		status = rq_entry_to_wr(d, qp, &qp->held_rq, &wr);
 		if (status != MRC_WC_SUCCESS) {
 			qp->rq_held = false;
-			complete_now(d, qp, true, qp->held_rq.wr_id, (uint8_t)status, MRC_WC_RECV);
+			complete_now(d, qp, true, qp->held_rq.wr_id, qp->rq.mine - 1,
+				     (uint8_t)status, MRC_WC_RECV);
 			qp_error(d, qp, now);
 			return;
 		}
+		qp->rq_wr_id[(qp->rq.mine - 1) & (qp->rq.entries - 1)] = qp->held_rq.wr_id;
+		wr.wr_id = qp->rq.mine - 1;
 		if (mrc_conn_post_recv(qp->conn, &wr))
 			break; /* the engine is full; the held entry goes in later */
 		qp->rq_held = false;
@@ -764,7 +920,7 @@ static void drain_rings(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 		int status;
 
 		if (!qp->sq_held) {
-			got = mrc_ring_consume(&qp->sq, &qp->held_sq);
+			got = mrc_ring_take(&qp->sq, &qp->held_sq);
 			if (got < 0) {
 				ring_corrupt(d, qp, "send", now);
 				return;
@@ -776,24 +932,25 @@ static void drain_rings(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 		status = sq_entry_to_wr(d, qp, &qp->held_sq, &wr);
 		if (status != MRC_WC_SUCCESS) {
 			qp->sq_held = false;
-			complete_now(d, qp, false, qp->held_sq.wr_id, (uint8_t)status,
-				     wc_opcode_of(qp->held_sq.opcode));
+			complete_now(d, qp, false, qp->held_sq.wr_id, qp->sq.mine - 1,
+				     (uint8_t)status, wc_opcode_of(qp->held_sq.opcode));
 			qp_error(d, qp, now);
 			return;
 		}
+		qp->sq_wr_id[(qp->sq.mine - 1) & (qp->sq.entries - 1)] = qp->held_sq.wr_id;
+		wr.wr_id = qp->sq.mine - 1;
 		status = mrc_conn_post_send(qp->conn, &wr);
 		if (status == -ENOMEM)
 			break;
 		qp->sq_held = false;
 		if (status) {
-			complete_now(d, qp, false, wr.wr_id, MRC_WC_LOC_QP_OP_ERR,
-				     wc_opcode_of(wr.opcode));
+			complete_now(d, qp, false, qp->held_sq.wr_id, qp->sq.mine - 1,
+				     MRC_WC_LOC_QP_OP_ERR, wc_opcode_of(wr.opcode));
 			qp_error(d, qp, now);
 			return;
 		}
 	}
 }
-
 /* --- packets ---------------------------------------------------------------------------- */
 
 bool mrcd_clients_recv(struct mrcd *d, const struct mrc_packet *pkt, const struct mrcd_dgram *g,
@@ -838,6 +995,8 @@ void mrcd_clients_pump(struct mrcd *d, uint64_t now)
 	unsigned n = 0, budget = MRCD_PUMP_BUDGET;
 	bool progress = true;
 
+	if (c->n_retired)
+		reap_retired(c);
 	if (!c->n_qps)
 		return;
 	for (unsigned i = 0; i < MRCD_MAX_QPS; i++) {
@@ -845,6 +1004,13 @@ void mrcd_clients_pump(struct mrcd *d, uint64_t now)
 
 		if (qp->owner < 0)
 			continue;
+		if (qp->cq_overrun && qp->state != MRC_CTL_QP_ERR) {
+			/* a completion was lost: like a device, fail the QP rather than let the
+			 * application wait for it forever */
+			mrcd_log(LOG_WARNING, "client pid %d: QP %u to error: its CQ overran",
+				 c->client[qp->owner].pid, qp->qpn);
+			qp_error(d, qp, now);
+		}
 		if (qp->state == MRC_CTL_QP_RESOLVING && now >= qp->resolve_deadline_ns) {
 			mrcd_log(LOG_WARNING, "QP %u: peer did not answer discovery in time",
 				 qp->qpn);
@@ -948,15 +1114,24 @@ void mrcd_clients_gone(struct mrcd *d, unsigned slot)
 		}
 	for (unsigned i = 0; i < MRCD_MAX_MRS; i++)
 		if (c->mrs[i].owner == (int)slot) {
-			mr_free(c, &c->mrs[i]);
-			mrs++;
+			if (c->mrs[i].retired) {
+				c->n_retired--;
+			} else {
+				c->n_mrs--;
+				mrs++;
+			}
+			mr_unmap(c, &c->mrs[i]);
 		}
 	if (cl->library)
 		mrcd_log(LOG_INFO, "client pid %d gone: reclaimed %u QPs, %u CQs, %u MRs", cl->pid,
 			 qps, cqs, mrs);
-	if (cl->doorbell_fd >= 0)
+	if (cl->doorbell_fd >= 0) {
+		/* the epoll entry belongs to the open file, which the client may still hold */
+		epoll_ctl(d->epoll_fd, EPOLL_CTL_DEL, cl->doorbell_fd, NULL);
 		close(cl->doorbell_fd);
+	}
 	cl->doorbell_fd = -1;
+	cl->channels = 0;
 	cl->library = false;
 }
 
@@ -990,11 +1165,14 @@ int mrcd_clients_request(struct mrcd *d, unsigned slot, const struct mrc_ctl_hdr
 		memcpy(&hello, payload, sizeof(hello));
 		if (hello.abi != MRC_CTL_CLIENT_ABI)
 			return -EPROTONOSUPPORT;
+		if (!is_eventfd(fds[0]))
+			return -EBADF;
+		if (mrcd_epoll_watch(d, fds[0]))
+			return -errno;
 		cl->doorbell_fd = fds[0];
 		fds[0] = -1;
 		cl->library = true;
 		mrcd_control_status(d, out, out_cap, out_len);
-		mrcd_epoll_watch(d, cl->doorbell_fd);
 		return 0;
 	}
 	if (!cl->library)
@@ -1015,7 +1193,7 @@ int mrcd_clients_request(struct mrcd *d, unsigned slot, const struct mrc_ctl_hdr
 		mr = mr_by_key(c, (int)slot, h);
 		if (!mr)
 			return -ENOENT;
-		mr_free(c, mr);
+		mr_deregister(c, mr);
 		return 0;
 	}
 	case MRC_CTL_CREATE_CQ:

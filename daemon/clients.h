@@ -41,7 +41,11 @@ struct mrcd_client {
 	pid_t pid;
 	uid_t uid;
 	bool library;
+	unsigned channels; /* completion-channel sockets the daemon holds for it */
 };
+
+/* What one client may hold, so one cannot starve the others of descriptors. */
+#define MRCD_CLIENT_MAX_CHANNEL_FDS 256
 
 struct mrcd_mr {
 	int owner;	/* client slot; -1: free */
@@ -51,6 +55,7 @@ struct mrcd_mr {
 	uint8_t *span;	/* the segments mapped back to back */
 	size_t span_len;
 	uint8_t *base;	/* iova's byte 0 inside span */
+	bool retired;	/* deregistered; unmapped once the client's QPs hold no pointer */
 };
 
 struct mrcd_cq {
@@ -76,16 +81,19 @@ struct mrcd_qp {
 	bool sq_held, rq_held;	/* an entry taken from the ring that the engine had no room for */
 	struct mrc_sq_entry held_sq;
 	struct mrc_rq_entry held_rq;
+	uint64_t *sq_wr_id, *rq_wr_id; /* the application's wr_id per ring slot in the engine */
 	struct mrc_ctl_connect_qp req;
 	struct mrc_ctl_ready_qp ready;
 	bool ready_pending;	/* RTS came while the peer was still being resolved */
 	struct mrc_conn *conn;
+	uint64_t peer_node;	/* the peer daemon's node id (discovery); 0 when unknown */
 	uint16_t peer_port;
 	uint16_t peer_max_payload;
 	uint32_t peer_planes;	/* bit i: peer_addr[i] is the peer on our plane i */
 	uint8_t peer_addr[MRC_MAX_PLANES][16];
 	uint64_t completions, error_completions;
 	uint64_t resolve_deadline_ns;
+	bool cq_overrun;	/* a completion found its CQ full */
 };
 
 struct mrcd_clients {
@@ -95,6 +103,7 @@ struct mrcd_clients {
 	struct mrcd_qp *qps;
 	uint32_t generation; /* mixed into new handles so a stale one never names a new object */
 	unsigned n_mrs, n_cqs, n_qps;
+	unsigned n_retired;  /* deregistered MRs still mapped */
 	uint64_t mapped_bytes;
 	uint64_t seed;
 	uint8_t *tx_buf;     /* MRCD_TX_BATCH packets of mtu bytes */

@@ -7,6 +7,7 @@
 #include "control.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <sys/uio.h>
 #include <string.h>
@@ -82,6 +83,7 @@ int mrcd_control_open(struct mrcd *d, char *err, size_t errlen)
 		return -1;
 	}
 	d->control_fd = fd;
+	d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	return 0;
 }
 
@@ -96,14 +98,41 @@ void mrcd_control_close(struct mrcd *d)
 		close(d->control_fd);
 		unlink(d->cfg.control_socket);
 	}
-	d->control_fd = -1;
+	if (d->reserve_fd >= 0)
+		close(d->reserve_fd);
+	d->control_fd = d->reserve_fd = -1;
+}
+
+/*
+ * Out of descriptors, a pending connection keeps the listening socket readable and the loop
+ * would spin on it: a descriptor kept in reserve lets the daemon accept it and close it.
+ */
+static void refuse_one(struct mrcd *d)
+{
+	int fd;
+
+	if (d->reserve_fd >= 0) {
+		close(d->reserve_fd);
+		d->reserve_fd = -1;
+	}
+	fd = accept4(d->control_fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+	d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	mrcd_log(LOG_WARNING, "control: out of file descriptors, refusing a client");
 }
 
 void mrcd_control_accept(struct mrcd *d)
 {
 	int fd;
 
-	while ((fd = accept4(d->control_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+	for (;;) {
+		fd = accept4(d->control_fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE)
+				refuse_one(d);
+			return;
+		}
 		struct ucred cred;
 		socklen_t len = sizeof(cred);
 		struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
@@ -110,6 +111,17 @@ static void peer_event(void *user, unsigned idx, enum mrc_peer_event ev, uint64_
 	mrcd_clients_peer_event(d, idx, (int)ev);
 }
 
+/* Every client may hold completion-channel sockets here: take the hard limit, not 1024. */
+static void raise_fd_limit(void)
+{
+	struct rlimit r;
+
+	if (!getrlimit(RLIMIT_NOFILE, &r) && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
 int mrcd_epoll_watch(struct mrcd *d, int fd)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
@@ -140,7 +152,8 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 	memset(d, 0, sizeof(*d));
 	d->cfg = *cfg;
 	d->config_path = config_path;
-	d->epoll_fd = d->signal_fd = d->control_fd = -1;
+	d->epoll_fd = d->signal_fd = d->control_fd = d->reserve_fd = -1;
+	raise_fd_limit();
 	d->started_ns = mrcd_now_ns();
 	if (mrcd_config_check(&d->cfg, err, errlen))
 		return -1;

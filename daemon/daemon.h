@@ -32,6 +32,7 @@ struct mrcd {
 	int epoll_fd;
 	int signal_fd;
 	int control_fd;
+	int reserve_fd;		    /* /dev/null, given up to refuse a client when out of fds */
 	struct mrcd_clients clients;   /* control connections and what they own */
 	const char *backend_note;      /* why auto chose this backend; "" otherwise */
 	uint64_t started_ns;

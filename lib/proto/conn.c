@@ -1925,10 +1925,13 @@ int mrc_conn_set_send(struct mrc_conn *c, uint8_t retry_cnt, uint8_t rnr_retry,
 	return 0;
 }
 
-uint32_t mrc_initial_psn(uint32_t from_qpn, uint32_t to_qpn)
+uint32_t mrc_initial_psn(uint64_t from_node, uint32_t from_qpn, uint64_t to_node,
+			 uint32_t to_qpn)
 {
-	uint64_t state = (uint64_t)from_qpn << 32 | to_qpn;
+	uint64_t state = from_node;
 
+	state = mrc_splitmix64(&state) ^ to_node;
+	state = mrc_splitmix64(&state) ^ ((uint64_t)from_qpn << 32 | to_qpn);
 	return (uint32_t)mrc_splitmix64(&state);
 }
 

@@ -228,11 +228,14 @@ int mrc_conn_set_send(struct mrc_conn *conn, uint8_t retry_cnt, uint8_t rnr_retr
 		      uint32_t max_rd_atomic);
 
 /*
- * The first PSN of the direction from_qpn -> to_qpn [R-116]. Both ends derive it from the QPN
- * pair, known to both at RTR, where verbs' sq_psn is not (it comes only with RTS, and a
- * responder that never reaches RTS must still send READ responses).
+ * The first PSN of the direction (from_node, from_qpn) -> (to_node, to_qpn) [R-116]. Both
+ * ends derive it from what both know at RTR (the daemons' node ids from discovery, and the
+ * QPNs), where verbs' sq_psn is not: it comes only with RTS, and a responder that never
+ * reaches RTS must still send READ responses. The node ids are random per daemon run, so an
+ * off-path sender cannot compute it.
  */
-uint32_t mrc_initial_psn(uint32_t from_qpn, uint32_t to_qpn);
+uint32_t mrc_initial_psn(uint64_t from_node, uint32_t from_qpn, uint64_t to_node,
+			 uint32_t to_qpn);
 
 /* Queues work. Returns 0, -ENOMEM when the queue is full, -EINVAL for a malformed request. */
 int mrc_conn_post_send(struct mrc_conn *conn, const struct mrc_send_wr *wr);

@@ -65,6 +65,7 @@ int mrc_ring_attach(struct mrc_ring *r, void *mem, size_t size, uint16_t kind, i
 	r->kind = kind;
 	r->mine = __atomic_load_n(as_producer ? &r->producer->value : &r->consumer->value,
 				  __ATOMIC_ACQUIRE);
+	r->released = r->mine;
 	return 0;
 }
 
@@ -98,6 +99,27 @@ int mrc_ring_consume(struct mrc_ring *r, void *out)
 	r->mine++;
 	__atomic_store_n(&r->consumer->value, r->mine, __ATOMIC_RELEASE);
 	return 1;
+}
+
+int mrc_ring_take(struct mrc_ring *r, void *out)
+{
+	uint32_t producer = __atomic_load_n(&r->producer->value, __ATOMIC_ACQUIRE);
+
+	/* the producer can be at most a ring ahead of what was given back */
+	if (producer - r->released > r->entries || producer - r->mine > r->entries)
+		return -EPROTO;
+	if (producer == r->mine)
+		return 0;
+	memcpy(out, r->entry_base + (size_t)(r->mine & (r->entries - 1)) * r->entry_size,
+	       r->entry_size);
+	r->mine++;
+	return 1;
+}
+
+void mrc_ring_release(struct mrc_ring *r, uint32_t upto)
+{
+	r->released = upto;
+	__atomic_store_n(&r->consumer->value, upto, __ATOMIC_RELEASE);
 }
 
 int mrc_shm_create(const char *name, size_t size)

@@ -20,6 +20,7 @@ struct mrc_ring {
 	uint32_t entry_size;
 	uint16_t kind;
 	uint32_t mine;	     /* our own index (producer's or consumer's), never read back */
+	uint32_t released;   /* consumer: slots given back so far (mrc_ring_take/release) */
 };
 
 /* The entry size of a ring kind; 0 for an unknown kind. */
@@ -41,6 +42,17 @@ int mrc_ring_produce(struct mrc_ring *r, const void *entry);
 /* Takes the oldest entry into out. Returns 1, 0 when empty, -EPROTO when the peer's index is
  * corrupt (claims more entries than the ring holds). */
 int mrc_ring_consume(struct mrc_ring *r, void *out);
+
+/*
+ * Takes the oldest entry without giving its slot back; the consumer releases slots itself
+ * when it is done with what they describe (the daemon: when the engine has completed the
+ * work, so a ring slot, and the inline bytes the library keeps beside it, stay the
+ * application's until then). Returns 1, 0 when empty, -EPROTO for a corrupt producer index.
+ */
+int mrc_ring_take(struct mrc_ring *r, void *out);
+
+/* Gives back every slot before index upto (released <= upto <= taken). */
+void mrc_ring_release(struct mrc_ring *r, uint32_t upto);
 
 /*
  * A memfd of `size` bytes sealed against shrinking, growing and further sealing: what the

@@ -63,6 +63,13 @@ int mrc_share_range(void *addr, size_t len, struct mrc_shared_range *out)
 		close(fd);
 		return err;
 	}
+	/* a child must not share these pages with us (nor the heap beside them on the same
+	 * pages): it gets none of them, as with ibv_fork_init on a real device */
+	if (madvise(mapped, length, MADV_DONTFORK)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
 	out->fd = fd;
 	out->base = mapped;
 	out->length = length;

@@ -8,8 +8,9 @@
  * The range grows to whole pages, so neighbouring bytes in those pages become shared too; the
  * daemon only ever writes inside the registered range. A write by another thread to the same
  * pages while the move is under way can be lost, so registration must not race with writes
- * to the memory being registered. After fork() the pages are shared with the child, as
- * registered memory is with real RDMA devices unless ibv_fork_init is used.
+ * to the memory being registered. The moved pages are MADV_DONTFORK: a child process gets
+ * none of them (what ibv_fork_init gives on a real device), rather than sharing them, and
+ * the heap data beside a registered object on the same pages, with its parent.
  */
 #ifndef METAROCE_SHM_SHARE_H
 #define METAROCE_SHM_SHARE_H

@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Completion queues and channels. The daemon produces completions into the CQ ring; polling
- * is a read of shared memory, no system call. A completion channel is an eventfd in
- * semaphore mode: the daemon adds one per event it raises on a CQ the application armed
- * (ibv_req_notify_cq), and ibv_get_cq_event takes one and finds which CQ raised it from the
- * per-CQ event count in the ring (lib/include/metaroce/shm.h).
+ * is a read of shared memory, no system call. A completion channel is a datagram socket
+ * pair: the daemon holds one end and sends a byte per event it raises on a CQ the
+ * application armed (ibv_req_notify_cq), never waiting on it; ibv_get_cq_event reads one
+ * and finds which CQ raised it from the per-CQ event count in the ring
+ * (lib/include/metaroce/shm.h).
  */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -27,14 +28,17 @@ struct ibv_comp_channel *ibv_create_comp_channel(struct ibv_context *context)
 		errno = ENOMEM;
 		return NULL;
 	}
-	ch->ibch.fd = eventfd(0, EFD_CLOEXEC | EFD_SEMAPHORE);
-	if (ch->ibch.fd < 0) {
+	int sv[2];
+
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv)) {
 		int err = errno;
 
 		free(ch);
 		errno = err;
 		return NULL;
 	}
+	ch->ibch.fd = sv[0];
+	ch->daemon_end = sv[1];
 	ch->ibch.context = context;
 	pthread_mutex_init(&ch->lock, NULL);
 	return &ch->ibch;
@@ -49,6 +53,7 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 		return -1;
 	}
 	close(channel->fd);
+	close(ch->daemon_end);
 	pthread_mutex_destroy(&ch->lock);
 	free(ch);
 	return 0;
@@ -57,26 +62,33 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void **cq_context)
 {
 	struct mrv_channel *ch = (struct mrv_channel *)channel;
-	uint64_t one;
+	char one;
 
-	/* blocks or not as the application set the fd (O_NONBLOCK), like rdma-core's */
-	if (read(channel->fd, &one, sizeof(one)) != sizeof(one))
-		return -1;
-	pthread_mutex_lock(&ch->lock);
-	for (struct mrv_cq *cq = ch->cqs; cq; cq = cq->next_on_channel) {
-		uint32_t raised = __atomic_load_n(&cq->ring.producer->aux, __ATOMIC_ACQUIRE);
+	for (;;) {
+		/* blocks or not as the application set the fd (O_NONBLOCK), like rdma-core's */
+		if (read(channel->fd, &one, 1) != 1)
+			return -1;
+		pthread_mutex_lock(&ch->lock);
+		for (struct mrv_cq *cq = ch->cqs; cq; cq = cq->next_on_channel) {
+			uint32_t raised = __atomic_load_n(&cq->ring.producer->aux, __ATOMIC_ACQUIRE);
 
-		if (raised != cq->events_seen) {
-			cq->events_seen++;
-			pthread_mutex_unlock(&ch->lock);
-			*cq_out = (struct ibv_cq *)&cq->ibcq;
-			*cq_context = cq->ibcq.cq_context;
-			return 0;
+			if (raised != cq->events_seen) {
+				cq->events_seen++;
+				pthread_mutex_unlock(&ch->lock);
+				*cq_out = (struct ibv_cq *)&cq->ibcq;
+				*cq_context = cq->ibcq.cq_context;
+				return 0;
+			}
 		}
+		if (!ch->orphaned) {
+			pthread_mutex_unlock(&ch->lock);
+			errno = EIO; /* an event no CQ accounts for: the daemon broke the protocol */
+			return -1;
+		}
+		/* a destroyed CQ's event: dropped, as the kernel drops them, and read on */
+		ch->orphaned--;
+		pthread_mutex_unlock(&ch->lock);
 	}
-	pthread_mutex_unlock(&ch->lock);
-	errno = EIO; /* an event no CQ accounts for: the daemon broke the protocol */
-	return -1;
 }
 
 void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
@@ -165,6 +177,9 @@ int mrv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 		return EINVAL;
 	__atomic_store_n(&cq->ring.consumer->aux,
 			 solicited_only ? MRC_CQ_ARM_SOLICITED : MRC_CQ_ARM_NEXT, __ATOMIC_RELEASE);
+	/* the arm is visible before the application's next poll reads the producer index; the
+	 * daemon fences between producing and reading the arm, so one of the two sees the other */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -257,7 +272,7 @@ static struct mrv_cq *cq_new(struct ibv_context *context, uint32_t cqe, void *cq
 	struct mrc_ctl_create_cq req = { .entries = cqe ? cqe : 1 };
 	struct mrc_ctl_cq rep;
 	struct mrv_cq *cq;
-	int fd = -1, chfd = channel ? channel->fd : -1;
+	int fd = -1, chfd = channel ? ((struct mrv_channel *)channel)->daemon_end : -1;
 	unsigned n_fds = 1;
 	uint32_t len = 0;
 	int err;
@@ -378,6 +393,8 @@ int ibv_destroy_cq(struct ibv_cq *ibcq)
 				*p = cq->next_on_channel;
 				break;
 			}
+		ch->orphaned += __atomic_load_n(&cq->ring.producer->aux, __ATOMIC_ACQUIRE) -
+				cq->events_seen;
 		pthread_mutex_unlock(&ch->lock);
 	}
 	munmap(cq->mem, cq->mem_len);

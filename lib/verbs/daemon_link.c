@@ -187,11 +187,12 @@ int mrv_request(struct mrv_context *ctx, uint16_t type, const void *payload, uin
 			       reply_cap, reply_len, rfds, n_rfds);
 		if (err == ECONNRESET || err == EPIPE || err == EPROTO) {
 			uint64_t one = 1;
+			/* the device is gone for good: say so on the async fd (if its counter is
+			 * full, it says so already) */
+			ssize_t told = write(ctx->vctx.context.async_fd, &one, sizeof(one));
 
-			/* the device is gone for good: say so on the async fd */
+			(void)told;
 			ctx->dead = true;
-			if (write(ctx->vctx.context.async_fd, &one, sizeof(one)) < 0)
-				err = ENODEV;
 			err = ENODEV;
 		}
 	}

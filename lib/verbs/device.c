@@ -401,8 +401,8 @@ int ibv_dealloc_pd(struct ibv_pd *pd)
 /* --- fork ---------------------------------------------------------------------------------- */
 
 /*
- * Registered pages are MAP_SHARED memfd pages: after fork the child shares them with the
- * parent instead of copying on write, which is the property ibv_fork_init exists to give.
+ * Registered pages are always MADV_DONTFORK (lib/shm/share.c): fork is as safe as
+ * ibv_fork_init makes it on a real device, whether or not the program asked.
  */
 int ibv_fork_init(void)
 {

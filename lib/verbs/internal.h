@@ -7,9 +7,11 @@
  *
  *     ibv_open_device   one control connection to the daemon (HELLO with a doorbell eventfd)
  *     ibv_reg_mr        the pages move under sealed memfds the daemon maps (shm/share.c)
- *     ibv_create_cq     a CQ ring the daemon produces into; channel = an eventfd it writes
+ *     ibv_create_cq     a CQ ring the daemon produces into; a channel is a datagram socket
+ *                       pair, the daemon holding one end and sending a byte per event
  *     ibv_create_qp     SQ and RQ rings this library produces into, doorbell after each post
- *     ibv_modify_qp     verbs states are kept here; reaching RTS connects the QP in the daemon
+ *     ibv_modify_qp     verbs states are kept here; RTR connects the QP in the daemon, RTS
+ *                       starts its send half
  */
 #ifndef METAROCE_VERBS_INTERNAL_H
 #define METAROCE_VERBS_INTERNAL_H
@@ -55,6 +57,7 @@ struct mrv_mr {
 	unsigned n_segments;
 	struct mrv_segment **segments; /* references into the page registry */
 	unsigned access;
+	uint64_t iova;		       /* what peers name it by (ibv_reg_mr_iova) */
 };
 
 struct mrv_cq {
@@ -72,9 +75,11 @@ struct mrv_cq {
 };
 
 struct mrv_channel {
-	struct ibv_comp_channel ibch;
+	struct ibv_comp_channel ibch; /* fd: our end of the socket pair */
+	int daemon_end;		      /* the end each CQ hands to the daemon */
 	pthread_mutex_t lock;
-	struct mrv_cq *cqs; /* the CQs bound to this channel */
+	struct mrv_cq *cqs;	      /* the CQs bound to this channel */
+	uint32_t orphaned;	      /* events of destroyed CQs still in the socket */
 };
 
 struct mrv_qp {

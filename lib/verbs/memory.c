@@ -7,6 +7,8 @@
  * shared segment, and a region is the run of segments that covers it, old and new.
  */
 #include <errno.h>
+#include <stdio.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,6 +20,8 @@ struct mrv_segment {
 	uintptr_t start, end; /* page aligned */
 	int fd;
 	unsigned refs;
+	ino_t ino;	      /* the memfd's inode, to recognise its mapping in /proc/self/maps */
+	bool listed;	      /* in the registry (a stale segment leaves it, its MRs keep it) */
 };
 
 /* Segments sorted by address, never overlapping. */
@@ -48,11 +52,8 @@ static int registry_insert(struct mrv_segment *s)
 	return 0;
 }
 
-static void segment_put(struct mrv_segment *s)
+static void registry_remove(struct mrv_segment *s)
 {
-	if (--s->refs)
-		return;
-	/* the pages stay memfd-backed and keep their bytes; only the registry forgets them */
 	for (unsigned i = 0; i < registry.n; i++)
 		if (registry.v[i] == s) {
 			memmove(registry.v + i, registry.v + i + 1,
@@ -60,8 +61,46 @@ static void segment_put(struct mrv_segment *s)
 			registry.n--;
 			break;
 		}
+	s->listed = false;
+}
+
+static void segment_put(struct mrv_segment *s)
+{
+	if (--s->refs)
+		return;
+	/* the pages stay memfd-backed and keep their bytes; only the registry forgets them */
+	if (s->listed)
+		registry_remove(s);
 	close(s->fd);
 	free(s);
+}
+
+/*
+ * Whether the segment's pages are still its memfd's: the application may have unmapped them
+ * (legal while a region is registered) and mapped something else at the same addresses.
+ * Reusing the memfd then would hand the daemon pages the application no longer sees.
+ */
+static bool segment_intact(const struct mrv_segment *s)
+{
+	FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+	uintptr_t covered = 0;
+
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi, off, ino;
+
+		if (sscanf(line, "%lx-%lx %*s %lx %*s %lu", &lo, &hi, &off, &ino) != 4)
+			continue;
+		if (hi <= s->start || lo >= s->end)
+			continue;
+		if (lo < s->start || ino != s->ino || off != lo - s->start)
+			break; /* something else lives there now */
+		covered += (hi < s->end ? hi : s->end) - lo;
+	}
+	fclose(f);
+	return covered == s->end - s->start;
 }
 
 /* The segment holding addr, or the first one after it (NULL: none). */
@@ -87,6 +126,10 @@ static int cover(uintptr_t start, uintptr_t end, struct mrv_segment **out, unsig
 			err = E2BIG; /* too fragmented by earlier registrations */
 			break;
 		}
+		if (s && s->start <= at && !segment_intact(s)) {
+			registry_remove(s); /* stale: its regions keep it; new ones move the pages */
+			continue;
+		}
 		if (!s || s->start > at) {
 			uintptr_t gap_end = s && s->start < end ? s->start : end;
 			struct mrc_shared_range r;
@@ -101,7 +144,13 @@ static int cover(uintptr_t start, uintptr_t end, struct mrv_segment **out, unsig
 				free(ns);
 				break;
 			}
-			*ns = (struct mrv_segment){ at, gap_end, r.fd, 0 };
+			*ns = (struct mrv_segment){ at, gap_end, r.fd, 0, 0, true };
+			{
+				struct stat st;
+
+				if (!fstat(r.fd, &st))
+					ns->ino = st.st_ino;
+			}
 			err = registry_insert(ns);
 			if (err) {
 				close(ns->fd); /* the pages stay moved; only the registry lacks them */
@@ -211,6 +260,7 @@ static int register_range(struct mrv_context *ctx, struct mrv_mr *mr, void *addr
 	pthread_mutex_unlock(&registry.lock);
 	mr->ibmr.addr = addr;
 	mr->ibmr.length = length;
+	mr->iova = iova;
 	mr->ibmr.lkey = keys.lkey;
 	mr->ibmr.rkey = keys.rkey;
 	mr->ibmr.handle = keys.lkey;
@@ -325,7 +375,9 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr, 
 		return IBV_REREG_MR_ERR_INPUT;
 	if (unregister(mr))
 		return IBV_REREG_MR_ERR_CMD;
-	if (register_range(to_ctx(ibmr->context), mr, new_addr, new_len, (uintptr_t)new_addr,
+	/* a new translation is named by its address; otherwise the region keeps its iova */
+	if (register_range(to_ctx(ibmr->context), mr, new_addr, new_len,
+			   flags & IBV_REREG_MR_CHANGE_TRANSLATION ? (uintptr_t)new_addr : mr->iova,
 			   new_access))
 		return IBV_REREG_MR_ERR_CMD;
 	if (flags & IBV_REREG_MR_CHANGE_PD)

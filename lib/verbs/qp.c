@@ -413,7 +413,8 @@ struct ibv_qp *mrv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 		err = EPROTO;
 	if (err) {
 		for (unsigned i = 0; i < n_fds; i++)
-			close(fds[i]);
+			if (fds[i] >= 0)
+				close(fds[i]);
 		pthread_spin_destroy(&qp->lock);
 		free(qp);
 		errno = err;
@@ -516,7 +517,9 @@ struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *attr)
 /* What each transition must carry, as the IB spec's QP state table has it (RC). */
 static int required_for(enum ibv_qp_state from, enum ibv_qp_state to, int *need)
 {
-	if (to == IBV_QPS_ERR || (to == IBV_QPS_RESET && from <= IBV_QPS_RTR)) {
+	/* RESET only before RTR: after it, the daemon's connection exists; QPs are not
+	 * recycled yet */
+	if (to == IBV_QPS_ERR || (to == IBV_QPS_RESET && from <= IBV_QPS_INIT)) {
 		*need = 0;
 	} else if (from == IBV_QPS_RESET && to == IBV_QPS_INIT) {
 		*need = IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
@@ -531,7 +534,7 @@ static int required_for(enum ibv_qp_state from, enum ibv_qp_state to, int *need)
 	} else if (from == IBV_QPS_RTS && to == IBV_QPS_RTS) {
 		*need = 0;
 	} else {
-		return EINVAL; /* includes ERR/RTS -> RESET: QPs are not recycled yet */
+		return EINVAL; /* includes RTR/RTS/ERR -> RESET */
 	}
 	return 0;
 }
@@ -584,6 +587,8 @@ static int check_values(const struct ibv_qp_attr *a, int mask)
 		return EINVAL;
 	if ((mask & IBV_QP_DEST_QPN) && (a->dest_qp_num == 0 || a->dest_qp_num > 0xffffff))
 		return EINVAL;
+	if ((mask & IBV_QP_PATH_MTU) && (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096))
+		return EINVAL;
 	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
 		return EINVAL;
 	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
@@ -602,7 +607,7 @@ static int connect_in_daemon(struct mrv_qp *qp)
 	memset(&req, 0, sizeof(req));
 	req.qp_num = qp->ibqpx.qp_base.qp_num;
 	req.dest_qp_num = a->dest_qp_num;
-	req.rq_psn = a->rq_psn;
+	req.path_mtu = (uint16_t)(128u << a->path_mtu); /* IBV_MTU_256 = 1 ... IBV_MTU_4096 = 5 */
 	memcpy(req.dgid, a->ah_attr.grh.dgid.raw, 16);
 	req.access = (a->qp_access_flags & IBV_ACCESS_REMOTE_WRITE ? MRC_CTL_ACCESS_REMOTE_WRITE
 								    : 0) |
@@ -619,7 +624,7 @@ static int connect_in_daemon(struct mrv_qp *qp)
 static int ready_in_daemon(struct mrv_qp *qp)
 {
 	const struct ibv_qp_attr *a = &qp->attr;
-	struct mrc_ctl_ready_qp req = { .qp_num = qp->ibqpx.qp_base.qp_num, .sq_psn = a->sq_psn,
+	struct mrc_ctl_ready_qp req = { .qp_num = qp->ibqpx.qp_base.qp_num,
 					.retry_cnt = a->retry_cnt, .rnr_retry = a->rnr_retry,
 					.max_rd_atomic = a->max_rd_atomic ? a->max_rd_atomic : 1 };
 

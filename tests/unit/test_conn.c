@@ -802,13 +802,16 @@ START_TEST(mrc_conn__post_after_error_flushes)
 }
 END_TEST
 
-/* Each direction's first PSN comes from the QPN pair, as the SPEC's examples say. */
+/* Each direction's first PSN comes from the node ids and QPNs, as the SPEC's examples say
+ * [R-116]. */
 START_TEST(mrc_conn__initial_psn_from_qpn_pair)
 {
-	ck_assert_uint_eq(mrc_initial_psn(0x3000, 0x3000), 0xa4a8fb18u);
-	ck_assert_uint_eq(mrc_initial_psn(0x1000, 0x2001), 0x21dd199au);
-	ck_assert_uint_eq(mrc_initial_psn(0xffffff, 1), 0x432ea9a5u);
-	ck_assert_uint_ne(mrc_initial_psn(1, 2), mrc_initial_psn(2, 1));
+	const uint64_t a = 0x1111111111111111ull, b = 0x2222222222222222ull;
+
+	ck_assert_uint_eq(mrc_initial_psn(a, 0x3000, b, 0x3000), 0xbebb8761u);
+	ck_assert_uint_eq(mrc_initial_psn(b, 0x3000, a, 0x3000), 0xba092814u);
+	ck_assert_uint_eq(mrc_initial_psn(0, 0x1000, 0, 0x2001), 0x683afb36u);
+	ck_assert_uint_ne(mrc_initial_psn(a, 1, a, 2), mrc_initial_psn(a, 2, a, 1));
 }
 END_TEST
 

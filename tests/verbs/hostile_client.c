@@ -139,15 +139,13 @@ static uint32_t cq_handle;
 
 static void connect_qp(int ctl, uint32_t qpn, uint32_t dest)
 {
-	struct mrc_ctl_connect_qp c = { .qp_num = qpn, .dest_qp_num = dest, .sq_psn = 100,
-					.rq_psn = 100,
+	struct mrc_ctl_connect_qp c = { .qp_num = qpn, .dest_qp_num = dest,
 					.access = MRC_CTL_ACCESS_REMOTE_WRITE | MRC_CTL_ACCESS_REMOTE_READ,
-					.retry_cnt = 7, .rnr_retry = 7, .max_rd_atomic = 1,
-					.max_dest_rd_atomic = 1 };
+					.path_mtu = 1024, .max_dest_rd_atomic = 1 };
 	int err;
 
-	struct mrc_ctl_ready_qp r = { .qp_num = qpn, .sq_psn = 100, .retry_cnt = 7,
-				      .rnr_retry = 7, .max_rd_atomic = 1 };
+	struct mrc_ctl_ready_qp r = { .qp_num = qpn, .retry_cnt = 7, .rnr_retry = 7,
+				      .max_rd_atomic = 1 };
 
 	memcpy(c.dgid, status.planes[0].addr, 16);
 	err = request(ctl, MRC_CTL_CONNECT_QP, &c, sizeof(c), NULL, 0, NULL, 0, NULL, 0);
@@ -239,6 +237,20 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	{
+		/* the doorbell must be an eventfd: a pipe at EOF would wake the daemon forever */
+		int other = connect_daemon(), p[2];
+
+		if (pipe(p))
+			return 2;
+		close(p[1]);
+		err = request(other, MRC_CTL_HELLO, &hello, sizeof(hello), &p[0], 1, NULL, 0, NULL,
+			      0);
+		CHECK(err == -EBADF, "a pipe as the doorbell: refused with EBADF (%d)", err);
+		close(p[0]);
+		close(other);
+	}
+
 	err = request(ctl, MRC_CTL_CREATE_QP, &(struct mrc_ctl_create_qp){ 12345, 12345, 1, 1, 0, 0 },
 		      sizeof(struct mrc_ctl_create_qp), NULL, 0, NULL, 0, NULL, 0);
 	CHECK(err == -EINVAL, "QP on CQs that do not exist: refused with EINVAL (%d)", err);
@@ -263,6 +275,17 @@ int main(int argc, char **argv)
 	mem = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 
+	{
+		/* a channel the daemon would write into must never block it: only its datagram
+		 * socket is taken, not an eventfd the client could fill to the brim */
+		int efd = eventfd(0xfffffffe, EFD_CLOEXEC);
+
+		err = request(ctl, MRC_CTL_CREATE_CQ, &(struct mrc_ctl_create_cq){ 8, 0 },
+			      sizeof(struct mrc_ctl_create_cq), &efd, 1, &cqr, sizeof(cqr), &rfd, 1);
+		CHECK(err == -EBADF, "an eventfd as completion channel: refused with EBADF (%d)",
+		      err);
+		close(efd);
+	}
 	err = request(ctl, MRC_CTL_CREATE_CQ, &(struct mrc_ctl_create_cq){ 64, 0 },
 		      sizeof(struct mrc_ctl_create_cq), NULL, 0, &cqr, sizeof(cqr), &rfd, 1);
 	if (err || rfd < 0)
@@ -348,6 +371,55 @@ int main(int argc, char **argv)
 			      !memcmp(mem, mem + 1024, 100),
 		      "after all that, a valid WRITE on a new QP lands byte-exact (status %u)",
 		      wc.status);
+	}
+	{
+		/* deregister a region a posted receive points into, then send to it: the
+		 * daemon keeps the mapping until the receive is done, never a dangling pointer */
+		struct qp tx = make_qp(ctl, false);
+		int fd2 = memfd(page, true);
+		struct mrc_ctl_mr k2;
+		size_t len = MRC_RING_BYTES((size_t)16, sizeof(struct mrc_rq_entry));
+		int rfds[2] = { -1, -1 };
+		struct mrc_ctl_create_qp cq_req = { cq_handle, cq_handle, 16, 16, 0, 0 };
+		struct mrc_ctl_qp_created rep;
+		struct mrc_ring rq;
+		void *rq_mem;
+		struct mrc_rq_entry re = { .wr_id = 6, .num_sge = 1 };
+		struct mrc_sq_entry se = { .wr_id = 7, .opcode = MRC_WR_SEND,
+					   .flags = MRC_SEND_SIGNALED, .num_sge = 1 };
+		bool got_send = false, got_recv = false;
+		uint64_t one = 1;
+
+		/* the receiving QP: this test needs its RQ ring */
+		err = request(ctl, MRC_CTL_CREATE_QP, &cq_req, sizeof(cq_req), NULL, 0, &rep,
+			      sizeof(rep), rfds, 2);
+		if (err)
+			return 2;
+		rq_mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, rfds[1], 0);
+		if (rq_mem == MAP_FAILED || mrc_ring_attach(&rq, rq_mem, len, MRC_RING_RQ, 1))
+			return 2;
+		close(rfds[0]);
+		close(rfds[1]);
+		connect_qp(ctl, rep.qp_num, tx.qpn);
+		connect_qp(ctl, tx.qpn, rep.qp_num);
+		err = reg_mr(ctl, fd2, page, 0x40000, 0, page, &k2);
+		close(fd2);
+		re.sge[0] = (struct mrc_shm_sge){ 0x40000, 256, k2.lkey };
+		if (err || mrc_ring_produce(&rq, &re) ||
+		    write(doorbell, &one, sizeof(one)) != sizeof(one))
+			return 2;
+		usleep(100000); /* the receive is in the engine now */
+		err = request(ctl, MRC_CTL_DEREG_MR, &(struct mrc_ctl_handle){ k2.lkey, 0 },
+			      sizeof(struct mrc_ctl_handle), NULL, 0, NULL, 0, NULL, 0);
+		CHECK(err == 0, "deregistered the region a posted receive points into (%d)", err);
+		se.sge[0] = (struct mrc_shm_sge){ 0x10000, 200, keys.lkey };
+		post(&tx, doorbell, &se);
+		for (int i = 0; i < 2 && next_completion(&wc); i++) {
+			got_send |= wc.wr_id == 7 && wc.status == MRC_WC_SUCCESS;
+			got_recv |= wc.wr_id == 6;
+		}
+		CHECK(got_send && got_recv,
+		      "a SEND into it completes on both sides, the daemon still standing");
 	}
 	{
 		int bad = connect_daemon();

@@ -4,7 +4,8 @@
  * a UNIX SOCK_SEQPACKET socket, default /run/metaroce/metaroced.sock, mode 0660. Every
  * message is one packet: a header, then `len` bytes of payload whose layout the type fixes.
  * Requests carry a sequence number the reply repeats. The daemon checks every field of a
- * request before acting; a malformed one gets an error reply and the connection is closed.
+ * request before acting: a request it cannot parse (bad magic, version or length) gets an
+ * error reply and the connection is closed; a well-formed one it refuses gets the errno.
  * File descriptors travel as SCM_RIGHTS on the same packet (memfds, eventfds).
  *
  * A library client says HELLO first (with its doorbell eventfd) and then owns what it
@@ -116,33 +117,30 @@ struct mrc_ctl_qp_created {
 };
 
 /*
- * What RTR settled, sent when the QP reaches RTR: from then on it receives and acknowledges
- * (SPEC R-74). The send fields are ignored here; MRC_CTL_READY_QP gives them at RTS.
+ * What RTR settled, sent when the QP reaches RTR: from then on it receives, acknowledges and
+ * answers READs (SPEC R-74). Verbs' PSNs are not here: the wire's come from node ids and QPNs
+ * (R-116).
  */
 struct mrc_ctl_connect_qp {
 	__u32 qp_num;
 	__u32 dest_qp_num;
-	__u32 sq_psn;
-	__u32 rq_psn;
-	__u8 dgid[16];		/* the peer's address, IPv4-mapped for IPv4 */
-	__u32 access;		/* MRC_CTL_ACCESS_REMOTE_*: what the peer may do here */
-	__u8 retry_cnt;		/* 0..7 */
-	__u8 rnr_retry;		/* 0..7; 7 = unlimited */
-	__u8 min_rnr_timer;	/* IB encoding 0..31 */
-	__u8 max_rd_atomic;	/* READs we may have outstanding */
+	__u8 dgid[16];		 /* the peer's address, IPv4-mapped for IPv4 */
+	__u32 access;		 /* MRC_CTL_ACCESS_REMOTE_*: what the peer may do here */
+	__u16 path_mtu;		 /* bytes (256..4096): the payload cap */
+	__u16 plane_mask;	 /* 0: every shared plane; else bit i = plane i */
+	__u8 min_rnr_timer;	 /* IB encoding 0..31 */
 	__u8 max_dest_rd_atomic; /* READs the peer may have outstanding here, >= 1 */
-	__u8 paths_per_plane;	/* 0: the daemon's; else 1..16 (metaroce_qp_set_paths) */
-	__u16 plane_mask;	/* 0: every shared plane; else bit i = plane i */
+	__u8 paths_per_plane;	 /* 0: the daemon's; else 1..16 (metaroce_qp_set_paths) */
+	__u8 reserved;
 };
 
 /* What RTS adds: the send half. */
 struct mrc_ctl_ready_qp {
 	__u32 qp_num;
-	__u32 sq_psn;
 	__u8 retry_cnt;	    /* 0..7 */
 	__u8 rnr_retry;	    /* 0..7; 7 = unlimited */
 	__u8 max_rd_atomic; /* >= 1 */
-	__u8 reserved[5];
+	__u8 reserved;
 };
 
 enum mrc_ctl_qp_state {
@@ -242,8 +240,8 @@ _Static_assert(sizeof(struct mrc_ctl_plane) == 36, "mrc_ctl_plane is 36 bytes");
 _Static_assert(sizeof(struct mrc_ctl_status) == 744, "mrc_ctl_status is 744 bytes");
 _Static_assert(sizeof(struct mrc_ctl_peer) == 608, "mrc_ctl_peer is 608 bytes");
 
-_Static_assert(sizeof(struct mrc_ctl_connect_qp) == 44, "mrc_ctl_connect_qp is 44 bytes");
-_Static_assert(sizeof(struct mrc_ctl_ready_qp) == 16, "mrc_ctl_ready_qp is 16 bytes");
+_Static_assert(sizeof(struct mrc_ctl_connect_qp) == 36, "mrc_ctl_connect_qp is 36 bytes");
+_Static_assert(sizeof(struct mrc_ctl_ready_qp) == 8, "mrc_ctl_ready_qp is 8 bytes");
 _Static_assert(sizeof(struct mrc_ctl_qp) == 88, "mrc_ctl_qp is 88 bytes");
 _Static_assert(sizeof(struct mrc_ctl_path) == 56, "mrc_ctl_path is 56 bytes");
 
