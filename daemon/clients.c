@@ -602,6 +602,22 @@ static void qp_error(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 	(void)d;
 }
 
+/*
+ * The RNR wait a QP asks of its peer [R-69], in 10 us units, from verbs' min_rnr_timer (the
+ * IB encoding: 0 is 655.36 ms, then 0.01 ms up to 491.52 ms).
+ */
+static uint16_t rnr_wait_units(uint8_t min_rnr_timer)
+{
+	static const uint32_t us[32] = {
+		655360, 10,    20,    30,    40,    60,     80,     120,    160,    240,    320,
+		480,	640,   960,   1280,  1920,  2560,   3840,   5120,   7680,   10240,  15360,
+		20480,	30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+	};
+	uint32_t units = us[min_rnr_timer & 31] / 10;
+
+	return (uint16_t)(units > UINT16_MAX ? UINT16_MAX : units);
+}
+
 /* RTS: the send half starts. */
 static void qp_ready(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 {
@@ -673,6 +689,7 @@ static void qp_start(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 	cc.qp_access = (qp->req.access & MRC_CTL_ACCESS_REMOTE_WRITE ? MRC_ACCESS_REMOTE_WRITE : 0) |
 		       (qp->req.access & MRC_CTL_ACCESS_REMOTE_READ ? MRC_ACCESS_REMOTE_READ : 0);
 	cc.sq_sig_all = qp->sq_sig_all;
+	cc.rnr_retry_after = rnr_wait_units(qp->req.min_rnr_timer);
 	cc.seed = mrc_splitmix64(&d->clients.seed);
 	qp->conn = mrc_conn_new(&cc, &cb, qp, now);
 	if (!qp->conn) {

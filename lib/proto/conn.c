@@ -828,23 +828,10 @@ static void refresh_rnr_wakeup(struct mrc_conn *c, uint64_t now_ns)
 	}
 }
 
-/*
- * RNR [R-64]: the message waits at least retry_after, then all its unacknowledged packets go
- * again; they are out of flight meanwhile, so no loss detection counts them. One round per
- * wait; rounds beyond rnr_retry fail the request.
- */
-static void on_rnr(struct mrc_conn *c, struct msg *m, uint16_t retry_after, uint64_t now_ns)
+/* Holds a message's unacknowledged packets out of flight until `until`; no loss counts them. */
+static void rnr_hold(struct mrc_conn *c, struct msg *m, uint64_t until)
 {
-	uint64_t wait = (retry_after ? retry_after : 1) * RETRY_UNIT_NS;
-
-	if (now_ns < m->rnr_until_ns)
-		return; /* another packet of the same round */
-	if (c->cfg.rnr_retry != RNR_UNLIMITED && ++m->rnr_rounds > c->cfg.rnr_retry) {
-		enter_error(c, m, MRC_WC_RNR_RETRY_EXC_ERR, true);
-		return;
-	}
-	m->rnr_until_ns = now_ns + wait;
-	refresh_rnr_wakeup(c, now_ns);
+	m->rnr_until_ns = until;
 	for (uint32_t psn = c->snd_una; mrc_seq_lt(psn, c->snd_nxt); psn++) {
 		struct mrc_tx_slot *s = mrc_tx_slot(c->tx, psn);
 
@@ -857,6 +844,39 @@ static void on_rnr(struct mrc_conn *c, struct msg *m, uint16_t retry_after, uint
 		s->flags |= MRC_TX_LOST;
 		c->lost_pending++;
 	}
+}
+
+static bool consumes_receive(const struct msg *m)
+{
+	return m->kind == MSG_SQ && (m->wr.opcode == MRC_WR_SEND || m->wr.opcode == MRC_WR_SEND_IMM ||
+				     m->wr.opcode == MRC_WR_WRITE_IMM);
+}
+
+/*
+ * RNR [R-64]: the message waits at least retry_after, then all its unacknowledged packets go
+ * again; they are out of flight meanwhile, so no loss detection counts them. One round per
+ * wait; rounds beyond rnr_retry fail the request. Later messages that need a receive wait
+ * with it: the receiver takes receives in order, so they cannot land before it does, and
+ * retrying them meanwhile would spend their retry budget on a peer that is only slow.
+ */
+static void on_rnr(struct mrc_conn *c, struct msg *m, uint16_t retry_after, uint64_t now_ns)
+{
+	uint64_t wait = (retry_after ? retry_after : 1) * RETRY_UNIT_NS;
+
+	if (now_ns < m->rnr_until_ns)
+		return; /* another packet of the same round */
+	if (c->cfg.rnr_retry != RNR_UNLIMITED && ++m->rnr_rounds > c->cfg.rnr_retry) {
+		enter_error(c, m, MRC_WC_RNR_RETRY_EXC_ERR, true);
+		return;
+	}
+	rnr_hold(c, m, now_ns + wait);
+	for (uint32_t msn = m->msn + 1; msn != c->sq_tail; msn++) {
+		struct msg *later = sq_msg(c, msn);
+
+		if (consumes_receive(later) && later->sent_pkts && later->rnr_until_ns < now_ns + wait)
+			rnr_hold(c, later, now_ns + wait);
+	}
+	refresh_rnr_wakeup(c, now_ns);
 }
 
 static int on_nak(struct mrc_conn *c, const struct mrc_packet *pkt, uint64_t now_ns)
@@ -902,6 +922,11 @@ static void queue_nak(struct mrc_conn *c, const struct mrc_rx_info *rx, uint8_t 
 {
 	/* An error NAK is never displaced by an RNR or sequence NAK. */
 	if (c->nak.pending && c->nak.kind >= MRC_NAK_REMOTE_ACCESS && kind < MRC_NAK_REMOTE_ACCESS)
+		return;
+	/* Nor the oldest RNR by a later one: the sender must hear of the message the receive
+	 * queue is stuck at, and holds the later ones with it [R-64]. */
+	if (c->nak.pending && c->nak.kind == MRC_NAK_RNR && kind == MRC_NAK_RNR &&
+	    mrc_seq_lt(c->nak.msn, msn))
 		return;
 	c->nak.pending = true;
 	c->nak.kind = kind;

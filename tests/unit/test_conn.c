@@ -714,7 +714,7 @@ START_TEST(mrc_conn__long_rnr_wait_succeeds)
 END_TEST
 
 /* Two SENDs refused 5 us apart both wait their own RNR time and go again. */
-START_TEST(mrc_conn__two_rnr_waits_both_resent)
+static void sends_then_receives_after(unsigned n, uint64_t wait_ns, uint64_t gap_ns)
 {
 	struct sim_config sc;
 	struct mrc_conn_config cc;
@@ -722,22 +722,23 @@ START_TEST(mrc_conn__two_rnr_waits_both_resent)
 
 	sim_config_default(&sc);
 	mrc_conn_config_default(&cc);
-	xfer_init(&x, &sc, &cc, 2, 8192);
-	x.ops[0] = (struct op){ .opcode = MRC_WR_SEND, .len = 100, .src_off = 0, .rsn = 0 };
-	x.ops[1] = (struct op){ .opcode = MRC_WR_SEND, .len = 100, .src_off = 100, .dst_off = 100,
-				.rsn = 1 };
-	x.n_ops = x.n_recv_ops = 2;
-	for (unsigned i = 0; i < 2; i++) {
+	xfer_init(&x, &sc, &cc, n, 8192);
+	for (unsigned i = 0; i < n; i++)
+		x.ops[i] = (struct op){ .opcode = MRC_WR_SEND, .len = 100, .src_off = 100 * i,
+					.dst_off = 100 * i, .rsn = i };
+	x.n_ops = x.n_recv_ops = n;
+	for (unsigned i = 0; i < n; i++) {
 		struct mrc_send_wr wr = { .wr_id = i, .opcode = MRC_WR_SEND, .num_sge = 1,
 					  .flags = MRC_SEND_SIGNALED };
 
 		wr.sge[0] = (struct mrc_sge){ x.a_src + 100 * i, 0, 100, 0 };
 		ck_assert_int_eq(mrc_conn_post_send(x.a->conn, &wr), 0);
 		x.a->dirty = true;
-		sim_run(x.sim, x.sim->now_ns + 5000, nothing, NULL);
+		if (gap_ns)
+			sim_run(x.sim, x.sim->now_ns + gap_ns, nothing, NULL);
 	}
-	sim_run(x.sim, x.sim->now_ns + 100000, nothing, NULL);
-	for (unsigned i = 0; i < 2; i++) {
+	sim_run(x.sim, x.sim->now_ns + wait_ns, nothing, NULL);
+	for (unsigned i = 0; i < n; i++) {
 		struct mrc_recv_wr rwr = { .wr_id = i, .num_sge = 1 };
 
 		rwr.sge[0] = (struct mrc_sge){ x.b_rcv + 100 * i, 0, 100, 0 };
@@ -745,6 +746,20 @@ START_TEST(mrc_conn__two_rnr_waits_both_resent)
 	}
 	xfer_run(&x, 1000000000ull);
 	xfer_free(&x);
+}
+
+START_TEST(mrc_conn__two_rnr_waits_both_resent)
+{
+	sends_then_receives_after(2, 100000, 5000);
+}
+END_TEST
+
+/* Two, then eight SENDs posted together wait a whole second for receives: all stay under
+ * the RNR budget (unlimited by default), none is retried against retry_cnt [R-64]. */
+START_TEST(mrc_conn__two_sends_wait_long_for_receives)
+{
+	sends_then_receives_after(2, 1000000000ull, 0);
+	sends_then_receives_after(8, 1000000000ull, 0);
 }
 END_TEST
 
@@ -948,6 +963,7 @@ Suite *conn_suite(void)
 	tcase_add_test(errors, mrc_conn__rnr_then_success);
 	tcase_add_test(errors, mrc_conn__long_rnr_wait_succeeds);
 	tcase_add_test(errors, mrc_conn__two_rnr_waits_both_resent);
+	tcase_add_test(errors, mrc_conn__two_sends_wait_long_for_receives);
 	tcase_add_test(errors, mrc_conn__repaired_loss_leaves_paths_healthy);
 	tcase_add_test(errors, mrc_conn__post_after_error_flushes);
 	tcase_add_test(errors, mrc_conn__malformed_input_is_counted_and_harmless);
