@@ -2,7 +2,8 @@
 /*
  * libFuzzer harness for the control-socket request check (daemon/control.c): whatever a
  * local client sends, the check reads only the packet, and accepts only whole requests of the
- * types the daemon serves, queries without a payload; each handler then checks its payload's
+ * types the daemon serves, queries without a payload (path queries with one QP's handle or
+ * none); each handler then checks its payload's
  * exact shape (daemon/clients.c, exercised by tests/verbs/hostile_client.c).
  */
 #include <errno.h>
@@ -32,8 +33,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			req.type > MRC_CTL_TYPE_MAX))
 		abort();
 	if (rc == 0 && req.len &&
-	    (req.type == MRC_CTL_STATUS || req.type == MRC_CTL_PEERS || req.type == MRC_CTL_QPS ||
-	     req.type == MRC_CTL_PATHS))
+	    (req.type == MRC_CTL_STATUS || req.type == MRC_CTL_PEERS || req.type == MRC_CTL_QPS))
+		abort();
+	/* paths: all, or one QP's */
+	if (rc == 0 && req.type == MRC_CTL_PATHS && req.len && req.len != sizeof(struct mrc_ctl_handle))
 		abort();
 	free(copy);
 	return 0;
