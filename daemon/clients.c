@@ -671,8 +671,8 @@ static void qp_start(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 	}
 	if (qp->peer_max_payload && qp->peer_max_payload < payload)
 		payload = qp->peer_max_payload;
-	if (qp->req.path_mtu < payload)
-		payload = qp->req.path_mtu; /* the application's path MTU caps it */
+	if (qp->req.path_mtu && qp->req.path_mtu < payload)
+		payload = qp->req.path_mtu; /* a path MTU below the port's caps it */
 	cc.max_payload = payload;
 	cc.local_qpn = qp->qpn;
 	cc.remote_qpn = qp->req.dest_qp_num;
@@ -723,7 +723,8 @@ static int connect_qp(struct mrcd *d, unsigned owner, const uint8_t *payload, si
 		return -EBUSY;
 	if (r.dest_qp_num > MRC_QPN_MAX || r.dest_qp_num == MRC_QPN_DAEMON ||
 	    r.min_rnr_timer > 31 || !r.max_dest_rd_atomic || (r.access & ~MRC_CTL_ACCESS_ALL) ||
-	    r.paths_per_plane > MRCD_SPORTS_PER_PLANE || r.path_mtu < 256 || r.path_mtu > 4096)
+	    r.paths_per_plane > MRCD_SPORTS_PER_PLANE ||
+	    (r.path_mtu && (r.path_mtu < 256 || r.path_mtu > 4096)))
 		return -EINVAL;
 	qp->req = r;
 	if (is_local_addr(&d->cfg, r.dgid)) {

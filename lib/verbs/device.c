@@ -146,7 +146,7 @@ int mrv_query_device_ex(struct ibv_context *context, const struct ibv_query_devi
 }
 
 /* The largest IB MTU that fits the payload the daemon's planes carry. */
-static enum ibv_mtu active_mtu(uint16_t max_payload)
+static enum ibv_mtu active_mtu_for(uint16_t max_payload)
 {
 	if (max_payload >= 4096)
 		return IBV_MTU_4096;
@@ -157,6 +157,11 @@ static enum ibv_mtu active_mtu(uint16_t max_payload)
 	if (max_payload >= 512)
 		return IBV_MTU_512;
 	return IBV_MTU_256;
+}
+
+enum ibv_mtu mrv_active_mtu(const struct mrv_context *ctx)
+{
+	return active_mtu_for(ctx->status.max_payload);
 }
 
 int mrv_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *out,
@@ -170,7 +175,7 @@ int mrv_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_por
 	memset(&a, 0, sizeof(a));
 	a.state = ctx->dead ? IBV_PORT_DOWN : IBV_PORT_ACTIVE;
 	a.max_mtu = IBV_MTU_4096;
-	a.active_mtu = active_mtu(ctx->status.max_payload);
+	a.active_mtu = mrv_active_mtu(ctx);
 	a.gid_tbl_len = ctx->status.n_planes;
 	a.port_cap_flags = 0;
 	a.max_msg_sz = 1u << 31;

@@ -135,6 +135,7 @@ int ibv_dontfork_range(void *base, size_t size);
 int ibv_dofork_range(void *base, size_t size);
 
 /* --- pieces other files need --- */
+enum ibv_mtu mrv_active_mtu(const struct mrv_context *ctx);
 int mrv_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *attr,
 		   size_t attr_len);
 int mrv_query_device_ex(struct ibv_context *context, const struct ibv_query_device_ex_input *in,

@@ -607,7 +607,11 @@ static int connect_in_daemon(struct mrv_qp *qp)
 	memset(&req, 0, sizeof(req));
 	req.qp_num = qp->ibqpx.qp_base.qp_num;
 	req.dest_qp_num = a->dest_qp_num;
-	req.path_mtu = (uint16_t)(128u << a->path_mtu); /* IBV_MTU_256 = 1 ... IBV_MTU_4096 = 5 */
+	/* a path MTU below the port's active one caps the payload; the active one itself (what
+	 * programs pass) asks for what the planes carry, which may exceed verbs' 4096 [R-99] */
+	req.path_mtu = a->path_mtu < mrv_active_mtu(qp->ctx)
+			       ? (uint16_t)(128u << a->path_mtu) /* IBV_MTU_256 = 1 ... 4096 = 5 */
+			       : 0;
 	memcpy(req.dgid, a->ah_attr.grh.dgid.raw, 16);
 	req.access = (a->qp_access_flags & IBV_ACCESS_REMOTE_WRITE ? MRC_CTL_ACCESS_REMOTE_WRITE
 								    : 0) |

@@ -141,7 +141,7 @@ static void connect_qp(int ctl, uint32_t qpn, uint32_t dest)
 {
 	struct mrc_ctl_connect_qp c = { .qp_num = qpn, .dest_qp_num = dest,
 					.access = MRC_CTL_ACCESS_REMOTE_WRITE | MRC_CTL_ACCESS_REMOTE_READ,
-					.path_mtu = 1024, .max_dest_rd_atomic = 1 };
+					.max_dest_rd_atomic = 1 };
 	int err;
 
 	struct mrc_ctl_ready_qp r = { .qp_num = qpn, .retry_cnt = 7, .rnr_retry = 7,

@@ -126,7 +126,7 @@ struct mrc_ctl_connect_qp {
 	__u32 dest_qp_num;
 	__u8 dgid[16];		 /* the peer's address, IPv4-mapped for IPv4 */
 	__u32 access;		 /* MRC_CTL_ACCESS_REMOTE_*: what the peer may do here */
-	__u16 path_mtu;		 /* bytes (256..4096): the payload cap */
+	__u16 path_mtu;		 /* bytes (256..4096), a payload cap; 0: none */
 	__u16 plane_mask;	 /* 0: every shared plane; else bit i = plane i */
 	__u8 min_rnr_timer;	 /* IB encoding 0..31 */
 	__u8 max_dest_rd_atomic; /* READs the peer may have outstanding here, >= 1 */
