@@ -144,6 +144,7 @@ static bool client_quiescent(struct mrcd_clients *c, int owner)
 static void mr_deregister(struct mrcd_clients *c, struct mrcd_mr *mr)
 {
 	c->n_mrs--;
+	c->client[mr->owner].n_mrs--;
 	if (client_quiescent(c, mr->owner)) {
 		mr_unmap(c, mr);
 		return;
@@ -228,6 +229,8 @@ static int reg_mr(struct mrcd *d, unsigned owner, const uint8_t *payload, size_t
 	    !r.length || (r.access & ~MRC_CTL_ACCESS_ALL) || r.iova > UINT64_MAX - r.length)
 		return -EINVAL;
 	memcpy(seg, payload + sizeof(r), r.n_segments * sizeof(seg[0]));
+	if (c->client[owner].n_mrs >= MRCD_CLIENT_MAX_MRS)
+		return -ENOSPC;
 	for (slot = 1; slot < MRCD_MAX_MRS; slot++)
 		if (c->mrs[slot].owner < 0) {
 			mr = &c->mrs[slot];
@@ -247,6 +250,7 @@ static int reg_mr(struct mrcd *d, unsigned owner, const uint8_t *payload, size_t
 	mr->base = mr->span + r.offset;
 	c->mapped_bytes += mr->span_len;
 	c->n_mrs++;
+	c->client[owner].n_mrs++;
 	out->lkey = out->rkey = mr->key;
 	return 0;
 }
@@ -295,6 +299,7 @@ static void cq_free(struct mrcd_clients *c, struct mrcd_cq *cq)
 		c->client[cq->owner].channels--;
 	}
 	c->n_cqs--;
+	c->client[cq->owner].n_cqs--;
 	cq->owner = -1;
 	cq->handle = 0;
 }
@@ -377,6 +382,8 @@ static int create_cq(struct mrcd *d, unsigned owner, const uint8_t *payload, siz
 		return -EBADF; /* a completion channel is the library's datagram socket */
 	if (n_fds && c->client[owner].channels >= MRCD_CLIENT_MAX_CHANNEL_FDS)
 		return -EMFILE;
+	if (c->client[owner].n_cqs >= MRCD_CLIENT_MAX_CQS)
+		return -ENOSPC;
 	for (slot = 0; slot < MRCD_MAX_CQS; slot++)
 		if (c->cqs[slot].owner < 0) {
 			cq = &c->cqs[slot];
@@ -399,6 +406,7 @@ static int create_cq(struct mrcd *d, unsigned owner, const uint8_t *payload, siz
 		c->client[owner].channels++;
 	}
 	c->n_cqs++;
+	c->client[owner].n_cqs++;
 	out->handle = cq->handle;
 	out->entries = cq->ring.entries;
 	return 0;
@@ -490,6 +498,7 @@ static void qp_free(struct mrcd_clients *c, struct mrcd_qp *qp)
 	munmap(qp->rq_mem, qp->rq_len);
 	c->mapped_bytes -= qp->sq_len + qp->rq_len;
 	c->n_qps--;
+	c->client[qp->owner].n_qps--;
 	memset(qp, 0, sizeof(*qp));
 	qp->owner = -1;
 }
@@ -513,6 +522,8 @@ static int create_qp(struct mrcd *d, unsigned owner, const uint8_t *payload, siz
 	    r.max_send_wr > MRCD_MAX_RING_ENTRIES || r.max_recv_wr > MRCD_MAX_RING_ENTRIES ||
 	    r.sq_sig_all > 1)
 		return -EINVAL;
+	if (c->client[owner].n_qps >= MRCD_CLIENT_MAX_QPS)
+		return -ENOSPC;
 	for (slot = 0; slot < MRCD_MAX_QPS; slot++)
 		if (c->qps[slot].owner < 0) {
 			qp = &c->qps[slot];
@@ -557,6 +568,7 @@ static int create_qp(struct mrcd *d, unsigned owner, const uint8_t *payload, siz
 	qp->sq_sig_all = r.sq_sig_all;
 	qp->state = MRC_CTL_QP_IDLE;
 	c->n_qps++;
+	c->client[owner].n_qps++;
 	out->qp_num = qp->qpn;
 	out->sq_entries = qp->sq.entries;
 	out->rq_entries = qp->rq.entries;
@@ -1136,6 +1148,7 @@ void mrcd_clients_gone(struct mrcd *d, unsigned slot)
 				c->n_retired--;
 			} else {
 				c->n_mrs--;
+				c->client[slot].n_mrs--;
 				mrs++;
 			}
 			mr_unmap(c, &c->mrs[i]);

@@ -42,10 +42,14 @@ struct mrcd_client {
 	uid_t uid;
 	bool library;
 	unsigned channels; /* completion-channel sockets the daemon holds for it */
+	unsigned n_qps, n_cqs, n_mrs;
 };
 
-/* What one client may hold, so one cannot starve the others of descriptors. */
+/* What one client may hold: half of each table, so one cannot starve all the others. */
 #define MRCD_CLIENT_MAX_CHANNEL_FDS 256
+#define MRCD_CLIENT_MAX_QPS (MRCD_MAX_QPS / 2)
+#define MRCD_CLIENT_MAX_CQS (MRCD_MAX_CQS / 2)
+#define MRCD_CLIENT_MAX_MRS (MRCD_MAX_MRS / 2)
 
 struct mrcd_mr {
 	int owner;	/* client slot; -1: free */
