@@ -18,6 +18,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "proto/random.h"
+#include "proto/seq.h"
 
 #define MRCD_TX_BATCH 32
 #define MRCD_PUMP_BUDGET 512  /* packets per pump before receive gets a turn */
@@ -117,11 +118,11 @@ static void mr_unmap(struct mrcd_clients *c, struct mrcd_mr *mr)
 }
 
 /*
- * True when none of the client's connections can hold a pointer into its memory: no send,
- * READ or READ response outstanding, no receive posted. Work requests are turned into host
- * pointers when they enter the engine, and the engine keeps them until they complete.
+ * True when every piece of work the client's QPs had taken at its latest deregistration has
+ * finished: sends and receives completed (their ring slots given back), READ responses sent.
+ * Work the engine takes later cannot name a retired region: its key died with ibv_dereg_mr.
  */
-static bool client_quiescent(struct mrcd_clients *c, int owner)
+static bool past_retire_marks(struct mrcd_clients *c, int owner)
 {
 	for (unsigned i = 0; i < MRCD_MAX_QPS; i++) {
 		const struct mrcd_qp *qp = &c->qps[i];
@@ -130,38 +131,62 @@ static bool client_quiescent(struct mrcd_clients *c, int owner)
 		if (qp->owner != owner || !qp->conn)
 			continue;
 		mrc_conn_get_info(qp->conn, &info);
-		if (!mrc_conn_send_idle(qp->conn) || info.rq_posted)
+		if (mrc_seq_lt(qp->sq.released, qp->retire_sq) ||
+		    mrc_seq_lt(qp->rq.released, qp->retire_rq) ||
+		    mrc_seq_lt(info.rr_finished, qp->retire_rr))
 			return false;
 	}
 	return true;
 }
 
 /*
- * ibv_dereg_mr: the key stops working at once; the mapping stays until the client's
- * connections hold no pointer into it, so work already handed to the engine can never touch
- * memory the daemon has unmapped, or reused for another client.
+ * ibv_dereg_mr: the key stops working at once; the mapping stays until the work the client's
+ * QPs had taken by now is done, so the engine never touches memory the daemon has unmapped,
+ * or reused for another client. Until then the region still counts against the client.
  */
 static void mr_deregister(struct mrcd_clients *c, struct mrcd_mr *mr)
 {
+	for (unsigned i = 0; i < MRCD_MAX_QPS; i++) {
+		struct mrcd_qp *qp = &c->qps[i];
+		struct mrc_conn_info info;
+
+		if (qp->owner != mr->owner || !qp->conn)
+			continue;
+		mrc_conn_get_info(qp->conn, &info);
+		qp->retire_sq = qp->sq.mine;
+		qp->retire_rq = qp->rq.mine;
+		qp->retire_rr = info.rr_started;
+	}
 	c->n_mrs--;
-	c->client[mr->owner].n_mrs--;
-	if (client_quiescent(c, mr->owner)) {
+	if (past_retire_marks(c, mr->owner)) {
+		c->client[mr->owner].n_mrs--;
 		mr_unmap(c, mr);
 		return;
 	}
 	mr->key = 0;
 	mr->retired = true;
 	c->n_retired++;
+	c->client[mr->owner].n_retired++;
 }
 
-static void reap_retired(struct mrcd_clients *c)
+/* At most once a millisecond: the check walks the client's QPs. */
+static void reap_retired(struct mrcd_clients *c, uint64_t now)
 {
-	for (unsigned i = 0; i < MRCD_MAX_MRS && c->n_retired; i++) {
-		struct mrcd_mr *mr = &c->mrs[i];
+	if (now < c->next_reap_ns)
+		return;
+	c->next_reap_ns = now + 1000000;
+	for (unsigned owner = 0; owner < MRCD_MAX_CLIENTS && c->n_retired; owner++) {
+		if (!c->client[owner].n_retired || !past_retire_marks(c, (int)owner))
+			continue;
+		for (unsigned i = 0; i < MRCD_MAX_MRS && c->client[owner].n_retired; i++) {
+			struct mrcd_mr *mr = &c->mrs[i];
 
-		if (mr->retired && client_quiescent(c, mr->owner)) {
-			c->n_retired--;
-			mr_unmap(c, mr);
+			if (mr->retired && mr->owner == (int)owner) {
+				c->n_retired--;
+				c->client[owner].n_retired--;
+				c->client[owner].n_mrs--;
+				mr_unmap(c, mr);
+			}
 		}
 	}
 }
@@ -292,6 +317,8 @@ static int local_sge(struct mrcd *d, int owner, const struct mrc_shm_sge *in, bo
 
 static void cq_free(struct mrcd_clients *c, struct mrcd_cq *cq)
 {
+	if (cq->notify_pending)
+		c->n_notify_pending--;
 	munmap(cq->mem, cq->mem_len);
 	c->mapped_bytes -= cq->mem_len;
 	if (cq->channel_fd >= 0) {
@@ -416,7 +443,7 @@ static int create_cq(struct mrcd *d, unsigned owner, const uint8_t *payload, siz
  * Wakes the client's completion channel if it armed this CQ for this completion. The channel
  * is a datagram socket and the send never waits: a client cannot stall the daemon through it.
  */
-static void cq_notify(struct mrcd_cq *cq, bool solicited_or_error)
+static void cq_notify(struct mrcd_clients *c, struct mrcd_cq *cq, bool solicited_or_error)
 {
 	uint32_t *arm = &cq->ring.consumer->aux;
 	uint32_t want;
@@ -433,8 +460,27 @@ static void cq_notify(struct mrcd_cq *cq, bool solicited_or_error)
 	if (!__atomic_compare_exchange_n(arm, &want, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return;
 	__atomic_fetch_add(&cq->ring.producer->aux, 1, __ATOMIC_RELEASE);
-	if (send(cq->channel_fd, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-		mrcd_log(LOG_DEBUG, "completion channel: %s", strerror(errno));
+	if (send(cq->channel_fd, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL) < 0 && !cq->notify_pending) {
+		/* the client is not reading its channel: the event is counted, the byte that
+		 * wakes it is sent again from the pump */
+		cq->notify_pending = true;
+		c->n_notify_pending++;
+	}
+}
+
+static void retry_notifications(struct mrcd_clients *c)
+{
+	char one = 1;
+
+	for (unsigned i = 0; i < MRCD_MAX_CQS && c->n_notify_pending; i++) {
+		struct mrcd_cq *cq = &c->cqs[i];
+
+		if (cq->owner >= 0 && cq->notify_pending &&
+		    send(cq->channel_fd, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1) {
+			cq->notify_pending = false;
+			c->n_notify_pending--;
+		}
+	}
 }
 
 static void cq_push(struct mrcd *d, struct mrcd_qp *qp, bool recv, const struct mrc_completion *wc)
@@ -455,7 +501,7 @@ static void cq_push(struct mrcd *d, struct mrcd_qp *qp, bool recv, const struct 
 		qp->cq_overrun = true; /* the pump fails the QP, outside the engine's callback */
 		return;
 	}
-	cq_notify(cq, (wc->flags & MRC_WC_SOLICITED) || wc->status != MRC_WC_SUCCESS);
+	cq_notify(&d->clients, cq, (wc->flags & MRC_WC_SOLICITED) || wc->status != MRC_WC_SUCCESS);
 }
 
 /*
@@ -690,10 +736,14 @@ static void qp_start(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 	cc.remote_qpn = qp->req.dest_qp_num;
 	/* verbs' PSNs stay with the application: the wire's come from the node ids and QPNs
 	 * [R-116] */
-	cc.sq_psn = mrc_initial_psn(d->peers.local.node_id, qp->qpn, qp->peer_node,
-				    qp->req.dest_qp_num);
-	cc.rq_psn = mrc_initial_psn(qp->peer_node, qp->req.dest_qp_num, d->peers.local.node_id,
-				    qp->qpn);
+	{
+		/* a peer whose node id discovery never learned: 0 for both ends, as its daemon
+		 * uses when it cannot learn ours either [R-116] */
+		uint64_t mine = qp->peer_node ? d->peers.local.node_id : 0;
+
+		cc.sq_psn = mrc_initial_psn(mine, qp->qpn, qp->peer_node, qp->req.dest_qp_num);
+		cc.rq_psn = mrc_initial_psn(qp->peer_node, qp->req.dest_qp_num, mine, qp->qpn);
+	}
 	cc.sq_depth = qp->sq.entries;
 	cc.rq_depth = qp->rq.entries;
 	cc.max_rd_atomic = 1;
@@ -932,10 +982,11 @@ static void drain_rings(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 		}
 		status = rq_entry_to_wr(d, qp, &qp->held_rq, &wr);
 		if (status != MRC_WC_SUCCESS) {
+			/* the engine's earlier work flushes first: completions stay in order */
 			qp->rq_held = false;
+			qp_error(d, qp, now);
 			complete_now(d, qp, true, qp->held_rq.wr_id, qp->rq.mine - 1,
 				     (uint8_t)status, MRC_WC_RECV);
-			qp_error(d, qp, now);
 			return;
 		}
 		qp->rq_wr_id[(qp->rq.mine - 1) & (qp->rq.entries - 1)] = qp->held_rq.wr_id;
@@ -962,9 +1013,9 @@ static void drain_rings(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 		status = sq_entry_to_wr(d, qp, &qp->held_sq, &wr);
 		if (status != MRC_WC_SUCCESS) {
 			qp->sq_held = false;
+			qp_error(d, qp, now);
 			complete_now(d, qp, false, qp->held_sq.wr_id, qp->sq.mine - 1,
 				     (uint8_t)status, wc_opcode_of(qp->held_sq.opcode));
-			qp_error(d, qp, now);
 			return;
 		}
 		qp->sq_wr_id[(qp->sq.mine - 1) & (qp->sq.entries - 1)] = qp->held_sq.wr_id;
@@ -974,9 +1025,9 @@ static void drain_rings(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 			break;
 		qp->sq_held = false;
 		if (status) {
+			qp_error(d, qp, now);
 			complete_now(d, qp, false, qp->held_sq.wr_id, qp->sq.mine - 1,
 				     MRC_WC_LOC_QP_OP_ERR, wc_opcode_of(wr.opcode));
-			qp_error(d, qp, now);
 			return;
 		}
 	}
@@ -1026,7 +1077,9 @@ void mrcd_clients_pump(struct mrcd *d, uint64_t now)
 	bool progress = true;
 
 	if (c->n_retired)
-		reap_retired(c);
+		reap_retired(c, now);
+	if (c->n_notify_pending)
+		retry_notifications(c);
 	if (!c->n_qps)
 		return;
 	for (unsigned i = 0; i < MRCD_MAX_QPS; i++) {
@@ -1148,7 +1201,6 @@ void mrcd_clients_gone(struct mrcd *d, unsigned slot)
 				c->n_retired--;
 			} else {
 				c->n_mrs--;
-				c->client[slot].n_mrs--;
 				mrs++;
 			}
 			mr_unmap(c, &c->mrs[i]);
@@ -1163,6 +1215,7 @@ void mrcd_clients_gone(struct mrcd *d, unsigned slot)
 	}
 	cl->doorbell_fd = -1;
 	cl->channels = 0;
+	cl->n_mrs = cl->n_retired = 0;
 	cl->library = false;
 }
 
@@ -1198,7 +1251,7 @@ int mrcd_clients_request(struct mrcd *d, unsigned slot, const struct mrc_ctl_hdr
 			return -EPROTONOSUPPORT;
 		if (!is_eventfd(fds[0]))
 			return -EBADF;
-		if (mrcd_epoll_watch(d, fds[0]))
+		if (mrcd_epoll_watch_doorbell(d, fds[0]))
 			return -errno;
 		cl->doorbell_fd = fds[0];
 		fds[0] = -1;

@@ -42,7 +42,8 @@ struct mrcd_client {
 	uid_t uid;
 	bool library;
 	unsigned channels; /* completion-channel sockets the daemon holds for it */
-	unsigned n_qps, n_cqs, n_mrs;
+	unsigned n_qps, n_cqs, n_mrs; /* n_mrs counts retired regions until they are unmapped */
+	unsigned n_retired;
 };
 
 /* What one client may hold: half of each table, so one cannot starve all the others. */
@@ -68,8 +69,9 @@ struct mrcd_cq {
 	void *mem;
 	size_t mem_len;
 	struct mrc_ring ring;
-	int channel_fd;	   /* the client's completion channel eventfd; -1: none */
+	int channel_fd;	   /* the client's completion channel socket; -1: none */
 	uint64_t overruns; /* completions lost to a full CQ */
+	bool notify_pending; /* an event its full channel socket did not take yet */
 };
 
 struct mrcd_qp {
@@ -98,6 +100,9 @@ struct mrcd_qp {
 	uint64_t completions, error_completions;
 	uint64_t resolve_deadline_ns;
 	bool cq_overrun;	/* a completion found its CQ full */
+	/* where this QP stood at its client's latest ibv_dereg_mr: work taken before it may
+	 * point into the region, so the region stays mapped until all of it is done */
+	uint32_t retire_sq, retire_rq, retire_rr;
 };
 
 struct mrcd_clients {
@@ -108,6 +113,8 @@ struct mrcd_clients {
 	uint32_t generation; /* mixed into new handles so a stale one never names a new object */
 	unsigned n_mrs, n_cqs, n_qps;
 	unsigned n_retired;  /* deregistered MRs still mapped */
+	unsigned n_notify_pending;
+	uint64_t next_reap_ns;
 	uint64_t mapped_bytes;
 	uint64_t seed;
 	uint8_t *tx_buf;     /* MRCD_TX_BATCH packets of mtu bytes */

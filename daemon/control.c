@@ -426,14 +426,8 @@ bool mrcd_control_event(struct mrcd *d, int fd)
 			serve(d, i);
 			return true;
 		}
-		if (d->clients.client[i].doorbell_fd == fd) {
-			uint64_t count;
-
-			/* the loop's pump reads the rings; the doorbell only had to wake it */
-			if (read(fd, &count, sizeof(count)) < 0 && errno != EAGAIN)
-				mrcd_log(LOG_DEBUG, "doorbell: %s", strerror(errno));
-			return true;
-		}
+		if (d->clients.client[i].doorbell_fd == fd)
+			return true; /* edge-triggered, never read: the pump reads the rings */
 	}
 	return false;
 }

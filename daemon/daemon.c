@@ -129,6 +129,18 @@ int mrcd_epoll_watch(struct mrcd *d, int fd)
 	return epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
 }
 
+/*
+ * A client's doorbell eventfd: edge-triggered, so every write wakes the loop and the daemon
+ * never reads it. A read could block: the client shares the file and can clear O_NONBLOCK,
+ * then empty the counter between our wakeup and our read.
+ */
+int mrcd_epoll_watch_doorbell(struct mrcd *d, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.fd = fd };
+
+	return epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+}
+
 static int add_fd(struct mrcd *d, int fd, char *err, size_t errlen)
 {
 	if (mrcd_epoll_watch(d, fd)) {

@@ -60,7 +60,8 @@ int mrcd_discover(struct mrcd *d, const struct mrcd_addr *addr);
 
 uint64_t mrcd_now_ns(void);
 
-/* Adds fd to the loop's epoll for input readiness. */
+/* Adds fd to the loop's epoll for input readiness; a doorbell edge-triggered. */
 int mrcd_epoll_watch(struct mrcd *d, int fd);
+int mrcd_epoll_watch_doorbell(struct mrcd *d, int fd);
 
 #endif /* METAROCE_DAEMON_DAEMON_H */

@@ -1926,6 +1926,8 @@ void mrc_conn_get_info(const struct mrc_conn *c, struct mrc_conn_info *info)
 	info->rate_hint_kbps = c->rate_hint_kbps;
 	info->sq_outstanding = c->sq_tail - c->sq_head;
 	info->rq_posted = c->rq_tail - c->rq_head;
+	info->rr_started = c->rr_tail;
+	info->rr_finished = c->rr_head;
 	info->next_timeout_ns = mrc_conn_next_timeout(c);
 }
 

@@ -210,6 +210,8 @@ struct mrc_conn_info {
 	uint32_t rate_hint_kbps;  /* latest hint from the peer; 0: none */
 	uint32_t sq_outstanding;  /* send work requests not yet completed */
 	uint32_t rq_posted;	  /* receive work requests not yet completed */
+	uint32_t rr_started;	  /* READ responses accepted so far (a counter that wraps) */
+	uint32_t rr_finished;	  /* of which finished: their source memory is no longer read */
 	uint64_t next_timeout_ns;
 };
 

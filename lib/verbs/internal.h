@@ -95,10 +95,9 @@ struct mrv_qp {
 	int attr_mask_set;
 	bool sq_sig_all;
 	bool extended;		 /* created with send_ops_flags: ibv_qp_to_qp_ex answers */
-	/* inline data is copied here; slot i belongs to the i-th post modulo the ring */
+	/* inline data is copied here; inline slot i belongs to SQ ring slot i */
 	uint8_t *inline_buf;
 	struct ibv_mr *inline_mr;
-	uint32_t inline_next;
 	/* ibv_wr_* builds entries here until ibv_wr_complete */
 	struct mrc_sq_entry *staged;
 	uint32_t n_staged;

@@ -48,15 +48,22 @@ static uint8_t send_flags(unsigned flags)
 	       (flags & IBV_SEND_FENCE ? MRC_SEND_FENCE : 0);
 }
 
+/* SQ ring slots free now: the daemon gives a slot back only when its work has completed. */
+static uint32_t sq_free(struct mrv_qp *qp)
+{
+	return qp->sq.entries -
+	       (qp->sq.mine - __atomic_load_n(&qp->sq.consumer->value, __ATOMIC_ACQUIRE));
+}
+
 /*
- * Inline data is copied into this QP's own registered slot for the post, so the caller's
- * buffer is free on return. Slots are reused after a ring's worth of posts, which verbs'
- * limit of max_send_wr outstanding requests makes safe.
+ * Inline data is copied into the inline slot that belongs to the ring slot the entry will
+ * take (ring index `at`), so the caller's buffer is free on return and the bytes live exactly
+ * as long as the work: the slot is not reused before the daemon gives the ring slot back.
  */
-static int copy_inline(struct mrv_qp *qp, const struct ibv_data_buf *bufs, size_t n,
+static int copy_inline(struct mrv_qp *qp, uint32_t at, const struct ibv_data_buf *bufs, size_t n,
 		       struct mrc_sq_entry *e)
 {
-	uint8_t *slot = qp->inline_buf + (size_t)(qp->inline_next % qp->sq.entries) * MRV_MAX_INLINE;
+	uint8_t *slot = qp->inline_buf + (size_t)(at & (qp->sq.entries - 1)) * MRV_MAX_INLINE;
 	size_t total = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -65,14 +72,14 @@ static int copy_inline(struct mrv_qp *qp, const struct ibv_data_buf *bufs, size_
 		memcpy(slot + total, bufs[i].addr, bufs[i].length);
 		total += bufs[i].length;
 	}
-	qp->inline_next++;
 	e->num_sge = total ? 1 : 0;
 	e->sge[0] = (struct mrc_shm_sge){ (uintptr_t)slot, (uint32_t)total,
 					  qp->inline_mr->lkey };
 	return 0;
 }
 
-static int build_send(struct mrv_qp *qp, const struct ibv_send_wr *wr, struct mrc_sq_entry *e)
+static int build_send(struct mrv_qp *qp, uint32_t at, const struct ibv_send_wr *wr,
+		      struct mrc_sq_entry *e)
 {
 	int err;
 
@@ -96,7 +103,7 @@ static int build_send(struct mrv_qp *qp, const struct ibv_send_wr *wr, struct mr
 		for (int i = 0; i < wr->num_sge; i++)
 			bufs[i] = (struct ibv_data_buf){ (void *)(uintptr_t)wr->sg_list[i].addr,
 							 wr->sg_list[i].length };
-		return copy_inline(qp, bufs, (size_t)wr->num_sge, e);
+		return copy_inline(qp, at, bufs, (size_t)wr->num_sge, e);
 	}
 	e->num_sge = (uint8_t)wr->num_sge;
 	for (int i = 0; i < wr->num_sge; i++)
@@ -119,7 +126,8 @@ int mrv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 	for (; wr && !err; wr = wr->next) {
 		struct mrc_sq_entry e;
 
-		err = build_send(qp, wr, &e);
+		/* room first: an inline copy must not land in a slot still in flight */
+		err = sq_free(qp) ? build_send(qp, qp->sq.mine, wr, &e) : ENOMEM;
 		if (!err)
 			err = mrc_ring_produce(&qp->sq, &e) ? ENOMEM : 0;
 		if (err)
@@ -178,7 +186,7 @@ static struct mrc_sq_entry *wr_begin(struct ibv_qp_ex *qpx, uint8_t opcode)
 	struct mrv_qp *qp = (struct mrv_qp *)qpx;
 	struct mrc_sq_entry *e;
 
-	if (qp->n_staged == qp->sq.entries) {
+	if (qp->n_staged >= sq_free(qp)) {
 		qp->wr_error = ENOMEM;
 		return NULL;
 	}
@@ -272,7 +280,9 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t n,
 	struct mrv_qp *qp = (struct mrv_qp *)qpx;
 	struct mrc_sq_entry *e = wr_current(qpx);
 
-	if (e && (e->opcode == MRC_WR_READ || copy_inline(qp, bufs, n, e)))
+	/* the entry will take ring index mine + its place in the batch */
+	if (e && (e->opcode == MRC_WR_READ ||
+		  copy_inline(qp, qp->sq.mine + qp->n_staged - 1, bufs, n, e)))
 		qp->wr_error = EINVAL;
 }
 
@@ -300,9 +310,7 @@ static int wr_complete(struct ibv_qp_ex *qpx)
 	int err = qp->wr_error;
 
 	/* all or nothing, as ibv_wr_complete promises */
-	if (!err && qp->sq.entries - (qp->sq.mine - __atomic_load_n(&qp->sq.consumer->value,
-								     __ATOMIC_ACQUIRE)) <
-			    qp->n_staged)
+	if (!err && sq_free(qp) < qp->n_staged)
 		err = ENOMEM;
 	for (uint32_t i = 0; !err && i < qp->n_staged; i++)
 		if (mrc_ring_produce(&qp->sq, &qp->staged[i]))
