@@ -7,12 +7,15 @@
 #   make demo       deps + build + two hosts in network namespaces running RDMA over metaroced
 #   make check      deps + build + unit tests + unit tests under ASan/UBSan + the verbs ABI
 #                   check + integration tests in network namespaces + bounded fuzzing
+#   make install    install into $(DESTDIR)$(PREFIX) (default /usr/local), the unit and the
+#                   configuration under $(DESTDIR)/etc and $(DESTDIR)$(UNITDIR)
 #   make clean      remove build/
 #
 #   V=1             show the commands
 #   FUZZ_SECONDS=N  time per fuzz harness in `make check` (default 30)
 #   CK_RUN_SUITE=codec make unit   run one libcheck suite
 
+VERSION := 0.1.0
 BUILD := build
 OBJ := $(BUILD)/obj
 SAN := $(BUILD)/asan
@@ -34,7 +37,7 @@ WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototy
 	    -Wpointer-arith -Wvla -Wformat=2
 # CFLAGS is the user's (make CFLAGS=-O0); what the project requires is in MRC_CFLAGS and is
 # always added, so warnings stay errors whatever is passed on the command line.
-CPPFLAGS += -I. -Ilib/include -Ilib -Itests -D_GNU_SOURCE
+CPPFLAGS += -I. -Ilib/include -Ilib -Itests -D_GNU_SOURCE -DMETAROCE_VERSION='"$(VERSION)"'
 CFLAGS ?= -O2 -g
 MRC_CFLAGS := -std=gnu11 $(WARNINGS) -fno-strict-aliasing
 DEPFLAGS = -MMD -MP
@@ -88,7 +91,7 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 
 # --- top-level targets -----------------------------------------------------------------
 
-.PHONY: all deps check demo unit unit-asan verbs-abi fuzz integration integration-asan \
+.PHONY: all deps check demo install unit unit-asan verbs-abi fuzz integration integration-asan \
 	engine-report \
 	bench-udp-vs-tcp clean
 .DEFAULT_GOAL := all
@@ -105,7 +108,7 @@ DEB_PACKAGES := \
 	linux-libc-dev \
 	check libsystemd-dev \
 	libibverbs-dev ibverbs-utils perftest \
-	iproute2 python3 iperf3 time
+	iproute2 python3 iperf3 time groff-base
 
 deps:
 	$(Q)missing=$$(for p in $(DEB_PACKAGES); do \
@@ -189,6 +192,43 @@ $(ENGINE_REPORT): $(OBJ)/bench/engine_report.o $(OBJ)/tests/harness/netsim.o $(L
 # One connection over one veth: metaroced + ib_write_bw on the udp backend next to iperf3.
 bench-udp-vs-tcp: $(METAROCED) $(LIBMETAROCE) $(METAROCE_RUN)
 	$(Q)sh bench/udp_vs_tcp.sh $(BUILD) 9000 10
+
+# --- install ---------------------------------------------------------------------------
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+SOVERSION := 1
+# libmetaroce.so.1 is the ABI (rdma-core's symbol versions plus METAROCE_1.0); the file carries it
+LIBMETAROCE_REAL := libmetaroce.so.$(SOVERSION).0.0
+
+install: $(METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN)
+	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+		$(DESTDIR)$(INCLUDEDIR)/metaroce $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/metaroce $(DESTDIR)$(UNITDIR)
+	$(Q)install -m 0755 $(METAROCED) $(DESTDIR)$(SBINDIR)/metaroced
+	$(Q)install -m 0755 $(METAROCE_CTL) $(METAROCE_RUN) $(DESTDIR)$(BINDIR)/
+	$(Q)install -m 0755 $(LIBMETAROCE) $(DESTDIR)$(LIBDIR)/$(LIBMETAROCE_REAL)
+	$(Q)ln -sf $(LIBMETAROCE_REAL) $(DESTDIR)$(LIBDIR)/libmetaroce.so.$(SOVERSION)
+	$(Q)ln -sf libmetaroce.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libmetaroce.so
+	$(Q)install -m 0644 lib/include/metaroce/metaroce.h $(DESTDIR)$(INCLUDEDIR)/metaroce/
+	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+		packaging/pkgconfig/libmetaroce.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/libmetaroce.pc
+	$(Q)install -m 0644 packaging/man/metaroce-run.1 $(DESTDIR)$(MANDIR)/man1/
+	$(Q)install -m 0644 packaging/man/metaroced.conf.5 $(DESTDIR)$(MANDIR)/man5/
+	$(Q)install -m 0644 packaging/man/metaroced.8 packaging/man/metaroce-ctl.8 \
+		$(DESTDIR)$(MANDIR)/man8/
+	$(Q)sed 's|/usr/sbin/metaroced|$(SBINDIR)/metaroced|' packaging/systemd/metaroced.service \
+		>$(DESTDIR)$(UNITDIR)/metaroced.service
+	$(Q)[ -e $(DESTDIR)$(SYSCONFDIR)/metaroce/metaroced.conf ] || \
+		install -m 0644 packaging/config/metaroced.conf $(DESTDIR)$(SYSCONFDIR)/metaroce/
 
 clean:
 	$(call msg,CLEAN,$(BUILD))

@@ -42,7 +42,8 @@ static void usage(FILE *f)
 		   "  path [show]       every path of every QP: plane, port, state, cwnd, RTT\n"
 		   "options:\n"
 		   "  -S, --socket PATH control socket (default %s)\n"
-		   "  -j, --json        JSON output\n",
+		   "  -j, --json        JSON output\n"
+		   "  -V, --version     print the version and exit\n",
 		   DEFAULT_SOCKET);
 }
 
@@ -311,13 +312,14 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 'S' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *path = DEFAULT_SOCKET, *object, *command;
 	bool json = false;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+S:jh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+S:jVh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'S':
 			path = optarg;
@@ -327,6 +329,9 @@ int main(int argc, char **argv)
 			break;
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			printf("metaroce-ctl %s\n", METAROCE_VERSION);
 			return 0;
 		default:
 			usage(stderr);

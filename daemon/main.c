@@ -2,7 +2,7 @@
 /*
  * metaroced: the MetaRoCE transport daemon of one host.
  *
- *   metaroced [-c FILE] [--set KEY=VALUE]... [--discover ADDRESS]... [-v]
+ *   metaroced [-c FILE] [--set KEY=VALUE]... [--discover ADDRESS]... [-v] [-V]
  *
  * The configuration file (default /etc/metaroce/metaroced.conf) is read first, then every
  * --set on top, in order. --discover asks a peer for its planes at start, as a QP naming that
@@ -16,6 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <metaroce/ctl.h>
+
 #include "daemon.h"
 #include "log.h"
 
@@ -28,6 +30,7 @@ static void usage(FILE *f)
 		   "  -s, --set KEY=VALUE      a configuration setting on top of the file\n"
 		   "  -d, --discover ADDRESS   ask this peer for its planes at start\n"
 		   "  -v, --verbose            log debug messages too\n"
+		   "  -V, --version            print the version and exit\n"
 		   "  -h, --help\n",
 		   MRCD_CONFIG_DEFAULT_PATH);
 }
@@ -40,6 +43,7 @@ int main(int argc, char **argv)
 		{ "discover", required_argument, NULL, 'd' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *config_path = NULL, *sets[64], *discover[MAX_DISCOVER];
@@ -49,7 +53,7 @@ int main(int argc, char **argv)
 	char err[512];
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "c:s:d:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:s:d:vVh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			config_path = optarg;
@@ -72,6 +76,10 @@ int main(int argc, char **argv)
 		case 'v':
 			mrcd_log_level(LOG_DEBUG);
 			break;
+		case 'V':
+			printf("metaroced %s (wire protocol %u, client ABI %u)\n", METAROCE_VERSION,
+			       MRC_WIRE_VERSION, MRC_CTL_CLIENT_ABI);
+			return 0;
 		case 'h':
 			usage(stdout);
 			return 0;
