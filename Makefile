@@ -108,7 +108,7 @@ DEB_PACKAGES := \
 	linux-libc-dev \
 	check libsystemd-dev \
 	libibverbs-dev ibverbs-utils perftest \
-	iproute2 python3 iperf3 time groff-base
+	iproute2 python3 iperf3 time groff-base curl
 
 deps:
 	$(Q)missing=$$(for p in $(DEB_PACKAGES); do \

@@ -6,6 +6,7 @@
  *   metaroce-ctl [-S SOCKET] [-j] peer [show]
  *   metaroce-ctl [-S SOCKET] [-j] qp [show]
  *   metaroce-ctl [-S SOCKET] [-j] path [show]
+ *   metaroce-ctl [-S SOCKET] metrics
  *
  * The grammar is iproute2's `rdma` tool's: OBJECT [COMMAND], COMMAND defaulting to show.
  * -j prints JSON (one object, stable keys). Exit status: 0 success, 1 the daemon could not be
@@ -40,6 +41,7 @@ static void usage(FILE *f)
 		   "  peer [show]       the peers it knows and their planes\n"
 		   "  qp [show]         the QPs of its clients: state, peer, paths, counters\n"
 		   "  path [show]       every path of every QP: plane, port, state, cwnd, RTT\n"
+		   "  metrics           the Prometheus exposition (as GET /metrics serves it)\n"
 		   "options:\n"
 		   "  -S, --socket PATH control socket (default %s)\n"
 		   "  -j, --json        JSON output\n"
@@ -227,6 +229,17 @@ static int show_qps(const char *path, bool json)
 	return 0;
 }
 
+static int show_metrics(const char *path)
+{
+	static uint8_t text[MRC_CTL_MAX_MSG];
+	long n = request(path, MRC_CTL_METRICS, text, sizeof(text));
+
+	if (n < 0)
+		return 1;
+	fwrite(text, 1, (size_t)n, stdout);
+	return 0;
+}
+
 static int show_paths(const char *path, bool json)
 {
 	static struct mrc_ctl_path paths[MRC_CTL_MAX_MSG / sizeof(struct mrc_ctl_path)];
@@ -356,8 +369,10 @@ int main(int argc, char **argv)
 		return show_qps(path, json);
 	if (!strcmp(object, "path") && !strcmp(command, "show"))
 		return show_paths(path, json);
+	if (!strcmp(object, "metrics") && optind + 1 == argc)
+		return show_metrics(path);
 	fprintf(stderr, "metaroce-ctl: unknown command '%s%s%s'; try 'status', 'peer show', "
-			"'qp show' or 'path show'\n",
+			"'qp show', 'path show' or 'metrics'\n",
 		object, optind + 1 < argc ? " " : "", optind + 1 < argc ? command : "");
 	return 2;
 }

@@ -215,6 +215,35 @@ static int set_control_socket(struct mrcd_config *cfg, const char *v, char *err,
 	return 0;
 }
 
+/* metrics_listen = ADDRESS:PORT, IPv6 in brackets */
+static int set_metrics_listen(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	char addr[64];
+	const char *colon = strrchr(v, ':'), *a = v;
+	size_t alen;
+	uint64_t port;
+
+	if (!colon || colon == v)
+		return fail(err, errlen, "metrics_listen must be ADDRESS:PORT, not '%s'", v);
+	alen = (size_t)(colon - v);
+	if (v[0] == '[' && alen >= 2 && v[alen - 1] == ']') {
+		a = v + 1;
+		alen -= 2;
+	}
+	if (alen >= sizeof(addr))
+		return fail(err, errlen, "metrics_listen must be ADDRESS:PORT, not '%s'", v);
+	memcpy(addr, a, alen);
+	addr[alen] = '\0';
+	if (parse_addr(addr, &cfg->metrics_addr))
+		return fail(err, errlen, "'%s' is not an IPv4 or IPv6 address", addr);
+	if (parse_uint(colon + 1, 65535, &port) || !port)
+		return fail(err, errlen, "metrics port must be from 1 to 65535, not '%s'",
+			    colon + 1);
+	cfg->metrics_port = (uint16_t)port;
+	cfg->metrics = true;
+	return 0;
+}
+
 static bool valid_ifname(const char *s)
 {
 	size_t n = strlen(s);
@@ -290,7 +319,7 @@ static const struct {
 	{ "plane", set_plane },		      { "paths_per_plane", set_paths },
 	{ "mtu", set_mtu },		      { "rx_capacity", set_rx_capacity },
 	{ "peer_prefix", set_prefix },	      { "control_socket", set_control_socket },
-	{ "busy_poll", set_busy_poll },
+	{ "busy_poll", set_busy_poll },	      { "metrics_listen", set_metrics_listen },
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 

@@ -15,6 +15,7 @@
  *     peer_prefix = 198.18.0.0/15         # who may discover us (repeat for more)
  *     control_socket = /run/metaroce/metaroced.sock
  *     busy_poll = no
+ *     metrics_listen = 127.0.0.1:9464     # Prometheus /metrics over HTTP; off when unset
  */
 #ifndef METAROCE_DAEMON_CONFIG_H
 #define METAROCE_DAEMON_CONFIG_H
@@ -67,6 +68,9 @@ struct mrcd_config {
 	struct mrcd_prefix prefixes[MRCD_MAX_PREFIXES];
 	char control_socket[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	bool busy_poll;
+	bool metrics;		   /* metrics_listen is set */
+	struct mrcd_addr metrics_addr;
+	uint16_t metrics_port;
 };
 
 void mrcd_config_default(struct mrcd_config *cfg);

@@ -21,6 +21,7 @@
 
 #include "daemon.h"
 #include "log.h"
+#include "metrics.h"
 
 static int socket_addr(const char *path, struct sockaddr_un *sun)
 {
@@ -249,6 +250,7 @@ static int request_shape(uint16_t type, uint32_t len)
 	case MRC_CTL_STATUS:
 	case MRC_CTL_PEERS:
 	case MRC_CTL_QPS:
+	case MRC_CTL_METRICS:
 		return len == 0 ? 0 : -EINVAL;
 	case MRC_CTL_PATHS:
 		return len == 0 || len == sizeof(struct mrc_ctl_handle) ? 0 : -EINVAL;
@@ -378,6 +380,10 @@ static void serve(struct mrcd *d, unsigned slot)
 			break;
 		case MRC_CTL_QPS:
 			len = mrcd_clients_qps_reply(d, out + sizeof(rep), sizeof(out) - sizeof(rep));
+			break;
+		case MRC_CTL_METRICS:
+			len = mrcd_metrics_render(d, (char *)out + sizeof(rep),
+						  sizeof(out) - sizeof(rep));
 			break;
 		case MRC_CTL_PATHS: {
 			struct mrc_ctl_handle one = { 0, 0 };

@@ -19,6 +19,7 @@
 
 #include "control.h"
 #include "log.h"
+#include "metrics.h"
 
 #define RX_BATCH 32
 #define PEER_CAP 1024
@@ -164,7 +165,9 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 	memset(d, 0, sizeof(*d));
 	d->cfg = *cfg;
 	d->config_path = config_path;
-	d->epoll_fd = d->signal_fd = d->control_fd = d->reserve_fd = -1;
+	d->epoll_fd = d->signal_fd = d->control_fd = d->reserve_fd = d->metrics_fd = -1;
+	for (unsigned i = 0; i < MRCD_MAX_HTTP; i++)
+		d->metrics_conn[i] = -1;
 	raise_fd_limit();
 	d->started_ns = mrcd_now_ns();
 	if (mrcd_config_check(&d->cfg, err, errlen))
@@ -216,6 +219,8 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 		goto fail_all;
 	if (mrcd_control_open(d, err, errlen) || add_fd(d, d->control_fd, err, errlen))
 		goto fail_all;
+	if (mrcd_metrics_open(d, err, errlen))
+		goto fail_all;
 	d->systemd = getenv("NOTIFY_SOCKET") != NULL;
 	if (d->systemd && sd_watchdog_enabled(0, &d->watchdog_usec) <= 0)
 		d->watchdog_usec = 0;
@@ -226,6 +231,7 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 	return 0;
 
 fail_all:
+	mrcd_metrics_close(d);
 	mrcd_control_close(d);
 	mrcd_clients_fini(d);
 	if (d->signal_fd >= 0)
@@ -240,6 +246,7 @@ fail_backend:
 
 void mrcd_stop(struct mrcd *d)
 {
+	mrcd_metrics_close(d);
 	mrcd_control_close(d);
 	mrcd_clients_fini(d);
 	close(d->signal_fd);
@@ -407,9 +414,9 @@ int mrcd_run(struct mrcd *d)
 			if (ev[i].data.fd == d->signal_fd) {
 				if (handle_signals(d))
 					d->stopping = true;
-			} else {
+			} else if (!mrcd_control_event(d, ev[i].data.fd)) {
 				/* the backend's sockets are read below, whatever woke us */
-				mrcd_control_event(d, ev[i].data.fd);
+				mrcd_metrics_event(d, ev[i].data.fd);
 			}
 		}
 		receive(d, mrcd_now_ns());

@@ -16,6 +16,8 @@
 #include "config.h"
 #include "proto/peer.h"
 
+#define MRCD_MAX_HTTP 16 /* scrapers connected at once */
+
 struct mrcd_stats {
 	uint64_t rx_datagrams;
 	uint64_t rx_malformed;	   /* refused by the codec */
@@ -33,6 +35,9 @@ struct mrcd {
 	int signal_fd;
 	int control_fd;
 	int reserve_fd;		    /* /dev/null, given up to refuse a client when out of fds */
+	int metrics_fd;		    /* the HTTP listener for /metrics; -1: off */
+	int metrics_conn[MRCD_MAX_HTTP];
+	uint64_t metrics_since[MRCD_MAX_HTTP];
 	struct mrcd_clients clients;   /* control connections and what they own */
 	const char *backend_note;      /* why auto chose this backend; "" otherwise */
 	uint64_t started_ns;

@@ -42,7 +42,8 @@ enum mrc_ctl_type {
 	MRC_CTL_QPS = 12,	/* request: no payload; reply: n x struct mrc_ctl_qp */
 	MRC_CTL_PATHS = 13,	/* request: none, or mrc_ctl_handle (one QP); reply: n x mrc_ctl_path */
 	MRC_CTL_READY_QP = 14,	/* request: mrc_ctl_ready_qp (the QP reaches RTS); reply: empty */
-	MRC_CTL_TYPE_MAX = MRC_CTL_READY_QP,
+	MRC_CTL_METRICS = 15,	/* request: no payload; reply: Prometheus text exposition */
+	MRC_CTL_TYPE_MAX = MRC_CTL_METRICS,
 };
 
 /* The shared-memory and request layout this library speaks (bumped on any change). */
