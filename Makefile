@@ -91,7 +91,7 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 
 # --- top-level targets -----------------------------------------------------------------
 
-.PHONY: all deps check demo install unit unit-asan verbs-abi fuzz integration integration-asan \
+.PHONY: all programs deps check demo install unit unit-asan verbs-abi fuzz integration integration-asan \
 	engine-report \
 	bench-udp-vs-tcp clean
 .DEFAULT_GOAL := all
@@ -101,6 +101,10 @@ all: $(LIBPROTO) $(UNIT_RUNNER) $(SAN_UNIT_RUNNER) $(FUZZ_BINS) $(CORPUS_GEN) $(
      $(METAROCE_RUN) $(VERBS_TESTS) $(SAN_METAROCED)
 	@:
 
+# What an installation needs and no more (the Debian package build uses it).
+programs: $(METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN)
+	@:
+
 # Debian packages, one per line in the order a reader would look for them.
 DEB_PACKAGES := \
 	gcc libc6-dev make pkg-config \
@@ -108,7 +112,8 @@ DEB_PACKAGES := \
 	linux-libc-dev \
 	check libsystemd-dev \
 	libibverbs-dev ibverbs-utils perftest \
-	iproute2 python3 iperf3 time groff-base curl
+	iproute2 python3 iperf3 time groff-base curl \
+	dpkg-dev debhelper
 
 deps:
 	$(Q)missing=$$(for p in $(DEB_PACKAGES); do \
@@ -264,7 +269,7 @@ $(OBJ)/pic/%.o: %.c
 $(LIBMETAROCE): $(VERBS_OBJS) lib/verbs/libmetaroce.map
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -shared -Wl,-soname,libmetaroce.so.1 \
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,libmetaroce.so.1 \
 		-Wl,--version-script=lib/verbs/libmetaroce.map -Wl,--no-undefined-version \
 		-Wl,-z,defs -o $@ $(VERBS_OBJS) -lpthread
 	$(Q)ln -sf libmetaroce.so.1 $(@D)/libmetaroce.so
@@ -313,12 +318,12 @@ $(SAN_LIBDAEMON): $(SAN_DAEMON_OBJS)
 $(METAROCE_CTL): $(OBJ)/cli/metaroce-ctl.o
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
 $(METAROCED): $(OBJ)/daemon/main.o $(LIBDAEMON) $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(SYSTEMD_LIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(SYSTEMD_LIBS)
 
 $(SAN_METAROCED): $(SAN)/obj/daemon/main.o $(SAN_LIBDAEMON) $(SAN_LIBPROTO)
 	$(call msg,LD-SAN,$@)
