@@ -91,7 +91,7 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 
 # --- top-level targets -----------------------------------------------------------------
 
-.PHONY: all programs deps check demo install unit unit-asan verbs-abi fuzz integration integration-asan \
+.PHONY: all programs deps check demo install deb unit unit-asan verbs-abi fuzz integration integration-asan \
 	engine-report \
 	bench-udp-vs-tcp clean
 .DEFAULT_GOAL := all
@@ -113,7 +113,7 @@ DEB_PACKAGES := \
 	check libsystemd-dev \
 	libibverbs-dev ibverbs-utils perftest \
 	iproute2 python3 iperf3 time groff-base curl \
-	dpkg-dev debhelper
+	dpkg-dev debhelper python3-yaml
 
 deps:
 	$(Q)missing=$$(for p in $(DEB_PACKAGES); do \
@@ -234,6 +234,11 @@ install: $(METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN)
 		>$(DESTDIR)$(UNITDIR)/metaroced.service
 	$(Q)[ -e $(DESTDIR)$(SYSCONFDIR)/metaroce/metaroced.conf ] || \
 		install -m 0644 packaging/config/metaroced.conf $(DESTDIR)$(SYSCONFDIR)/metaroce/
+
+# Debian packages in $(BUILD)/deb (packaging/debian; the container image starts from them).
+deb:
+	$(call msg,DEB,$(BUILD)/deb)
+	$(Q)sh packaging/build-deb.sh $(BUILD)/deb
 
 clean:
 	$(call msg,CLEAN,$(BUILD))
