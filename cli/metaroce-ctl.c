@@ -1,16 +1,15 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * metaroce-ctl: inspect a running metaroced over its control socket.
+ * metaroce-ctl: inspect and operate a running metaroced over its control socket, in the
+ * grammar of iproute2's rdma(8): OBJECT [COMMAND], COMMAND defaulting to show, unique
+ * prefixes accepted, `help` at every level.
  *
- *   metaroce-ctl [-S SOCKET] [-j] status
- *   metaroce-ctl [-S SOCKET] [-j] peer [show]
- *   metaroce-ctl [-S SOCKET] [-j] qp [show]
- *   metaroce-ctl [-S SOCKET] [-j] path [show]
- *   metaroce-ctl [-S SOCKET] metrics
+ *   metaroce-ctl [-j [-p]] [-s] [-w SECONDS] [-S SOCKET] OBJECT [COMMAND]
+ *   objects: status, dev, peer, qp, path, metrics, config, help
+ *   actions: path set plane N down|up, config reload
  *
- * The grammar is iproute2's `rdma` tool's: OBJECT [COMMAND], COMMAND defaulting to show.
- * -j prints JSON (one object, stable keys). Exit status: 0 success, 1 the daemon could not be
- * reached or refused, 2 usage error.
+ * -j prints JSON (one object, stable keys), -p indents it. Exit status: 0 success, 1 the
+ * daemon could not be reached or refused, 2 usage error.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -29,25 +28,13 @@
 
 #define DEFAULT_SOCKET "/run/metaroce/metaroced.sock"
 
+/* Where shows print: stdout, or a buffer that -p pretty-prints afterwards. */
+static FILE *out;
+
 static const char *peer_states[] = { "discovering", "known", "unreachable" };
 static const char *qp_states[] = { "idle", "resolving", "rtr", "rts", "error" };
 static const char *path_states[] = { "up", "failed", "drained", "probing" };
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: metaroce-ctl [-S SOCKET] [-j] OBJECT [COMMAND]\n"
-		   "objects:\n"
-		   "  status            the daemon: node, backend, planes, clients, counters\n"
-		   "  peer [show]       the peers it knows and their planes\n"
-		   "  qp [show]         the QPs of its clients: state, peer, paths, counters\n"
-		   "  path [show]       every path of every QP: plane, port, state, cwnd, RTT\n"
-		   "  metrics           the Prometheus exposition (as GET /metrics serves it)\n"
-		   "options:\n"
-		   "  -S, --socket PATH control socket (default %s)\n"
-		   "  -j, --json        JSON output\n"
-		   "  -V, --version     print the version and exit\n",
-		   DEFAULT_SOCKET);
-}
 
 static const char *addr_str(uint8_t family, const uint8_t addr[16], char *buf, size_t len)
 {
@@ -61,26 +48,39 @@ static const char *addr_str(uint8_t family, const uint8_t addr[16], char *buf, s
 /* A JSON string; control characters and quotes escaped. */
 static void json_str(const char *s, size_t max)
 {
-	putchar('"');
+	fputc('"', out);
 	for (size_t i = 0; i < max && s[i]; i++) {
 		unsigned char c = (unsigned char)s[i];
 
 		if (c == '"' || c == '\\')
-			printf("\\%c", c);
+			fprintf(out, "\\%c", c);
 		else if (c < 0x20)
-			printf("\\u%04x", c);
+			fprintf(out, "\\u%04x", c);
 		else
-			putchar(c);
+			fputc(c, out);
 	}
-	putchar('"');
+	fputc('"', out);
 }
 
-/* Sends one request and waits for its reply; the payload lands in buf. Returns its length. */
+static long request_arg(const char *path, uint16_t type, const void *arg, uint32_t arg_len,
+			uint8_t *buf, size_t cap);
+
 static long request(const char *path, uint16_t type, uint8_t *buf, size_t cap)
+{
+	return request_arg(path, type, NULL, 0, buf, cap);
+}
+
+/*
+ * Sends one request (with `arg` as its payload) and waits for its reply; the reply's payload
+ * lands in buf. Returns its length, or -1 with the reason on stderr.
+ */
+static long request_arg(const char *path, uint16_t type, const void *arg, uint32_t arg_len,
+			uint8_t *buf, size_t cap)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct mrc_ctl_hdr req = { .magic = MRC_CTL_MAGIC, .version = MRC_CTL_VERSION,
-				   .type = type, .seq = (uint32_t)getpid() };
+				   .type = type, .len = arg_len, .seq = (uint32_t)getpid() };
+	uint8_t packet[sizeof(req) + 64];
 	struct mrc_ctl_hdr rep;
 	struct pollfd pfd;
 	ssize_t n;
@@ -100,7 +100,12 @@ static long request(const char *path, uint16_t type, uint8_t *buf, size_t cap)
 			close(fd);
 		return -1;
 	}
-	if (send(fd, &req, sizeof(req), MSG_NOSIGNAL) != sizeof(req)) {
+	if (arg_len > sizeof(packet) - sizeof(req))
+		arg_len = 0;
+	memcpy(packet, &req, sizeof(req));
+	if (arg_len)
+		memcpy(packet + sizeof(req), arg, arg_len);
+	if (send(fd, packet, sizeof(req) + arg_len, MSG_NOSIGNAL) != (ssize_t)(sizeof(req) + arg_len)) {
 		fprintf(stderr, "metaroce-ctl: send: %s\n", strerror(errno));
 		close(fd);
 		return -1;
@@ -146,37 +151,38 @@ static int show_status(const char *path, bool json)
 		return 1;
 	s.n_planes = s.n_planes > 16 ? 16 : s.n_planes;
 	if (json) {
-		printf("{\"node\":\"%016llx\",\"backend\":", (unsigned long long)s.node_id);
+		fprintf(out, "{\"node\":\"%016llx\",\"backend\":", (unsigned long long)s.node_id);
 		json_str(s.backend, sizeof(s.backend));
-		printf(",\"backend_note\":");
+		fprintf(out, ",\"backend_note\":");
 		json_str(s.backend_note, sizeof(s.backend_note));
-		printf(",\"port\":%u,\"uptime_s\":%.3f,\"paths_per_plane\":%u,\"planes\":[", s.port,
+		fprintf(out, ",\"port\":%u,\"uptime_s\":%.3f,\"paths_per_plane\":%u,\"planes\":[", s.port,
 		       s.uptime_ns / 1e9, s.paths_per_plane);
 		for (unsigned i = 0; i < s.n_planes; i++) {
-			printf("%s{\"index\":%u,\"ifname\":", i ? "," : "", s.planes[i].index);
+			fprintf(out, "%s{\"index\":%u,\"ifname\":", i ? "," : "", s.planes[i].index);
 			json_str(s.planes[i].ifname, sizeof(s.planes[i].ifname));
-			printf(",\"address\":\"%s\"}",
+			fprintf(out, ",\"address\":\"%s\"}",
 			       addr_str(s.planes[i].family, s.planes[i].addr, a, sizeof(a)));
 		}
-		printf("],\"peers\":%u,\"rx_datagrams\":%llu,\"rx_malformed\":%llu,"
+		fprintf(out, "],\"peers\":%u,\"rx_datagrams\":%llu,\"rx_malformed\":%llu,"
 		       "\"rx_no_qp\":%llu,\"tx_datagrams\":%llu,\"clients\":%u,\"qps\":%u,"
-		       "\"cqs\":%u,\"mrs\":%u,\"mapped_bytes\":%llu,\"max_payload\":%u}\n",
+		       "\"cqs\":%u,\"mrs\":%u,\"mapped_bytes\":%llu,\"max_payload\":%u,"
+		       "\"drained_planes\":%u}\n",
 		       s.n_peers, (unsigned long long)s.rx_datagrams,
 		       (unsigned long long)s.rx_malformed, (unsigned long long)s.rx_no_qp,
 		       (unsigned long long)s.tx_datagrams, s.n_clients, s.n_qps, s.n_cqs, s.n_mrs,
-		       (unsigned long long)s.mapped_bytes, s.max_payload);
+		       (unsigned long long)s.mapped_bytes, s.max_payload, s.drained_planes);
 		return 0;
 	}
-	printf("node %016llx  backend %.16s%s%.64s%s  port %u  up %.1fs\n",
+	fprintf(out, "node %016llx  backend %.16s%s%.64s%s  port %u  up %.1fs\n",
 	       (unsigned long long)s.node_id, s.backend, s.backend_note[0] ? " (" : "",
 	       s.backend_note, s.backend_note[0] ? ")" : "", s.port, s.uptime_ns / 1e9);
 	for (unsigned i = 0; i < s.n_planes; i++)
-		printf("plane %u  %-15.16s %s\n", s.planes[i].index, s.planes[i].ifname,
+		fprintf(out, "plane %u  %-15.16s %s\n", s.planes[i].index, s.planes[i].ifname,
 		       addr_str(s.planes[i].family, s.planes[i].addr, a, sizeof(a)));
-	printf("peers %u  datagrams in %llu (%llu malformed, %llu for no QP)  out %llu\n",
+	fprintf(out, "peers %u  datagrams in %llu (%llu malformed, %llu for no QP)  out %llu\n",
 	       s.n_peers, (unsigned long long)s.rx_datagrams, (unsigned long long)s.rx_malformed,
 	       (unsigned long long)s.rx_no_qp, (unsigned long long)s.tx_datagrams);
-	printf("clients %u  qps %u  cqs %u  mrs %u  mapped %llu bytes\n", s.n_clients, s.n_qps,
+	fprintf(out, "clients %u  qps %u  cqs %u  mrs %u  mapped %llu bytes\n", s.n_clients, s.n_qps,
 	       s.n_cqs, s.n_mrs, (unsigned long long)s.mapped_bytes);
 	return 0;
 }
@@ -188,6 +194,8 @@ static uint8_t family_of(const uint8_t addr[16])
 	return memcmp(addr, v4_mapped, 12) ? MRC_AF_INET6 : MRC_AF_INET;
 }
 
+static bool stats; /* -s: counters too */
+
 static int show_qps(const char *path, bool json)
 {
 	static struct mrc_ctl_qp qps[MRC_CTL_MAX_MSG / sizeof(struct mrc_ctl_qp)];
@@ -198,14 +206,14 @@ static int show_qps(const char *path, bool json)
 		return 1;
 	n /= (long)sizeof(qps[0]);
 	if (json)
-		printf("{\"qps\":[");
+		fprintf(out, "{\"qps\":[");
 	for (long i = 0; i < n; i++) {
 		const struct mrc_ctl_qp *q = &qps[i];
 		const char *state = q->state < 5 ? qp_states[q->state] : "unknown";
 
 		addr_str(family_of(q->peer), q->peer, a, sizeof(a));
 		if (json) {
-			printf("%s{\"qpn\":%u,\"state\":\"%s\",\"pid\":%d,\"uid\":%u,"
+			fprintf(out, "%s{\"qpn\":%u,\"state\":\"%s\",\"pid\":%d,\"uid\":%u,"
 			       "\"peer\":\"%s\",\"dest_qpn\":%u,\"paths\":%u,\"tx_packets\":%llu,"
 			       "\"tx_retransmits\":%llu,\"rx_packets\":%llu,\"rx_bytes\":%llu,"
 			       "\"completions\":%llu,\"error_completions\":%llu}",
@@ -216,16 +224,17 @@ static int show_qps(const char *path, bool json)
 			       (unsigned long long)q->error_completions);
 			continue;
 		}
-		printf("qp %u  %s  pid %d  peer %s qp %u  paths %u\n", q->qp_num, state, q->pid, a,
+		fprintf(out, "qp %u  %s  pid %d  peer %s qp %u  paths %u\n", q->qp_num, state, q->pid, a,
 		       q->dest_qp_num, q->n_paths);
-		printf("    tx %llu packets (%llu retransmitted)  rx %llu packets %llu bytes  "
+		if (stats)
+			fprintf(out, "    tx %llu packets (%llu retransmitted)  rx %llu packets %llu bytes  "
 		       "completions %llu (%llu errors)\n",
 		       (unsigned long long)q->tx_packets, (unsigned long long)q->tx_retransmits,
 		       (unsigned long long)q->rx_packets, (unsigned long long)q->rx_bytes,
 		       (unsigned long long)q->completions, (unsigned long long)q->error_completions);
 	}
 	if (json)
-		printf("]}\n");
+		fprintf(out, "]}\n");
 	return 0;
 }
 
@@ -236,7 +245,7 @@ static int show_metrics(const char *path)
 
 	if (n < 0)
 		return 1;
-	fwrite(text, 1, (size_t)n, stdout);
+	fwrite(text, 1, (size_t)n, out);
 	return 0;
 }
 
@@ -249,13 +258,13 @@ static int show_paths(const char *path, bool json)
 		return 1;
 	n /= (long)sizeof(paths[0]);
 	if (json)
-		printf("{\"paths\":[");
+		fprintf(out, "{\"paths\":[");
 	for (long i = 0; i < n; i++) {
 		const struct mrc_ctl_path *p = &paths[i];
 		const char *state = p->state < 4 ? path_states[p->state] : "unknown";
 
 		if (json) {
-			printf("%s{\"qpn\":%u,\"index\":%u,\"plane\":%u,\"sport\":%u,"
+			fprintf(out, "%s{\"qpn\":%u,\"index\":%u,\"plane\":%u,\"sport\":%u,"
 			       "\"state\":\"%s\",\"cwnd\":%u,\"inflight\":%u,\"srtt_us\":%.1f,"
 			       "\"tx_packets\":%llu,\"retransmits\":%llu,\"ecn_marks\":%llu}",
 			       i ? "," : "", p->qp_num, p->index, p->plane, p->sport, state, p->cwnd,
@@ -263,14 +272,16 @@ static int show_paths(const char *path, bool json)
 			       (unsigned long long)p->retransmits, (unsigned long long)p->ce_marks);
 			continue;
 		}
-		printf("qp %u path %u  plane %u  sport %u  %-7s cwnd %u  inflight %u  srtt %.1fus  "
-		       "tx %llu  retx %llu  ecn %llu\n",
-		       p->qp_num, p->index, p->plane, p->sport, state, p->cwnd, p->inflight,
-		       p->srtt_ns / 1e3, (unsigned long long)p->tx_packets,
-		       (unsigned long long)p->retransmits, (unsigned long long)p->ce_marks);
+		fprintf(out, "qp %u path %u  plane %u  sport %u  %-7s cwnd %u  inflight %u  srtt %.1fus",
+			p->qp_num, p->index, p->plane, p->sport, state, p->cwnd, p->inflight,
+			p->srtt_ns / 1e3);
+		if (stats)
+			fprintf(out, "  tx %llu  retx %llu  ecn %llu", (unsigned long long)p->tx_packets,
+				(unsigned long long)p->retransmits, (unsigned long long)p->ce_marks);
+		fputc('\n', out);
 	}
 	if (json)
-		printf("]}\n");
+		fprintf(out, "]}\n");
 	return 0;
 }
 
@@ -284,7 +295,7 @@ static int show_peers(const char *path, bool json)
 		return 1;
 	n /= (long)sizeof(peers[0]);
 	if (json)
-		printf("{\"peers\":[");
+		fprintf(out, "{\"peers\":[");
 	for (long i = 0; i < n; i++) {
 		const struct mrc_ctl_peer *p = &peers[i];
 		const char *state = p->state < 3 ? peer_states[p->state] : "unknown";
@@ -295,50 +306,290 @@ static int show_peers(const char *path, bool json)
 											     : MRC_AF_INET6;
 
 		if (json) {
-			printf("%s{\"address\":\"%s\",\"state\":\"%s\",\"node\":\"%016llx\","
+			fprintf(out, "%s{\"address\":\"%s\",\"state\":\"%s\",\"node\":\"%016llx\","
 			       "\"port\":%u,\"planes\":[",
 			       i ? "," : "", addr_str(fam, p->named, a, sizeof(a)), state,
 			       (unsigned long long)p->node_id, p->port);
 			for (unsigned k = 0; k < np; k++)
-				printf("%s{\"index\":%u,\"address\":\"%s\",\"drained\":%s}", k ? "," : "",
+				fprintf(out, "%s{\"index\":%u,\"address\":\"%s\",\"drained\":%s}", k ? "," : "",
 				       p->planes[k].index,
 				       addr_str(p->planes[k].family, p->planes[k].addr, b, sizeof(b)),
 				       p->planes[k].flags & MRC_PLANE_F_DRAINED ? "true" : "false");
-			printf("]}");
+			fprintf(out, "]}");
 			continue;
 		}
-		printf("peer %s  %s  node %016llx  port %u\n", addr_str(fam, p->named, a, sizeof(a)),
+		fprintf(out, "peer %s  %s  node %016llx  port %u\n", addr_str(fam, p->named, a, sizeof(a)),
 		       state, (unsigned long long)p->node_id, p->port);
 		for (unsigned k = 0; k < np; k++)
-			printf("  plane %u  %s%s\n", p->planes[k].index,
+			fprintf(out, "  plane %u  %s%s\n", p->planes[k].index,
 			       addr_str(p->planes[k].family, p->planes[k].addr, b, sizeof(b)),
 			       p->planes[k].flags & MRC_PLANE_F_DRAINED ? "  drained" : "");
 	}
 	if (json)
-		printf("]}\n");
+		fprintf(out, "]}\n");
 	return 0;
+}
+
+static int show_dev(const char *path, bool json)
+{
+	struct mrc_ctl_status st;
+	char a[INET6_ADDRSTRLEN];
+	unsigned mtu = 256;
+
+	if (request(path, MRC_CTL_STATUS, (uint8_t *)&st, sizeof(st)) != (long)sizeof(st))
+		return 1;
+	st.n_planes = st.n_planes > 16 ? 16 : st.n_planes;
+	while (mtu < 4096 && mtu * 2 <= st.max_payload)
+		mtu *= 2;
+	if (json) {
+		fprintf(out, "{\"dev\":\"metaroce0\",\"link_layer\":\"ethernet\",\"port\":1,"
+			     "\"state\":\"active\",\"active_mtu\":%u,\"max_payload\":%u,\"gids\":[",
+			mtu, st.max_payload);
+		for (unsigned i = 0; i < st.n_planes; i++)
+			fprintf(out, "%s{\"index\":%u,\"gid\":\"::ffff:%s\",\"type\":\"RoCE v2\","
+				     "\"plane\":%u,\"drained\":%s}",
+				i ? "," : "", i,
+				addr_str(st.planes[i].family, st.planes[i].addr, a, sizeof(a)),
+				st.planes[i].index,
+				st.drained_planes >> st.planes[i].index & 1 ? "true" : "false");
+		fprintf(out, "]}\n");
+		return 0;
+	}
+	fprintf(out, "dev metaroce0 port 1 state ACTIVE link_layer ethernet active_mtu %u "
+		     "max_payload %u\n", mtu, st.max_payload);
+	for (unsigned i = 0; i < st.n_planes; i++)
+		fprintf(out, "    gid %u ::ffff:%s  RoCE v2  plane %u %s%s\n", i,
+			addr_str(st.planes[i].family, st.planes[i].addr, a, sizeof(a)),
+			st.planes[i].index, st.planes[i].ifname,
+			st.drained_planes >> st.planes[i].index & 1 ? "  drained" : "");
+	return 0;
+}
+
+static int simple_request(const char *path, uint16_t type, const void *arg, uint32_t len,
+			  const char *done)
+{
+	uint8_t reply[64];
+
+	if (request_arg(path, type, arg, len, reply, sizeof(reply)) < 0)
+		return 1;
+	fprintf(out, "%s\n", done);
+	return 0;
+}
+
+/* Pretty-prints compact JSON: two-space indentation, strings copied as they are. */
+static void pretty(const char *j, size_t n)
+{
+	int depth = 0;
+	bool in_str = false;
+
+	for (size_t i = 0; i < n; i++) {
+		char c = j[i];
+
+		if (in_str) {
+			putchar(c);
+			if (c == '\\' && i + 1 < n)
+				putchar(j[++i]);
+			else if (c == '"')
+				in_str = false;
+			continue;
+		}
+		switch (c) {
+		case '"':
+			in_str = true;
+			putchar(c);
+			break;
+		case '{':
+		case '[':
+			if (i + 1 < n && (j[i + 1] == '}' || j[i + 1] == ']')) {
+				putchar(c);
+				putchar(j[++i]);
+				break;
+			}
+			printf("%c\n%*s", c, 2 * ++depth, "");
+			break;
+		case '}':
+		case ']':
+			printf("\n%*s%c", 2 * --depth, "", c);
+			break;
+		case ',':
+			printf(",\n%*s", 2 * depth, "");
+			break;
+		case ':':
+			printf(": ");
+			break;
+		case '\n':
+			break;
+		default:
+			putchar(c);
+		}
+	}
+	putchar('\n');
+}
+
+struct object {
+	const char *name;
+	const char *help; /* its commands, one per line */
+};
+
+static const struct object objects[] = {
+	{ "status", "  status                        the daemon: node, backend, planes, clients\n" },
+	{ "dev", "  dev [show]                    the verbs device: port, MTU, one GID per plane\n" },
+	{ "peer", "  peer [show]                   the peer daemons and their planes\n" },
+	{ "qp", "  qp [show]                     every QP: state, process, peer, paths (-s: counters)\n" },
+	{ "path", "  path [show]                   every path: plane, port, state, cwnd, RTT (-s: counters)\n"
+		  "  path set plane N down|up      drain a plane for maintenance, or restore it\n" },
+	{ "metrics", "  metrics [show]                the Prometheus exposition, as GET /metrics\n" },
+	{ "config", "  config reload                 reload the configuration file (as SIGHUP)\n" },
+	{ "help", "  help                          this text; OBJECT help for one object\n" },
+};
+#define N_OBJECTS (sizeof(objects) / sizeof(objects[0]))
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: metaroce-ctl [-j [-p]] [-s] [-w SECONDS] [-S SOCKET] OBJECT [COMMAND]\n"
+		   "objects and commands (unique prefixes are enough: 'q s' is 'qp show'):\n");
+	for (unsigned i = 0; i < N_OBJECTS; i++)
+		fputs(objects[i].help, f);
+	fprintf(f, "options:\n"
+		   "  -S, --socket PATH  control socket (default %s)\n"
+		   "  -j, --json         JSON output (stable keys; see metaroce-ctl(8))\n"
+		   "  -p, --pretty       indent the JSON\n"
+		   "  -s, --stats        counters too\n"
+		   "  -w, --watch SECS   show again every SECS seconds, like watch(1)\n"
+		   "  -V, --version      print the version and exit\n"
+		   "exit status: 0 done, 1 the daemon could not be reached or refused, 2 usage\n",
+		DEFAULT_SOCKET);
+}
+
+/* The one entry of `words` that `w` is a prefix of, else NULL (and why on stderr). */
+static const char *match(const char *w, const char *const *words, const char *what)
+{
+	const char *found = NULL;
+
+	for (unsigned i = 0; words[i]; i++) {
+		if (!strcmp(w, words[i]))
+			return words[i];
+		if (!strncmp(w, words[i], strlen(w))) {
+			if (found) {
+				fprintf(stderr, "metaroce-ctl: '%s' is ambiguous: %s or %s\n", w,
+					found, words[i]);
+				return NULL;
+			}
+			found = words[i];
+		}
+	}
+	if (!found)
+		fprintf(stderr, "metaroce-ctl: unknown %s '%s'; try 'metaroce-ctl help'\n", what, w);
+	return found;
+}
+
+static int run(const char *path, bool json, int argc, char **argv)
+{
+	static const char *const object_names[] = { "status", "dev", "peer", "qp", "path",
+						    "metrics", "config", "help", NULL };
+	const char *object = match(argv[0], object_names, "object");
+	const char *cmd = argc > 1 ? argv[1] : "show";
+
+	if (!object)
+		return 2;
+	if (!strcmp(object, "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(cmd, "help")) {
+		for (unsigned i = 0; i < N_OBJECTS; i++)
+			if (!strcmp(objects[i].name, object))
+				fputs(objects[i].help, stdout);
+		return 0;
+	}
+	if (!strcmp(object, "path") && argc > 1 && !strncmp(cmd, "set", strlen(cmd))) {
+		struct mrc_ctl_drain dr = { 0 };
+		static const char *const updown[] = { "down", "up", NULL };
+		const char *to;
+		char *end;
+		long plane;
+
+		if (argc != 5 || strncmp(argv[2], "plane", strlen(argv[2])) || !argv[2][0]) {
+			fprintf(stderr, "metaroce-ctl: usage: path set plane N down|up\n");
+			return 2;
+		}
+		plane = strtol(argv[3], &end, 10);
+		to = match(argv[4], updown, "state");
+		if (*end || end == argv[3] || plane < 0 || plane >= MRC_MAX_PLANES || !to) {
+			fprintf(stderr, "metaroce-ctl: usage: path set plane N down|up (N 0..%d)\n",
+				MRC_MAX_PLANES - 1);
+			return 2;
+		}
+		dr.plane = (uint8_t)plane;
+		dr.drained = !strcmp(to, "down");
+		return simple_request(path, MRC_CTL_DRAIN_PLANE, &dr, sizeof(dr),
+				      dr.drained ? "plane drained: no new packets on it"
+						 : "plane restored");
+	}
+	if (!strcmp(object, "config")) {
+		static const char *const cmds[] = { "reload", NULL };
+
+		if (argc != 2) {
+			fprintf(stderr, "metaroce-ctl: usage: config reload\n");
+			return 2;
+		}
+		if (!match(cmd, cmds, "config command"))
+			return 2;
+		return simple_request(path, MRC_CTL_RELOAD, NULL, 0, "configuration reloaded");
+	}
+	if (argc > 2 || strncmp(cmd, "show", strlen(cmd)) || !cmd[0]) {
+		fprintf(stderr, "metaroce-ctl: '%s' takes 'show' only%s\n", object,
+			!strcmp(object, "path") ? " or 'set plane N down|up'" : "");
+		return 2;
+	}
+	if (!strcmp(object, "status"))
+		return show_status(path, json);
+	if (!strcmp(object, "dev"))
+		return show_dev(path, json);
+	if (!strcmp(object, "peer"))
+		return show_peers(path, json);
+	if (!strcmp(object, "qp"))
+		return show_qps(path, json);
+	if (!strcmp(object, "path"))
+		return show_paths(path, json);
+	return show_metrics(path);
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "socket", required_argument, NULL, 'S' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
+		{ "socket", required_argument, NULL, 'S' }, { "json", no_argument, NULL, 'j' },
+		{ "pretty", no_argument, NULL, 'p' },	    { "stats", no_argument, NULL, 's' },
+		{ "watch", required_argument, NULL, 'w' },  { "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },	    { NULL, 0, NULL, 0 },
 	};
-	const char *path = DEFAULT_SOCKET, *object, *command;
-	bool json = false;
-	int c;
+	const char *path = DEFAULT_SOCKET;
+	bool json = false, pretty_json = false;
+	double watch = 0;
+	char *end;
+	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "+S:jVh", opts, NULL)) != -1) {
+	out = stdout;
+	while ((c = getopt_long(argc, argv, "+S:jpsw:Vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'S':
 			path = optarg;
 			break;
 		case 'j':
 			json = true;
+			break;
+		case 'p':
+			pretty_json = true;
+			break;
+		case 's':
+			stats = true;
+			break;
+		case 'w':
+			watch = strtod(optarg, &end);
+			if (*end || watch <= 0) {
+				fprintf(stderr, "metaroce-ctl: -w wants seconds, not '%s'\n", optarg);
+				return 2;
+			}
 			break;
 		case 'h':
 			usage(stdout);
@@ -355,24 +606,29 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	object = argv[optind];
-	command = optind + 1 < argc ? argv[optind + 1] : "show";
-	if (optind + 2 < argc) {
-		fprintf(stderr, "metaroce-ctl: unexpected argument '%s'\n", argv[optind + 2]);
+	if (pretty_json && !json) {
+		fprintf(stderr, "metaroce-ctl: -p pretty-prints JSON: use it with -j\n");
 		return 2;
 	}
-	if (!strcmp(object, "status") && optind + 1 == argc)
-		return show_status(path, json);
-	if (!strcmp(object, "peer") && !strcmp(command, "show"))
-		return show_peers(path, json);
-	if (!strcmp(object, "qp") && !strcmp(command, "show"))
-		return show_qps(path, json);
-	if (!strcmp(object, "path") && !strcmp(command, "show"))
-		return show_paths(path, json);
-	if (!strcmp(object, "metrics") && optind + 1 == argc)
-		return show_metrics(path);
-	fprintf(stderr, "metaroce-ctl: unknown command '%s%s%s'; try 'status', 'peer show', "
-			"'qp show', 'path show' or 'metrics'\n",
-		object, optind + 1 < argc ? " " : "", optind + 1 < argc ? command : "");
-	return 2;
+	for (;;) {
+		char *buf = NULL;
+		size_t len = 0;
+
+		if (watch)
+			printf("\033[H\033[2J"); /* like watch(1): the screen, then the show */
+		if (pretty_json)
+			out = open_memstream(&buf, &len);
+		rc = run(path, json, argc - optind, argv + optind);
+		if (pretty_json) {
+			fclose(out);
+			out = stdout;
+			if (rc == 0)
+				pretty(buf, len);
+			free(buf);
+		}
+		fflush(stdout);
+		if (!watch || rc)
+			return rc;
+		usleep((useconds_t)(watch * 1e6));
+	}
 }

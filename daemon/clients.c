@@ -535,6 +535,8 @@ static void on_complete(void *user, bool from_recv_queue, const struct mrc_compl
 
 /* --- queue pairs ------------------------------------------------------------------------ */
 
+static void apply_drains(const struct mrcd *d, struct mrcd_qp *qp);
+
 static void qp_free(struct mrcd_clients *c, struct mrcd_qp *qp)
 {
 	mrc_conn_free(qp->conn);
@@ -761,6 +763,7 @@ static void qp_start(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 		return;
 	}
 	qp->state = MRC_CTL_QP_RTR;
+	apply_drains(d, qp);
 	mrcd_log(LOG_DEBUG, "QP %u -> %u: %u paths over %u planes", qp->qpn, cc.remote_qpn,
 		 cc.n_paths, n_planes);
 	if (qp->ready_pending)
@@ -833,6 +836,26 @@ static int ready_qp(struct mrcd *d, unsigned owner, const uint8_t *payload, size
 	return 0;
 }
 
+/* A plane carries nothing new while either end has drained it. */
+static void apply_drains(const struct mrcd *d, struct mrcd_qp *qp)
+{
+	uint32_t drained = d->drained_planes | qp->peer_drained;
+
+	for (unsigned p = 0; p < MRC_MAX_PLANES; p++)
+		mrc_conn_drain_plane(qp->conn, (uint8_t)p, drained >> p & 1);
+}
+
+/* The peer drained or restored planes (its announcement changed): follow it. */
+static void follow_peer_drains(const struct mrcd *d, struct mrcd_qp *qp,
+			       const struct mrc_node_info *info)
+{
+	qp->peer_drained = 0;
+	for (unsigned k = 0; k < info->n_addrs; k++)
+		if (info->addrs[k].flags & MRC_PLANE_F_DRAINED)
+			qp->peer_drained |= 1u << (info->addrs[k].plane % MRC_MAX_PLANES);
+	apply_drains(d, qp);
+}
+
 void mrcd_clients_peer_event(struct mrcd *d, unsigned peer, int event)
 {
 	const struct mrc_peer *p = &d->peers.peers[peer];
@@ -855,6 +878,9 @@ void mrcd_clients_peer_event(struct mrcd *d, unsigned peer, int event)
 			qp->peer_max_payload = 0;
 			qp->peer_node = 0; /* unknown: the peer must not know ours either */
 			qp_start(d, qp, now);
+		} else if ((qp->state == MRC_CTL_QP_RTS || qp->state == MRC_CTL_QP_RTR) &&
+			   event == MRC_PEER_EV_CHANGED && qp->conn) {
+			follow_peer_drains(d, qp, &p->info);
 		} else if ((qp->state == MRC_CTL_QP_RTS || qp->state == MRC_CTL_QP_RTR) &&
 			   event == MRC_PEER_EV_RESTARTED) {
 			/* its QPs are gone; ours cannot continue */
@@ -1163,6 +1189,16 @@ uint64_t mrcd_clients_next_timeout(const struct mrcd *d)
 			next = t;
 	}
 	return next;
+}
+
+void mrcd_clients_drain_plane(struct mrcd *d)
+{
+	for (unsigned i = 0; i < MRCD_MAX_QPS; i++) {
+		struct mrcd_qp *qp = &d->clients.qps[i];
+
+		if (qp->owner >= 0 && qp->conn)
+			apply_drains(d, qp);
+	}
 }
 
 void mrcd_clients_flush_all(struct mrcd *d, uint64_t now)

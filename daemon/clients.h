@@ -96,6 +96,7 @@ struct mrcd_qp {
 	uint16_t peer_port;
 	uint16_t peer_max_payload;
 	uint32_t peer_planes;	/* bit i: peer_addr[i] is the peer on our plane i */
+	uint32_t peer_drained;	/* bit i: the peer announced plane i drained */
 	uint8_t peer_addr[MRC_MAX_PLANES][16];
 	uint64_t completions, error_completions;
 	uint64_t resolve_deadline_ns;
@@ -147,6 +148,10 @@ uint64_t mrcd_clients_next_timeout(const struct mrcd *d);
 
 /* A peer's discovery finished, changed or failed: QPs waiting on it go on. */
 void mrcd_clients_peer_event(struct mrcd *d, unsigned peer, int event);
+
+/* An operator drained or restored a plane (d->drained_planes says which now): every QP
+ * follows. */
+void mrcd_clients_drain_plane(struct mrcd *d);
 
 /* Stopping: every QP enters the error state, so clients see flush completions. */
 void mrcd_clients_flush_all(struct mrcd *d, uint64_t now);

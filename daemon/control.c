@@ -198,6 +198,7 @@ void mrcd_control_status(const struct mrcd *d, uint8_t *buf, size_t cap, size_t 
 	s.n_mrs = d->clients.n_mrs;
 	s.mapped_bytes = d->clients.mapped_bytes;
 	s.max_payload = d->peers.local.max_payload;
+	s.drained_planes = d->drained_planes;
 	snprintf(s.backend, sizeof(s.backend), "%s", d->backend.ops->name);
 	snprintf(s.backend_note, sizeof(s.backend_note), "%s", d->backend_note);
 	for (unsigned i = 0; i < d->cfg.n_planes; i++)
@@ -251,7 +252,10 @@ static int request_shape(uint16_t type, uint32_t len)
 	case MRC_CTL_PEERS:
 	case MRC_CTL_QPS:
 	case MRC_CTL_METRICS:
+	case MRC_CTL_RELOAD:
 		return len == 0 ? 0 : -EINVAL;
+	case MRC_CTL_DRAIN_PLANE:
+		return len == sizeof(struct mrc_ctl_drain) ? 0 : -EINVAL;
 	case MRC_CTL_PATHS:
 		return len == 0 || len == sizeof(struct mrc_ctl_handle) ? 0 : -EINVAL;
 	case MRC_CTL_HELLO:
@@ -344,6 +348,14 @@ static void send_reply(int fd, const uint8_t *buf, size_t len, const int *fds, u
 	sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
+/* Operator actions change the host for every client: root, or the daemon's own user. */
+static bool admin_allowed(const struct mrcd *d, unsigned slot)
+{
+	uid_t uid = d->clients.client[slot].uid;
+
+	return uid == 0 || uid == geteuid();
+}
+
 /* One request from a client: checked field by field, answered, or refused and closed. */
 static void serve(struct mrcd *d, unsigned slot)
 {
@@ -384,6 +396,18 @@ static void serve(struct mrcd *d, unsigned slot)
 		case MRC_CTL_METRICS:
 			len = mrcd_metrics_render(d, (char *)out + sizeof(rep),
 						  sizeof(out) - sizeof(rep));
+			break;
+		case MRC_CTL_DRAIN_PLANE: {
+			struct mrc_ctl_drain dr;
+
+			memcpy(&dr, in + sizeof(req), sizeof(dr));
+			rep.status = admin_allowed(d, slot) ? mrcd_drain_plane(d, dr.plane,
+									      dr.drained)
+							    : -EPERM;
+			break;
+		}
+		case MRC_CTL_RELOAD:
+			rep.status = admin_allowed(d, slot) ? mrcd_reload(d) : -EPERM;
 			break;
 		case MRC_CTL_PATHS: {
 			struct mrc_ctl_handle one = { 0, 0 };

@@ -329,14 +329,38 @@ static void receive(struct mrcd *d, uint64_t now)
 	}
 }
 
-static void reload(struct mrcd *d)
+int mrcd_drain_plane(struct mrcd *d, unsigned plane, bool drained)
+{
+	struct mrc_node_info info = d->peers.local;
+	bool known = false;
+
+	for (unsigned i = 0; i < d->cfg.n_planes; i++)
+		known |= d->cfg.planes[i].index == plane;
+	if (!known)
+		return -ENOENT;
+	if (drained)
+		d->drained_planes |= (uint16_t)(1u << plane);
+	else
+		d->drained_planes &= (uint16_t)~(1u << plane);
+	/* our QPs stop sending there; the peers hear it and stop sending to us there */
+	mrcd_clients_drain_plane(d);
+	for (unsigned i = 0; i < info.n_addrs; i++)
+		if (info.addrs[i].plane == plane)
+			info.addrs[i].flags = drained ? info.addrs[i].flags | MRC_PLANE_F_DRAINED
+						      : info.addrs[i].flags & ~MRC_PLANE_F_DRAINED;
+	mrc_peer_table_set_local(&d->peers, &info);
+	mrcd_log(LOG_NOTICE, "plane %u %s by an operator", plane, drained ? "drained" : "restored");
+	return 0;
+}
+
+static int reload(struct mrcd *d)
 {
 	struct mrcd_config next = d->cfg;
 	char err[512];
 
 	if (!d->config_path) {
 		mrcd_log(LOG_INFO, "reload: no configuration file, nothing to do");
-		return;
+		return 0;
 	}
 	/* only what can change at run time: who may discover us; planes and ports need a
 	 * restart */
@@ -344,13 +368,26 @@ static void reload(struct mrcd *d)
 	if (mrcd_config_load(&next, d->config_path, err, sizeof(err)) ||
 	    mrcd_config_check(&next, err, sizeof(err))) {
 		mrcd_log(LOG_ERR, "reload failed, keeping the running configuration: %s", err);
-		return;
+		return -EINVAL;
 	}
 	d->cfg.n_prefixes = next.n_prefixes;
 	memcpy(d->cfg.prefixes, next.prefixes, sizeof(next.prefixes));
 	d->cfg.rx_capacity_bps = next.rx_capacity_bps;
 	mrcd_log(LOG_INFO, "reloaded %s: %u peer prefix%s", d->config_path, next.n_prefixes,
 		 next.n_prefixes == 1 ? "" : "es");
+	return 0;
+}
+
+int mrcd_reload(struct mrcd *d)
+{
+	int rc;
+
+	if (d->systemd)
+		sd_notify(0, "RELOADING=1");
+	rc = reload(d);
+	if (d->systemd)
+		sd_notify(0, "READY=1");
+	return rc;
 }
 
 static bool handle_signals(struct mrcd *d)
@@ -359,11 +396,7 @@ static bool handle_signals(struct mrcd *d)
 
 	while (read(d->signal_fd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
-			if (d->systemd)
-				sd_notify(0, "RELOADING=1");
-			reload(d);
-			if (d->systemd)
-				sd_notify(0, "READY=1");
+			mrcd_reload(d);
 		} else {
 			mrcd_log(LOG_INFO, "%s: stopping", strsignal((int)si.ssi_signo));
 			return true;

@@ -45,6 +45,7 @@ struct mrcd {
 	bool systemd;		    /* NOTIFY_SOCKET is set: report READY, STATUS, WATCHDOG */
 	uint64_t watchdog_usec;	    /* 0: no watchdog */
 	uint64_t next_watchdog_ns;
+	uint16_t drained_planes;    /* operator-drained planes (bit i = plane i) */
 	struct mrcd_stats stats;
 };
 
@@ -64,6 +65,11 @@ void mrcd_stop(struct mrcd *d);
 int mrcd_discover(struct mrcd *d, const struct mrcd_addr *addr);
 
 uint64_t mrcd_now_ns(void);
+
+/* Operator actions: drain a plane (or restore it), reload the configuration file. 0 or
+ * -errno; the reason of a failed reload is in the log. */
+int mrcd_drain_plane(struct mrcd *d, unsigned plane, bool drained);
+int mrcd_reload(struct mrcd *d);
 
 /* Adds fd to the loop's epoll for input readiness; a doorbell edge-triggered. */
 int mrcd_epoll_watch(struct mrcd *d, int fd);

@@ -34,7 +34,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (rc == 0 && req.len &&
 	    (req.type == MRC_CTL_STATUS || req.type == MRC_CTL_PEERS || req.type == MRC_CTL_QPS ||
-	     req.type == MRC_CTL_METRICS))
+	     req.type == MRC_CTL_METRICS || req.type == MRC_CTL_RELOAD))
+		abort();
+	if (rc == 0 && req.type == MRC_CTL_DRAIN_PLANE && req.len != sizeof(struct mrc_ctl_drain))
 		abort();
 	/* paths: all, or one QP's */
 	if (rc == 0 && req.type == MRC_CTL_PATHS && req.len && req.len != sizeof(struct mrc_ctl_handle))

@@ -43,7 +43,9 @@ enum mrc_ctl_type {
 	MRC_CTL_PATHS = 13,	/* request: none, or mrc_ctl_handle (one QP); reply: n x mrc_ctl_path */
 	MRC_CTL_READY_QP = 14,	/* request: mrc_ctl_ready_qp (the QP reaches RTS); reply: empty */
 	MRC_CTL_METRICS = 15,	/* request: no payload; reply: Prometheus text exposition */
-	MRC_CTL_TYPE_MAX = MRC_CTL_METRICS,
+	MRC_CTL_DRAIN_PLANE = 16, /* request: mrc_ctl_drain; reply: empty (operator action) */
+	MRC_CTL_RELOAD = 17,	/* request: no payload; reply: empty, or -EINVAL (see the log) */
+	MRC_CTL_TYPE_MAX = MRC_CTL_RELOAD,
 };
 
 /* The shared-memory and request layout this library speaks (bumped on any change). */
@@ -84,6 +86,14 @@ struct mrc_ctl_mr_segment {
 struct mrc_ctl_mr {
 	__u32 lkey;
 	__u32 rkey;
+};
+
+/* Take a plane out of service (drained = 1) or back: no new packets there, in flight
+ * completes, peers are told [SPEC R-87]. */
+struct mrc_ctl_drain {
+	__u8 plane;
+	__u8 drained;
+	__u8 reserved[6];
 };
 
 struct mrc_ctl_handle {
@@ -220,7 +230,8 @@ struct mrc_ctl_status {
 	__u32 n_mrs;
 	__u64 mapped_bytes;	  /* client memory the daemon has mapped (MRs and rings) */
 	__u16 max_payload;
-	__u16 reserved[3];
+	__u16 drained_planes;	  /* bit i: plane i drained by an operator */
+	__u16 reserved[2];
 	char backend[16];	  /* "udp", "xdp" */
 	char backend_note[64];	  /* why auto chose it; empty otherwise */
 	struct mrc_ctl_plane planes[16];

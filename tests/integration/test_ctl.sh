@@ -1,0 +1,75 @@
+# metaroce-ctl as operators use it: the grammar (prefixes, help at every level, exit codes
+# 0/1/2), -j and -j -p parsed back, dev show; and the maintenance action: draining a plane in
+# the middle of a verified transfer moves every new packet to the other plane, on both
+# hosts (the peer follows the announcement), with no error and no byte lost; restoring it
+# brings it back; config reload through the socket.
+. "$(dirname "$0")/lib.sh"
+
+two_daemons
+CTL="$BUILD/bin/metaroce-ctl"
+A="-S $TMP/a.sock"
+
+# grammar
+"$CTL" help | grep -q "path set plane N down|up" || fail "help lacks the drain action"
+"$CTL" path help | grep -q "^  path set" || fail "path help"
+# shellcheck disable=SC2086
+"$CTL" $A st >/dev/null || fail "'st' is a prefix of status"
+# shellcheck disable=SC2086
+"$CTL" $A p 2>"$TMP/err.txt"; [ $? -eq 2 ] || fail "ambiguous 'p' did not exit 2"
+grep -q "ambiguous: peer or path" "$TMP/err.txt" || fail "ambiguity not explained"
+# shellcheck disable=SC2086
+"$CTL" $A frob 2>/dev/null; [ $? -eq 2 ] || fail "unknown object did not exit 2"
+# shellcheck disable=SC2086
+"$CTL" $A path set plane 99 down 2>/dev/null; [ $? -eq 2 ] || fail "plane 99 did not exit 2"
+"$CTL" -S "$TMP/none.sock" status 2>/dev/null; [ $? -eq 1 ] || fail "no daemon did not exit 1"
+# shellcheck disable=SC2086
+"$CTL" $A -j -p dev show | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+assert j["dev"] == "metaroce0" and j["link_layer"] == "ethernet", j
+assert [g["gid"] for g in j["gids"]] == ["::ffff:198.18.0.1", "::ffff:198.19.0.1"], j' ||
+	fail "dev show -j -p"
+
+# drain plane 1 in the middle of a verified transfer
+bg_b "$TMP/d.server.log" timeout 120 "$BUILD/tests/verbs/verbs_check" -n 60 -s 65537,4M
+srv=$BG
+sleep 0.3
+bg_a "$TMP/d.client.log" timeout 120 "$BUILD/tests/verbs/verbs_check" -n 60 -s 65537,4M 198.18.0.2
+cli=$BG
+sleep 1
+plane_tx() { # SOCKET PLANE: packets sent so far on that plane's paths
+	"$CTL" -S "$1" -j path | python3 -c "
+import json, sys
+print(sum(p['tx_packets'] for p in json.load(sys.stdin)['paths'] if p['plane'] == $2))"
+}
+# shellcheck disable=SC2086
+"$CTL" $A path set plane 1 down | grep -q "plane drained" || fail "path set plane 1 down"
+sleep 0.5
+a1=$(plane_tx "$TMP/a.sock" 1)
+b1=$(plane_tx "$TMP/b.sock" 1)
+sleep 1
+a2=$(plane_tx "$TMP/a.sock" 1)
+b2=$(plane_tx "$TMP/b.sock" 1)
+a0=$(plane_tx "$TMP/a.sock" 0)
+kill -0 "$cli" 2>/dev/null || fail "the transfer ended before the drain could be observed"
+[ "$a1" -gt 0 ] || fail "plane 1 carried nothing before the drain"
+[ "$a1" -eq "$a2" ] || fail "A still sends on drained plane 1 ($a1 -> $a2)"
+[ "$b1" -eq "$b2" ] || fail "B did not follow A's drain of plane 1 ($b1 -> $b2)"
+[ "$a0" -gt 0 ] || fail "nothing on plane 0 either"
+"$CTL" -S "$TMP/a.sock" -s path show | grep -q "plane 1 .*drained" || fail "path show: not drained"
+# shellcheck disable=SC2086
+"$CTL" $A -j status | grep -q '"drained_planes":2' || fail "status does not show plane 1 drained"
+# shellcheck disable=SC2086
+"$CTL" $A path set plane 1 up | grep -q "plane restored" || fail "path set plane 1 up"
+sleep 1
+a3=$(plane_tx "$TMP/a.sock" 1)
+[ "$a3" -gt "$a2" ] || fail "plane 1 not used again after restore ($a2 -> $a3)"
+wait "$cli" || { cat "$TMP/d.client.log"; fail "the transfer across the drain failed"; }
+wait "$srv" || { cat "$TMP/d.server.log"; fail "its server failed"; }
+grep "verbs_check: OK" "$TMP/d.client.log"
+grep -q "plane 1 drained by an operator" "$TMP/a.log" || fail "no log of the drain"
+
+# config reload through the socket: no file here, so nothing to do, said so
+# shellcheck disable=SC2086
+"$CTL" $A config reload | grep -q "configuration reloaded" || fail "config reload"
+echo PASS
