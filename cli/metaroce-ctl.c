@@ -5,7 +5,7 @@
  * prefixes accepted, `help` at every level.
  *
  *   metaroce-ctl [-j [-p]] [-s] [-w SECONDS] [-S SOCKET] OBJECT [COMMAND]
- *   objects: status, dev, peer, qp, path, metrics, config, help
+ *   objects: status, dev, peer, qp, path, metrics, config, monitor, help
  *   actions: path set plane N down|up, config reload
  *
  * -j prints JSON (one object, stable keys), -p indents it. Exit status: 0 success, 1 the
@@ -365,6 +365,60 @@ static int show_dev(const char *path, bool json)
 	return 0;
 }
 
+/* Streams the daemon's events, one line each (JSON objects with -j), until it goes away. */
+static int monitor(const char *path, bool json)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct mrc_ctl_hdr req = { .magic = MRC_CTL_MAGIC, .version = MRC_CTL_VERSION,
+				   .type = MRC_CTL_MONITOR, .seq = 1 };
+	static uint8_t msg[MRC_CTL_MAX_MSG];
+	int fd;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return 2;
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun)) ||
+	    send(fd, &req, sizeof(req), MSG_NOSIGNAL) != sizeof(req)) {
+		fprintf(stderr, "metaroce-ctl: cannot reach metaroced at %s: %s\n", path,
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return 1;
+	}
+	for (;;) {
+		struct mrc_ctl_hdr h;
+		ssize_t n = recv(fd, msg, sizeof(msg) - 1, 0);
+
+		if (n <= 0) {
+			fprintf(stderr, "metaroce-ctl: metaroced closed the connection\n");
+			close(fd);
+			return 1;
+		}
+		if ((size_t)n < sizeof(h))
+			continue;
+		memcpy(&h, msg, sizeof(h));
+		if (h.magic != MRC_CTL_MAGIC || h.len != (size_t)n - sizeof(h))
+			continue;
+		if (h.type == MRC_CTL_MONITOR && h.status) {
+			fprintf(stderr, "metaroce-ctl: metaroced refused: %s\n", strerror(-h.status));
+			close(fd);
+			return 1;
+		}
+		if (h.type != MRC_CTL_EVENT)
+			continue;
+		msg[n] = '\0';
+		if (json) {
+			fprintf(out, "{\"event\":");
+			json_str((const char *)msg + sizeof(h), h.len);
+			fprintf(out, "}\n");
+		} else {
+			fprintf(out, "%s\n", (const char *)msg + sizeof(h));
+		}
+		fflush(out);
+	}
+}
+
 static int simple_request(const char *path, uint16_t type, const void *arg, uint32_t len,
 			  const char *done)
 {
@@ -440,6 +494,8 @@ static const struct object objects[] = {
 		  "  path set plane N down|up      drain a plane for maintenance, or restore it\n" },
 	{ "metrics", "  metrics [show]                the Prometheus exposition, as GET /metrics\n" },
 	{ "config", "  config reload                 reload the configuration file (as SIGHUP)\n" },
+	{ "monitor", "  monitor                       stream events: paths failing and recovering, QP\n"
+		     "                                errors, clients coming and going, drains, peers\n" },
 	{ "help", "  help                          this text; OBJECT help for one object\n" },
 };
 #define N_OBJECTS (sizeof(objects) / sizeof(objects[0]))
@@ -486,7 +542,7 @@ static const char *match(const char *w, const char *const *words, const char *wh
 static int run(const char *path, bool json, int argc, char **argv)
 {
 	static const char *const object_names[] = { "status", "dev", "peer", "qp", "path",
-						    "metrics", "config", "help", NULL };
+						    "metrics", "config", "monitor", "help", NULL };
 	const char *object = match(argv[0], object_names, "object");
 	const char *cmd = argc > 1 ? argv[1] : "show";
 
@@ -525,6 +581,13 @@ static int run(const char *path, bool json, int argc, char **argv)
 		return simple_request(path, MRC_CTL_DRAIN_PLANE, &dr, sizeof(dr),
 				      dr.drained ? "plane drained: no new packets on it"
 						 : "plane restored");
+	}
+	if (!strcmp(object, "monitor")) {
+		if (argc > 1) {
+			fprintf(stderr, "metaroce-ctl: usage: monitor\n");
+			return 2;
+		}
+		return monitor(path, json);
 	}
 	if (!strcmp(object, "config")) {
 		static const char *const cmds[] = { "reload", NULL };

@@ -655,6 +655,9 @@ static void qp_learn_peer(struct mrcd *d, struct mrcd_qp *qp, const struct mrc_n
 
 static void qp_error(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 {
+	if (qp->state != MRC_CTL_QP_ERR)
+		mrcd_event(d, LOG_INFO, "qp %u error (client pid %d)", qp->qpn,
+			   d->clients.client[qp->owner].pid);
 	qp->state = MRC_CTL_QP_ERR;
 	__atomic_store_n(&qp->sq.consumer->aux, MRC_QP_AUX_ERROR, __ATOMIC_RELEASE);
 	if (qp->conn)
@@ -1058,6 +1061,29 @@ static void drain_rings(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 		}
 	}
 }
+/* Path state changes since the last scan, as monitor events. */
+static void report_path_changes(struct mrcd *d)
+{
+	static const char *names[4] = { "up", "failed", "drained", "probing" };
+
+	for (unsigned i = 0; i < MRCD_MAX_QPS && d->clients.n_qps; i++) {
+		struct mrcd_qp *qp = &d->clients.qps[i];
+
+		if (qp->owner < 0 || !qp->conn)
+			continue;
+		for (unsigned k = 0; k < mrc_conn_n_paths(qp->conn) && k < MRC_MAX_PATHS; k++) {
+			const struct mrc_path *p = mrc_conn_path(qp->conn, k);
+
+			if (p->state == qp->path_seen[k] || p->state > 3)
+				continue;
+			mrcd_event(d, LOG_INFO, "qp %u path %u plane %u sport %u: %s -> %s", qp->qpn,
+				   k, p->plane, p->sport, names[qp->path_seen[k] & 3],
+				   names[p->state]);
+			qp->path_seen[k] = p->state;
+		}
+	}
+}
+
 /* --- packets ---------------------------------------------------------------------------- */
 
 bool mrcd_clients_recv(struct mrcd *d, const struct mrc_packet *pkt, const struct mrcd_dgram *g,
@@ -1106,6 +1132,10 @@ void mrcd_clients_pump(struct mrcd *d, uint64_t now)
 		reap_retired(c, now);
 	if (c->n_notify_pending)
 		retry_notifications(c);
+	if (now >= c->next_path_scan_ns) {
+		c->next_path_scan_ns = now + 100000000; /* monitors see path changes within 0.1 s */
+		report_path_changes(d);
+	}
 	if (!c->n_qps)
 		return;
 	for (unsigned i = 0; i < MRCD_MAX_QPS; i++) {
@@ -1242,8 +1272,9 @@ void mrcd_clients_gone(struct mrcd *d, unsigned slot)
 			mr_unmap(c, &c->mrs[i]);
 		}
 	if (cl->library)
-		mrcd_log(LOG_INFO, "client pid %d gone: reclaimed %u QPs, %u CQs, %u MRs", cl->pid,
-			 qps, cqs, mrs);
+		mrcd_event(d, LOG_INFO, "client pid %d gone: reclaimed %u QPs, %u CQs, %u MRs",
+			   cl->pid, qps, cqs, mrs);
+	cl->monitor = false;
 	if (cl->doorbell_fd >= 0) {
 		/* the epoll entry belongs to the open file, which the client may still hold */
 		epoll_ctl(d->epoll_fd, EPOLL_CTL_DEL, cl->doorbell_fd, NULL);
@@ -1292,6 +1323,7 @@ int mrcd_clients_request(struct mrcd *d, unsigned slot, const struct mrc_ctl_hdr
 		cl->doorbell_fd = fds[0];
 		fds[0] = -1;
 		cl->library = true;
+		mrcd_event(d, LOG_INFO, "client pid %d uid %u connected", cl->pid, cl->uid);
 		mrcd_control_status(d, out, out_cap, out_len);
 		return 0;
 	}

@@ -41,6 +41,7 @@ struct mrcd_client {
 	pid_t pid;
 	uid_t uid;
 	bool library;
+	bool monitor;	   /* subscribed to events (metaroce-ctl monitor) */
 	unsigned channels; /* completion-channel sockets the daemon holds for it */
 	unsigned n_qps, n_cqs, n_mrs; /* n_mrs counts retired regions until they are unmapped */
 	unsigned n_retired;
@@ -101,6 +102,7 @@ struct mrcd_qp {
 	uint64_t completions, error_completions;
 	uint64_t resolve_deadline_ns;
 	bool cq_overrun;	/* a completion found its CQ full */
+	uint8_t path_seen[MRC_MAX_PATHS]; /* path states as last reported to monitors */
 	/* where this QP stood at its client's latest ibv_dereg_mr: work taken before it may
 	 * point into the region, so the region stays mapped until all of it is done */
 	uint32_t retire_sq, retire_rq, retire_rr;
@@ -116,6 +118,7 @@ struct mrcd_clients {
 	unsigned n_retired;  /* deregistered MRs still mapped */
 	unsigned n_notify_pending;
 	uint64_t next_reap_ns;
+	uint64_t next_path_scan_ns;
 	uint64_t mapped_bytes;
 	uint64_t seed;
 	uint8_t *tx_buf;     /* MRCD_TX_BATCH packets of mtu bytes */

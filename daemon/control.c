@@ -7,6 +7,7 @@
 #include "control.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <sys/uio.h>
@@ -253,6 +254,7 @@ static int request_shape(uint16_t type, uint32_t len)
 	case MRC_CTL_QPS:
 	case MRC_CTL_METRICS:
 	case MRC_CTL_RELOAD:
+	case MRC_CTL_MONITOR:
 		return len == 0 ? 0 : -EINVAL;
 	case MRC_CTL_DRAIN_PLANE:
 		return len == sizeof(struct mrc_ctl_drain) ? 0 : -EINVAL;
@@ -409,6 +411,9 @@ static void serve(struct mrcd *d, unsigned slot)
 		case MRC_CTL_RELOAD:
 			rep.status = admin_allowed(d, slot) ? mrcd_reload(d) : -EPERM;
 			break;
+		case MRC_CTL_MONITOR:
+			d->clients.client[slot].monitor = true;
+			break;
 		case MRC_CTL_PATHS: {
 			struct mrc_ctl_handle one = { 0, 0 };
 
@@ -443,6 +448,31 @@ static void serve(struct mrcd *d, unsigned slot)
 			 d->clients.client[slot].pid);
 		drop_client(d, slot);
 	}
+}
+
+void mrcd_event(struct mrcd *d, int priority, const char *fmt, ...)
+{
+	uint8_t packet[sizeof(struct mrc_ctl_hdr) + 512];
+	struct mrc_ctl_hdr h = { .magic = MRC_CTL_MAGIC, .version = MRC_CTL_VERSION,
+				 .type = MRC_CTL_EVENT };
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf((char *)packet + sizeof(h), sizeof(packet) - sizeof(h), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n >= sizeof(packet) - sizeof(h))
+		n = (int)(sizeof(packet) - sizeof(h) - 1);
+	mrcd_log(priority, "%s", (char *)packet + sizeof(h));
+	h.len = (uint32_t)n;
+	memcpy(packet, &h, sizeof(h));
+	/* a monitor that does not keep up misses events; the daemon never waits for it */
+	for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
+		if (d->clients.client[i].fd >= 0 && d->clients.client[i].monitor)
+			send(d->clients.client[i].fd, packet, sizeof(h) + (size_t)n,
+			     MSG_DONTWAIT | MSG_NOSIGNAL);
 }
 
 bool mrcd_control_event(struct mrcd *d, int fd)

@@ -94,19 +94,19 @@ static void peer_event(void *user, unsigned idx, enum mrc_peer_event ev, uint64_
 	addr_str(p->named, a, sizeof(a));
 	switch (ev) {
 	case MRC_PEER_EV_DISCOVERED:
-		mrcd_log(LOG_INFO, "peer %s discovered: node %016llx, port %u, planes %s", a,
-			 (unsigned long long)p->info.node_id, p->info.udp_port, planes);
+		mrcd_event(d, LOG_INFO, "peer %s discovered: node %016llx, port %u, planes %s", a,
+			   (unsigned long long)p->info.node_id, p->info.udp_port, planes);
 		break;
 	case MRC_PEER_EV_CHANGED:
-		mrcd_log(LOG_INFO, "peer %s changed: planes %s", a, planes);
+		mrcd_event(d, LOG_INFO, "peer %s changed: planes %s", a, planes);
 		break;
 	case MRC_PEER_EV_RESTARTED:
 		/* its QPs must fail: mrcd_clients_peer_event below */
-		mrcd_log(LOG_NOTICE, "peer %s restarted: node %016llx replaces %016llx", a,
-			 (unsigned long long)p->info.node_id, (unsigned long long)old_node);
+		mrcd_event(d, LOG_NOTICE, "peer %s restarted: node %016llx replaces %016llx", a,
+			   (unsigned long long)p->info.node_id, (unsigned long long)old_node);
 		break;
 	case MRC_PEER_EV_UNREACHABLE:
-		mrcd_log(LOG_WARNING, "peer %s did not answer discovery", a);
+		mrcd_event(d, LOG_WARNING, "peer %s did not answer discovery", a);
 		break;
 	}
 	mrcd_clients_peer_event(d, idx, (int)ev);
@@ -349,7 +349,8 @@ int mrcd_drain_plane(struct mrcd *d, unsigned plane, bool drained)
 			info.addrs[i].flags = drained ? info.addrs[i].flags | MRC_PLANE_F_DRAINED
 						      : info.addrs[i].flags & ~MRC_PLANE_F_DRAINED;
 	mrc_peer_table_set_local(&d->peers, &info);
-	mrcd_log(LOG_NOTICE, "plane %u %s by an operator", plane, drained ? "drained" : "restored");
+	mrcd_event(d, LOG_NOTICE, "plane %u %s by an operator", plane,
+		   drained ? "drained" : "restored");
 	return 0;
 }
 

@@ -66,6 +66,10 @@ int mrcd_discover(struct mrcd *d, const struct mrcd_addr *addr);
 
 uint64_t mrcd_now_ns(void);
 
+/* An event for `metaroce-ctl monitor` subscribers (one line), also logged at priority. */
+void mrcd_event(struct mrcd *d, int priority, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* Operator actions: drain a plane (or restore it), reload the configuration file. 0 or
  * -errno; the reason of a failed reload is in the log. */
 int mrcd_drain_plane(struct mrcd *d, unsigned plane, bool drained);

@@ -34,7 +34,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (rc == 0 && req.len &&
 	    (req.type == MRC_CTL_STATUS || req.type == MRC_CTL_PEERS || req.type == MRC_CTL_QPS ||
-	     req.type == MRC_CTL_METRICS || req.type == MRC_CTL_RELOAD))
+	     req.type == MRC_CTL_METRICS || req.type == MRC_CTL_RELOAD ||
+	     req.type == MRC_CTL_MONITOR))
 		abort();
 	if (rc == 0 && req.type == MRC_CTL_DRAIN_PLANE && req.len != sizeof(struct mrc_ctl_drain))
 		abort();

@@ -1,8 +1,8 @@
 # metaroce-ctl as operators use it: the grammar (prefixes, help at every level, exit codes
-# 0/1/2), -j and -j -p parsed back, dev show; and the maintenance action: draining a plane in
+# 0/1/2), -j and -j -p parsed back, dev show; the maintenance action: draining a plane in
 # the middle of a verified transfer moves every new packet to the other plane, on both
 # hosts (the peer follows the announcement), with no error and no byte lost; restoring it
-# brings it back; config reload through the socket.
+# brings it back; monitor streams all of it as it happens (text and -j); config reload.
 . "$(dirname "$0")/lib.sh"
 
 two_daemons
@@ -29,6 +29,15 @@ j = json.load(sys.stdin)
 assert j["dev"] == "metaroce0" and j["link_layer"] == "ethernet", j
 assert [g["gid"] for g in j["gids"]] == ["::ffff:198.18.0.1", "::ffff:198.19.0.1"], j' ||
 	fail "dev show -j -p"
+
+# a monitor watches everything below
+"$CTL" -S "$TMP/a.sock" monitor >"$TMP/events.txt" 2>&1 &
+mon=$!
+PIDS="$PIDS $mon"
+"$CTL" -S "$TMP/a.sock" -j monitor >"$TMP/events.json" 2>&1 &
+monj=$!
+PIDS="$PIDS $monj"
+sleep 0.2
 
 # drain plane 1 in the middle of a verified transfer
 bg_b "$TMP/d.server.log" timeout 120 "$BUILD/tests/verbs/verbs_check" -n 60 -s 65537,4M
@@ -68,6 +77,21 @@ wait "$cli" || { cat "$TMP/d.client.log"; fail "the transfer across the drain fa
 wait "$srv" || { cat "$TMP/d.server.log"; fail "its server failed"; }
 grep "verbs_check: OK" "$TMP/d.client.log"
 grep -q "plane 1 drained by an operator" "$TMP/a.log" || fail "no log of the drain"
+
+# the monitors saw the client arrive and leave, the drain, the paths follow it, and back
+sleep 0.3
+kill "$mon" "$monj"
+for e in "client pid [0-9]* uid 0 connected" "plane 1 drained by an operator" \
+	"path [0-9]* plane 1 sport [0-9]*: up -> drained" "plane 1 restored by an operator" \
+	"path [0-9]* plane 1 sport [0-9]*: drained -> up" "client pid [0-9]* gone"; do
+	grep -q "$e" "$TMP/events.txt" || { cat "$TMP/events.txt"; fail "monitor missed: $e"; }
+done
+python3 -c '
+import json, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+assert lines and all(set(l) == {"event"} for l in lines), lines[:3]
+assert any("drained by an operator" in l["event"] for l in lines)' "$TMP/events.json" ||
+	fail "monitor -j"
 
 # config reload through the socket: no file here, so nothing to do, said so
 # shellcheck disable=SC2086

@@ -45,7 +45,9 @@ enum mrc_ctl_type {
 	MRC_CTL_METRICS = 15,	/* request: no payload; reply: Prometheus text exposition */
 	MRC_CTL_DRAIN_PLANE = 16, /* request: mrc_ctl_drain; reply: empty (operator action) */
 	MRC_CTL_RELOAD = 17,	/* request: no payload; reply: empty, or -EINVAL (see the log) */
-	MRC_CTL_TYPE_MAX = MRC_CTL_RELOAD,
+	MRC_CTL_MONITOR = 18,	/* request: no payload; reply: empty, then MRC_CTL_EVENT packets */
+	MRC_CTL_EVENT = 19,	/* daemon to a monitor, unrequested (seq 0): one text line */
+	MRC_CTL_TYPE_MAX = MRC_CTL_EVENT,
 };
 
 /* The shared-memory and request layout this library speaks (bumped on any change). */
