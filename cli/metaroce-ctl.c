@@ -5,8 +5,8 @@
  * prefixes accepted, `help` at every level.
  *
  *   metaroce-ctl [-j [-p]] [-s] [-w SECONDS] [-S SOCKET] OBJECT [COMMAND]
- *   objects: status, dev, peer, qp, path, metrics, config, monitor, help
- *   actions: path set plane N down|up, config reload
+ *   objects: status, dev, peer, qp, path, metrics, config, stat, xdp, monitor, help
+ *   actions: path set plane N down|up, config reload, stat reset
  *
  * -j prints JSON (one object, stable keys), -p indents it. Exit status: 0 success, 1 the
  * daemon could not be reached or refused, 2 usage error.
@@ -365,6 +365,71 @@ static int show_dev(const char *path, bool json)
 	return 0;
 }
 
+static int show_config(const char *path, bool json)
+{
+	static uint8_t text[MRC_CTL_MAX_MSG];
+	long n = request(path, MRC_CTL_CONFIG, text, sizeof(text) - 1);
+
+	if (n < 0)
+		return 1;
+	if (json) {
+		fprintf(out, "{\"config\":");
+		json_str((const char *)text, (size_t)n);
+		fprintf(out, "}\n");
+	} else {
+		fwrite(text, 1, (size_t)n, out);
+	}
+	return 0;
+}
+
+static int show_stats(const char *path, bool json)
+{
+	struct mrc_ctl_status st;
+
+	if (request(path, MRC_CTL_STATUS, (uint8_t *)&st, sizeof(st)) != (long)sizeof(st))
+		return 1;
+	if (json)
+		fprintf(out, "{\"rx_datagrams\":%llu,\"rx_malformed\":%llu,\"rx_no_qp\":%llu,"
+			     "\"tx_datagrams\":%llu}\n",
+			(unsigned long long)st.rx_datagrams, (unsigned long long)st.rx_malformed,
+			(unsigned long long)st.rx_no_qp, (unsigned long long)st.tx_datagrams);
+	else
+		fprintf(out, "rx %llu datagrams (%llu malformed, %llu for no QP)  tx %llu datagrams\n",
+			(unsigned long long)st.rx_datagrams, (unsigned long long)st.rx_malformed,
+			(unsigned long long)st.rx_no_qp, (unsigned long long)st.tx_datagrams);
+	return 0;
+}
+
+/* The fast path's state as the daemon reports it: in this version, why there is none. */
+static int show_xdp(const char *path, bool json)
+{
+	struct mrc_ctl_status st;
+
+	if (request(path, MRC_CTL_STATUS, (uint8_t *)&st, sizeof(st)) != (long)sizeof(st))
+		return 1;
+	st.n_planes = st.n_planes > 16 ? 16 : st.n_planes;
+	if (json) {
+		fprintf(out, "{\"backend\":");
+		json_str(st.backend, sizeof(st.backend));
+		fprintf(out, ",\"planes\":[");
+		for (unsigned i = 0; i < st.n_planes; i++) {
+			fprintf(out, "%s{\"plane\":%u,\"ifname\":", i ? "," : "", st.planes[i].index);
+			json_str(st.planes[i].ifname, sizeof(st.planes[i].ifname));
+			fprintf(out, ",\"xdp\":%s}", strcmp(st.backend, "xdp") ? "null" : "\"attached\"");
+		}
+		fprintf(out, "],\"note\":");
+		json_str(st.backend_note, sizeof(st.backend_note));
+		fprintf(out, "}\n");
+		return 0;
+	}
+	for (unsigned i = 0; i < st.n_planes; i++)
+		fprintf(out, "plane %u %-15.16s %s\n", st.planes[i].index, st.planes[i].ifname,
+			strcmp(st.backend, "xdp") ? "no XDP program: backend udp" : "attached");
+	if (st.backend_note[0])
+		fprintf(out, "(%.64s)\n", st.backend_note);
+	return 0;
+}
+
 /* Streams the daemon's events, one line each (JSON objects with -j), until it goes away. */
 static int monitor(const char *path, bool json)
 {
@@ -493,7 +558,11 @@ static const struct object objects[] = {
 	{ "path", "  path [show]                   every path: plane, port, state, cwnd, RTT (-s: counters)\n"
 		  "  path set plane N down|up      drain a plane for maintenance, or restore it\n" },
 	{ "metrics", "  metrics [show]                the Prometheus exposition, as GET /metrics\n" },
-	{ "config", "  config reload                 reload the configuration file (as SIGHUP)\n" },
+	{ "config", "  config [show]                 the running configuration, as a file reads\n"
+		    "  config reload                 reload the configuration file (as SIGHUP)\n" },
+	{ "stat", "  stat [show]                   the daemon's datagram counters\n"
+		  "  stat reset                    zero them and the QPs' completion counters\n" },
+	{ "xdp", "  xdp [show]                    the XDP fast path on each plane\n" },
 	{ "monitor", "  monitor                       stream events: paths failing and recovering, QP\n"
 		     "                                errors, clients coming and going, drains, peers\n" },
 	{ "help", "  help                          this text; OBJECT help for one object\n" },
@@ -542,7 +611,8 @@ static const char *match(const char *w, const char *const *words, const char *wh
 static int run(const char *path, bool json, int argc, char **argv)
 {
 	static const char *const object_names[] = { "status", "dev", "peer", "qp", "path",
-						    "metrics", "config", "monitor", "help", NULL };
+						    "metrics", "config", "stat", "xdp", "monitor",
+						    "help", NULL };
 	const char *object = match(argv[0], object_names, "object");
 	const char *cmd = argc > 1 ? argv[1] : "show";
 
@@ -589,16 +659,21 @@ static int run(const char *path, bool json, int argc, char **argv)
 		}
 		return monitor(path, json);
 	}
-	if (!strcmp(object, "config")) {
-		static const char *const cmds[] = { "reload", NULL };
+	if (!strcmp(object, "config") || !strcmp(object, "stat")) {
+		static const char *const cmds[] = { "show", "reload", "reset", NULL };
+		const char *c = argc > 2 ? NULL : match(cmd, cmds, "command");
+		bool config = !strcmp(object, "config");
 
-		if (argc != 2) {
-			fprintf(stderr, "metaroce-ctl: usage: config reload\n");
+		if (!c || (config && !strcmp(c, "reset")) || (!config && !strcmp(c, "reload"))) {
+			fprintf(stderr, "metaroce-ctl: usage: %s\n",
+				config ? "config [show|reload]" : "stat [show|reset]");
 			return 2;
 		}
-		if (!match(cmd, cmds, "config command"))
-			return 2;
-		return simple_request(path, MRC_CTL_RELOAD, NULL, 0, "configuration reloaded");
+		if (!strcmp(c, "reload"))
+			return simple_request(path, MRC_CTL_RELOAD, NULL, 0, "configuration reloaded");
+		if (!strcmp(c, "reset"))
+			return simple_request(path, MRC_CTL_STAT_RESET, NULL, 0, "counters reset");
+		return config ? show_config(path, json) : show_stats(path, json);
 	}
 	if (argc > 2 || strncmp(cmd, "show", strlen(cmd)) || !cmd[0]) {
 		fprintf(stderr, "metaroce-ctl: '%s' takes 'show' only%s\n", object,
@@ -609,6 +684,8 @@ static int run(const char *path, bool json, int argc, char **argv)
 		return show_status(path, json);
 	if (!strcmp(object, "dev"))
 		return show_dev(path, json);
+	if (!strcmp(object, "xdp"))
+		return show_xdp(path, json);
 	if (!strcmp(object, "peer"))
 		return show_peers(path, json);
 	if (!strcmp(object, "qp"))

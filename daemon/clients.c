@@ -1231,6 +1231,12 @@ void mrcd_clients_drain_plane(struct mrcd *d)
 	}
 }
 
+void mrcd_clients_reset_counters(struct mrcd *d)
+{
+	for (unsigned i = 0; i < MRCD_MAX_QPS; i++)
+		d->clients.qps[i].completions = d->clients.qps[i].error_completions = 0;
+}
+
 void mrcd_clients_flush_all(struct mrcd *d, uint64_t now)
 {
 	for (unsigned i = 0; i < MRCD_MAX_QPS; i++) {

@@ -156,6 +156,9 @@ void mrcd_clients_peer_event(struct mrcd *d, unsigned peer, int event);
  * follows. */
 void mrcd_clients_drain_plane(struct mrcd *d);
 
+/* stat reset: the per-QP completion counters the daemon keeps. */
+void mrcd_clients_reset_counters(struct mrcd *d);
+
 /* Stopping: every QP enters the error state, so clients see flush completions. */
 void mrcd_clients_flush_all(struct mrcd *d, uint64_t now);
 

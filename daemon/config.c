@@ -494,3 +494,46 @@ bool mrcd_config_admits(const struct mrcd_config *cfg, const uint8_t addr[16])
 			return true;
 	return false;
 }
+
+static const char *render_addr(const struct mrcd_addr *a, char *buf, size_t len)
+{
+	if (a->family == MRC_AF_INET)
+		inet_ntop(AF_INET, a->addr + 12, buf, (socklen_t)len);
+	else
+		inet_ntop(AF_INET6, a->addr, buf, (socklen_t)len);
+	return buf;
+}
+
+size_t mrcd_config_render(const struct mrcd_config *cfg, char *buf, size_t cap)
+{
+	char a[INET6_ADDRSTRLEN];
+	size_t n = 0;
+	int k;
+
+#define EMIT(...)                                                                             \
+	do {                                                                                  \
+		k = snprintf(buf + n, n < cap ? cap - n : 0, __VA_ARGS__);                    \
+		if (k > 0)                                                                    \
+			n = n + (size_t)k < cap ? n + (size_t)k : cap;                        \
+	} while (0)
+	EMIT("backend = %s\n", mrcd_backend_name(cfg->backend));
+	EMIT("port = %u\n", cfg->port);
+	for (unsigned i = 0; i < cfg->n_planes; i++)
+		EMIT("plane = %u %s %s\n", cfg->planes[i].index, cfg->planes[i].ifname,
+		     render_addr(&cfg->planes[i].addr, a, sizeof(a)));
+	EMIT("paths_per_plane = %u\n", cfg->paths_per_plane);
+	EMIT("mtu = %u\n", cfg->mtu);
+	EMIT("rx_capacity = %llu\n", (unsigned long long)cfg->rx_capacity_bps);
+	for (unsigned i = 0; i < cfg->n_prefixes; i++)
+		EMIT("peer_prefix = %s/%u\n", render_addr(&cfg->prefixes[i].addr, a, sizeof(a)),
+		     cfg->prefixes[i].addr.family == MRC_AF_INET ? cfg->prefixes[i].len - 96u
+							       : cfg->prefixes[i].len);
+	EMIT("control_socket = %s\n", cfg->control_socket);
+	EMIT("busy_poll = %s\n", cfg->busy_poll ? "yes" : "no");
+	if (cfg->metrics)
+		EMIT(cfg->metrics_addr.family == MRC_AF_INET ? "metrics_listen = %s:%u\n"
+							      : "metrics_listen = [%s]:%u\n",
+		     render_addr(&cfg->metrics_addr, a, sizeof(a)), cfg->metrics_port);
+#undef EMIT
+	return n;
+}

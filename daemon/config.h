@@ -97,4 +97,7 @@ bool mrcd_config_admits(const struct mrcd_config *cfg, const uint8_t addr[16]);
 
 const char *mrcd_backend_name(enum mrcd_backend_kind b);
 
+/* The configuration as a file the parser reads back to the same settings (config show). */
+size_t mrcd_config_render(const struct mrcd_config *cfg, char *buf, size_t cap);
+
 #endif /* METAROCE_DAEMON_CONFIG_H */

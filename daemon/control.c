@@ -255,6 +255,8 @@ static int request_shape(uint16_t type, uint32_t len)
 	case MRC_CTL_METRICS:
 	case MRC_CTL_RELOAD:
 	case MRC_CTL_MONITOR:
+	case MRC_CTL_CONFIG:
+	case MRC_CTL_STAT_RESET:
 		return len == 0 ? 0 : -EINVAL;
 	case MRC_CTL_DRAIN_PLANE:
 		return len == sizeof(struct mrc_ctl_drain) ? 0 : -EINVAL;
@@ -413,6 +415,20 @@ static void serve(struct mrcd *d, unsigned slot)
 			break;
 		case MRC_CTL_MONITOR:
 			d->clients.client[slot].monitor = true;
+			break;
+		case MRC_CTL_CONFIG:
+			len = mrcd_config_render(&d->cfg, (char *)out + sizeof(rep),
+						 sizeof(out) - sizeof(rep));
+			break;
+		case MRC_CTL_STAT_RESET:
+			if (!admin_allowed(d, slot)) {
+				rep.status = -EPERM;
+				break;
+			}
+			/* the daemon's counters; the engine's per-path ones run on (documented) */
+			memset(&d->stats, 0, sizeof(d->stats));
+			mrcd_clients_reset_counters(d);
+			mrcd_event(d, LOG_NOTICE, "counters reset by an operator");
 			break;
 		case MRC_CTL_PATHS: {
 			struct mrc_ctl_handle one = { 0, 0 };

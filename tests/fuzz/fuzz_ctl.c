@@ -35,7 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc == 0 && req.len &&
 	    (req.type == MRC_CTL_STATUS || req.type == MRC_CTL_PEERS || req.type == MRC_CTL_QPS ||
 	     req.type == MRC_CTL_METRICS || req.type == MRC_CTL_RELOAD ||
-	     req.type == MRC_CTL_MONITOR))
+	     req.type == MRC_CTL_MONITOR || req.type == MRC_CTL_CONFIG ||
+	     req.type == MRC_CTL_STAT_RESET))
 		abort();
 	if (rc == 0 && req.type == MRC_CTL_DRAIN_PLANE && req.len != sizeof(struct mrc_ctl_drain))
 		abort();

@@ -13,7 +13,26 @@ A="-S $TMP/a.sock"
 "$CTL" help | grep -q "path set plane N down|up" || fail "help lacks the drain action"
 "$CTL" path help | grep -q "^  path set" || fail "path help"
 # shellcheck disable=SC2086
-"$CTL" $A st >/dev/null || fail "'st' is a prefix of status"
+"$CTL" $A statu >/dev/null || fail "'statu' is a prefix of status"
+# shellcheck disable=SC2086
+"$CTL" $A st 2>/dev/null; [ $? -eq 2 ] || fail "'st' (status or stat) was not ambiguous"
+# config show reads back: the daemon started from it takes the same settings
+# shellcheck disable=SC2086
+"$CTL" $A config show >"$TMP/shown.conf" || fail "config show"
+grep -q "^plane = 1 ${TAG}a1 198.19.0.1$" "$TMP/shown.conf" || fail "config show lacks plane 1"
+sed -i "s|^control_socket = .*|control_socket = $TMP/c.sock|" "$TMP/shown.conf"
+ip netns exec "$NS_A" "$BUILD/sbin/metaroced" -c "$TMP/shown.conf" --set port=4800 >"$TMP/c.log" 2>&1 &
+cdaemon=$!
+sleep 0.5
+"$CTL" -S "$TMP/c.sock" config show | grep -v '^control_socket\|^port' >"$TMP/shown2.conf" ||
+	{ cat "$TMP/c.log" "$TMP/shown.conf"; fail "config show of a daemon started from config show"; }
+grep -v '^control_socket\|^port' "$TMP/shown.conf" | diff - "$TMP/shown2.conf" ||
+	fail "config show does not read back to the same settings"
+kill "$cdaemon"
+wait "$cdaemon"
+# xdp show says why there is no fast path; stat reset zeroes the counters
+# shellcheck disable=SC2086
+"$CTL" $A xdp | grep -q "plane 0 .*no XDP program: backend udp" || fail "xdp show"
 # shellcheck disable=SC2086
 "$CTL" $A p 2>"$TMP/err.txt"; [ $? -eq 2 ] || fail "ambiguous 'p' did not exit 2"
 grep -q "ambiguous: peer or path" "$TMP/err.txt" || fail "ambiguity not explained"
@@ -92,6 +111,14 @@ lines = [json.loads(l) for l in open(sys.argv[1])]
 assert lines and all(set(l) == {"event"} for l in lines), lines[:3]
 assert any("drained by an operator" in l["event"] for l in lines)' "$TMP/events.json" ||
 	fail "monitor -j"
+
+# shellcheck disable=SC2086
+"$CTL" $A stat reset | grep -q "counters reset" || fail "stat reset"
+# shellcheck disable=SC2086
+"$CTL" $A -j stat | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+assert j["tx_datagrams"] < 1000, j' || fail "counters not reset"
 
 # config reload through the socket: no file here, so nothing to do, said so
 # shellcheck disable=SC2086

@@ -57,6 +57,33 @@ START_TEST(mrcd_config_parse__documented_example)
 END_TEST
 
 /* Every bad line names the file, the line and the fault; nothing of the file is applied. */
+/* What config show prints reads back to the same settings. */
+START_TEST(mrcd_config_render__reads_back)
+{
+	static const char text[] = "backend = udp\nport = 4793\nplane = 0 eth1 198.18.0.1\n"
+				   "plane = 3 eth2 2001:db8::1\npaths_per_plane = 2\nmtu = 9000\n"
+				   "rx_capacity = 100G\npeer_prefix = 198.18.0.0/15\n"
+				   "peer_prefix = 2001:db8::/32\ncontrol_socket = /tmp/m.sock\n"
+				   "busy_poll = yes\nmetrics_listen = [::1]:9464\n";
+	struct mrcd_config a, b;
+	char out1[2048], out2[2048];
+	size_t n1, n2;
+
+	mrcd_config_default(&a);
+	ck_assert_int_eq(parse(&a, text), 0);
+	n1 = mrcd_config_render(&a, out1, sizeof(out1));
+	mrcd_config_default(&b);
+	ck_assert_int_eq(mrcd_config_parse(&b, "shown", out1, n1, err, sizeof(err)), 0);
+	n2 = mrcd_config_render(&b, out2, sizeof(out2));
+	ck_assert_uint_eq(n1, n2);
+	ck_assert_mem_eq(out1, out2, n1);
+	ck_assert_uint_eq(b.rx_capacity_bps, 100000000000ull);
+	ck_assert_uint_eq(b.prefixes[1].len, 32);
+	ck_assert_uint_eq(b.metrics_port, 9464);
+	ck_assert_uint_eq(mrcd_config_render(&a, out1, 10), 10); /* truncates, never overflows */
+}
+END_TEST
+
 START_TEST(mrcd_config_parse__errors_name_file_line_and_fault)
 {
 	static const struct {
@@ -191,6 +218,7 @@ Suite *config_suite(void)
 	TCase *tc = tcase_create("config");
 
 	tcase_add_test(tc, mrcd_config_parse__documented_example);
+	tcase_add_test(tc, mrcd_config_render__reads_back);
 	tcase_add_test(tc, mrcd_config_parse__errors_name_file_line_and_fault);
 	tcase_add_test(tc, mrcd_config_parse__limits);
 	tcase_add_test(tc, mrcd_config_check__whole_configuration);

@@ -47,7 +47,9 @@ enum mrc_ctl_type {
 	MRC_CTL_RELOAD = 17,	/* request: no payload; reply: empty, or -EINVAL (see the log) */
 	MRC_CTL_MONITOR = 18,	/* request: no payload; reply: empty, then MRC_CTL_EVENT packets */
 	MRC_CTL_EVENT = 19,	/* daemon to a monitor, unrequested (seq 0): one text line */
-	MRC_CTL_TYPE_MAX = MRC_CTL_EVENT,
+	MRC_CTL_CONFIG = 20,	/* request: no payload; reply: the running configuration, as a file */
+	MRC_CTL_STAT_RESET = 21, /* request: no payload; reply: empty (operator action) */
+	MRC_CTL_TYPE_MAX = MRC_CTL_STAT_RESET,
 };
 
 /* The shared-memory and request layout this library speaks (bumped on any change). */
