@@ -56,7 +56,7 @@ SYSTEMD_LIBS = $(shell pkg-config --libs libsystemd 2>/dev/null)
 PROTO_SRCS := $(sort $(wildcard lib/proto/*.c lib/shm/*.c))
 DAEMON_SRCS := $(filter-out daemon/main.c,$(sort $(wildcard daemon/*.c)))
 UNIT_SRCS := $(wildcard tests/unit/*.c) $(wildcard tests/harness/*.c)
-FUZZ_HARNESSES := codec conn config ctl
+FUZZ_HARNESSES := codec conn config ctl cli
 HEADER_CHECKS_BPF := tests/headers/wire_bpf.c
 
 PROTO_OBJS := $(PROTO_SRCS:%.c=$(OBJ)/%.o)
@@ -178,6 +178,7 @@ fuzz: $(FUZZ_BINS) $(CORPUS_GEN)
 		mkdir -p $(FUZZ)/corpus/$$h $(FUZZ)/seeds/$$h $(FUZZ)/artifacts/$$h; \
 		$(CORPUS_GEN) $$h $(FUZZ)/seeds/$$h; \
 		$(FUZZ)/fuzz_$$h -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			$$( [ $$h = cli ] && echo -close_fd_mask=3 ) \
 			-artifact_prefix=$(FUZZ)/artifacts/$$h/ \
 			$(FUZZ)/corpus/$$h $(FUZZ)/seeds/$$h > $(FUZZ)/$$h.log 2>&1 \
 			|| { tail -n 60 $(FUZZ)/$$h.log; exit 1; }; \
@@ -353,6 +354,13 @@ $(FUZZ)/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRCS) $(DAEMON_SRCS) \
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) $(SAN_FLAGS) -fsanitize=fuzzer -o $@ \
 		$(filter %.c,$^) $(SYSTEMD_LIBS)
+
+# The CLI harness runs metaroce-ctl itself, its main renamed.
+$(FUZZ)/fuzz_cli: tests/fuzz/fuzz_cli.c cli/metaroce-ctl.c $(wildcard lib/include/metaroce/*.h)
+	$(call msg,FUZZ-LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) $(SAN_FLAGS) -fsanitize=fuzzer \
+		-Dmain=metaroce_ctl_main -Wno-missing-prototypes -o $@ $(filter %.c,$^)
 
 $(CORPUS_GEN): $(OBJ)/tests/fuzz/gen_corpus.o $(LIBPROTO)
 	$(call msg,LD,$@)

@@ -211,6 +211,38 @@ static int ctl_corpus(const char *dir)
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+/* Command lines for fuzz_cli: arguments separated by NUL bytes. */
+static int cli_corpus(const char *dir)
+{
+#define ARGS(s) { s, sizeof(s) - 1 }
+	static const struct {
+		const char *text;
+		size_t len;
+	} lines[] = {
+		ARGS("status"),	      ARGS("qp\0show"),   ARGS("-j\0-p\0path\0show"),
+		ARGS("path\0set\0plane\0" "1\0down"),   ARGS("-s\0q\0s"),
+		ARGS("config\0reload"), ARGS("help"),	  ARGS("path\0help"),
+		ARGS("monitor"),	      ARGS("m"),	  ARGS("frob"),
+		ARGS("-V"),		      ARGS("stat\0reset"), ARGS("config\0show"),
+		ARGS("xdp"),
+	};
+#undef ARGS
+	char path[4096];
+	int failed = 0;
+
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/args%zu", dir, i);
+		f = fopen(path, "wb");
+		if (!f || fwrite(lines[i].text, lines[i].len, 1, f) != 1 || fclose(f) != 0) {
+			fprintf(stderr, "gen_corpus: %s: %s\n", path, strerror(errno));
+			failed = 1;
+		}
+	}
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "codec") == 0)
@@ -219,8 +251,10 @@ int main(int argc, char **argv)
 		return config_corpus(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "ctl") == 0)
 		return ctl_corpus(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "cli") == 0)
+		return cli_corpus(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "conn") == 0)
 		return conn_corpus(argv[2]);
-	fprintf(stderr, "usage: gen_corpus codec|conn|config|ctl DIR\n");
+	fprintf(stderr, "usage: gen_corpus codec|conn|config|ctl|cli DIR\n");
 	return 2;
 }
