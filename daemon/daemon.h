@@ -16,7 +16,8 @@
 #include "config.h"
 #include "proto/peer.h"
 
-#define MRCD_MAX_HTTP 16 /* scrapers connected at once */
+#define MRCD_MAX_HTTP 16	/* scrapers connected at once */
+#define MRCD_HTTP_HEAD 2048 /* longest request head read */
 
 struct mrcd_stats {
 	uint64_t rx_datagrams;
@@ -38,6 +39,8 @@ struct mrcd {
 	int metrics_fd;		    /* the HTTP listener for /metrics; -1: off */
 	int metrics_conn[MRCD_MAX_HTTP];
 	uint64_t metrics_since[MRCD_MAX_HTTP];
+	char metrics_req[MRCD_MAX_HTTP][MRCD_HTTP_HEAD]; /* request heads as they arrive */
+	size_t metrics_req_len[MRCD_MAX_HTTP];
 	struct mrcd_clients clients;   /* control connections and what they own */
 	const char *backend_note;      /* why auto chose this backend; "" otherwise */
 	uint64_t started_ns;

@@ -208,14 +208,16 @@ static void drop_conn(struct mrcd *d, unsigned i)
 {
 	close(d->metrics_conn[i]); /* closing removes it from epoll: nobody else holds it */
 	d->metrics_conn[i] = -1;
+	d->metrics_req_len[i] = 0;
 }
 
 /* Answers once the request head has arrived; anything but GET /metrics gets 404. */
 static void serve(struct mrcd *d, unsigned i)
 {
 	static char body[1 << 16];
-	char req[2048], head[256];
-	ssize_t n = recv(d->metrics_conn[i], req, sizeof(req) - 1, MSG_PEEK | MSG_DONTWAIT);
+	char *req = d->metrics_req[i], head[256];
+	size_t have = d->metrics_req_len[i];
+	ssize_t n = recv(d->metrics_conn[i], req + have, MRCD_HTTP_HEAD - 1 - have, MSG_DONTWAIT);
 	size_t blen = 0;
 	int hlen;
 	bool ok;
@@ -225,8 +227,11 @@ static void serve(struct mrcd *d, unsigned i)
 			drop_conn(d, i);
 		return;
 	}
-	req[n] = '\0';
-	if (!strstr(req, "\r\n\r\n") && n < (ssize_t)sizeof(req) - 1)
+	/* read, not peeked: a head that trickles in does not keep the socket readable */
+	have += (size_t)n;
+	d->metrics_req_len[i] = have;
+	req[have] = '\0';
+	if (!strstr(req, "\r\n\r\n") && have < MRCD_HTTP_HEAD - 1)
 		return; /* the rest of the head is still coming */
 	ok = !strncmp(req, "GET /metrics ", 13) || !strncmp(req, "GET /metrics?", 13);
 	if (ok)
