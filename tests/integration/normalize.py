@@ -1,0 +1,33 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# normalize.py TAG TMP < output: metaroce-ctl output with what changes from run to run
+# (node ids, counters, times, ports, the test's interface names and directory, column
+# padding) replaced, so it can be compared with tests/integration/golden/.
+import ipaddress
+import re
+import sys
+
+tag, tmp = sys.argv[1], sys.argv[2]
+
+
+def is_address(core):
+    for parse in (ipaddress.ip_address, ipaddress.ip_network):
+        try:
+            parse(core.removeprefix("::ffff:") if "." in core else core)
+            return True
+        except ValueError:
+            pass
+    return False
+
+
+def word(w):
+    if is_address(w.strip('",;()[]{}')):
+        return w  # addresses are part of the expected output
+    w = re.sub(r"\b[0-9a-f]{16}\b", "NODE", w)
+    # counters, times, sizes, ports; not the digits of names such as metaroce0 or v2
+    return re.sub(r"(?<![A-Za-z_])\d+(\.\d+)?(e[+-]?\d+)?", "N", w)
+
+
+for line in sys.stdin:
+    line = line.replace(tmp, "TMP").replace(tag, "TAG")
+    indent = len(line) - len(line.lstrip(" "))
+    sys.stdout.write(" " * indent + " ".join(word(w) for w in line.split()) + "\n")
