@@ -545,6 +545,12 @@ static void qp_free(struct mrcd_clients *c, struct mrcd_qp *qp)
 	munmap(qp->sq_mem, qp->sq_len);
 	munmap(qp->rq_mem, qp->rq_len);
 	c->mapped_bytes -= qp->sq_len + qp->rq_len;
+	/* out of the active list: the last entry takes its place */
+	for (unsigned j = 0; j < c->n_qps; j++)
+		if (c->active[j] == (uint16_t)(qp - c->qps)) {
+			c->active[j] = c->active[c->n_qps - 1];
+			break;
+		}
 	c->n_qps--;
 	c->client[qp->owner].n_qps--;
 	memset(qp, 0, sizeof(*qp));
@@ -615,7 +621,7 @@ static int create_qp(struct mrcd *d, unsigned owner, const uint8_t *payload, siz
 	qp->recv_cq = (int)(rcq - c->cqs);
 	qp->sq_sig_all = r.sq_sig_all;
 	qp->state = MRC_CTL_QP_IDLE;
-	c->n_qps++;
+	c->active[c->n_qps++] = (uint16_t)slot;
 	c->client[owner].n_qps++;
 	out->qp_num = qp->qpn;
 	out->sq_entries = qp->sq.entries;
@@ -1066,10 +1072,10 @@ static void report_path_changes(struct mrcd *d)
 {
 	static const char *names[4] = { "up", "failed", "drained", "probing" };
 
-	for (unsigned i = 0; i < MRCD_MAX_QPS && d->clients.n_qps; i++) {
-		struct mrcd_qp *qp = &d->clients.qps[i];
+	for (unsigned j = 0; j < d->clients.n_qps; j++) {
+		struct mrcd_qp *qp = &d->clients.qps[d->clients.active[j]];
 
-		if (qp->owner < 0 || !qp->conn)
+		if (!qp->conn)
 			continue;
 		for (unsigned k = 0; k < mrc_conn_n_paths(qp->conn) && k < MRC_MAX_PATHS; k++) {
 			const struct mrc_path *p = mrc_conn_path(qp->conn, k);
@@ -1138,11 +1144,9 @@ void mrcd_clients_pump(struct mrcd *d, uint64_t now)
 	}
 	if (!c->n_qps)
 		return;
-	for (unsigned i = 0; i < MRCD_MAX_QPS; i++) {
-		struct mrcd_qp *qp = &c->qps[i];
+	for (unsigned j = 0; j < c->n_qps; j++) {
+		struct mrcd_qp *qp = &c->qps[c->active[j]];
 
-		if (qp->owner < 0)
-			continue;
 		if (qp->cq_overrun && qp->state != MRC_CTL_QP_ERR) {
 			/* a completion was lost: like a device, fail the QP rather than let the
 			 * application wait for it forever */
@@ -1165,12 +1169,12 @@ void mrcd_clients_pump(struct mrcd *d, uint64_t now)
 	/* round robin, a few packets per QP per turn, so no QP starves the others */
 	while (progress && budget) {
 		progress = false;
-		for (unsigned i = 0; i < MRCD_MAX_QPS && budget; i++) {
-			struct mrcd_qp *qp = &c->qps[i];
+		for (unsigned j = 0; j < c->n_qps && budget; j++) {
+			struct mrcd_qp *qp = &c->qps[c->active[j]];
 			struct mrc_tx_info tx;
 			size_t len;
 
-			if (qp->owner < 0 || !qp->conn)
+			if (!qp->conn)
 				continue;
 			for (unsigned k = 0; k < 8 && budget; k++) {
 				uint8_t *buf = c->tx_buf + (size_t)n * d->cfg.mtu;
@@ -1205,12 +1209,10 @@ uint64_t mrcd_clients_next_timeout(const struct mrcd *d)
 
 	if (c->more_to_send)
 		return 0;
-	for (unsigned i = 0; i < MRCD_MAX_QPS && c->n_qps; i++) {
-		const struct mrcd_qp *qp = &c->qps[i];
+	for (unsigned j = 0; j < c->n_qps; j++) {
+		const struct mrcd_qp *qp = &c->qps[c->active[j]];
 		uint64_t t = UINT64_MAX;
 
-		if (qp->owner < 0)
-			continue;
 		if (qp->conn)
 			t = mrc_conn_next_timeout(qp->conn);
 		else if (qp->state == MRC_CTL_QP_RESOLVING)

@@ -115,6 +115,7 @@ struct mrcd_clients {
 	struct mrcd_qp *qps;
 	uint32_t generation; /* mixed into new handles so a stale one never names a new object */
 	unsigned n_mrs, n_cqs, n_qps;
+	uint16_t active[MRCD_MAX_QPS]; /* slots of the n_qps live QPs: the pump walks these */
 	unsigned n_retired;  /* deregistered MRs still mapped */
 	unsigned n_notify_pending;
 	uint64_t next_reap_ns;
