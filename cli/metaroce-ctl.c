@@ -4,7 +4,7 @@
  * grammar of iproute2's rdma(8): OBJECT [COMMAND], COMMAND defaulting to show, unique
  * prefixes accepted, `help` at every level.
  *
- *   metaroce-ctl [-j [-p]] [-s] [-w SECONDS] [-S SOCKET] OBJECT [COMMAND]
+ *   metaroce-ctl [-j [-p]] [-s] [-d] [-w SECONDS] [-S SOCKET] OBJECT [COMMAND]
  *   objects: status, dev, peer, qp, path, metrics, config, stat, xdp, monitor, help
  *   actions: path set plane N down|up, config reload, stat reset
  *
@@ -194,7 +194,8 @@ static uint8_t family_of(const uint8_t addr[16])
 	return memcmp(addr, v4_mapped, 12) ? MRC_AF_INET6 : MRC_AF_INET;
 }
 
-static bool stats; /* -s: counters too */
+static bool stats;   /* -s: counters too */
+static bool details; /* -d: RTT floor, rate hints */
 
 static int show_qps(const char *path, bool json)
 {
@@ -261,20 +262,30 @@ static int show_paths(const char *path, bool json)
 		fprintf(out, "{\"paths\":[");
 	for (long i = 0; i < n; i++) {
 		const struct mrc_ctl_path *p = &paths[i];
-		const char *state = p->state < 4 ? path_states[p->state] : "unknown";
+		/* congested: an up path whose window ECN cut within the last RTT */
+		const char *state = p->state == 0 && p->congested ? "congested"
+				    : p->state < 4		    ? path_states[p->state]
+								    : "unknown";
 
 		if (json) {
 			fprintf(out, "%s{\"qpn\":%u,\"index\":%u,\"plane\":%u,\"sport\":%u,"
 			       "\"state\":\"%s\",\"cwnd\":%u,\"inflight\":%u,\"srtt_us\":%.1f,"
+			       "\"min_rtt_us\":%u,\"rate_hint_mbps\":%.1f,"
 			       "\"tx_packets\":%llu,\"retransmits\":%llu,\"ecn_marks\":%llu}",
 			       i ? "," : "", p->qp_num, p->index, p->plane, p->sport, state, p->cwnd,
-			       p->inflight, p->srtt_ns / 1e3, (unsigned long long)p->tx_packets,
-			       (unsigned long long)p->retransmits, (unsigned long long)p->ce_marks);
+			       p->inflight, p->srtt_ns / 1e3, p->min_rtt_us, p->rate_hint_kbps / 1e3,
+			       (unsigned long long)p->tx_packets, (unsigned long long)p->retransmits,
+			       (unsigned long long)p->ce_marks);
 			continue;
 		}
-		fprintf(out, "qp %u path %u  plane %u  sport %u  %-7s cwnd %u  inflight %u  srtt %.1fus",
+		fprintf(out, "qp %u path %u  plane %u  sport %u  %-9s cwnd %u  inflight %u  srtt %.1fus",
 			p->qp_num, p->index, p->plane, p->sport, state, p->cwnd, p->inflight,
 			p->srtt_ns / 1e3);
+		if (details)
+			fprintf(out, "  min_rtt %uus  rate_hint %s", p->min_rtt_us,
+				p->rate_hint_kbps ? "" : "none");
+		if (details && p->rate_hint_kbps)
+			fprintf(out, "%.1fMbit/s", p->rate_hint_kbps / 1e3);
 		if (stats)
 			fprintf(out, "  tx %llu  retx %llu  ecn %llu", (unsigned long long)p->tx_packets,
 				(unsigned long long)p->retransmits, (unsigned long long)p->ce_marks);
@@ -571,7 +582,7 @@ static const struct object objects[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: metaroce-ctl [-j [-p]] [-s] [-w SECONDS] [-S SOCKET] OBJECT [COMMAND]\n"
+	fprintf(f, "usage: metaroce-ctl [-j [-p]] [-s] [-d] [-w SECONDS] [-S SOCKET] OBJECT [COMMAND]\n"
 		   "objects and commands (unique prefixes are enough: 'q s' is 'qp show'):\n");
 	for (unsigned i = 0; i < N_OBJECTS; i++)
 		fputs(objects[i].help, f);
@@ -580,6 +591,7 @@ static void usage(FILE *f)
 		   "  -j, --json         JSON output (stable keys; see metaroce-ctl(8))\n"
 		   "  -p, --pretty       indent the JSON\n"
 		   "  -s, --stats        counters too\n"
+		   "  -d, --details      details too (path RTT floor, rate hint)\n"
 		   "  -w, --watch SECS   show again every SECS seconds, like watch(1)\n"
 		   "  -V, --version      print the version and exit\n"
 		   "exit status: 0 done, 1 the daemon could not be reached or refused, 2 usage\n",
@@ -700,6 +712,7 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "socket", required_argument, NULL, 'S' }, { "json", no_argument, NULL, 'j' },
 		{ "pretty", no_argument, NULL, 'p' },	    { "stats", no_argument, NULL, 's' },
+		{ "details", no_argument, NULL, 'd' },
 		{ "watch", required_argument, NULL, 'w' },  { "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },	    { NULL, 0, NULL, 0 },
 	};
@@ -710,7 +723,7 @@ int main(int argc, char **argv)
 	int c, rc;
 
 	out = stdout;
-	while ((c = getopt_long(argc, argv, "+S:jpsw:Vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+S:jpsdw:Vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'S':
 			path = optarg;
@@ -723,6 +736,9 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 			stats = true;
+			break;
+		case 'd':
+			details = true;
 			break;
 		case 'w':
 			watch = strtod(optarg, &end);

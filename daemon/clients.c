@@ -98,6 +98,16 @@ int mrcd_clients_init(struct mrcd *d)
 		c->cqs[i].owner = -1;
 	for (unsigned i = 0; i < MRCD_MAX_QPS; i++)
 		c->qps[i].owner = -1;
+	/* every QP's receive side joins it; capacity 0 (the default) sends no hints, and SIGHUP
+	 * may change it (rx_capacity) */
+	if (mrc_rate_domain_init(&c->rate, d->cfg.rx_capacity_bps / 1000, MRCD_MAX_QPS)) {
+		free(c->mrs);
+		free(c->cqs);
+		free(c->qps);
+		free(c->tx_buf);
+		memset(c, 0, sizeof(*c));
+		return -1;
+	}
 	/* its own seed: keys must not be predictable from anything on the wire */
 	if (getrandom(&c->seed, sizeof(c->seed), 0) != sizeof(c->seed)) {
 		mrcd_clients_fini(d);
@@ -763,6 +773,7 @@ static void qp_start(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 		       (qp->req.access & MRC_CTL_ACCESS_REMOTE_READ ? MRC_ACCESS_REMOTE_READ : 0);
 	cc.sq_sig_all = qp->sq_sig_all;
 	cc.rnr_retry_after = rnr_wait_units(qp->req.min_rnr_timer);
+	cc.rate_domain = &d->clients.rate;
 	cc.seed = mrc_splitmix64(&d->clients.seed);
 	qp->conn = mrc_conn_new(&cc, &cb, qp, now);
 	if (!qp->conn) {
@@ -1453,13 +1464,17 @@ size_t mrcd_clients_qps_reply(const struct mrcd *d, uint8_t *buf, size_t cap)
 size_t mrcd_clients_paths_reply(const struct mrcd *d, const uint32_t *qpn, uint8_t *buf,
 				size_t cap)
 {
+	uint64_t now = mrcd_now_ns();
 	size_t n = 0;
 
 	for (unsigned i = 0; i < MRCD_MAX_QPS; i++) {
 		const struct mrcd_qp *qp = &d->clients.qps[i];
 
+		struct mrc_conn_info info;
+
 		if (qp->owner < 0 || !qp->conn || (qpn && qp->qpn != *qpn))
 			continue;
+		mrc_conn_get_info(qp->conn, &info);
 		for (unsigned k = 0; k < mrc_conn_n_paths(qp->conn); k++) {
 			const struct mrc_path *p = mrc_conn_path(qp->conn, k);
 			struct mrc_ctl_path out;
@@ -1475,6 +1490,9 @@ size_t mrcd_clients_paths_reply(const struct mrcd *d, const uint32_t *qpn, uint8
 			out.cwnd = p->cc.cwnd;
 			out.inflight = p->inflight;
 			out.srtt_ns = p->rtt.srtt_ns;
+			out.congested = p->state == MRC_PATH_ACTIVE && p->cc.recovery_end_ns > now;
+			out.rate_hint_kbps = info.rate_hint_kbps;
+			out.min_rtt_us = (uint32_t)(p->rtt.min_ns / 1000);
 			out.tx_packets = p->stats.tx_packets;
 			out.retransmits = p->stats.retransmits;
 			out.ce_marks = p->stats.ecn_echoes;
@@ -1496,6 +1514,8 @@ void mrcd_clients_fini(struct mrcd *d)
 	free(c->cqs);
 	free(c->qps);
 	free(c->tx_buf);
+	mrc_rate_domain_fini(&c->rate);
+	memset(&c->rate, 0, sizeof(c->rate));
 	c->mrs = NULL;
 	c->cqs = NULL;
 	c->qps = NULL;

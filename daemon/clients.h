@@ -23,6 +23,7 @@
 
 #include "proto/codec.h"
 #include "proto/conn.h"
+#include "proto/ratehint.h"
 #include "shm/ring.h"
 
 struct mrcd;
@@ -116,6 +117,7 @@ struct mrcd_clients {
 	uint32_t generation; /* mixed into new handles so a stale one never names a new object */
 	unsigned n_mrs, n_cqs, n_qps;
 	uint16_t active[MRCD_MAX_QPS]; /* slots of the n_qps live QPs: the pump walks these */
+	struct mrc_rate_domain rate;   /* this host's receive capacity, shared by rate hints */
 	unsigned n_retired;  /* deregistered MRs still mapped */
 	unsigned n_notify_pending;
 	uint64_t next_reap_ns;

@@ -374,6 +374,8 @@ static int reload(struct mrcd *d)
 	d->cfg.n_prefixes = next.n_prefixes;
 	memcpy(d->cfg.prefixes, next.prefixes, sizeof(next.prefixes));
 	d->cfg.rx_capacity_bps = next.rx_capacity_bps;
+	d->clients.rate.capacity_kbps = next.rx_capacity_bps / 1000;
+	d->clients.rate.stale = true; /* recompute the shares at the next hint */
 	mrcd_log(LOG_INFO, "reloaded %s: %u peer prefix%s", d->config_path, next.n_prefixes,
 		 next.n_prefixes == 1 ? "" : "es");
 	return 0;

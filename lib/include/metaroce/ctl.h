@@ -190,13 +190,16 @@ struct mrc_ctl_path {
 	__u8 plane;
 	__u16 sport;
 	__u8 state;
-	__u8 reserved[3];
+	__u8 congested;	    /* 1: its window was cut for ECN within the last RTT */
+	__u8 reserved[2];
 	__u32 cwnd;	    /* packets */
 	__u32 inflight;	    /* packets */
 	__u64 srtt_ns;
 	__u64 tx_packets;
 	__u64 retransmits;
 	__u64 ce_marks;
+	__u32 rate_hint_kbps; /* the QP's latest rate hint from the receiver; 0: none */
+	__u32 min_rtt_us;     /* smallest RTT sample: the path's propagation delay */
 };
 
 struct mrc_ctl_hdr {
@@ -259,6 +262,6 @@ _Static_assert(sizeof(struct mrc_ctl_peer) == 608, "mrc_ctl_peer is 608 bytes");
 _Static_assert(sizeof(struct mrc_ctl_connect_qp) == 36, "mrc_ctl_connect_qp is 36 bytes");
 _Static_assert(sizeof(struct mrc_ctl_ready_qp) == 8, "mrc_ctl_ready_qp is 8 bytes");
 _Static_assert(sizeof(struct mrc_ctl_qp) == 88, "mrc_ctl_qp is 88 bytes");
-_Static_assert(sizeof(struct mrc_ctl_path) == 56, "mrc_ctl_path is 56 bytes");
+_Static_assert(sizeof(struct mrc_ctl_path) == 64, "mrc_ctl_path is 64 bytes");
 
 #endif /* METAROCE_CTL_H */
