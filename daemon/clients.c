@@ -983,22 +983,30 @@ static void ring_corrupt(struct mrcd *d, struct mrcd_qp *qp, const char *which, 
 	qp_error(d, qp, now);
 }
 
+/*
+ * A request the engine refused although the ring guarantees it room, or one that failed the
+ * checks: the engine's earlier work flushes first (completions stay in order), then this one
+ * completes with the status.
+ */
+static void fail_entry(struct mrcd *d, struct mrcd_qp *qp, bool recv, uint64_t wr_id,
+		       uint8_t status, uint8_t opcode, uint64_t now)
+{
+	qp_error(d, qp, now);
+	complete_now(d, qp, recv, wr_id, (recv ? qp->rq.mine : qp->sq.mine) - 1, status, opcode);
+}
+
+/*
+ * Ring entries into the engine. A slot goes back only when its work completes, so the
+ * engine (as deep as the ring) always has room for what the ring holds.
+ */
 static void drain_rings(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 {
+	struct mrc_sq_entry s;
+	struct mrc_rq_entry r;
 	int got;
 
 	/* in the error state every posted request completes flushed */
 	if (qp->state == MRC_CTL_QP_ERR && (!qp->conn || mrc_conn_state(qp->conn) == MRC_QPS_ERR)) {
-		struct mrc_sq_entry s;
-		struct mrc_rq_entry r;
-
-		if (qp->sq_held)
-			complete_now(d, qp, false, qp->held_sq.wr_id, qp->sq.mine - 1,
-				     MRC_WC_WR_FLUSH_ERR, wc_opcode_of(qp->held_sq.opcode));
-		if (qp->rq_held)
-			complete_now(d, qp, true, qp->held_rq.wr_id, qp->rq.mine - 1,
-				     MRC_WC_WR_FLUSH_ERR, MRC_WC_RECV);
-		qp->sq_held = qp->rq_held = false;
 		/* bounded: a client that keeps posting gets the rest flushed next turn */
 		for (uint32_t i = 0; i < qp->sq.entries && mrc_ring_take(&qp->sq, &s) == 1; i++)
 			complete_now(d, qp, false, s.wr_id, qp->sq.mine - 1, MRC_WC_WR_FLUSH_ERR,
@@ -1012,71 +1020,44 @@ static void drain_rings(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 	}
 	if (!qp->conn)
 		return; /* receives wait in the ring until the QP is connected */
-	for (;;) {
+	while ((got = mrc_ring_take(&qp->rq, &r)) == 1) {
 		struct mrc_recv_wr wr;
-		int status;
+		int status = rq_entry_to_wr(d, qp, &r, &wr);
 
-		if (!qp->rq_held) {
-			got = mrc_ring_take(&qp->rq, &qp->held_rq);
-			if (got < 0) {
-				ring_corrupt(d, qp, "receive", now);
-				return;
-			}
-			if (!got)
-				break;
-			qp->rq_held = true;
+		if (status == MRC_WC_SUCCESS) {
+			qp->rq_wr_id[(qp->rq.mine - 1) & (qp->rq.entries - 1)] = r.wr_id;
+			wr.wr_id = qp->rq.mine - 1;
+			if (mrc_conn_post_recv(qp->conn, &wr))
+				status = MRC_WC_LOC_QP_OP_ERR;
 		}
-		status = rq_entry_to_wr(d, qp, &qp->held_rq, &wr);
 		if (status != MRC_WC_SUCCESS) {
-			/* the engine's earlier work flushes first: completions stay in order */
-			qp->rq_held = false;
-			qp_error(d, qp, now);
-			complete_now(d, qp, true, qp->held_rq.wr_id, qp->rq.mine - 1,
-				     (uint8_t)status, MRC_WC_RECV);
+			fail_entry(d, qp, true, r.wr_id, (uint8_t)status, MRC_WC_RECV, now);
 			return;
 		}
-		qp->rq_wr_id[(qp->rq.mine - 1) & (qp->rq.entries - 1)] = qp->held_rq.wr_id;
-		wr.wr_id = qp->rq.mine - 1;
-		if (mrc_conn_post_recv(qp->conn, &wr))
-			break; /* the engine is full; the held entry goes in later */
-		qp->rq_held = false;
+	}
+	if (got < 0) {
+		ring_corrupt(d, qp, "receive", now);
+		return;
 	}
 	/* sends wait in the ring until RTS */
-	while (qp->state == MRC_CTL_QP_RTS) {
+	while (qp->state == MRC_CTL_QP_RTS && (got = mrc_ring_take(&qp->sq, &s)) == 1) {
 		struct mrc_send_wr wr;
-		int status;
+		int status = sq_entry_to_wr(d, qp, &s, &wr);
 
-		if (!qp->sq_held) {
-			got = mrc_ring_take(&qp->sq, &qp->held_sq);
-			if (got < 0) {
-				ring_corrupt(d, qp, "send", now);
-				return;
-			}
-			if (!got)
-				break;
-			qp->sq_held = true;
+		if (status == MRC_WC_SUCCESS) {
+			qp->sq_wr_id[(qp->sq.mine - 1) & (qp->sq.entries - 1)] = s.wr_id;
+			wr.wr_id = qp->sq.mine - 1;
+			if (mrc_conn_post_send(qp->conn, &wr))
+				status = MRC_WC_LOC_QP_OP_ERR;
 		}
-		status = sq_entry_to_wr(d, qp, &qp->held_sq, &wr);
 		if (status != MRC_WC_SUCCESS) {
-			qp->sq_held = false;
-			qp_error(d, qp, now);
-			complete_now(d, qp, false, qp->held_sq.wr_id, qp->sq.mine - 1,
-				     (uint8_t)status, wc_opcode_of(qp->held_sq.opcode));
-			return;
-		}
-		qp->sq_wr_id[(qp->sq.mine - 1) & (qp->sq.entries - 1)] = qp->held_sq.wr_id;
-		wr.wr_id = qp->sq.mine - 1;
-		status = mrc_conn_post_send(qp->conn, &wr);
-		if (status == -ENOMEM)
-			break;
-		qp->sq_held = false;
-		if (status) {
-			qp_error(d, qp, now);
-			complete_now(d, qp, false, qp->held_sq.wr_id, qp->sq.mine - 1,
-				     MRC_WC_LOC_QP_OP_ERR, wc_opcode_of(wr.opcode));
+			fail_entry(d, qp, false, s.wr_id, (uint8_t)status, wc_opcode_of(s.opcode),
+				   now);
 			return;
 		}
 	}
+	if (got < 0)
+		ring_corrupt(d, qp, "send", now);
 }
 /* Path state changes since the last scan, as monitor events. */
 static void report_path_changes(struct mrcd *d)

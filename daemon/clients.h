@@ -86,9 +86,6 @@ struct mrcd_qp {
 	void *sq_mem, *rq_mem;
 	size_t sq_len, rq_len;
 	struct mrc_ring sq, rq;
-	bool sq_held, rq_held;	/* an entry taken from the ring that the engine had no room for */
-	struct mrc_sq_entry held_sq;
-	struct mrc_rq_entry held_rq;
 	uint64_t *sq_wr_id, *rq_wr_id; /* the application's wr_id per ring slot in the engine */
 	struct mrc_ctl_connect_qp req;
 	struct mrc_ctl_ready_qp ready;

@@ -23,6 +23,7 @@
 #include "daemon.h"
 #include "log.h"
 #include "metrics.h"
+#include "shm/fdpass.h"
 
 static int socket_addr(const char *path, struct sockaddr_un *sun)
 {
@@ -290,66 +291,18 @@ int mrcd_control_check(const void *packet, size_t n, struct mrc_ctl_hdr *req)
 }
 
 #define MAX_FDS_IN (MRC_CTL_MAX_SEGMENTS)
+_Static_assert(MAX_FDS_IN <= MRC_FDPASS_MAX, "a region's memfds fit one packet");
 #define MAX_FDS_OUT 2
 
-/* Receives one packet and the descriptors that came with it; -1 for each slot not filled. */
+/* Receives one packet and the descriptors that came with it; -2 when some were cut off. */
 static ssize_t recv_request(int fd, uint8_t *buf, size_t cap, int *fds, unsigned *n_fds)
 {
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int) * MAX_FDS_IN)];
-	} ctrl;
-	struct iovec iov = { buf, cap };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl.buf,
-			      .msg_controllen = sizeof(ctrl.buf) };
-	ssize_t n = recvmsg(fd, &msg, MSG_DONTWAIT | MSG_TRUNC | MSG_CMSG_CLOEXEC);
+	bool lost;
+	ssize_t n = mrc_recv_with_fds(fd, buf, cap, fds, MAX_FDS_IN, n_fds, &lost,
+				      MSG_DONTWAIT | MSG_TRUNC);
 
-	*n_fds = 0;
-	if (n < 0)
-		return n;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		unsigned k = (unsigned)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-
-		for (unsigned i = 0; i < k; i++) {
-			int f;
-
-			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (*n_fds < MAX_FDS_IN)
-				fds[(*n_fds)++] = f;
-			else
-				close(f);
-		}
-	}
 	/* descriptors cut off by a short control buffer are lost to us: make it an error */
-	if (msg.msg_flags & MSG_CTRUNC)
-		return -2;
-	return n;
-}
-
-static void send_reply(int fd, const uint8_t *buf, size_t len, const int *fds, unsigned n_fds)
-{
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int) * MAX_FDS_OUT)];
-	} ctrl;
-	struct iovec iov = { (void *)buf, len };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (n_fds) {
-		struct cmsghdr *c;
-
-		memset(&ctrl, 0, sizeof(ctrl));
-		msg.msg_control = ctrl.buf;
-		msg.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-		c = CMSG_FIRSTHDR(&msg);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
-	}
-	sendmsg(fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL);
+	return n >= 0 && lost ? -2 : n;
 }
 
 /* Operator actions change the host for every client: root, or the daemon's own user. */
@@ -455,8 +408,8 @@ static void serve(struct mrcd *d, unsigned slot)
 		len = 0;
 	rep.len = (uint32_t)len;
 	memcpy(out, &rep, sizeof(rep));
-	send_reply(d->clients.client[slot].fd, out, sizeof(rep) + len, out_fds,
-		   rep.status ? 0 : n_out_fds);
+	mrc_send_with_fds(d->clients.client[slot].fd, out, sizeof(rep) + len, out_fds,
+			  rep.status ? 0 : n_out_fds, MSG_DONTWAIT | MSG_NOSIGNAL);
 	for (unsigned i = 0; i < n_out_fds; i++)
 		close(out_fds[i]); /* the daemon keeps its own mapping, not the fd */
 	if (bad) {

@@ -123,11 +123,16 @@ static void raise_fd_limit(void)
 	}
 }
 
-int mrcd_epoll_watch(struct mrcd *d, int fd)
+static int watch(struct mrcd *d, int fd, uint32_t events)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+	struct epoll_event ev = { .events = events, .data.fd = fd };
 
 	return epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+}
+
+int mrcd_epoll_watch(struct mrcd *d, int fd)
+{
+	return watch(d, fd, EPOLLIN);
 }
 
 /*
@@ -137,9 +142,7 @@ int mrcd_epoll_watch(struct mrcd *d, int fd)
  */
 int mrcd_epoll_watch_doorbell(struct mrcd *d, int fd)
 {
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.fd = fd };
-
-	return epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+	return watch(d, fd, EPOLLIN | EPOLLET);
 }
 
 static int add_fd(struct mrcd *d, int fd, char *err, size_t errlen)

@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -44,6 +46,20 @@ struct plane_sums {
 	double srtt_sum;
 	unsigned srtt_n;
 };
+
+/* One counter family with a sample per configured plane; `field` is a uint64_t of plane_sums. */
+static void plane_counter(struct out *o, const struct mrcd *d, const struct plane_sums *p,
+			  const char *name, const char *help, size_t field)
+{
+	family(o, name, "counter", help);
+	for (unsigned i = 0; i < d->cfg.n_planes; i++) {
+		uint64_t v;
+
+		memcpy(&v, (const uint8_t *)&p[d->cfg.planes[i].index] + field, sizeof(v));
+		put(o, "%s{plane=\"%u\"} %llu\n", name, d->cfg.planes[i].index,
+		    (unsigned long long)v);
+	}
+}
 
 size_t mrcd_metrics_render(const struct mrcd *d, char *buf, size_t cap)
 {
@@ -122,23 +138,14 @@ size_t mrcd_metrics_render(const struct mrcd *d, char *buf, size_t cap)
 			put(&o, "metaroce_path_up{plane=\"%u\",state=\"%s\"} %u\n",
 			    d->cfg.planes[i].index, states[s],
 			    p[d->cfg.planes[i].index].paths[s]);
-	family(&o, "metaroce_path_tx_packets_total", "counter",
-	       "Sequenced packets sent on the plane's paths, retransmissions included.");
-	for (unsigned i = 0; i < d->cfg.n_planes; i++)
-		put(&o, "metaroce_path_tx_packets_total{plane=\"%u\"} %llu\n",
-		    d->cfg.planes[i].index,
-		    (unsigned long long)p[d->cfg.planes[i].index].tx_packets);
-	family(&o, "metaroce_path_retransmits_total", "counter",
-	       "Retransmissions on the plane's paths.");
-	for (unsigned i = 0; i < d->cfg.n_planes; i++)
-		put(&o, "metaroce_path_retransmits_total{plane=\"%u\"} %llu\n",
-		    d->cfg.planes[i].index,
-		    (unsigned long long)p[d->cfg.planes[i].index].retransmits);
-	family(&o, "metaroce_path_ecn_marks_total", "counter",
-	       "Acknowledgements that echoed ECN CE, on the plane's paths.");
-	for (unsigned i = 0; i < d->cfg.n_planes; i++)
-		put(&o, "metaroce_path_ecn_marks_total{plane=\"%u\"} %llu\n",
-		    d->cfg.planes[i].index, (unsigned long long)p[d->cfg.planes[i].index].ecn);
+	plane_counter(&o, d, p, "metaroce_path_tx_packets_total",
+		      "Sequenced packets sent on the plane's paths, retransmissions included.",
+		      offsetof(struct plane_sums, tx_packets));
+	plane_counter(&o, d, p, "metaroce_path_retransmits_total",
+		      "Retransmissions on the plane's paths.", offsetof(struct plane_sums, retransmits));
+	plane_counter(&o, d, p, "metaroce_path_ecn_marks_total",
+		      "Acknowledgements that echoed ECN CE, on the plane's paths.",
+		      offsetof(struct plane_sums, ecn));
 	family(&o, "metaroce_path_rtt_seconds", "gauge",
 	       "Mean smoothed RTT of the plane's paths that have one.");
 	for (unsigned i = 0; i < d->cfg.n_planes; i++) {

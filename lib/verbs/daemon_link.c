@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "shm/fdpass.h"
 
 #define MAX_REPLY_FDS 2
 
@@ -24,28 +24,7 @@ const char *mrv_socket_path(void)
 
 static int send_request(int fd, const void *buf, size_t len, const int *fds, unsigned n_fds)
 {
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int) * MRC_CTL_MAX_SEGMENTS)];
-	} ctrl;
-	struct iovec iov = { (void *)buf, len };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (n_fds > MRC_CTL_MAX_SEGMENTS)
-		return EINVAL;
-	if (n_fds) {
-		struct cmsghdr *c;
-
-		memset(&ctrl, 0, sizeof(ctrl));
-		msg.msg_control = ctrl.buf;
-		msg.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-		c = CMSG_FIRSTHDR(&msg);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
-	}
-	while (sendmsg(fd, &msg, MSG_NOSIGNAL) < 0)
+	while (mrc_send_with_fds(fd, buf, len, fds, n_fds, MSG_NOSIGNAL) < 0)
 		if (errno != EINTR)
 			return errno;
 	return 0;
@@ -54,38 +33,13 @@ static int send_request(int fd, const void *buf, size_t len, const int *fds, uns
 /* Receives one reply; fds beyond what the caller takes are closed, never leaked. */
 static ssize_t recv_reply(int fd, void *buf, size_t cap, int *fds, unsigned *n_fds)
 {
-	union {
-		struct cmsghdr align;
-		char buf[CMSG_SPACE(sizeof(int) * MAX_REPLY_FDS)];
-	} ctrl;
-	struct iovec iov = { buf, cap };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl.buf,
-			      .msg_controllen = sizeof(ctrl.buf) };
 	unsigned want = *n_fds;
+	bool lost;
 	ssize_t n;
 
-	*n_fds = 0;
 	do
-		n = recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
+		n = mrc_recv_with_fds(fd, buf, cap, fds, want, n_fds, &lost, 0);
 	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return -1;
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-		unsigned k;
-
-		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-			continue;
-		k = (unsigned)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-		for (unsigned i = 0; i < k; i++) {
-			int f;
-
-			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-			if (*n_fds < want)
-				fds[(*n_fds)++] = f;
-			else
-				close(f);
-		}
-	}
 	return n;
 }
 

@@ -26,6 +26,7 @@
 #include <metaroce/shm.h>
 
 #include "proto/conn.h"
+#include "shm/fdpass.h"
 #include "shm/ring.h"
 
 static const char *sock_path;
@@ -64,45 +65,20 @@ static int request(int fd, uint16_t type, const void *payload, uint32_t len, con
 {
 	uint8_t buf[4096];
 	struct mrc_ctl_hdr h = { MRC_CTL_MAGIC, MRC_CTL_VERSION, type, len, 0, ++seq, 0 };
-	union {
-		struct cmsghdr align;
-		char b[CMSG_SPACE(sizeof(int) * 8)];
-	} ctrl;
-	struct iovec iov = { buf, sizeof(h) + len };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	unsigned n_got;
+	bool lost;
 	ssize_t n;
 
 	memcpy(buf, &h, sizeof(h));
 	memcpy(buf + sizeof(h), payload, len);
-	if (n_fds) {
-		struct cmsghdr *c;
-
-		memset(&ctrl, 0, sizeof(ctrl));
-		msg.msg_control = ctrl.b;
-		msg.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-		c = CMSG_FIRSTHDR(&msg);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
-	}
-	if (sendmsg(fd, &msg, MSG_NOSIGNAL) < 0)
+	if (mrc_send_with_fds(fd, buf, sizeof(h) + len, fds, n_fds, MSG_NOSIGNAL) < 0)
 		return -errno;
-	iov = (struct iovec){ buf, sizeof(buf) };
-	msg = (struct msghdr){ .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctrl.b,
-			       .msg_controllen = sizeof(ctrl.b) };
-	n = recvmsg(fd, &msg, 0);
+	n = mrc_recv_with_fds(fd, buf, sizeof(buf), rfds, max_rfds, &n_got, &lost, 0);
 	if (n < (ssize_t)sizeof(h))
 		return -ECONNRESET;
 	memcpy(&h, buf, sizeof(h));
 	if (h.status == 0 && reply)
 		memcpy(reply, buf + sizeof(h), h.len < cap ? h.len : cap);
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-		unsigned k = (unsigned)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int));
-
-		for (unsigned i = 0; i < k && i < max_rfds; i++)
-			memcpy(&rfds[i], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-	}
 	return h.status;
 }
 
