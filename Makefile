@@ -79,6 +79,7 @@ ENGINE_REPORT := $(BUILD)/bench/engine-report
 METAROCED := $(BUILD)/sbin/metaroced
 SAN_METAROCED := $(SAN)/sbin/metaroced
 METAROCE_CTL := $(BUILD)/bin/metaroce-ctl
+METAROCE_PERF := $(BUILD)/bin/metaroce-perf
 
 # libmetaroce.so.1: the libibverbs ABI (lib/verbs) plus the ring and page-sharing code it
 # shares with the daemon, built position independent.
@@ -97,12 +98,12 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 .DEFAULT_GOAL := all
 
 all: $(LIBPROTO) $(UNIT_RUNNER) $(SAN_UNIT_RUNNER) $(FUZZ_BINS) $(CORPUS_GEN) $(HEADER_CHECK_OBJS) \
-     $(ENGINE_REPORT) $(METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) \
+     $(ENGINE_REPORT) $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) \
      $(METAROCE_RUN) $(VERBS_TESTS) $(SAN_METAROCED)
 	@:
 
 # What an installation needs and no more (the Debian package build uses it).
-programs: $(METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN)
+programs: $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) $(METAROCE_RUN)
 	@:
 
 # Debian packages, one per line in the order a reader would look for them.
@@ -166,7 +167,8 @@ integration-asan: $(SAN_METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN
 		tests/integration/test_verbs.sh tests/integration/test_verbs_failures.sh
 
 # Real processes in network namespaces (tests/integration/lib.sh draws the topology).
-integration: $(METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN) $(VERBS_TESTS)
+integration: $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) $(METAROCE_RUN) \
+	     $(VERBS_TESTS)
 	$(call msg,TEST,integration)
 	$(Q)sh tests/integration/run.sh $(BUILD)
 
@@ -213,13 +215,13 @@ SOVERSION := 1
 # libmetaroce.so.1 is the ABI (rdma-core's symbol versions plus METAROCE_1.0); the file carries it
 LIBMETAROCE_REAL := libmetaroce.so.$(SOVERSION).0.0
 
-install: $(METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN)
+install: $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) $(METAROCE_RUN)
 	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
 		$(DESTDIR)$(INCLUDEDIR)/metaroce $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/metaroce $(DESTDIR)$(UNITDIR)
 	$(Q)install -m 0755 $(METAROCED) $(DESTDIR)$(SBINDIR)/metaroced
-	$(Q)install -m 0755 $(METAROCE_CTL) $(METAROCE_RUN) $(DESTDIR)$(BINDIR)/
+	$(Q)install -m 0755 $(METAROCE_CTL) $(METAROCE_PERF) $(METAROCE_RUN) $(DESTDIR)$(BINDIR)/
 	$(Q)install -m 0755 $(LIBMETAROCE) $(DESTDIR)$(LIBDIR)/$(LIBMETAROCE_REAL)
 	$(Q)ln -sf $(LIBMETAROCE_REAL) $(DESTDIR)$(LIBDIR)/libmetaroce.so.$(SOVERSION)
 	$(Q)ln -sf libmetaroce.so.$(SOVERSION) $(DESTDIR)$(LIBDIR)/libmetaroce.so
@@ -227,7 +229,8 @@ install: $(METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN)
 	$(Q)sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 		packaging/pkgconfig/libmetaroce.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/libmetaroce.pc
-	$(Q)install -m 0644 packaging/man/metaroce-run.1 $(DESTDIR)$(MANDIR)/man1/
+	$(Q)install -m 0644 packaging/man/metaroce-run.1 packaging/man/metaroce-perf.1 \
+		$(DESTDIR)$(MANDIR)/man1/
 	$(Q)install -m 0644 packaging/man/metaroced.conf.5 $(DESTDIR)$(MANDIR)/man5/
 	$(Q)install -m 0644 packaging/man/metaroced.8 packaging/man/metaroce-ctl.8 \
 		$(DESTDIR)$(MANDIR)/man8/
@@ -325,6 +328,12 @@ $(METAROCE_CTL): $(OBJ)/cli/metaroce-ctl.o
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
+
+# A verbs program like any other: linked to libibverbs, run through metaroce-run for metaroced.
+$(METAROCE_PERF): cli/metaroce-perf.c
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -libverbs -lm
 
 $(METAROCED): $(OBJ)/daemon/main.o $(LIBDAEMON) $(LIBPROTO)
 	$(call msg,LD,$@)

@@ -19,11 +19,15 @@ grep -q '/usr/sbin/metaroced$' "$TMP/metaroce.files" || fail "metaroce lacks the
 grep -q '/usr/lib/systemd/system/metaroced.service$' "$TMP/metaroce.files" || fail "no unit"
 grep -q '/etc/metaroce/metaroced.conf$' "$TMP/metaroce.files" || fail "no configuration"
 grep -q '/usr/share/man/man8/metaroced.8' "$TMP/metaroce.files" || fail "no man page"
+grep -q '/usr/bin/metaroce-perf$' "$TMP/metaroce.files" || fail "metaroce lacks metaroce-perf"
+grep -q '/usr/share/man/man1/metaroce-perf.1' "$TMP/metaroce.files" || fail "no metaroce-perf(1)"
 grep -q '/usr/lib/.*/libmetaroce.so.1.0.0$' "$TMP/libmetaroce1.files" || fail "no library"
 grep -q '/usr/include/metaroce/metaroce.h$' "$TMP/libmetaroce-dev.files" || fail "no header"
 grep -q '/usr/lib/.*/pkgconfig/libmetaroce.pc$' "$TMP/libmetaroce-dev.files" || fail "no .pc"
 dpkg-deb -f "$TMP"/src/metaroce_0.1.0-1_*.deb Depends | grep -q 'libsystemd0' ||
 	fail "metaroce does not depend on libsystemd0"
+dpkg-deb -f "$TMP"/src/metaroce_0.1.0-1_*.deb Depends | grep -q 'libibverbs1' ||
+	fail "metaroce does not depend on libibverbs1 (metaroce-perf)"
 
 # the unpacked programs, together: a daemon in a namespace, metaroce-ctl -j status against it
 two_hosts
@@ -37,6 +41,8 @@ import json, sys
 j = json.load(sys.stdin)
 assert j["backend"] == "udp" and j["planes"][0]["address"] == "198.18.0.1", j
 print("installed metaroce-ctl -j status: ok")' || fail "installed metaroce-ctl -j status"
+"$TMP/root/usr/bin/metaroce-perf" --version | grep -q '^metaroce-perf 0.1.0$' ||
+	fail "installed metaroce-perf --version"
 python3 - "$root/packaging" <<'PY' || fail "container recipe or manifests"
 import re, sys, yaml
 pk = sys.argv[1]

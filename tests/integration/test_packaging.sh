@@ -26,17 +26,20 @@ grep -q "no plane is configured: add 'plane = 0 IFNAME ADDRESS'" "$TMP/out.log" 
 dest="$TMP/root"
 make -s -C "$root" install DESTDIR="$dest" PREFIX=/usr BUILD="$BUILD" >"$TMP/install.log" 2>&1 ||
 	{ cat "$TMP/install.log"; fail "make install"; }
-for f in usr/sbin/metaroced usr/bin/metaroce-ctl usr/bin/metaroce-run \
+for f in usr/sbin/metaroced usr/bin/metaroce-ctl usr/bin/metaroce-run usr/bin/metaroce-perf \
 	usr/lib/libmetaroce.so.1.0.0 usr/lib/libmetaroce.so.1 usr/lib/libmetaroce.so \
 	usr/lib/pkgconfig/libmetaroce.pc usr/include/metaroce/metaroce.h \
 	usr/share/man/man8/metaroced.8 usr/share/man/man8/metaroce-ctl.8 \
-	usr/share/man/man1/metaroce-run.1 usr/share/man/man5/metaroced.conf.5 \
+	usr/share/man/man1/metaroce-run.1 usr/share/man/man1/metaroce-perf.1 \
+	usr/share/man/man5/metaroced.conf.5 \
 	etc/metaroce/metaroced.conf usr/lib/systemd/system/metaroced.service; do
 	[ -e "$dest/$f" ] || fail "make install did not install /$f"
 done
 "$dest/usr/sbin/metaroced" --version | grep -q "^metaroced [0-9]" || fail "installed metaroced --version"
 "$dest/usr/bin/metaroce-ctl" --version | grep -q "^metaroce-ctl [0-9]" ||
 	fail "installed metaroce-ctl --version"
+"$dest/usr/bin/metaroce-perf" --version | grep -q "^metaroce-perf [0-9]" ||
+	fail "installed metaroce-perf --version"
 grep -q "ExecStart=/usr/sbin/metaroced" "$dest/usr/lib/systemd/system/metaroced.service" ||
 	fail "installed unit does not start /usr/sbin/metaroced"
 # a program against the installed header and library, through pkg-config
