@@ -495,14 +495,18 @@ static int monitor(const char *path, bool json)
 	}
 }
 
+/* An operator action: -j answers {"action": ACTION, "message": DONE}. */
 static int simple_request(const char *path, uint16_t type, const void *arg, uint32_t len,
-			  const char *done)
+			  bool json, const char *action, const char *done)
 {
 	uint8_t reply[64];
 
 	if (request_arg(path, type, arg, len, reply, sizeof(reply)) < 0)
 		return 1;
-	fprintf(out, "%s\n", done);
+	if (json)
+		fprintf(out, "{\"action\":\"%s\",\"message\":\"%s\"}\n", action, done);
+	else
+		fprintf(out, "%s\n", done);
 	return 0;
 }
 
@@ -572,7 +576,7 @@ static const struct object objects[] = {
 	{ "config", "  config [show]                 the running configuration, as a file reads\n"
 		    "  config reload                 reload the configuration file (as SIGHUP)\n" },
 	{ "stat", "  stat [show]                   the daemon's datagram counters\n"
-		  "  stat reset                    zero them and the QPs' completion counters\n" },
+		  "  stat reset                    zero them and every QP's and path's counters\n" },
 	{ "xdp", "  xdp [show]                    the XDP fast path on each plane\n" },
 	{ "monitor", "  monitor                       stream events: paths failing and recovering, QP\n"
 		     "                                errors, clients coming and going, drains, peers\n" },
@@ -660,7 +664,8 @@ static int run(const char *path, bool json, int argc, char **argv)
 		}
 		dr.plane = (uint8_t)plane;
 		dr.drained = !strcmp(to, "down");
-		return simple_request(path, MRC_CTL_DRAIN_PLANE, &dr, sizeof(dr),
+		return simple_request(path, MRC_CTL_DRAIN_PLANE, &dr, sizeof(dr), json,
+				      dr.drained ? "drain_plane" : "restore_plane",
 				      dr.drained ? "plane drained: no new packets on it"
 						 : "plane restored");
 	}
@@ -682,9 +687,11 @@ static int run(const char *path, bool json, int argc, char **argv)
 			return 2;
 		}
 		if (!strcmp(c, "reload"))
-			return simple_request(path, MRC_CTL_RELOAD, NULL, 0, "configuration reloaded");
+			return simple_request(path, MRC_CTL_RELOAD, NULL, 0, json, "config_reload",
+					      "configuration reloaded");
 		if (!strcmp(c, "reset"))
-			return simple_request(path, MRC_CTL_STAT_RESET, NULL, 0, "counters reset");
+			return simple_request(path, MRC_CTL_STAT_RESET, NULL, 0, json, "stat_reset",
+					      "counters reset");
 		return config ? show_config(path, json) : show_stats(path, json);
 	}
 	if (argc > 2 || strncmp(cmd, "show", strlen(cmd)) || !cmd[0]) {

@@ -1227,8 +1227,13 @@ void mrcd_clients_drain_plane(struct mrcd *d)
 
 void mrcd_clients_reset_counters(struct mrcd *d)
 {
-	for (unsigned i = 0; i < MRCD_MAX_QPS; i++)
-		d->clients.qps[i].completions = d->clients.qps[i].error_completions = 0;
+	for (unsigned i = 0; i < MRCD_MAX_QPS; i++) {
+		struct mrcd_qp *qp = &d->clients.qps[i];
+
+		qp->completions = qp->error_completions = 0;
+		if (qp->conn)
+			mrc_conn_reset_counters(qp->conn);
+	}
 }
 
 void mrcd_clients_flush_all(struct mrcd *d, uint64_t now)

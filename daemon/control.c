@@ -378,7 +378,7 @@ static void serve(struct mrcd *d, unsigned slot)
 				rep.status = -EPERM;
 				break;
 			}
-			/* the daemon's counters; the engine's per-path ones run on (documented) */
+			/* the daemon's counters, the QPs' and their paths' */
 			memset(&d->stats, 0, sizeof(d->stats));
 			mrcd_clients_reset_counters(d);
 			mrcd_event(d, LOG_NOTICE, "counters reset by an operator");

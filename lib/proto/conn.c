@@ -1912,6 +1912,13 @@ unsigned mrc_conn_n_paths(const struct mrc_conn *c)
 	return c->n_paths;
 }
 
+void mrc_conn_reset_counters(struct mrc_conn *c)
+{
+	memset(&c->stats, 0, sizeof(c->stats));
+	for (unsigned i = 0; i < c->n_paths; i++)
+		memset(&c->paths[i].stats, 0, sizeof(c->paths[i].stats));
+}
+
 const struct mrc_path *mrc_conn_path(const struct mrc_conn *c, unsigned i)
 {
 	return i < c->n_paths ? &c->paths[i] : NULL;

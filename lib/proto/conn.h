@@ -273,6 +273,8 @@ void mrc_conn_drain_plane(struct mrc_conn *conn, uint8_t plane, bool drained);
 
 enum mrc_qp_state mrc_conn_state(const struct mrc_conn *conn);
 const struct mrc_conn_stats *mrc_conn_stats(const struct mrc_conn *conn);
+/* Zero the connection's and its paths' counters: the engine only ever adds to them. */
+void mrc_conn_reset_counters(struct mrc_conn *conn);
 unsigned mrc_conn_n_paths(const struct mrc_conn *conn);
 const struct mrc_path *mrc_conn_path(const struct mrc_conn *conn, unsigned i);
 void mrc_conn_get_info(const struct mrc_conn *conn, struct mrc_conn_info *info);

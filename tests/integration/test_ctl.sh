@@ -92,6 +92,13 @@ kill -0 "$cli" 2>/dev/null || fail "the transfer ended before the drain could be
 sleep 1
 a3=$(plane_tx "$TMP/a.sock" 1)
 [ "$a3" -gt "$a2" ] || fail "plane 1 not used again after restore ($a2 -> $a3)"
+# stat reset zeroes the live QP's per-path counters too; they count on from zero
+before=$(( $(plane_tx "$TMP/a.sock" 0) + $(plane_tx "$TMP/a.sock" 1) ))
+# shellcheck disable=SC2086
+"$CTL" $A stat reset | grep -q "counters reset" || fail "stat reset"
+after=$(( $(plane_tx "$TMP/a.sock" 0) + $(plane_tx "$TMP/a.sock" 1) ))
+[ "$after" -lt "$before" ] || fail "stat reset left the path counters ($before -> $after)"
+kill -0 "$cli" 2>/dev/null || fail "the transfer ended before the reset could be observed"
 wait "$cli" || { cat "$TMP/d.client.log"; fail "the transfer across the drain failed"; }
 wait "$srv" || { cat "$TMP/d.server.log"; fail "its server failed"; }
 grep "verbs_check: OK" "$TMP/d.client.log"

@@ -33,6 +33,23 @@ check xdp xdp show
 check help help
 check path_help path help
 check metrics metrics
+# the operator actions' answers, and a usage error's message (on stderr, exit 2)
+check action_drain path set plane 1 down
+check action_restore path set plane 1 up
+check action_reset stat reset
+check action_reload config reload
+"$CTL" -S "$TMP/a.sock" path set plane 7 dwn >/dev/null 2>"$TMP/usage.txt"
+[ $? -eq 2 ] || fail "a usage error did not exit 2"
+if [ -n "${METAROCE_GOLDEN_UPDATE:-}" ]; then
+	cp "$TMP/usage.txt" "$golden/usage_error.txt"
+elif ! diff -u "$golden/usage_error.txt" "$TMP/usage.txt"; then
+	fail "the usage error's message differs from golden/usage_error.txt"
+fi
+for action in "path set plane 1 down" "path set plane 1 up" "stat reset" "config reload"; do
+	# shellcheck disable=SC2086
+	"$CTL" -S "$TMP/a.sock" -j $action | python3 -c 'import json, sys; json.load(sys.stdin)' ||
+		fail "metaroce-ctl -j $action is not JSON"
+done
 for obj in status dev peer qp path stat config xdp; do
 	"$CTL" -S "$TMP/a.sock" -j "$obj" | python3 -c 'import json, sys; json.load(sys.stdin)' ||
 		fail "metaroce-ctl -j $obj is not JSON"
