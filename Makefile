@@ -80,6 +80,9 @@ METAROCED := $(BUILD)/sbin/metaroced
 SAN_METAROCED := $(SAN)/sbin/metaroced
 METAROCE_CTL := $(BUILD)/bin/metaroce-ctl
 METAROCE_PERF := $(BUILD)/bin/metaroce-perf
+# BPF programs loaded into the kernel, and their BPF_PROG_TEST_RUN fixture tests
+BPF_OBJS := $(BUILD)/bpf/impair.bpf.o
+BPF_TESTS := $(BUILD)/tests/bpf/test_impair
 
 # libmetaroce.so.1: the libibverbs ABI (lib/verbs) plus the ring and page-sharing code it
 # shares with the daemon, built position independent.
@@ -92,14 +95,15 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 
 # --- top-level targets -----------------------------------------------------------------
 
-.PHONY: all programs deps check demo install deb unit unit-asan verbs-abi fuzz integration integration-asan \
+.PHONY: all programs deps check demo install deb unit unit-asan verbs-abi bpf-test fuzz integration \
+	integration-asan \
 	engine-report \
 	bench-udp-vs-tcp clean
 .DEFAULT_GOAL := all
 
 all: $(LIBPROTO) $(UNIT_RUNNER) $(SAN_UNIT_RUNNER) $(FUZZ_BINS) $(CORPUS_GEN) $(HEADER_CHECK_OBJS) \
      $(ENGINE_REPORT) $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) \
-     $(METAROCE_RUN) $(VERBS_TESTS) $(SAN_METAROCED)
+     $(METAROCE_RUN) $(VERBS_TESTS) $(SAN_METAROCED) $(BPF_OBJS) $(BPF_TESTS)
 	@:
 
 # What an installation needs and no more (the Debian package build uses it).
@@ -111,7 +115,7 @@ DEB_PACKAGES := \
 	gcc libc6-dev make pkg-config \
 	clang libclang-rt-14-dev \
 	linux-libc-dev \
-	check libsystemd-dev \
+	check libsystemd-dev libbpf-dev bpftool \
 	libibverbs-dev ibverbs-utils perftest \
 	iproute2 python3 iperf3 time groff-base curl \
 	dpkg-dev debhelper python3-yaml
@@ -132,7 +136,8 @@ deps:
 check:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)$(MAKE) --no-print-directory unit unit-asan verbs-abi integration integration-asan fuzz
+	$(Q)$(MAKE) --no-print-directory unit unit-asan verbs-abi bpf-test integration \
+		integration-asan fuzz
 
 # The main job: two hosts, two planes, a daemon each, unmodified RDMA programs between them.
 demo:
@@ -158,6 +163,12 @@ verbs-abi: $(LIBMETAROCE) $(BUILD)/tests/verbs/test_unsupported
 	$(Q)out=$$(LD_LIBRARY_PATH=$(BUILD)/lib $(BUILD)/tests/verbs/test_unsupported) || \
 		{ echo "$$out"; exit 1; }; echo "$$out" | tail -n 1 | sed 's/^/           /'
 
+# BPF programs in this kernel through BPF_PROG_TEST_RUN: declarative fixtures, measured rates.
+bpf-test: $(BPF_OBJS) $(BPF_TESTS)
+	$(call msg,TEST,BPF programs)
+	$(Q)out=$$($(BUILD)/tests/bpf/test_impair $(BUILD)/bpf/impair.bpf.o) || \
+		{ echo "$$out"; exit 1; }; echo "$$out" | tail -n 1 | sed 's/^/           /'
+
 # The verbs tests again with metaroced built under ASan+UBSan: the hostile client, killed
 # clients and every opcode against the daemon's checks; any report fails the daemon's exit.
 integration-asan: $(SAN_METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN) $(VERBS_TESTS)
@@ -168,7 +179,7 @@ integration-asan: $(SAN_METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN
 
 # Real processes in network namespaces (tests/integration/lib.sh draws the topology).
 integration: $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) $(METAROCE_RUN) \
-	     $(VERBS_TESTS)
+	     $(VERBS_TESTS) $(BPF_OBJS)
 	$(call msg,TEST,integration)
 	$(Q)sh tests/integration/run.sh $(BUILD)
 
@@ -267,6 +278,16 @@ $(OBJ)/%.bpf.o: %.c
 	$(call msg,BPF,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(BUILD)/bpf/%.bpf.o: testbed/bpf/%.bpf.c
+	$(call msg,BPF,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+$(BUILD)/tests/bpf/%: tests/bpf/%.c
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) $(DEPFLAGS) -o $@ $< -lbpf
 
 $(OBJ)/pic/%.o: %.c
 	$(call msg,CC-PIC,$<)

@@ -15,10 +15,14 @@ NS_B=${TAG}b
 PIDS=""
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/metaroce-it.XXXXXX")
 
+TESTBED_TOOL=$(cd "$(dirname "$0")/../.." && pwd)/testbed/mrc-testbed
+TESTBED=""	# set by testbed_up: a testbed (testbed/mrc-testbed) to take down too
+
 cleanup() {
 	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
 	ip netns del "$NS_A" 2>/dev/null
 	ip netns del "$NS_B" 2>/dev/null
+	[ -z "$TESTBED" ] || "$TESTBED_TOOL" -n "$TESTBED" down
 	rm -rf "$TMP"
 }
 trap cleanup EXIT INT TERM
@@ -151,4 +155,31 @@ ok = $expr
 if not ok:
     print(json.dumps(j, indent=1))
 sys.exit(0 if ok else 1)" || fail "metaroce-ctl $what: expected $expr"
+}
+
+# testbed_up ARGS...: a multi-plane fabric (testbed/mrc-testbed up), named after this test's
+# PID and taken down by cleanup; TB runs the tool on it
+testbed_up() {
+	TESTBED=t$(($$ % 100000))
+	TB="$TESTBED_TOOL -n $TESTBED"
+	# shellcheck disable=SC2086
+	$TB up --bpf-object "$BUILD/bpf/impair.bpf.o" "$@" >"$TMP/testbed.txt" ||
+		fail "mrc-testbed up $*"
+	cat "$TMP/testbed.txt"
+}
+
+# testbed_daemons PLANES HOST...: metaroced on each testbed host over all its planes; control
+# sockets $TMP/hN.sock, logs $TMP/hN.log
+testbed_daemons() {
+	planes=$1
+	shift
+	for h in "$@"; do
+		set -- --set "peer_prefix=198.18.0.0/16" --set "control_socket=$TMP/h$h.sock"
+		p=0
+		while [ $p -lt "$planes" ]; do
+			set -- "$@" --set "plane=$p p$p 198.18.$((32 * p + h)).2"
+			p=$((p + 1))
+		done
+		start_daemon "mtb-$TESTBED-h$h" "h$h" "$@"
+	done
 }

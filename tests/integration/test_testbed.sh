@@ -1,0 +1,158 @@
+# The multi-plane lossy testbed (testbed/mrc-testbed): it comes up as drawn (hosts, a leaf per
+# host and plane, spines, ECMP by UDP port), its impairments act on real packets (measured
+# loss within 10% of the setting over 10^5 packets, every spine used; blackhole and restore;
+# ECN CE marks that reach the receiver), it goes down leaving nothing, also when `up` fails or
+# is killed; and metaroce-perf verifies every byte over 4 planes with 1% loss on each.
+. "$(dirname "$0")/lib.sh"
+
+command -v bpftool >/dev/null || fail "bpftool missing (make deps)"
+testbed_up --hosts 3 --planes 2 --spines 2
+[ "$(ip netns list | grep -c "^mtb-$TESTBED-")" -eq 13 ] ||
+	fail "3 hosts + 2 planes x (3 leaves + 2 spines) should be 13 namespaces"
+$TB show --json | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+assert j["addresses"]["2"] == ["198.18.2.2", "198.18.34.2"], j["addresses"]' ||
+	fail "show --json"
+
+# measured loss on real packets: 1% over 2x10^5 datagrams from 64 source ports, both spines used
+$TB selfcheck --loss 1 --packets 200000 || fail "selfcheck at 1% loss"
+
+# udp_count HOST ADDRESS PORT SECONDS: datagrams (and CE-marked ones) HOST receives
+udp_count() {
+	ip netns exec "mtb-$TESTBED-h$1" python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
+s.setsockopt(socket.SOL_SOCKET, 33, 16 << 20)	# SO_RCVBUFFORCE: no loss of our own
+s.bind((sys.argv[1], int(sys.argv[2])))
+s.settimeout(float(sys.argv[3]))
+n = ce = 0
+try:
+    while True:
+        data, anc, _, _ = s.recvmsg(2048, 64)
+        n += 1
+        ce += any(t[1] == socket.IP_TOS and t[2][0] & 3 == 3 for t in anc)
+except socket.timeout:
+    pass
+print(n, ce)' "$2" "$3" "$4"
+}
+# udp_send HOST ADDRESS PORT COUNT TOS: COUNT datagrams of 1000 bytes, as fast as it can
+udp_send() {
+	ip netns exec "mtb-$TESTBED-h$1" python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, int(sys.argv[4]))
+for i in range(int(sys.argv[3])):
+    s.sendto(b"x" * 1000, (sys.argv[1], int(sys.argv[2])))' "$2" "$3" "$4" "$5"
+}
+# through COUNT_FILE: the first number in it
+through() { cut -d' ' -f1 "$1"; }
+
+# blackhole plane 1: nothing arrives there, plane 0 unaffected; restored, plane 1 works again
+$TB impair --plane 1 --blackhole
+udp_count 1 198.18.33.2 7001 1.5 >"$TMP/bh1" &
+c1=$!
+udp_count 1 198.18.1.2 7000 1.5 >"$TMP/bh0" &
+c0=$!
+sleep 0.3
+udp_send 0 198.18.33.2 7001 500 0
+udp_send 0 198.18.1.2 7000 500 0
+wait $c1 $c0
+[ "$(through "$TMP/bh1")" -eq 0 ] || fail "a blackholed plane delivered $(cat "$TMP/bh1")"
+[ "$(through "$TMP/bh0")" -eq 500 ] || fail "plane 0 lost packets during plane 1's blackhole"
+$TB stats --json | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+assert s["1"]["spines"]["lost_blackhole"] == 500, s["1"]' || fail "blackhole counters"
+$TB impair --plane 1 --restore
+udp_count 1 198.18.33.2 7002 1.5 >"$TMP/rs" &
+c=$!
+sleep 0.3
+udp_send 0 198.18.33.2 7002 500 0
+wait $c
+[ "$(through "$TMP/rs")" -eq 500 ] || fail "plane 1 after restore delivered $(cat "$TMP/rs")"
+echo "blackhole and restore: ok"
+
+# ECN: a virtual queue draining at 10 Mbit/s fills under a burst; ECT(0) packets come out CE
+$TB impair --plane 0 --clear --ecn 10,3000,30000,100
+udp_count 1 198.18.1.2 7003 1.5 >"$TMP/ecn" &
+c=$!
+sleep 0.3
+udp_send 0 198.18.1.2 7003 300 2
+udp_send 2 198.18.1.2 7003 300 0
+wait $c
+read -r got ce <"$TMP/ecn"
+[ "$got" -eq 600 ] || fail "ECN marking lost packets: $got of 600"
+[ "$ce" -gt 100 ] && [ "$ce" -le 300 ] || fail "$ce CE marks of 300 ECT packets under a burst"
+$TB stats --json | python3 -c '
+import json, sys
+s = json.load(sys.stdin)["0"]["leaf_downlinks"]
+assert s["ce_marked"] > 100 and s["over_kmin_not_ect"] > 100, s' || fail "ECN counters"
+$TB impair --plane 0 --clear
+echo "ECN: $ce of 300 ECT(0) packets arrived CE; the not-ECT ones were left alone"
+
+# bad settings get a named refusal
+$TB impair --plane 5 --loss 1 2>"$TMP/err" && fail "plane 5 of 2 accepted"
+grep -q "planes 0..1" "$TMP/err" || fail "plane 5: $(cat "$TMP/err")"
+$TB impair --plane 0 --loss 150 2>"$TMP/err" && fail "150% loss accepted"
+grep -q "outside 0..100" "$TMP/err" || fail "150%: $(cat "$TMP/err")"
+
+# down leaves nothing: namespaces, pinned programs, the bpffs mount
+$TB down
+[ "$(ip netns list | grep -c "^mtb-$TESTBED-")" -eq 0 ] || fail "down left namespaces"
+[ ! -e "/run/mrc-testbed/$TESTBED" ] || fail "down left /run/mrc-testbed/$TESTBED"
+! grep -q "/run/mrc-testbed/$TESTBED/" /proc/mounts || fail "down left its bpffs mounted"
+
+# a failing `up` (no BPF program in the object) removes what it built
+"$TESTBED_TOOL" -n "$TESTBED" up --bpf-object /etc/hostname 2>"$TMP/err" && fail "up with no program"
+[ "$(ip netns list | grep -c "^mtb-$TESTBED-")" -eq 0 ] || fail "a failed up left namespaces"
+[ ! -e "/run/mrc-testbed/$TESTBED" ] || fail "a failed up left its state"
+# and so does one killed halfway
+"$TESTBED_TOOL" -n "$TESTBED" up --bpf-object "$BUILD/bpf/impair.bpf.o" --hosts 8 --planes 8 \
+	>/dev/null 2>&1 &
+up=$!
+sleep 1
+kill -TERM $up
+wait $up && fail "a killed up succeeded"
+[ "$(ip netns list | grep -c "^mtb-$TESTBED-")" -eq 0 ] || fail "a killed up left namespaces"
+[ ! -e "/run/mrc-testbed/$TESTBED" ] || fail "a killed up left its state"
+echo "teardown on down, on failure and on SIGTERM: ok"
+
+# metaroce-perf, every byte verified, over 4 planes with 1% loss on each
+testbed_up --hosts 2 --planes 4 --rate 1000
+testbed_daemons 4 0 1
+wait_for "$TMP/h0.log" "backend udp"
+wait_for "$TMP/h1.log" "backend udp"
+$TB impair --all-planes --loss 1
+PERF=$BUILD/bin/metaroce-perf
+ip netns exec "mtb-$TESTBED-h1" env METAROCE_SOCKET="$TMP/h1.sock" "$BUILD/bin/metaroce-run" \
+	timeout 120 "$PERF" >"$TMP/perf.server.log" 2>&1 &
+srv=$!
+PIDS="$PIDS $srv"
+for t in write send read; do
+	ip netns exec "mtb-$TESTBED-h0" env METAROCE_SOCKET="$TMP/h0.sock" "$BUILD/bin/metaroce-run" \
+		timeout 120 "$PERF" -t $t -V -q 4 -s 100000 -n 100 -j 198.18.1.2 \
+		>"$TMP/perf.$t.json" 2>"$TMP/perf.$t.err" ||
+		{ cat "$TMP/perf.$t.err" "$TMP/perf.server.log"; tail -n 20 "$TMP/h0.log"; fail "metaroce-perf $t over the lossy testbed"; }
+	wait "$srv" || { cat "$TMP/perf.server.log"; fail "metaroce-perf server ($t)"; }
+	if [ $t != read ]; then
+		ip netns exec "mtb-$TESTBED-h1" env METAROCE_SOCKET="$TMP/h1.sock" \
+			"$BUILD/bin/metaroce-run" timeout 120 "$PERF" >"$TMP/perf.server.log" 2>&1 &
+		srv=$!
+		PIDS="$PIDS $srv"
+	fi
+	python3 - "$TMP/perf.$t.json" <<'PY' || fail "metaroce-perf $t: not every byte verified"
+import json, sys
+j = json.load(open(sys.argv[1]))
+verified = j["verified"] + j["peer"]["verified"]
+assert j["messages"] == 400 and verified == 400 and j["errors"] == 0 and j["peer"]["errors"] == 0, j
+print("  %s over 4 planes at 1%% loss: 400 x 100000 B verified, %.3f Gbit/s" % (j["test"], j["gbps"]))
+PY
+done
+$TB stats --json | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+lost = [s[p]["spines"]["lost_random"] for p in "0123"]
+assert all(l > 0 for l in lost), lost
+print("  packets lost by the fabric per plane:", lost)' || fail "the planes did not all lose packets"
