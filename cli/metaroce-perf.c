@@ -90,6 +90,7 @@ static struct options {
 	double duration;
 	uint64_t iterations;
 	bool verify;
+	bool events;		/* sleep on a completion channel instead of spinning */
 	bool json;
 	int progress;		/* -1: when stderr is a terminal */
 	double interval;
@@ -165,6 +166,8 @@ static struct perf {
 	struct ibv_cq **cqs;		/* as many as the device's CQ size needs */
 	unsigned int num_cqs;
 	unsigned int qps_per_cq;
+	struct ibv_comp_channel *channel;	/* --events */
+	bool armed;			/* every CQ asked for an event since the last wake-up */
 	struct ibv_mr *mr;
 	uint8_t *buf;
 	size_t buf_len;
@@ -196,6 +199,7 @@ static void usage(FILE *f)
 "  -D, --duration SECONDS       how long the test runs (default 5)\n"
 "  -n, --iterations N           messages per QP instead of a duration\n"
 "  -V, --verify                 check every byte that arrives\n"
+"  -e, --events                 sleep on a completion channel instead of spinning\n"
 "  -j, --json                   print the summary as JSON on stdout\n"
 "  -P, --progress               a progress line every interval, even when not a terminal\n"
 "      --no-progress            never a progress line\n"
@@ -317,6 +321,7 @@ static void parse_options(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'D' },
 		{ "iterations", required_argument, NULL, 'n' },
 		{ "verify", no_argument, NULL, 'V' },
+		{ "events", no_argument, NULL, 'e' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "progress", no_argument, NULL, 'P' },
 		{ "no-progress", no_argument, NULL, OPT_NO_PROGRESS },
@@ -333,7 +338,7 @@ static void parse_options(int argc, char **argv)
 	uint64_t v;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "t:m:s:q:Q:D:n:VjPi:d:x:p:T:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:m:s:q:Q:D:n:VejPi:d:x:p:T:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't': opt.test = parse_choice(optarg, test_names, 3, "--test"); break;
 		case 'm': opt.mode = parse_choice(optarg, mode_names, 2, "--mode"); break;
@@ -364,6 +369,7 @@ static void parse_options(int argc, char **argv)
 				usage_error("--iterations must be at least 1");
 			break;
 		case 'V': opt.verify = true; break;
+		case 'e': opt.events = true; break;
 		case 'j': opt.json = true; break;
 		case 'P': opt.progress = 1; break;
 		case OPT_NO_PROGRESS: opt.progress = 0; break;
@@ -653,11 +659,16 @@ static void create_resources(void)
 	perf.qs = calloc(opt.qps, sizeof(*perf.qs));
 	if (!perf.cqs || !perf.qs)
 		die("out of memory");
+	if (opt.events) {
+		perf.channel = ibv_create_comp_channel(perf.ctx);
+		if (!perf.channel)
+			die("ibv_create_comp_channel: %s", strerror(errno));
+	}
 	for (c = 0; c < perf.num_cqs; c++) {
 		unsigned int n = opt.qps - c * perf.qps_per_cq;
 
 		n = n < perf.qps_per_cq ? n : perf.qps_per_cq;
-		perf.cqs[c] = ibv_create_cq(perf.ctx, (int)(n * per_qp), NULL, NULL, 0);
+		perf.cqs[c] = ibv_create_cq(perf.ctx, (int)(n * per_qp), NULL, perf.channel, 0);
 		if (!perf.cqs[c])
 			die("ibv_create_cq with %u entries: %s", n * per_qp, strerror(errno));
 	}
@@ -729,6 +740,8 @@ static void destroy_resources(void)
 	for (q = 0; q < perf.num_cqs; q++)
 		if (ibv_destroy_cq(perf.cqs[q]))
 			die("ibv_destroy_cq: %s", strerror(errno));
+	if (perf.channel && ibv_destroy_comp_channel(perf.channel))
+		die("ibv_destroy_comp_channel: %s", strerror(errno));
 	if (ibv_dereg_mr(perf.mr) || ibv_dealloc_pd(perf.pd) || ibv_close_device(perf.ctx))
 		die("tearing down: %s", strerror(errno));
 	free(perf.cqs);
@@ -943,17 +956,53 @@ static void progress_end(void)
 
 /* --- bandwidth ----------------------------------------------------------------------------- */
 
-/* One batch from the next CQ in turn, so no group of QPs waits on another. */
+/* One batch from the next CQ in turn that has any, so no group of QPs waits on another;
+ * 0 only when every CQ is empty. */
 static int poll_cqs(struct ibv_wc *wc)
 {
 	static unsigned int next;
-	int n;
+	unsigned int tried;
+	int n = 0;
 
-	next = next + 1 < perf.num_cqs ? next + 1 : 0;
-	n = ibv_poll_cq(perf.cqs[next], CQ_BATCH, wc);
-	if (n < 0)
-		die("ibv_poll_cq: %s", strerror(errno));
+	for (tried = 0; tried < perf.num_cqs && !n; tried++) {
+		next = next + 1 < perf.num_cqs ? next + 1 : 0;
+		n = ibv_poll_cq(perf.cqs[next], CQ_BATCH, wc);
+		if (n < 0)
+			die("ibv_poll_cq: %s", strerror(errno));
+	}
 	return n;
+}
+
+/*
+ * Nothing to poll. Spinning, return at once. With --events: the first time, ask every CQ for
+ * an event and return, so the caller polls once more (a completion may have slipped in before
+ * the request); the next time, sleep until an event, the TCP peer speaks, or timeout_ms.
+ */
+static void idle(int timeout_ms)
+{
+	struct pollfd pfd[2] = { { .fd = -1, .events = POLLIN }, { .fd = perf.fd, .events = POLLIN } };
+	struct ibv_cq *cq;
+	void *cq_ctx;
+	unsigned int c;
+
+	if (!opt.events)
+		return;
+	if (!perf.armed) {
+		for (c = 0; c < perf.num_cqs; c++)
+			if (ibv_req_notify_cq(perf.cqs[c], 0))
+				die("ibv_req_notify_cq: %s", strerror(errno));
+		perf.armed = true;
+		return;
+	}
+	pfd[0].fd = perf.channel->fd;
+	if (poll(pfd, 2, timeout_ms) < 0 && errno != EINTR)
+		die("poll: %s", strerror(errno));
+	if (pfd[0].revents & POLLIN) {
+		if (ibv_get_cq_event(perf.channel, &cq, &cq_ctx))
+			die("ibv_get_cq_event: %s", strerror(errno));
+		ibv_ack_cq_events(cq, 1);
+	}
+	perf.armed = false;
 }
 
 static bool qp_may_post(const struct qp_state *s, bool stopping)
@@ -1132,6 +1181,8 @@ static void client_bw(void)
 				close_round(q);
 		}
 		n = poll_cqs(wc);
+		if (!n)
+			idle(20);
 		for (i = 0; i < n; i++) {
 			client_completion(&wc[i]);
 			if (WRID_KIND(wc[i].wr_id) == WR_DATA)
@@ -1265,13 +1316,15 @@ static void server_bw(void)
 	start = now_seconds();
 	for (unsigned long spin = 0;; spin++) {
 		n = poll_cqs(wc);
+		if (!n)
+			idle(20);
 		for (i = 0; i < n; i++)
 			server_completion(&wc[i]);
-		if (n || !(spin & 1023)) {
+		if (n || !(spin & 1023) || opt.events) {
 			now = now_seconds();
 			if (n)
 				activity = now;
-			if (!client_done && !(spin & 1023)) {
+			if (!client_done && (!(spin & 1023) || opt.events)) {
 				client_done = server_read_done();
 				if (client_done)
 					activity = now;
@@ -1348,6 +1401,8 @@ static uint32_t lat_wait(bool want_recv, bool *send_done)
 		n = ibv_poll_cq(perf.cqs[0], 4, wc);
 		if (n < 0)
 			die("ibv_poll_cq: %s", strerror(errno));
+		if (!n)
+			idle(100);
 		for (i = 0; i < n; i++) {
 			if (wc[i].status != IBV_WC_SUCCESS)
 				completion_failed(&wc[i]);

@@ -725,6 +725,7 @@ static void qp_start(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 	uint32_t send_planes = qp->peer_planes & (qp->req.plane_mask ? qp->req.plane_mask : ~0u);
 
 	mrc_conn_config_default(&cc);
+	cc.mode = d->cfg.rocev2 ? MRC_MODE_ROCEV2 : MRC_MODE_METAROCE;
 	for (unsigned p = 0; p < MRC_MAX_PLANES; p++)
 		n_planes += (send_planes >> p) & 1;
 	if (!n_planes) {

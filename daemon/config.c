@@ -204,6 +204,14 @@ static int set_busy_poll(struct mrcd_config *cfg, const char *v, char *err, size
 	return 0;
 }
 
+static int set_transport(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	if (strcmp(v, "metaroce") && strcmp(v, "rocev2"))
+		return fail(err, errlen, "transport must be metaroce or rocev2, not '%s'", v);
+	cfg->rocev2 = !strcmp(v, "rocev2");
+	return 0;
+}
+
 static int set_control_socket(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
 {
 	if (v[0] != '/')
@@ -320,6 +328,7 @@ static const struct {
 	{ "mtu", set_mtu },		      { "rx_capacity", set_rx_capacity },
 	{ "peer_prefix", set_prefix },	      { "control_socket", set_control_socket },
 	{ "busy_poll", set_busy_poll },	      { "metrics_listen", set_metrics_listen },
+	{ "transport", set_transport },
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -530,6 +539,7 @@ size_t mrcd_config_render(const struct mrcd_config *cfg, char *buf, size_t cap)
 							       : cfg->prefixes[i].len);
 	EMIT("control_socket = %s\n", cfg->control_socket);
 	EMIT("busy_poll = %s\n", cfg->busy_poll ? "yes" : "no");
+	EMIT("transport = %s\n", cfg->rocev2 ? "rocev2" : "metaroce");
 	if (cfg->metrics)
 		EMIT(cfg->metrics_addr.family == MRC_AF_INET ? "metrics_listen = %s:%u\n"
 							      : "metrics_listen = [%s]:%u\n",

@@ -31,7 +31,8 @@ START_TEST(mrcd_config_parse__documented_example)
 		"rx_capacity = 100G\n"
 		"peer_prefix = 198.18.0.0/15\n"
 		"control_socket = /tmp/m.sock\n"
-		"busy_poll = yes\n";
+		"busy_poll = yes\n"
+		"transport = rocev2\n";
 	static const uint8_t v4[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 1 };
 	struct mrcd_config cfg;
 
@@ -52,6 +53,7 @@ START_TEST(mrcd_config_parse__documented_example)
 	ck_assert_uint_eq(cfg.prefixes[0].len, 96 + 15);
 	ck_assert_str_eq(cfg.control_socket, "/tmp/m.sock");
 	ck_assert(cfg.busy_poll);
+	ck_assert(cfg.rocev2);
 	ck_assert_int_eq(mrcd_config_check(&cfg, err, sizeof(err)), 0);
 }
 END_TEST
@@ -64,7 +66,8 @@ START_TEST(mrcd_config_render__reads_back)
 				   "plane = 3 eth2 2001:db8::1\npaths_per_plane = 2\nmtu = 9000\n"
 				   "rx_capacity = 100G\npeer_prefix = 198.18.0.0/15\n"
 				   "peer_prefix = 2001:db8::/32\ncontrol_socket = /tmp/m.sock\n"
-				   "busy_poll = yes\nmetrics_listen = [::1]:9464\n";
+				   "busy_poll = yes\nmetrics_listen = [::1]:9464\n"
+				   "transport = rocev2\n";
 	struct mrcd_config a, b;
 	char out1[2048], out2[2048];
 	size_t n1, n2;
@@ -116,6 +119,7 @@ START_TEST(mrcd_config_parse__errors_name_file_line_and_fault)
 		{ "peer_prefix = fd00::/129\n", "prefix length '129' is out of range for IPv6" },
 		{ "control_socket = run/x.sock\n", "control_socket must be an absolute path" },
 		{ "busy_poll = maybe\n", "busy_poll must be yes or no, not 'maybe'" },
+		{ "transport = iwarp\n", "transport must be metaroce or rocev2, not 'iwarp'" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
