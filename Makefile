@@ -97,7 +97,7 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 
 .PHONY: all programs deps check demo install deb unit unit-asan verbs-abi bpf-test fuzz integration \
 	integration-asan \
-	engine-report \
+	engine-report bench bench-quick \
 	bench-udp-vs-tcp clean
 .DEFAULT_GOAL := all
 
@@ -117,7 +117,7 @@ DEB_PACKAGES := \
 	linux-libc-dev \
 	check libsystemd-dev libbpf-dev bpftool \
 	libibverbs-dev ibverbs-utils perftest \
-	iproute2 python3 iperf3 time groff-base curl \
+	iproute2 python3 iperf3 sockperf gnuplot-nox time groff-base curl \
 	dpkg-dev debhelper python3-yaml
 
 deps:
@@ -207,6 +207,14 @@ $(ENGINE_REPORT): $(OBJ)/bench/engine_report.o $(OBJ)/tests/harness/netsim.o $(L
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^
+
+# The fabric benchmarks on testbed/mrc-testbed, side by side with RoCEv2, TCP and UDP:
+# bench-quick prints the summary and writes build/bench-quick.json in under 3 minutes; bench
+# measures everything and rewrites docs/BENCHMARKS.md's fabric section and docs/bench/*.png.
+bench-quick bench:
+	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)$(MAKE) --no-print-directory programs $(BPF_OBJS)
+	$(Q)python3 bench/fabric_bench.py $(if $(filter bench,$@),--full,--quick) $(BUILD)
 
 # One connection over one veth: metaroced + ib_write_bw on the udp backend next to iperf3.
 bench-udp-vs-tcp: $(METAROCED) $(LIBMETAROCE) $(METAROCE_RUN)

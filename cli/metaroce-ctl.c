@@ -777,7 +777,7 @@ int main(int argc, char **argv)
 		char *buf = NULL;
 		size_t len = 0;
 
-		if (watch)
+		if (watch && !json)
 			printf("\033[H\033[2J"); /* like watch(1): the screen, then the show */
 		if (pretty_json)
 			out = open_memstream(&buf, &len);

@@ -1,0 +1,691 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""MetaRoCE on the multi-plane lossy testbed, side by side with its baselines, in one run.
+
+  bench/fabric_bench.py --quick BUILD_DIR      make bench-quick: <= 3 minutes, summary table,
+                                               BUILD_DIR/bench-quick.json
+  bench/fabric_bench.py --full BUILD_DIR       make bench: every table and plot; rewrites the
+                                               fabric section of docs/BENCHMARKS.md and
+                                               docs/bench/*.png
+
+Everything runs on testbed/mrc-testbed fabrics (network namespaces, ECMP over spines, TBF,
+our BPF impairment program) with a metaroced per host on the udp backend and metaroce-perf
+through libmetaroce; the baselines are the same daemons with `transport = rocev2` (the
+engine's RoCEv2-like mode), kernel TCP (iperf3) and kernel UDP (sockperf) on the same links.
+Root. Every testbed and process is removed at the end, also on failure or Ctrl-C.
+"""
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TB_TOOL = os.path.join(ROOT, "testbed", "mrc-testbed")
+TARGETS = {
+    "kept_1": "≥ 95% (seed: 86%)",
+    "kept_10": "≥ 75%",
+    "scaling": "≥ 0.9 × N × 1-plane goodput",
+    "failover": "≥ 90% of surviving capacity within 10 ms, no error",
+    "incast": "Jain ≥ 0.95 and queue under ECN threshold within 2 RTTs",
+    "vs_tcp": "≥ 1.0× iperf3",
+    "cpu": "≤ iperf3's CPU s per GB",
+    "latency": "≤ sockperf UDP; p99.9 ≤ 3 × p50",
+    "qps": "4,000 connections (seed)",
+}
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+class Failed(Exception):
+    pass
+
+
+class Bench:
+    def __init__(self, build):
+        self.build = os.path.abspath(build)
+        self.tmp = tempfile.mkdtemp(prefix="metaroce-bench.")
+        self.procs = []
+        self.testbeds = set()
+        self.port = 18800
+
+    # --- processes ------------------------------------------------------------------------
+    def spawn(self, ns, argv, out=None, err=None, env=None):
+        cmd = ["ip", "netns", "exec", ns, "env"] + ["%s=%s" % kv for kv in (env or {}).items()] + argv
+        p = subprocess.Popen(cmd, stdout=out or subprocess.DEVNULL, stderr=err or subprocess.DEVNULL,
+                             text=True)
+        self.procs.append(p)
+        return p
+
+    def kill_all(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.procs = []
+
+    def cleanup(self):
+        self.kill_all()
+        for name in list(self.testbeds):
+            subprocess.run([TB_TOOL, "-n", name, "down"])
+        self.testbeds.clear()
+        subprocess.run(["rm", "-rf", self.tmp])
+
+    # --- testbed ----------------------------------------------------------------------------
+    def testbed(self, hosts, planes, rate, mtu=9000, spines=2):
+        self.kill_all()
+        for name in list(self.testbeds):
+            subprocess.run([TB_TOOL, "-n", name, "down"])
+            self.testbeds.discard(name)
+        name = "b%d" % (os.getpid() % 10000)
+        r = subprocess.run([TB_TOOL, "-n", name, "up", "--hosts", str(hosts), "--planes",
+                            str(planes), "--spines", str(spines), "--rate", str(rate), "--mtu",
+                            str(mtu), "--bpf-object", os.path.join(self.build, "bpf", "impair.bpf.o")],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        self.testbeds.add(name)
+        if r.returncode:
+            raise Failed("testbed up: " + r.stderr.strip())
+        self.tb = {"name": name, "hosts": hosts, "planes": planes, "rate": rate, "mtu": mtu}
+        return name
+
+    def ns(self, h):
+        return "mtb-%s-h%d" % (self.tb["name"], h)
+
+    @staticmethod
+    def addr(p, h):
+        return "198.18.%d.%d" % (32 * p + h, 2)
+
+    def impair(self, *args):
+        r = subprocess.run([TB_TOOL, "-n", self.tb["name"], "impair"] + list(args),
+                           stderr=subprocess.PIPE, text=True)
+        if r.returncode:
+            raise Failed("impair %s: %s" % (" ".join(args), r.stderr.strip()))
+
+    def daemons(self, hosts, transport="metaroce", extra=()):
+        self.sockets = {}
+        for h in hosts:
+            sock = os.path.join(self.tmp, "h%d.sock" % h)
+            logf = open(os.path.join(self.tmp, "h%d.log" % h), "w")
+            argv = [os.path.join(self.build, "sbin", "metaroced"), "--set",
+                    "peer_prefix=198.18.0.0/16", "--set", "control_socket=" + sock, "--set",
+                    "mtu=%d" % self.tb["mtu"], "--set", "transport=" + transport]
+            for p in range(self.tb["planes"]):
+                argv += ["--set", "plane=%d p%d %s" % (p, p, self.addr(p, h))]
+            for e in extra:
+                argv += ["--set", e]
+            self.spawn(self.ns(h), argv, out=logf, err=subprocess.STDOUT)
+            self.sockets[h] = sock
+        deadline = time.time() + 10
+        for h in hosts:
+            while "backend udp" not in open(os.path.join(self.tmp, "h%d.log" % h)).read():
+                if time.time() > deadline:
+                    raise Failed("metaroced on host %d did not start" % h)
+                time.sleep(0.05)
+
+    def stop_daemons(self):
+        self.kill_all()
+
+    # --- programs ---------------------------------------------------------------------------
+    def perf_cmd(self, h, args):
+        return [os.path.join(self.build, "bin", "metaroce-run"),
+                os.path.join(self.build, "bin", "metaroce-perf")] + args
+
+    def perf(self, client, server, args, on_progress=None, timeout=120):
+        """One metaroce-perf run: the client's JSON summary, or None if it failed."""
+        self.port += 1
+        env_s = {"METAROCE_SOCKET": self.sockets[server], "METAROCE_QUIET": "1"}
+        env_c = {"METAROCE_SOCKET": self.sockets[client], "METAROCE_QUIET": "1"}
+        srv = self.spawn(self.ns(server), self.perf_cmd(server, ["-e", "-p", str(self.port)]),
+                         env=env_s)
+        time.sleep(0.2)
+        cargs = ["-j", "-p", str(self.port)] + args + [self.addr(0, server)]
+        if on_progress:
+            cargs = ["--progress"] + cargs
+        cli = self.spawn(self.ns(client), self.perf_cmd(client, cargs), out=subprocess.PIPE,
+                         err=subprocess.PIPE, env=env_c)
+        err_lines = []
+
+        def read_err():
+            for line in cli.stderr:
+                err_lines.append(line)
+                if on_progress:
+                    on_progress(time.monotonic(), line)
+        t = threading.Thread(target=read_err)
+        t.start()
+        try:
+            out, _ = cli.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            cli.kill()
+            out = ""
+        t.join()
+        try:
+            srv.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+        if cli.returncode:
+            log("    (metaroce-perf %s failed: %s)" % (" ".join(args), "".join(err_lines[-2:]).strip()))
+            return None
+        return json.loads(out)
+
+    def iperf3(self, client, server, secs, plane=0, extra=()):
+        self.port += 1
+        srv = self.spawn(self.ns(server), ["iperf3", "-s", "-1", "-p", str(self.port)])
+        time.sleep(0.3)
+        r = subprocess.run(["ip", "netns", "exec", self.ns(client), "iperf3", "-c",
+                            self.addr(plane, server), "-p", str(self.port), "-t", str(secs),
+                            "-J"] + list(extra), stdout=subprocess.PIPE, text=True)
+        srv.wait(timeout=10)
+        try:
+            return json.loads(r.stdout)["end"]["sum_received"]["bits_per_second"] / 1e9
+        except (ValueError, KeyError):
+            return 0.0
+
+
+# --- experiments -----------------------------------------------------------------------------
+
+def goodput_vs_loss(b, losses, secs, rate, with_tcp):
+    """One QP (and one TCP stream) over one rate-limited plane with two spines."""
+    b.testbed(2, 1, rate)
+    out = {"rate_mbit": rate, "loss": losses, "metaroce": [], "rocev2": [], "tcp": []}
+    for transport in ("metaroce", "rocev2"):
+        b.daemons([0, 1], transport)
+        for loss in losses:
+            b.impair("--all-planes", "--clear", "--loss", str(loss))
+            j = b.perf(0, 1, ["-e", "-t", "write", "-s", "64K", "-D", str(secs)])
+            g = j["gbps"] if j else 0.0
+            out[transport].append(g)
+            log("  %-8s loss %5.1f%%: %.3f Gbit/s" % (transport, loss, g))
+        b.stop_daemons()
+    if with_tcp:
+        for loss in losses:
+            b.impair("--all-planes", "--clear", "--loss", str(loss))
+            g = b.iperf3(0, 1, secs)
+            out["tcp"].append(g)
+            log("  %-8s loss %5.1f%%: %.3f Gbit/s" % ("tcp", loss, g))
+    return out
+
+
+def plane_scaling(b, planes_list, secs, rate):
+    out = {"rate_mbit": rate, "planes": planes_list, "gbps": []}
+    for n in planes_list:
+        b.testbed(2, n, rate)
+        b.daemons([0, 1])
+        j = b.perf(0, 1, ["-e", "-t", "write", "-s", "1M", "-q", str(max(2, n)), "-D", str(secs)])
+        g = j["gbps"] if j else 0.0
+        out["gbps"].append(g)
+        log("  %d plane%s at %d Mbit/s: %.3f Gbit/s" % (n, "" if n == 1 else "s", rate, g))
+        b.stop_daemons()
+    return out
+
+
+def failover(b, rate, t_fail=3.0, t_restore=6.0, secs=9.0, interval=0.01):
+    """Blackhole plane 3 of 4 mid-transfer, restore it later: the goodput timeline, and when
+    the sender abandoned every path on the dead plane (metaroce-ctl -j -w, every 2 ms)."""
+    b.testbed(2, 4, rate)
+    b.daemons([0, 1])
+    points = []
+    start = [None]
+    events = {}
+    watch = b.spawn(b.ns(0), [os.path.join(b.build, "bin", "metaroce-ctl"), "-S", b.sockets[0],
+                              "-j", "-w", "0.002", "path"], out=subprocess.PIPE)
+    plane3 = []     # (monotonic time, number of plane-3 paths, how many still carry data)
+
+    def follow():
+        for line in watch.stdout:
+            try:
+                paths = [p for p in json.loads(line)["paths"] if p["plane"] == 3]
+            except (ValueError, KeyError):
+                continue
+            plane3.append((time.monotonic(), len(paths),
+                           sum(1 for p in paths if p["state"] in ("up", "congested"))))
+    threading.Thread(target=follow, daemon=True).start()
+
+    def progress(now, line):
+        m = re.search(r"\]\s+([0-9.]+) Gbit/s", line)
+        if not m:
+            return
+        if start[0] is None:
+            start[0] = now
+            threading.Thread(target=actions).start()
+        points.append((now - start[0], float(m.group(1))))
+
+    def actions():
+        time.sleep(t_fail)
+        events["fail_abs"] = time.monotonic()
+        events["fail"] = events["fail_abs"] - start[0]
+        b.impair("--plane", "3", "--blackhole")
+        time.sleep(t_restore - t_fail)
+        events["restore"] = time.monotonic() - start[0]
+        b.impair("--plane", "3", "--restore")
+
+    j = b.perf(0, 1, ["-e", "-t", "write", "-s", "64K", "-q", "4", "-D", str(secs), "-i",
+                      str(interval)], on_progress=progress)
+    b.stop_daemons()
+    out = {"rate_mbit": rate, "interval_s": interval, "points": points,
+           "events": {k: v for k, v in events.items() if k != "fail_abs"},
+           "error": j is None or j["errors"] != 0}
+    if not points or "fail" not in events:
+        out["recover_ms"] = None
+        return out
+    tf = events["fail"]
+    abandoned = [t for t, n, live in plane3 if t >= events["fail_abs"] and n and not live]
+    abandon_ms = (abandoned[0] - events["fail_abs"]) * 1000 if abandoned else None
+    pre = [g for t, g in points if 1.0 <= t < tf]
+    pre_mean = statistics.mean(pre) if pre else 0
+    # the surviving capacity: 3 planes' worth when the links were the limit, else all of it
+    survive = min(pre_mean, 3 * rate / 1000.0 * 0.97)
+    win = max(1, int(0.05 / interval))
+
+    def windows(lo, hi):
+        """(start, mean goodput) of each 50 ms run of progress lines in [lo, hi) seconds."""
+        pts = [(t, g) for t, g in points if lo <= t < hi]
+        return [(pts[i][0], statistics.mean(g for _, g in pts[i:i + win]))
+                for i in range(max(0, len(pts) - win + 1))]
+
+    def worst(lo, hi):
+        return min((m for _, m in windows(lo, hi)), default=0)
+    # recovered: after the last 50 ms below 90% of the surviving capacity (0: never below)
+    below = [t for t, m in windows(tf, tf + 1) if m < 0.9 * survive]
+    recover = (below[-1] - tf) * 1000 + 50 if below else 0.0
+    out.update(pre_gbps=pre_mean, surviving_gbps=survive, recover_ms=recover,
+               abandon_ms=abandon_ms,
+               worst_after_gbps=worst(tf, tf + 1), worst_before_gbps=worst(tf - 1.2, tf - 0.2),
+               during_gbps=statistics.mean([g for t, g in points if tf + 0.5 <= t < events["restore"]] or [0]),
+               after_restore_gbps=statistics.mean([g for t, g in points if events["restore"] + 0.5 <= t] or [0]))
+    log("  before %.3f Gbit/s; back to 90%% of the surviving %.3f after %.0f ms (50 ms windows); "
+        "every path on plane 3 abandoned after %s ms; worst 50 ms in the next second %.3f Gbit/s "
+        "(%.0f%% of the surviving %.3f; in the second before: %.3f); during %.3f, after restore "
+        "%.3f; application error: %s" % (
+            pre_mean, survive, recover, "%.1f" % abandon_ms if abandon_ms is not None else "never",
+            out["worst_after_gbps"],
+            100 * out["worst_after_gbps"] / survive if survive else 0, survive,
+            out["worst_before_gbps"], out["during_gbps"], out["after_restore_gbps"],
+            "yes" if out["error"] else "no"))
+    return out
+
+
+def incast(b, senders, rate, secs, interval=0.1):
+    """N senders write to one receiver over one plane; the receiver's link is the bottleneck."""
+    b.testbed(senders + 1, 1, rate)
+    rx = senders
+    b.impair("--all-planes", "--ecn", "%d,30000,150000,20" % rate)
+    b.daemons(list(range(senders + 1)), extra=("rx_capacity=%dM" % rate,))
+    series = {s: [] for s in range(senders)}
+    t0 = time.monotonic()
+    threads, results = [], {}
+
+    def one(s):
+        def progress(now, line):
+            m = re.search(r"\]\s+([0-9.]+) Gbit/s", line)
+            if m:
+                series[s].append((now - t0, float(m.group(1))))
+        results[s] = b.perf(s, rx, ["-e", "-t", "write", "-s", "64K", "-D", str(secs), "-i",
+                                    str(interval)], on_progress=progress)
+    for s in range(senders):
+        threads.append(threading.Thread(target=one, args=(s,)))
+        threads[-1].start()
+    for t in threads:
+        t.join()
+    b.stop_daemons()
+    stats = subprocess.run([TB_TOOL, "-n", b.tb["name"], "stats", "--json"], stdout=subprocess.PIPE,
+                           text=True).stdout
+    marks = json.loads(stats)["0"]["leaf_downlinks"]["ce_marked"] if stats else 0
+    # bins of `interval` on the common clock: Jain's index of the senders' goodputs per bin
+    bins = {}
+    for s, pts in series.items():
+        for t, g in pts:
+            bins.setdefault(int(t / interval), {})[s] = g
+    timeline = []
+    for k in sorted(bins):
+        if len(bins[k]) == senders:
+            xs = [bins[k][s] for s in range(senders)]
+            jain = sum(xs) ** 2 / (senders * sum(x * x for x in xs)) if any(xs) else 0
+            timeline.append((k * interval, xs, jain))
+    converge = None
+    for i, (t, xs, jain) in enumerate(timeline):
+        if all(j >= 0.95 for _, _, j in timeline[i:i + 5]) and len(timeline[i:i + 5]) == 5:
+            converge = t - timeline[0][0]
+            break
+    jains = [j for _, _, j in timeline]
+    totals = {s: (results[s]["gbps"] if results.get(s) else 0) for s in range(senders)}
+    out = {"senders": senders, "rate_mbit": rate, "timeline": timeline, "converge_s": converge,
+           "jain_median": statistics.median(jains) if jains else 0, "per_sender_gbps": totals,
+           "ce_marks": marks, "errors": sum(1 for s in range(senders) if not results.get(s))}
+    log("  %d->1 at %d Mbit/s: per sender %s Gbit/s, Jain median %.3f, fair (>= 0.95 for 5 "
+        "bins) after %s s, %d CE marks" % (senders, rate, ["%.3f" % totals[s] for s in range(senders)],
+                                           out["jain_median"], "%.1f" % converge if converge is not None
+                                           else "never", marks))
+    return out
+
+
+def latency(b, iterations):
+    b.testbed(2, 1, 0)
+    b.daemons([0, 1])
+    j = b.perf(0, 1, ["-t", "send", "-m", "lat", "-s", "64", "-n", str(iterations)])
+    b.stop_daemons()
+    mrc = j["latency_us"] if j else None
+    b.port += 1
+    srv = b.spawn(b.ns(1), ["sockperf", "sr", "-i", b.addr(0, 1), "-p", str(b.port)])
+    time.sleep(0.5)
+    r = subprocess.run(["ip", "netns", "exec", b.ns(0), "sockperf", "pp", "-i", b.addr(0, 1),
+                        "-p", str(b.port), "-m", "64", "-n", str(iterations)],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    srv.kill()
+    srv.wait()
+    sp = {}
+    for line in r.stdout.splitlines():
+        m = re.search(r"percentile (\d+\.\d+) =\s+([0-9.]+)", line)
+        if m:
+            sp[m.group(1)] = float(m.group(2))
+        m = re.search(r"<MIN> observation =\s+([0-9.]+)", line)
+        if m:
+            sp["min"] = float(m.group(1))
+    udp = {"p50": sp.get("50.000"), "p99": sp.get("99.000"), "p99_9": sp.get("99.900"),
+           "min": sp.get("min")}
+    log("  64 B half round trip, us: MetaRoCE p50 %s p99 %s p99.9 %s | sockperf UDP p50 %s p99 %s p99.9 %s" % (
+        mrc and "%.1f" % mrc["p50"], mrc and "%.1f" % mrc["p99"], mrc and "%.1f" % mrc["p99_9"],
+        udp["p50"], udp["p99"], udp["p99_9"]))
+    return {"metaroce": mrc, "udp": udp, "iterations": iterations}
+
+
+def many_qps(b, counts, secs):
+    b.testbed(2, 2, 0)
+    b.daemons([0, 1])
+    out = {"qps": counts, "gbps": [], "ok": []}
+    for q in counts:
+        j = b.perf(0, 1, ["-e", "-t", "write", "-s", "16K", "-Q", "2", "-q", str(q), "-D", str(secs)],
+                   timeout=180)
+        out["gbps"].append(j["gbps"] if j else 0.0)
+        out["ok"].append(bool(j and j["errors"] == 0 and j["peer"]["received"] == j["messages"]))
+        log("  %5d QPs: %.3f Gbit/s %s" % (q, out["gbps"][-1], "ok" if out["ok"][-1] else "FAILED"))
+    b.stop_daemons()
+    return out
+
+
+def vs_iperf3(b, secs):
+    """One connection, no loss, no rate limit, same testbed: goodput ratio."""
+    b.testbed(2, 1, 0)
+    b.daemons([0, 1])
+    j = b.perf(0, 1, ["-e", "-t", "write", "-s", "1M", "-D", str(secs)])
+    b.stop_daemons()
+    tcp = b.iperf3(0, 1, secs)
+    mrc = j["gbps"] if j else 0.0
+    log("  one connection, no loss: MetaRoCE %.3f Gbit/s, iperf3 %.3f Gbit/s: %.2fx" % (
+        mrc, tcp, mrc / tcp if tcp else 0))
+    return {"metaroce_gbps": mrc, "tcp_gbps": tcp, "ratio": mrc / tcp if tcp else 0}
+
+
+def cpu_per_gb(b, secs):
+    """bench/udp_vs_tcp.sh: one veth pair, CPU of everything involved."""
+    r = subprocess.run(["sh", os.path.join(ROOT, "bench", "udp_vs_tcp.sh"), b.build, "9000",
+                        str(secs)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    rows = {}
+    for line in r.stdout.splitlines():
+        m = re.match(r"\s+(kernel TCP|MetaRoCE, udp)\S*.*?\s([0-9.]+)\s+([0-9.]+)$", line)
+        if m:
+            rows["tcp" if m.group(1).startswith("kernel") else "metaroce"] = (
+                float(m.group(2)), float(m.group(3)))
+    if len(rows) != 2:
+        log("  udp_vs_tcp.sh failed:\n" + r.stdout[-800:])
+        return None
+    out = {"tcp_gbps": rows["tcp"][0], "tcp_cpu_s_per_gb": rows["tcp"][1],
+           "metaroce_gbps": rows["metaroce"][0], "metaroce_cpu_s_per_gb": rows["metaroce"][1]}
+    log("  CPU s per GB: MetaRoCE %.3f, iperf3 %.3f (%.2fx)" % (
+        out["metaroce_cpu_s_per_gb"], out["tcp_cpu_s_per_gb"],
+        out["metaroce_cpu_s_per_gb"] / out["tcp_cpu_s_per_gb"]))
+    return out
+
+
+# --- reports ---------------------------------------------------------------------------------
+
+def kept(series, losses, at):
+    return series[losses.index(at)] / series[0] if series[0] else 0.0
+
+
+def quick(b, out_json):
+    t0 = time.monotonic()
+    log("goodput vs loss (1 plane, 500 Mbit/s, 64 KiB WRITEs, one QP):")
+    loss = goodput_vs_loss(b, [0, 1, 10], 4, 500, with_tcp=False)
+    log("plane scaling (500 Mbit/s per plane):")
+    scale = plane_scaling(b, [1, 2, 4], 4, 500)
+    log("failover (4 planes at 500 Mbit/s, plane 3 blackholed at 3 s, restored at 6 s):")
+    fo = failover(b, 500)
+    log("vs iperf3 (one connection, no loss, no rate limit):")
+    vt = vs_iperf3(b, 4)
+    res = {
+        "goodput_kept": {
+            "metaroce": {"0.01": kept(loss["metaroce"], loss["loss"], 1),
+                         "0.1": kept(loss["metaroce"], loss["loss"], 10)},
+            "rocev2": {"0.01": kept(loss["rocev2"], loss["loss"], 1),
+                       "0.1": kept(loss["rocev2"], loss["loss"], 10)}},
+        "plane_gbps": {str(n): g for n, g in zip(scale["planes"], scale["gbps"])},
+        "failover_recover_ms": fo.get("recover_ms") if fo.get("recover_ms") is not None else -1.0,
+        "goodput_vs_iperf3": vt["ratio"],
+    }
+    with open(out_json, "w") as f:
+        json.dump(res, f, indent=1)
+    g1 = res["plane_gbps"]["1"]
+    log("\nsummary (bench-quick, %.0f s)                    measured       goal" % (time.monotonic() - t0))
+    rows = [
+        ("goodput kept at 1% loss, MetaRoCE", "%.1f%%" % (100 * res["goodput_kept"]["metaroce"]["0.01"]), TARGETS["kept_1"]),
+        ("goodput kept at 1% loss, RoCEv2 baseline", "%.1f%%" % (100 * res["goodput_kept"]["rocev2"]["0.01"]), "(contrast)"),
+        ("goodput kept at 10% loss, MetaRoCE", "%.1f%%" % (100 * res["goodput_kept"]["metaroce"]["0.1"]), TARGETS["kept_10"]),
+        ("goodput kept at 10% loss, RoCEv2 baseline", "%.1f%%" % (100 * res["goodput_kept"]["rocev2"]["0.1"]), "(contrast)"),
+    ] + [("plane scaling %s -> %s planes" % ("1", n), "%.2fx" % (res["plane_gbps"][n] / g1 if g1 else 0),
+          "≥ %.1fx" % (0.9 * int(n))) for n in res["plane_gbps"] if n != "1"] + [
+        ("failover: back to 90% of surviving capacity", "%s ms" % ("%.0f" % fo["recover_ms"] if fo.get("recover_ms") is not None else "never"), "≤ 10 ms"),
+        ("goodput vs iperf3, one connection", "%.2fx" % res["goodput_vs_iperf3"], TARGETS["vs_tcp"]),
+    ]
+    for name, val, goal in rows:
+        log("  %-46s %10s   %s" % (name, val, goal))
+    log("written: %s" % out_json)
+
+
+def gnuplot(script):
+    subprocess.run(["gnuplot"], input=script, text=True, check=True)
+
+
+def full(b, out_json, report_md, plot_dir):
+    os.makedirs(plot_dir, exist_ok=True)
+    t0 = time.monotonic()
+    res = {"date": time.strftime("%Y-%m-%d"), "machine": "%d cores, kernel %s" % (os.cpu_count(), os.uname().release)}
+    log("goodput vs loss (1 plane of 2 spines, 500 Mbit/s host links, 64 KiB WRITEs, one QP / one TCP stream):")
+    res["loss"] = goodput_vs_loss(b, [0, 0.1, 1, 2, 5, 10], 5, 500, with_tcp=True)
+    log("plane scaling (500 Mbit/s per plane, 1 MiB WRITEs):")
+    res["scaling"] = plane_scaling(b, [1, 2, 4, 8], 5, 500)
+    log("many QPs (2 planes, no rate limit, 16 KiB WRITEs, 2 in flight per QP):")
+    res["qps"] = many_qps(b, [1, 64, 512, 2000], 5)
+    log("failover:")
+    res["failover"] = failover(b, 500)
+    log("incast:")
+    res["incast"] = incast(b, 4, 500, 6)
+    log("latency:")
+    res["latency"] = latency(b, 20000)
+    log("vs iperf3 on the testbed:")
+    res["vs_tcp"] = vs_iperf3(b, 5)
+    log("CPU per GB (one veth pair, bench/udp_vs_tcp.sh):")
+    res["cpu"] = cpu_per_gb(b, 8)
+    res["seconds"] = time.monotonic() - t0
+    with open(out_json, "w") as f:
+        json.dump(res, f, indent=1)
+    plots(res, plot_dir)
+    write_report(res, report_md, plot_dir)
+    log("written: %s, %s, %s/*.png (%.0f s)" % (out_json, report_md, plot_dir, res["seconds"]))
+
+
+def plots(res, d):
+    L = res["loss"]
+    data = "\n".join("%g %g %g %g" % (l, m, r, t) for l, m, r, t in
+                     zip(L["loss"], L["metaroce"], L["rocev2"], L["tcp"] or [0] * len(L["loss"])))
+    gnuplot("""set terminal pngcairo size 800,480 font ",11"
+set output "%s/goodput_vs_loss.png"
+set title "Goodput vs random loss: one plane, %d Mbit/s host links"
+set xlabel "random loss (%%)"; set ylabel "goodput (Gbit/s)"; set key top right; set grid
+$d << EOD
+%s
+EOD
+plot $d u 1:2 w lp lw 2 t "MetaRoCE", $d u 1:3 w lp lw 2 t "RoCEv2 baseline", $d u 1:4 w lp lw 2 t "kernel TCP (iperf3)"
+""" % (d, L["rate_mbit"], data))
+    S = res["scaling"]
+    data = "\n".join("%d %g %g" % (n, g, n * S["gbps"][0]) for n, g in zip(S["planes"], S["gbps"]))
+    gnuplot("""set terminal pngcairo size 800,480 font ",11"
+set output "%s/plane_scaling.png"
+set title "Plane scaling: %d Mbit/s per plane"
+set xlabel "planes"; set ylabel "goodput (Gbit/s)"; set key top left; set grid; set logscale x 2
+$d << EOD
+%s
+EOD
+plot $d u 1:2 w lp lw 2 t "MetaRoCE", $d u 1:3 w l dt 2 t "N x 1 plane"
+""" % (d, S["rate_mbit"], data))
+    F = res["failover"]
+    data = "\n".join("%g %g" % p for p in F["points"])
+    ev = F.get("events", {})
+    gnuplot("""set terminal pngcairo size 800,480 font ",11"
+set output "%s/failover.png"
+set title "Goodput while plane 3 of 4 is blackholed and restored"
+set xlabel "time (s)"; set ylabel "goodput (Gbit/s, %g s bins)"; set grid; unset key
+set arrow from %g, graph 0 to %g, graph 1 nohead lc rgb "red"
+set arrow from %g, graph 0 to %g, graph 1 nohead lc rgb "dark-green"
+$d << EOD
+%s
+EOD
+plot $d u 1:2 w l lw 1
+""" % (d, F["interval_s"], ev.get("fail", 0), ev.get("fail", 0), ev.get("restore", 0), ev.get("restore", 0), data))
+    I = res["incast"]
+    if I["timeline"]:
+        data = "\n".join("%g %s %g" % (t, " ".join("%g" % x for x in xs), j) for t, xs, j in I["timeline"])
+        cols = ", ".join('$d u 1:%d w l lw 2 t "sender %d"' % (i + 2, i) for i in range(I["senders"]))
+        gnuplot("""set terminal pngcairo size 800,480 font ",11"
+set output "%s/incast.png"
+set title "Incast %d->1 at %d Mbit/s: per-sender goodput and Jain's index"
+set xlabel "time (s)"; set ylabel "goodput (Gbit/s)"; set y2label "Jain's index"; set y2range [0:1.05]
+set y2tics; set grid; set key bottom right
+$d << EOD
+%s
+EOD
+plot %s, $d u 1:%d axes x1y2 w l dt 2 lw 2 t "Jain"
+""" % (d, I["senders"], I["rate_mbit"], data, cols, I["senders"] + 2))
+
+
+def write_report(res, path, plot_dir):
+    L, S, Q, F, I, T, C, LA = (res["loss"], res["scaling"], res["qps"], res["failover"],
+                               res["incast"], res["vs_tcp"], res["cpu"], res["latency"])
+    rel = os.path.relpath(plot_dir, os.path.dirname(path))
+    lines = ["<!-- fabric-bench:begin (written by make bench; edits here are overwritten) -->",
+             "## The fabric: `make bench` and `make bench-quick`", "",
+             "`bench/fabric_bench.py` on `testbed/mrc-testbed` fabrics (network namespaces; every plane "
+             "a leaf per host and 2 spines with ECMP by UDP/TCP port; TBF on host links; our BPF "
+             "program for loss, ECN and blackholes), a `metaroced` per host on the udp backend, "
+             "`metaroce-perf --events` through libmetaroce. The RoCEv2 baseline is the same daemon "
+             "with `transport = rocev2`; kernel TCP is iperf3 and kernel UDP sockperf on the same "
+             "links. MTU 9000. Measured %s on this machine (%s), one run, %.0f s." % (
+                 res["date"], res["machine"], res["seconds"]), ""]
+    m0, r0, t0 = L["metaroce"][0], L["rocev2"][0], (L["tcp"] or [0])[0]
+    lines += ["### Goodput vs random loss", "",
+              "One plane, %d Mbit/s host links, one QP of 64 KiB WRITEs (16 in flight) or one TCP stream; "
+              "loss on the spines, so every packet sees the rate once." % L["rate_mbit"], "",
+              "| loss | MetaRoCE Gbit/s (kept) | RoCEv2 baseline (kept) | iperf3 TCP (kept) | MetaRoCE / RoCEv2 | MetaRoCE / TCP |",
+              "|---|---|---|---|---|---|"]
+    for i, l in enumerate(L["loss"]):
+        m, r = L["metaroce"][i], L["rocev2"][i]
+        t = L["tcp"][i] if L["tcp"] else 0
+        lines.append("| %g%% | %.3f (%.1f%%) | %.3f (%.1f%%) | %.3f (%.1f%%) | %s | %s |" % (
+            l, m, 100 * m / m0 if m0 else 0, r, 100 * r / r0 if r0 else 0, t, 100 * t / t0 if t0 else 0,
+            "%.2fx" % (m / r) if r else "∞", "%.2fx" % (m / t) if t else "∞"))
+    lines += ["", "![goodput vs loss](%s/goodput_vs_loss.png)" % rel, ""]
+    g1 = S["gbps"][0]
+    lines += ["### Plane scaling", "", "%d Mbit/s per plane, 1 MiB WRITEs over max(2, N) QPs." % S["rate_mbit"], "",
+              "| planes | Gbit/s | vs 1 plane | goal ≥ | link capacity used |", "|---|---|---|---|---|"]
+    for n, g in zip(S["planes"], S["gbps"]):
+        lines.append("| %d | %.3f | %.2fx | %.1fx | %.0f%% |" % (n, g, g / g1 if g1 else 0, 0.9 * n,
+                                                              100 * g / (n * S["rate_mbit"] / 1000.0)))
+    lines += ["", "![plane scaling](%s/plane_scaling.png)" % rel, ""]
+    lines += ["### Many QPs", "", "2 planes, no rate limit, 16 KiB WRITEs, 2 in flight per QP, one process.", "",
+              "| QPs | Gbit/s | every message completed |", "|---|---|---|"]
+    for q, g, ok in zip(Q["qps"], Q["gbps"], Q["ok"]):
+        lines.append("| %d | %.3f | %s |" % (q, g, "yes" if ok else "**no**"))
+    lines += ["", "### Plane failure", "",
+              "4 planes at %d Mbit/s, 4 QPs of 64 KiB WRITEs; plane 3 blackholed at %.1f s and restored at "
+              "%.1f s; goodput in %g s bins." % (F["rate_mbit"], F.get("events", {}).get("fail", 0),
+                                               F.get("events", {}).get("restore", 0), F["interval_s"]), "",
+              "| before | surviving capacity | back to 90%% of it | during | after restore | application error |",
+              "|---|---|---|---|---|---|",
+              "| %.3f Gbit/s | %.3f Gbit/s | %s | %.3f Gbit/s | %.3f Gbit/s | %s |" % (
+                  F.get("pre_gbps", 0), F.get("surviving_gbps", 0),
+                  "%.0f ms" % F["recover_ms"] if F.get("recover_ms") is not None else "never",
+                  F.get("during_gbps", 0), F.get("after_restore_gbps", 0), "yes" if F["error"] else "none"),
+              "", "![failover](%s/failover.png)" % rel, ""]
+    lines += ["### Incast", "",
+              "%d senders write to one receiver over one plane at %d Mbit/s; ECN marks from a virtual queue on the "
+              "receiver's leaf port (30–150 kB, 20%%); receiver rate hints from `rx_capacity`." % (I["senders"], I["rate_mbit"]), "",
+              "| per-sender Gbit/s | Jain's index (median of 0.1 s bins) | fair (≥ 0.95 for 5 bins) after | CE marks |",
+              "|---|---|---|---|",
+              "| %s | %.3f | %s | %d |" % (", ".join("%.3f" % I["per_sender_gbps"][s] for s in sorted(I["per_sender_gbps"])),
+                                         I["jain_median"], "%.1f s" % I["converge_s"] if I["converge_s"] is not None else "never",
+                                         I["ce_marks"]),
+              "", "![incast](%s/incast.png)" % rel, ""]
+    mm, uu = LA["metaroce"] or {}, LA["udp"]
+    lines += ["### Small-message latency", "",
+              "64 B SEND ping-pong (metaroce-perf, spinning) vs sockperf UDP ping-pong, one plane, half round trip in µs, %d iterations." % LA["iterations"], "",
+              "| | p50 | p99 | p99.9 |", "|---|---|---|---|",
+              "| MetaRoCE | %s | %s | %s |" % tuple("%.1f" % mm[k] if mm.get(k) else "–" for k in ("p50", "p99", "p99_9")),
+              "| sockperf UDP | %s | %s | %s |" % tuple("%.1f" % uu[k] if uu.get(k) else "–" for k in ("p50", "p99", "p99_9")),
+              ""]
+    lines += ["### Against kernel TCP", "",
+              "| what | MetaRoCE | iperf3 | ratio | goal |", "|---|---|---|---|---|",
+              "| one connection on the testbed, no loss | %.3f Gbit/s | %.3f Gbit/s | %.2fx | %s |" % (
+                  T["metaroce_gbps"], T["tcp_gbps"], T["ratio"], TARGETS["vs_tcp"])]
+    if C:
+        lines += ["| one veth pair (bench/udp_vs_tcp.sh) | %.3f Gbit/s | %.3f Gbit/s | %.2fx | %s |" % (
+                      C["metaroce_gbps"], C["tcp_gbps"], C["metaroce_gbps"] / C["tcp_gbps"], TARGETS["vs_tcp"]),
+                  "| CPU s per GB, same run | %.3f | %.3f | %.2fx | %s |" % (
+                      C["metaroce_cpu_s_per_gb"], C["tcp_cpu_s_per_gb"],
+                      C["metaroce_cpu_s_per_gb"] / C["tcp_cpu_s_per_gb"], TARGETS["cpu"])]
+    lines += ["<!-- fabric-bench:end -->"]
+    text = open(path).read() if os.path.exists(path) else ""
+    block = "\n".join(lines) + "\n"
+    m = re.search(r"<!-- fabric-bench:begin.*?<!-- fabric-bench:end -->\n", text, re.S)
+    text = text[:m.start()] + block + text[m.end():] if m else text.rstrip("\n") + "\n\n" + block
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def main():
+    if len(sys.argv) != 3 or sys.argv[1] not in ("--quick", "--full"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    if os.geteuid() != 0:
+        print("fabric_bench: namespaces and BPF need root", file=sys.stderr)
+        return 1
+    for tool in ("iperf3", "sockperf", "gnuplot", "bpftool"):
+        if subprocess.run(["sh", "-c", "command -v " + tool], stdout=subprocess.DEVNULL).returncode:
+            print("fabric_bench: %s is not installed (make deps)" % tool, file=sys.stderr)
+            return 1
+    b = Bench(sys.argv[2])
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    try:
+        if sys.argv[1] == "--quick":
+            quick(b, os.path.join(b.build, "bench-quick.json"))
+        else:
+            full(b, os.path.join(b.build, "bench.json"), os.path.join(ROOT, "docs", "BENCHMARKS.md"),
+                 os.path.join(ROOT, "docs", "bench"))
+    except Failed as e:
+        print("fabric_bench: %s" % e, file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("fabric_bench: interrupted", file=sys.stderr)
+        return 1
+    finally:
+        b.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
