@@ -55,6 +55,12 @@ class Bench:
         self.procs = []
         self.testbeds = set()
         self.port = 18800
+        self.port_lock = threading.Lock()
+
+    def next_port(self):
+        with self.port_lock:      # incast runs its senders in threads
+            self.port += 1
+            return self.port
 
     # --- processes ------------------------------------------------------------------------
     def spawn(self, ns, argv, out=None, err=None, env=None):
@@ -139,13 +145,13 @@ class Bench:
 
     def perf(self, client, server, args, on_progress=None, timeout=120):
         """One metaroce-perf run: the client's JSON summary, or None if it failed."""
-        self.port += 1
+        port = self.next_port()
         env_s = {"METAROCE_SOCKET": self.sockets[server], "METAROCE_QUIET": "1"}
         env_c = {"METAROCE_SOCKET": self.sockets[client], "METAROCE_QUIET": "1"}
-        srv = self.spawn(self.ns(server), self.perf_cmd(server, ["-e", "-p", str(self.port)]),
+        srv = self.spawn(self.ns(server), self.perf_cmd(server, ["-e", "-p", str(port)]),
                          env=env_s)
         time.sleep(0.2)
-        cargs = ["-j", "-p", str(self.port)] + args + [self.addr(0, server)]
+        cargs = ["-j", "-p", str(port)] + args + [self.addr(0, server)]
         if on_progress:
             cargs = ["--progress"] + cargs
         cli = self.spawn(self.ns(client), self.perf_cmd(client, cargs), out=subprocess.PIPE,
@@ -170,16 +176,19 @@ class Bench:
         except subprocess.TimeoutExpired:
             srv.kill()
         if cli.returncode:
-            log("    (metaroce-perf %s failed: %s)" % (" ".join(args), "".join(err_lines[-2:]).strip()))
+            tails = ["host %d: %s" % (h, " | ".join(open(os.path.join(self.tmp, "h%d.log" % h)).read().splitlines()[-3:]))
+                     for h in (client, server)]
+            log("    (metaroce-perf %s failed, exit %d: %s; %s)" % (
+                " ".join(args), cli.returncode, "".join(err_lines[-2:]).strip(), "; ".join(tails)))
             return None
         return json.loads(out)
 
     def iperf3(self, client, server, secs, plane=0, extra=()):
-        self.port += 1
-        srv = self.spawn(self.ns(server), ["iperf3", "-s", "-1", "-p", str(self.port)])
+        port = self.next_port()
+        srv = self.spawn(self.ns(server), ["iperf3", "-s", "-1", "-p", str(port)])
         time.sleep(0.3)
         r = subprocess.run(["ip", "netns", "exec", self.ns(client), "iperf3", "-c",
-                            self.addr(plane, server), "-p", str(self.port), "-t", str(secs),
+                            self.addr(plane, server), "-p", str(port), "-t", str(secs),
                             "-J"] + list(extra), stdout=subprocess.PIPE, text=True)
         srv.wait(timeout=10)
         try:
@@ -337,20 +346,25 @@ def incast(b, senders, rate, secs, interval=0.1):
     stats = subprocess.run([TB_TOOL, "-n", b.tb["name"], "stats", "--json"], stdout=subprocess.PIPE,
                            text=True).stdout
     marks = json.loads(stats)["0"]["leaf_downlinks"]["ce_marked"] if stats else 0
-    # bins of `interval` on the common clock: Jain's index of the senders' goodputs per bin
-    bins = {}
-    for s, pts in series.items():
-        for t, g in pts:
-            bins.setdefault(int(t / interval), {})[s] = g
+    # Each progress line is a sender's mean goodput since its previous line: a step function.
+    # Sampled on a common grid while all senders run: Jain's index of the four at each point.
+    def rate_at(pts, t):
+        return next((g for ti, g in pts if ti >= t), pts[-1][1])
     timeline = []
-    for k in sorted(bins):
-        if len(bins[k]) == senders:
-            xs = [bins[k][s] for s in range(senders)]
+    if all(series[s] for s in range(senders)):
+        lo = max(series[s][0][0] for s in range(senders))
+        hi = min(series[s][-1][0] for s in range(senders))
+        t = lo
+        while t <= hi:
+            xs = [rate_at(series[s], t) for s in range(senders)]
             jain = sum(xs) ** 2 / (senders * sum(x * x for x in xs)) if any(xs) else 0
-            timeline.append((k * interval, xs, jain))
+            timeline.append((t, xs, jain))
+            t += interval
+    # fair: Jain >= 0.95 for 5 grid points in a row (0.5 s), counted from when all had started
     converge = None
     for i, (t, xs, jain) in enumerate(timeline):
-        if all(j >= 0.95 for _, _, j in timeline[i:i + 5]) and len(timeline[i:i + 5]) == 5:
+        run = timeline[i:i + 5]
+        if len(run) == 5 and all(j >= 0.95 for _, _, j in run):
             converge = t - timeline[0][0]
             break
     jains = [j for _, _, j in timeline]
@@ -358,24 +372,24 @@ def incast(b, senders, rate, secs, interval=0.1):
     out = {"senders": senders, "rate_mbit": rate, "timeline": timeline, "converge_s": converge,
            "jain_median": statistics.median(jains) if jains else 0, "per_sender_gbps": totals,
            "ce_marks": marks, "errors": sum(1 for s in range(senders) if not results.get(s))}
-    log("  %d->1 at %d Mbit/s: per sender %s Gbit/s, Jain median %.3f, fair (>= 0.95 for 5 "
-        "bins) after %s s, %d CE marks" % (senders, rate, ["%.3f" % totals[s] for s in range(senders)],
+    log("  %d->1 at %d Mbit/s: per sender %s Gbit/s, Jain median %.3f, fair (>= 0.95 for 0.5 s) "
+        "%s s after all had started, %d CE marks" % (senders, rate, ["%.3f" % totals[s] for s in range(senders)],
                                            out["jain_median"], "%.1f" % converge if converge is not None
                                            else "never", marks))
     return out
 
 
-def latency(b, iterations):
+def latency(b, secs):
     b.testbed(2, 1, 0)
     b.daemons([0, 1])
-    j = b.perf(0, 1, ["-t", "send", "-m", "lat", "-s", "64", "-n", str(iterations)])
+    j = b.perf(0, 1, ["-t", "send", "-m", "lat", "-s", "64", "-D", str(secs)])
     b.stop_daemons()
     mrc = j["latency_us"] if j else None
-    b.port += 1
-    srv = b.spawn(b.ns(1), ["sockperf", "sr", "-i", b.addr(0, 1), "-p", str(b.port)])
+    port = b.next_port()
+    srv = b.spawn(b.ns(1), ["sockperf", "sr", "-i", b.addr(0, 1), "-p", str(port)])
     time.sleep(0.5)
     r = subprocess.run(["ip", "netns", "exec", b.ns(0), "sockperf", "pp", "-i", b.addr(0, 1),
-                        "-p", str(b.port), "-m", "64", "-n", str(iterations)],
+                        "-p", str(port), "-m", "64", "-t", str(secs)],
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     srv.kill()
     srv.wait()
@@ -392,7 +406,8 @@ def latency(b, iterations):
     log("  64 B half round trip, us: MetaRoCE p50 %s p99 %s p99.9 %s | sockperf UDP p50 %s p99 %s p99.9 %s" % (
         mrc and "%.1f" % mrc["p50"], mrc and "%.1f" % mrc["p99"], mrc and "%.1f" % mrc["p99_9"],
         udp["p50"], udp["p99"], udp["p99_9"]))
-    return {"metaroce": mrc, "udp": udp, "iterations": iterations}
+    return {"metaroce": mrc, "udp": udp, "seconds": secs,
+            "metaroce_messages": j["messages"] if j else 0}
 
 
 def many_qps(b, counts, secs):
@@ -507,7 +522,7 @@ def full(b, out_json, report_md, plot_dir):
     log("incast:")
     res["incast"] = incast(b, 4, 500, 6)
     log("latency:")
-    res["latency"] = latency(b, 20000)
+    res["latency"] = latency(b, 3)
     log("vs iperf3 on the testbed:")
     res["vs_tcp"] = vs_iperf3(b, 5)
     log("CPU per GB (one veth pair, bench/udp_vs_tcp.sh):")
@@ -625,7 +640,7 @@ def write_report(res, path, plot_dir):
     lines += ["### Incast", "",
               "%d senders write to one receiver over one plane at %d Mbit/s; ECN marks from a virtual queue on the "
               "receiver's leaf port (30–150 kB, 20%%); receiver rate hints from `rx_capacity`." % (I["senders"], I["rate_mbit"]), "",
-              "| per-sender Gbit/s | Jain's index (median of 0.1 s bins) | fair (≥ 0.95 for 5 bins) after | CE marks |",
+              "| per-sender Gbit/s | Jain's index (median, 0.1 s grid) | fair (≥ 0.95 for 0.5 s) after | CE marks |",
               "|---|---|---|---|",
               "| %s | %.3f | %s | %d |" % (", ".join("%.3f" % I["per_sender_gbps"][s] for s in sorted(I["per_sender_gbps"])),
                                          I["jain_median"], "%.1f s" % I["converge_s"] if I["converge_s"] is not None else "never",
@@ -633,7 +648,9 @@ def write_report(res, path, plot_dir):
               "", "![incast](%s/incast.png)" % rel, ""]
     mm, uu = LA["metaroce"] or {}, LA["udp"]
     lines += ["### Small-message latency", "",
-              "64 B SEND ping-pong (metaroce-perf, spinning) vs sockperf UDP ping-pong, one plane, half round trip in µs, %d iterations." % LA["iterations"], "",
+              "64 B SEND ping-pong (metaroce-perf, spinning; the daemons sleep in epoll between "
+              "packets, `busy_poll = no`) vs sockperf UDP ping-pong, one plane, half round trip in µs, "
+              "%g s each." % LA["seconds"], "",
               "| | p50 | p99 | p99.9 |", "|---|---|---|---|",
               "| MetaRoCE | %s | %s | %s |" % tuple("%.1f" % mm[k] if mm.get(k) else "–" for k in ("p50", "p99", "p99_9")),
               "| sockperf UDP | %s | %s | %s |" % tuple("%.1f" % uu[k] if uu.get(k) else "–" for k in ("p50", "p99", "p99_9")),

@@ -98,7 +98,13 @@ static int plane_socket(const struct mrcd_plane *p, uint16_t port, bool rx, uint
 	    setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_MTU_DISCOVER : IP_MTU_DISCOVER,
 		       &pmtu, sizeof(pmtu)) ||
 	    (rx && setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
-			      v6 ? IPV6_RECVTCLASS : IP_RECVTOS, &one, sizeof(one)))) {
+			      v6 ? IPV6_RECVTCLASS : IP_RECVTOS, &one, sizeof(one))) ||
+	    /* Without it a datagram the local qdisc drops (a full NIC queue, a rate limit) is
+	     * reported as sent: loss the sender inflicted on itself, without ECN, which looks
+	     * like a failing path. With it the send fails with ENOBUFS, and the datagram waits
+	     * for the queue like every other back-pressured one. */
+	    (!rx && setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_RECVERR : IP_RECVERR,
+			       &one, sizeof(one)))) {
 		fail(err, errlen, "setsockopt", p);
 		close(fd);
 		return -1;

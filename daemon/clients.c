@@ -22,6 +22,7 @@
 
 #define MRCD_TX_BATCH 32
 #define MRCD_PUMP_BUDGET 512  /* packets per pump before receive gets a turn */
+#define MRCD_TX_RETRY_NS 20000 /* a datagram the local queue refused is tried again after */
 #define RESOLVE_TIMEOUT_NS 2000000000ull
 
 static const uint8_t v4_mapped[12] = MRC_V4_MAPPED_PREFIX;
@@ -83,12 +84,14 @@ int mrcd_clients_init(struct mrcd *d)
 	c->cqs = calloc(MRCD_MAX_CQS, sizeof(*c->cqs));
 	c->qps = calloc(MRCD_MAX_QPS, sizeof(*c->qps));
 	c->tx_buf = malloc((size_t)MRCD_TX_BATCH * d->cfg.mtu);
-	if (!c->mrs || !c->cqs || !c->qps || !c->tx_buf) {
+	c->tx_dgrams = calloc(MRCD_TX_BATCH, sizeof(*c->tx_dgrams));
+	if (!c->mrs || !c->cqs || !c->qps || !c->tx_buf || !c->tx_dgrams) {
 		/* nothing is owned yet: free the tables, reclaim nothing */
 		free(c->mrs);
 		free(c->cqs);
 		free(c->qps);
 		free(c->tx_buf);
+		free(c->tx_dgrams);
 		memset(c, 0, sizeof(*c));
 		return -1;
 	}
@@ -105,6 +108,7 @@ int mrcd_clients_init(struct mrcd *d)
 		free(c->cqs);
 		free(c->qps);
 		free(c->tx_buf);
+		free(c->tx_dgrams);
 		memset(c, 0, sizeof(*c));
 		return -1;
 	}
@@ -1105,26 +1109,31 @@ bool mrcd_clients_recv(struct mrcd *d, const struct mrc_packet *pkt, const struc
 	return true;
 }
 
-static void flush_tx(struct mrcd *d, struct mrcd_dgram *g, unsigned *n)
+/* Sends what is queued; false while the local queue still refuses some of it. */
+static bool flush_tx(struct mrcd *d, uint64_t now)
 {
-	unsigned sent = 0;
+	struct mrcd_clients *c = &d->clients;
 
-	while (sent < *n) {
-		int k = d->backend.ops->tx_batch(&d->backend, g + sent, *n - sent);
+	while (c->tx_sent < c->tx_queued) {
+		int k = d->backend.ops->tx_batch(&d->backend, c->tx_dgrams + c->tx_sent,
+						 c->tx_queued - c->tx_sent);
 
-		if (k <= 0)
-			break; /* the socket is full: the engine's timers resend what is lost */
-		sent += (unsigned)k;
+		if (k <= 0) {
+			/* A qdisc drop has no POLLOUT to wait for: look again shortly. */
+			c->tx_retry_ns = now + MRCD_TX_RETRY_NS;
+			return false;
+		}
+		c->tx_sent += (unsigned)k;
+		d->stats.tx_datagrams += (unsigned)k;
 	}
-	d->stats.tx_datagrams += sent;
-	*n = 0;
+	c->tx_queued = c->tx_sent = 0;
+	return true;
 }
 
 void mrcd_clients_pump(struct mrcd *d, uint64_t now)
 {
 	struct mrcd_clients *c = &d->clients;
-	struct mrcd_dgram g[MRCD_TX_BATCH];
-	unsigned n = 0, budget = MRCD_PUMP_BUDGET;
+	unsigned budget = MRCD_PUMP_BUDGET;
 	bool progress = true;
 
 	if (c->n_retired)
@@ -1159,6 +1168,11 @@ void mrcd_clients_pump(struct mrcd *d, uint64_t now)
 		    qp->state != MRC_CTL_QP_ERR)
 			qp_error(d, qp, now);
 	}
+	/* what the local queue refused last time goes first; nothing new until it is out */
+	if (c->tx_queued && !flush_tx(d, now)) {
+		c->more_to_send = false;
+		return;
+	}
 	/* round robin, a few packets per QP per turn, so no QP starves the others */
 	while (progress && budget) {
 		progress = false;
@@ -1170,28 +1184,31 @@ void mrcd_clients_pump(struct mrcd *d, uint64_t now)
 			if (!qp->conn)
 				continue;
 			for (unsigned k = 0; k < 8 && budget; k++) {
-				uint8_t *buf = c->tx_buf + (size_t)n * d->cfg.mtu;
+				uint8_t *buf = c->tx_buf + (size_t)c->tx_queued * d->cfg.mtu;
+				struct mrcd_dgram *g = &c->tx_dgrams[c->tx_queued];
 
 				if (!mrc_conn_send(qp->conn, buf, d->cfg.mtu, &tx, now, &len))
 					break;
 				if (tx.plane >= MRC_MAX_PLANES || !(qp->peer_planes >> tx.plane & 1))
 					continue;
-				g[n] = (struct mrcd_dgram){ .data = buf, .len = (uint32_t)len,
-							    .plane = tx.plane, .sport = tx.sport,
-							    .peer_port = qp->peer_port };
-				g[n].peer.family = memcmp(qp->peer_addr[tx.plane], v4_mapped, 12)
-							   ? MRC_AF_INET6
-							   : MRC_AF_INET;
-				memcpy(g[n].peer.addr, qp->peer_addr[tx.plane], 16);
+				*g = (struct mrcd_dgram){ .data = buf, .len = (uint32_t)len,
+							  .plane = tx.plane, .sport = tx.sport,
+							  .peer_port = qp->peer_port };
+				g->peer.family = memcmp(qp->peer_addr[tx.plane], v4_mapped, 12)
+							 ? MRC_AF_INET6
+							 : MRC_AF_INET;
+				memcpy(g->peer.addr, qp->peer_addr[tx.plane], 16);
 				budget--;
 				progress = true;
-				if (++n == MRCD_TX_BATCH)
-					flush_tx(d, g, &n);
+				if (++c->tx_queued == MRCD_TX_BATCH && !flush_tx(d, now)) {
+					c->more_to_send = false;
+					return;
+				}
 			}
 		}
 	}
-	if (n)
-		flush_tx(d, g, &n);
+	if (c->tx_queued)
+		flush_tx(d, now);
 	c->more_to_send = !budget;
 }
 
@@ -1202,6 +1219,8 @@ uint64_t mrcd_clients_next_timeout(const struct mrcd *d)
 
 	if (c->more_to_send)
 		return 0;
+	if (c->tx_queued)
+		next = c->tx_retry_ns;
 	for (unsigned j = 0; j < c->n_qps; j++) {
 		const struct mrcd_qp *qp = &c->qps[c->active[j]];
 		uint64_t t = UINT64_MAX;
@@ -1501,10 +1520,12 @@ void mrcd_clients_fini(struct mrcd *d)
 	free(c->cqs);
 	free(c->qps);
 	free(c->tx_buf);
+	free(c->tx_dgrams);
 	mrc_rate_domain_fini(&c->rate);
 	memset(&c->rate, 0, sizeof(c->rate));
 	c->mrs = NULL;
 	c->cqs = NULL;
 	c->qps = NULL;
 	c->tx_buf = NULL;
+	c->tx_dgrams = NULL;
 }

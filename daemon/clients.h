@@ -122,6 +122,12 @@ struct mrcd_clients {
 	uint64_t mapped_bytes;
 	uint64_t seed;
 	uint8_t *tx_buf;     /* MRCD_TX_BATCH packets of mtu bytes */
+	/* Datagrams the engine produced, tx_sent of tx_queued of them on the wire. The local
+	 * queue refused the rest (ENOBUFS, EAGAIN): they wait, and the engine is not asked for
+	 * more until they are out, so back-pressure never turns into self-inflicted loss. */
+	struct mrcd_dgram *tx_dgrams;
+	unsigned tx_queued, tx_sent;
+	uint64_t tx_retry_ns; /* when to try a refused datagram again */
 	bool more_to_send;   /* the last pump stopped at its budget */
 };
 

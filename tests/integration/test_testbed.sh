@@ -156,3 +156,26 @@ s = json.load(sys.stdin)
 lost = [s[p]["spines"]["lost_random"] for p in "0123"]
 assert all(l > 0 for l in lost), lost
 print("  packets lost by the fabric per plane:", lost)' || fail "the planes did not all lose packets"
+
+# A sender whose own link is slower than it can write (TBF on its plane NIC): the local queue
+# refuses datagrams, and the daemon must hold them rather than lose them (once, those
+# self-inflicted drops failed every path and the QPs with "retry exceeded").
+$TB down
+testbed_up --hosts 2 --planes 1 --rate 200
+testbed_daemons 1 0 1
+wait_for "$TMP/h0.log" "backend udp"
+wait_for "$TMP/h1.log" "backend udp"
+ip netns exec "mtb-$TESTBED-h1" env METAROCE_SOCKET="$TMP/h1.sock" "$BUILD/bin/metaroce-run" \
+	timeout 60 "$PERF" -e >"$TMP/bp.server.log" 2>&1 &
+srv=$!
+PIDS="$PIDS $srv"
+ip netns exec "mtb-$TESTBED-h0" env METAROCE_SOCKET="$TMP/h0.sock" "$BUILD/bin/metaroce-run" \
+	timeout 60 "$PERF" -e -t write -s 1M -q 2 -D 3 -V -j 198.18.1.2 >"$TMP/bp.json" \
+	2>"$TMP/bp.err" || { cat "$TMP/bp.err"; tail -n 5 "$TMP/h0.log"; fail "writes through a rate-limited sender link failed"; }
+wait "$srv" || { cat "$TMP/bp.server.log"; fail "its server"; }
+python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["errors"] == 0 and j["peer"]["errors"] == 0 and j["peer"]["verified"] == j["messages"] > 0, j
+print("  back-pressure from a 200 Mbit/s sender link: %d MiB verified, %.3f Gbit/s" % (j["messages"], j["gbps"]))' "$TMP/bp.json" ||
+	fail "writes through a rate-limited sender link"
