@@ -81,8 +81,9 @@ SAN_METAROCED := $(SAN)/sbin/metaroced
 METAROCE_CTL := $(BUILD)/bin/metaroce-ctl
 METAROCE_PERF := $(BUILD)/bin/metaroce-perf
 # BPF programs loaded into the kernel, and their BPF_PROG_TEST_RUN fixture tests
-BPF_OBJS := $(BUILD)/bpf/impair.bpf.o
-BPF_TESTS := $(BUILD)/tests/bpf/test_impair
+BPF_OBJS := $(BUILD)/bpf/impair.bpf.o $(BUILD)/bpf/metaroce_xdp.bpf.o
+BPF_TESTS := $(BUILD)/tests/bpf/test_impair $(BUILD)/tests/bpf/test_xdp
+XDP_COST := $(BUILD)/bench/xdp-cost
 
 # libmetaroce.so.1: the libibverbs ABI (lib/verbs) plus the ring and page-sharing code it
 # shares with the daemon, built position independent.
@@ -97,13 +98,13 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 
 .PHONY: all programs deps check demo install deb unit unit-asan verbs-abi bpf-test fuzz integration \
 	integration-asan \
-	engine-report bench bench-quick \
+	engine-report bench bench-quick bench-xdp \
 	bench-udp-vs-tcp clean
 .DEFAULT_GOAL := all
 
 all: $(LIBPROTO) $(UNIT_RUNNER) $(SAN_UNIT_RUNNER) $(FUZZ_BINS) $(CORPUS_GEN) $(HEADER_CHECK_OBJS) \
      $(ENGINE_REPORT) $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) \
-     $(METAROCE_RUN) $(VERBS_TESTS) $(SAN_METAROCED) $(BPF_OBJS) $(BPF_TESTS)
+     $(METAROCE_RUN) $(VERBS_TESTS) $(SAN_METAROCED) $(BPF_OBJS) $(BPF_TESTS) $(XDP_COST)
 	@:
 
 # What an installation needs and no more (the Debian package build uses it).
@@ -168,6 +169,8 @@ bpf-test: $(BPF_OBJS) $(BPF_TESTS)
 	$(call msg,TEST,BPF programs)
 	$(Q)out=$$($(BUILD)/tests/bpf/test_impair $(BUILD)/bpf/impair.bpf.o) || \
 		{ echo "$$out"; exit 1; }; echo "$$out" | tail -n 1 | sed 's/^/           /'
+	$(Q)out=$$($(BUILD)/tests/bpf/test_xdp $(BUILD)/bpf/metaroce_xdp.bpf.o) || \
+		{ echo "$$out"; exit 1; }; echo "$$out" | tail -n 1 | sed 's/^/           /'
 
 # The verbs tests again with metaroced built under ASan+UBSan: the hostile client, killed
 # clients and every opcode against the daemon's checks; any report fails the daemon's exit.
@@ -215,6 +218,10 @@ bench-quick bench:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory programs $(BPF_OBJS)
 	$(Q)python3 bench/fabric_bench.py $(if $(filter bench,$@),--full,--quick) $(BUILD)
+
+# The XDP fast path's cost per data packet, 64 B to 8 KiB, from BPF_PROG_TEST_RUN.
+bench-xdp: $(XDP_COST) $(BPF_OBJS)
+	$(Q)$(XDP_COST) $(BUILD)/bpf/metaroce_xdp.bpf.o 100000
 
 # One connection over one veth: metaroced + ib_write_bw on the udp backend next to iperf3.
 bench-udp-vs-tcp: $(METAROCED) $(LIBMETAROCE) $(METAROCE_RUN)
@@ -287,10 +294,27 @@ $(OBJ)/%.bpf.o: %.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c
+	$(call msg,BPF,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
 $(BUILD)/bpf/%.bpf.o: testbed/bpf/%.bpf.c
 	$(call msg,BPF,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+# The XDP program's fixtures and cost build their frames with the real encoder.
+XDP_ENV := tests/bpf/xdp_env.c tests/bpf/xdp_env.h lib/include/metaroce/xdp.h
+$(BUILD)/tests/bpf/test_xdp: tests/bpf/test_xdp.c $(XDP_ENV) $(LIBPROTO)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) -Itests/bpf $(MRC_CFLAGS) $(CFLAGS) -o $@ $(filter %.c %.a,$^) -lbpf
+
+$(XDP_COST): bench/xdp_cost.c $(XDP_ENV) $(LIBPROTO)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) -Itests/bpf $(MRC_CFLAGS) $(CFLAGS) -o $@ $(filter %.c %.a,$^) -lbpf
 
 $(BUILD)/tests/bpf/%: tests/bpf/%.c
 	$(call msg,LD,$@)

@@ -1,0 +1,354 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The MetaRoCE receive fast path, attached to every plane interface.
+ *
+ * For a WRITE or READ response packet of a QP the daemon handed over, it checks integrity
+ * (the Internet checksum over the whole MetaRoCE packet, before anything else is believed),
+ * the PSN against the receive window, the key, owner, access and bounds of the target region,
+ * copies the payload into the region's pages (memory the daemon and the client map too),
+ * then test-and-sets the PSN's bit in the SACK ring and tells the daemon in a ring buffer
+ * event, so completions and acknowledgements follow; the packet itself goes no further.
+ * Everything else of ours goes to the daemon (AF_XDP, or the kernel's UDP socket); anything
+ * not MetaRoCE passes untouched. Maps and outcome codes: lib/include/metaroce/xdp.h.
+ */
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/udp.h>
+#include <stddef.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+#include <metaroce/wire.h>
+#include <metaroce/xdp.h>
+
+/* Load-time settings (the skeleton's read-only data), not build variants. */
+const volatile __u16 cfg_port = MRC_UDP_PORT_DEFAULT;
+const volatile __u8 cfg_redirect;	/* 1: to the daemon over AF_XDP; 0: XDP_PASS */
+
+/* The daemon writes base and clears ring bits while the program runs: read them once. */
+#define READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
+
+#define CSUM_CHUNK 512			/* bpf_csum_diff's limit */
+#define MAX_CSUM_CHUNKS 18		/* 9216 bytes: a jumbo frame */
+
+/* A region's pages; sizes, not types, so the definition needs no BTF of its own. */
+struct page_map {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE | BPF_F_INNER_MAP);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, MRC_XDP_PAGE);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MRC_XDP_MAX_QPS);
+	__type(key, __u32);
+	__type(value, struct mrc_xdp_qp);
+} mrc_qps SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MRC_XDP_MAX_MRS);
+	__type(key, __u32);
+	__type(value, struct mrc_xdp_mr);
+} mrc_mrs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, MRC_XDP_MAX_MRS);
+	__type(key, __u32);
+	__array(values, struct page_map);
+} mrc_mr_pages SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 22);
+} mrc_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, MRC_XDP_OUTCOMES);
+	__type(key, __u32);
+	__type(value, __u64);
+} mrc_outcomes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, __u32);
+} mrc_xsks SEC(".maps");
+
+/* The checksum's tail, padded to whole words: a per-CPU scratch buffer off the small stack. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u8[CSUM_CHUNK + 4]);
+} csum_scratch SEC(".maps");
+
+extern int bpf_dynptr_from_xdp(struct xdp_md *x, __u64 flags,
+			       struct bpf_dynptr *ptr__uninit) __ksym;
+extern void *bpf_dynptr_slice(const struct bpf_dynptr *ptr, __u32 offset, void *buffer__opt,
+			      __u32 buffer__szk) __ksym;
+extern int bpf_dynptr_copy(struct bpf_dynptr *dst_ptr, __u32 dst_off,
+			   struct bpf_dynptr *src_ptr, __u32 src_off, __u32 size) __ksym;
+
+int metaroce_xdp(struct xdp_md *ctx);	/* the entry point: found by section and name */
+
+static __always_inline void count(enum mrc_xdp_outcome o)
+{
+	__u32 key = o;
+	__u64 *n = bpf_map_lookup_elem(&mrc_outcomes, &key);
+
+	if (n)
+		(*n)++;
+}
+
+static __always_inline int to_daemon(struct xdp_md *ctx, enum mrc_xdp_outcome o)
+{
+	count(o);
+	if (cfg_redirect)
+		return bpf_redirect_map(&mrc_xsks, ctx->rx_queue_index, XDP_PASS);
+	return XDP_PASS;
+}
+
+static __always_inline int dropped(enum mrc_xdp_outcome o)
+{
+	count(o);
+	return XDP_DROP;
+}
+
+static __always_inline __u16 fold(__u64 sum)
+{
+	sum = (sum & 0xffffffff) + (sum >> 32);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	return (__u16)((sum & 0xffff) + (sum >> 16));
+}
+
+/*
+ * True when the MetaRoCE packet at off, len bytes, sums (csum field included) to 0xffff.
+ * Slices point into the frame where it is linear and are copied out where it is not (a
+ * jumbo frame in fragments), so the sum costs no copy in the common case.
+ */
+static __always_inline int checksum_ok(struct bpf_dynptr *pkt, __u32 off, __u32 len)
+{
+	__u32 zero = 0, done = 0, tail;
+	__s64 sum = 0;
+	__u8 *buf, *p;
+
+	buf = bpf_map_lookup_elem(&csum_scratch, &zero);
+	if (!buf)
+		return 0;
+	for (int i = 0; i < MAX_CSUM_CHUNKS; i++) {
+		if (done + CSUM_CHUNK > len)
+			break;
+		p = bpf_dynptr_slice(pkt, off + done, buf, CSUM_CHUNK);
+		if (!p)
+			return 0;
+		sum = bpf_csum_diff(NULL, 0, (void *)p, CSUM_CHUNK, (__u32)sum);
+		done += CSUM_CHUNK;
+	}
+	tail = len - done;
+	if (tail >= CSUM_CHUNK)
+		return 0;	/* longer than any frame we accept */
+	if (tail) {
+		/* the compiler knows tail < CSUM_CHUNK and would drop the mask the verifier needs */
+		asm volatile("" : "+r"(tail));
+		tail &= CSUM_CHUNK - 1;
+		if (!tail)
+			return 0;
+		/* RFC 1071 pads an odd length with zeros: so does the word after the tail */
+		*(__u32 *)(buf + (tail & (CSUM_CHUNK - 4))) = 0;
+		if (bpf_dynptr_read(buf, tail, pkt, off + done, 0))
+			return 0;
+		sum = bpf_csum_diff(NULL, 0, (void *)buf, (tail + 3) & ~3u, (__u32)sum);
+	}
+	return fold((__u32)sum) == 0xffff;
+}
+
+static __always_inline int send_event(__u32 kind, struct xdp_md *ctx, const __u8 *peer,
+				      __u16 sport, __u8 ce, __u32 hdr_off)
+{
+	struct mrc_xdp_event *ev = bpf_ringbuf_reserve(&mrc_events, sizeof(*ev), 0);
+
+	if (!ev)
+		return -1;
+	ev->kind = kind;
+	ev->ifindex = ctx->ingress_ifindex;
+	__builtin_memcpy(ev->peer, peer, 16);
+	ev->sport = sport;
+	ev->ce = ce;
+	ev->reserved = 0;
+	ev->reserved2 = 0;
+	if (bpf_xdp_load_bytes(ctx, hdr_off, ev->hdr, sizeof(ev->hdr))) {
+		bpf_ringbuf_discard(ev, 0);
+		return -1;
+	}
+	bpf_ringbuf_submit(ev, 0);
+	return 0;
+}
+
+/* Jumbo frames arrive in fragments: everything past the headers is read through the dynptr. */
+SEC("xdp.frags")
+int metaroce_xdp(struct xdp_md *ctx)
+{
+	__u8 *data = (__u8 *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = (void *)data;
+	struct mrc_data_ext *ext;
+	struct mrc_xdp_qp *qp;
+	struct mrc_xdp_mr *mr;
+	struct mrc_hdr *hdr;
+	struct udphdr *udp;
+	struct bpf_dynptr src, dst;
+	__u8 peer[16] = {};
+	__u32 l4, off, mrc_len, payload, qpn, psn, key, slot, idx, pos, src_off, left;
+	__u64 bit, old, raddr, need;
+	__u16 sport;
+	__u8 ce;
+	void *pages;
+
+	if ((void *)(eth + 1) > end)
+		return XDP_PASS;
+	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *ip = (void *)(eth + 1);
+
+		if ((void *)(ip + 1) > end || ip->protocol != IPPROTO_UDP || ip->ihl < 5 ||
+		    (ip->frag_off & bpf_htons(0x3fff)))
+			return XDP_PASS;	/* fragments are the kernel's to reassemble */
+		l4 = sizeof(*eth) + ip->ihl * 4;
+		peer[10] = peer[11] = 0xff;
+		__builtin_memcpy(peer + 12, &ip->saddr, 4);
+		ce = (ip->tos & 3) == 3;
+	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6 = (void *)(eth + 1);
+
+		if ((void *)(ip6 + 1) > end || ip6->nexthdr != IPPROTO_UDP)
+			return XDP_PASS;
+		l4 = sizeof(*eth) + sizeof(*ip6);
+		__builtin_memcpy(peer, &ip6->saddr, 16);
+		ce = ((bpf_ntohl(*(__u32 *)ip6) >> 20) & 3) == 3;
+	} else {
+		return XDP_PASS;
+	}
+	udp = (void *)(data + (l4 & 0xff));
+	if ((void *)(udp + 1) > end)
+		return XDP_PASS;
+	if (udp->dest != bpf_htons(cfg_port)) {
+		count(MRC_XDP_NOT_OURS);
+		return XDP_PASS;
+	}
+	sport = bpf_ntohs(udp->source);
+	off = (l4 & 0xff) + sizeof(*udp);
+	mrc_len = bpf_ntohs(udp->len);
+	if (mrc_len < sizeof(*udp) + sizeof(*hdr) ||
+	    off + mrc_len - sizeof(*udp) > bpf_xdp_get_buff_len(ctx))
+		return dropped(MRC_XDP_TRUNCATED);
+	mrc_len -= sizeof(*udp);
+	hdr = (void *)(data + off);
+	if ((void *)(hdr + 1) > end)
+		return dropped(MRC_XDP_TRUNCATED);
+	if (hdr->version != MRC_WIRE_VERSION)
+		return to_daemon(ctx, MRC_XDP_BAD_VERSION);
+	if (hdr->opcode != MRC_OP_WRITE && hdr->opcode != MRC_OP_READ_RESP)
+		return to_daemon(ctx, MRC_XDP_TO_DAEMON);
+	ext = (void *)(hdr + 1);
+	if ((void *)(ext + 1) > end)
+		return dropped(MRC_XDP_TRUNCATED);
+	payload = bpf_ntohs(hdr->payload_len);
+	if (sizeof(*hdr) + sizeof(*ext) + payload > mrc_len)
+		return dropped(MRC_XDP_TRUNCATED);
+	if (sizeof(*hdr) + sizeof(*ext) + payload < mrc_len || !payload)
+		return to_daemon(ctx, MRC_XDP_TO_DAEMON);	/* malformed: the decoder says why */
+	qpn = bpf_ntohl(hdr->dst_qpn);
+	qp = bpf_map_lookup_elem(&mrc_qps, &qpn);
+	if (!qp)
+		return to_daemon(ctx, MRC_XDP_UNKNOWN_QP);
+	if (!(qp->flags & MRC_XDP_QP_PLACE))
+		return to_daemon(ctx, MRC_XDP_TO_DAEMON);
+	if (bpf_dynptr_from_xdp(ctx, 0, &src))
+		return to_daemon(ctx, MRC_XDP_PLACE_FAILED);
+	/* nothing below is believed before this */
+	if (!checksum_ok(&src, off, mrc_len))
+		return dropped(MRC_XDP_BAD_CHECKSUM);
+	psn = bpf_ntohl(hdr->psn);
+	if (psn - READ_ONCE(qp->base) >= MRC_SACK_BITS) {
+		if ((__s32)(psn - READ_ONCE(qp->base)) >= 0)
+			return dropped(MRC_XDP_ABOVE_WINDOW);
+		__sync_fetch_and_add(&qp->duplicates, 1);
+		if (send_event(MRC_XDP_EV_DUPLICATE, ctx, peer, sport, ce, off))
+			return to_daemon(ctx, MRC_XDP_EVENT_LOST);
+		return dropped(MRC_XDP_BELOW_WINDOW);
+	}
+	idx = psn % MRC_SACK_BITS;
+	bit = 1ull << (idx % 64);
+	if (READ_ONCE(qp->ring[idx / 64]) & bit) {
+		__sync_fetch_and_add(&qp->duplicates, 1);
+		if (send_event(MRC_XDP_EV_DUPLICATE, ctx, peer, sport, ce, off))
+			return to_daemon(ctx, MRC_XDP_EVENT_LOST);
+		return dropped(MRC_XDP_DUPLICATE);
+	}
+	/* the region: its key, its owner, the access the opcode needs, the bounds */
+	key = bpf_ntohl(ext->rkey);
+	slot = key >> MRC_XDP_KEY_SLOT_SHIFT;
+	mr = bpf_map_lookup_elem(&mrc_mrs, &slot);
+	need = hdr->opcode == MRC_OP_WRITE ? MRC_XDP_ACCESS_REMOTE_WRITE
+					   : MRC_XDP_ACCESS_LOCAL_WRITE;
+	if (!mr || !key || mr->key != key || mr->owner != qp->owner || !(mr->access & need))
+		return to_daemon(ctx, MRC_XDP_BAD_KEY);
+	raddr = bpf_be64_to_cpu(ext->raddr);
+	if (raddr < mr->addr || payload > mr->len || raddr - mr->addr > mr->len - payload)
+		return to_daemon(ctx, MRC_XDP_OUT_OF_BOUNDS);
+	pages = bpf_map_lookup_elem(&mrc_mr_pages, &slot);
+	if (!pages)
+		return to_daemon(ctx, MRC_XDP_PLACE_FAILED);
+	/* the copy: page by page of the region, straight from the frame */
+	pos = (__u32)((mr->addr & (MRC_XDP_PAGE - 1)) + (raddr - mr->addr));
+	src_off = off + sizeof(*hdr) + sizeof(*ext);
+	left = payload;
+	for (int i = 0; i < MRC_XDP_MAX_PAGES_PER_PACKET && left; i++) {
+		__u32 page = pos / MRC_XDP_PAGE, in_page = pos % MRC_XDP_PAGE;
+		__u32 n = MRC_XDP_PAGE - in_page < left ? MRC_XDP_PAGE - in_page : left;
+		void *p = bpf_map_lookup_elem(pages, &page);
+
+		if (!p || bpf_dynptr_from_mem(p, MRC_XDP_PAGE, 0, &dst) ||
+		    bpf_dynptr_copy(&dst, in_page, &src, src_off, n))
+			return to_daemon(ctx, MRC_XDP_PLACE_FAILED);
+		pos += n;
+		src_off += n;
+		left -= n;
+	}
+	if (left)
+		return to_daemon(ctx, MRC_XDP_PLACE_FAILED);
+	/* placed: now, and only now, it counts as received */
+	old = __sync_fetch_and_or(&qp->ring[idx / 64], bit);
+	if (old & bit) {
+		__sync_fetch_and_add(&qp->duplicates, 1);
+		if (send_event(MRC_XDP_EV_DUPLICATE, ctx, peer, sport, ce, off))
+			return to_daemon(ctx, MRC_XDP_EVENT_LOST);
+		return dropped(MRC_XDP_DUPLICATE);
+	}
+	if (psn - READ_ONCE(qp->base) >= MRC_SACK_BITS) {
+		/* the daemon moved the window past it meanwhile: that bit is not ours to set */
+		__sync_fetch_and_and(&qp->ring[idx / 64], ~bit);
+		return dropped(MRC_XDP_BELOW_WINDOW);
+	}
+	if (send_event(MRC_XDP_EV_PLACED, ctx, peer, sport, ce, off)) {
+		/* the daemon would never hear of it: take it back and let the daemon do it all */
+		__sync_fetch_and_and(&qp->ring[idx / 64], ~bit);
+		return to_daemon(ctx, MRC_XDP_EVENT_LOST);
+	}
+	if (ce)
+		__sync_fetch_and_add(&qp->ce_packets, 1);
+	__sync_fetch_and_add(&qp->placed_packets, 1);
+	__sync_fetch_and_add(&qp->placed_bytes, payload);
+	return dropped(MRC_XDP_PLACED);
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The XDP fast path's maps, shared by the BPF program (bpf/metaroce_xdp.bpf.c), the daemon's
+ * xdp backend and the tests. Layouts and codes are only ever appended to.
+ *
+ *   mrc_qps        HASH   local QPN -> struct mrc_xdp_qp: the receive window (base + the
+ *                         256-bit SACK ring the program test-and-sets), counters
+ *   mrc_mrs        ARRAY  key slot (rkey >> MRC_XDP_KEY_SLOT_SHIFT) -> struct mrc_xdp_mr
+ *   mrc_mr_pages   ARRAY_OF_MAPS, same index -> the region's pages: an mmapable ARRAY of
+ *                         4096-byte values, page 0 the one holding the region's first byte;
+ *                         the daemon and the client map the same pages
+ *   mrc_events     RINGBUF struct mrc_xdp_event per packet the program acted on, so the
+ *                         engine completes, acknowledges and counts as if it had received it
+ *   mrc_outcomes   PERCPU_ARRAY enum mrc_xdp_outcome -> packets
+ *   mrc_xsks       XSKMAP rx queue -> AF_XDP socket for whatever goes to the daemon
+ *
+ * Ownership of the window: the program only sets ring bits of PSNs in [base, base + 256);
+ * only the daemon moves base, writing the new base before it clears the bits it passed. A
+ * packet that raced with the move re-reads base after setting its bit and, if the window
+ * has passed it, clears the bit again (at worst a retransmission, never a false SACK).
+ */
+#ifndef METAROCE_XDP_H
+#define METAROCE_XDP_H
+
+#include <linux/types.h>
+
+#include <metaroce/wire.h>
+
+#define MRC_XDP_PAGE 4096u
+/* Key slot in the high bits, random bits below; the daemon hands keys out this way. */
+#define MRC_XDP_KEY_SLOT_SHIFT 18
+#define MRC_XDP_MAX_MRS 16384u
+#define MRC_XDP_MAX_QPS 4096u
+/* A packet's payload spans at most this many pages of a region (9000-byte MTU, unaligned). */
+#define MRC_XDP_MAX_PAGES_PER_PACKET 4
+
+/* struct mrc_xdp_qp.flags */
+#define MRC_XDP_QP_PLACE 0x1u	/* WRITE and READ_RESP payloads are placed here */
+
+struct mrc_xdp_qp {
+	__u32 base;		/* receive window base (cum_psn); the daemon writes it */
+	__u32 flags;		/* MRC_XDP_QP_* */
+	__u32 owner;		/* the client that owns it: its regions only */
+	__u32 reserved;
+	__u64 ring[MRC_SACK_BITS / 64]; /* bit p % 256: PSN p arrived */
+	__u64 ce_packets;	/* CE-marked sequenced packets */
+	__u64 placed_packets;
+	__u64 placed_bytes;
+	__u64 duplicates;
+};
+
+/* struct mrc_xdp_mr.access */
+#define MRC_XDP_ACCESS_REMOTE_WRITE 0x1u /* WRITE may land here */
+#define MRC_XDP_ACCESS_LOCAL_WRITE 0x2u	 /* READ responses may land here (a sink) */
+
+struct mrc_xdp_mr {
+	__u32 key;		/* the whole rkey/lkey; 0: the slot is free */
+	__u32 access;		/* MRC_XDP_ACCESS_* */
+	__u32 owner;		/* the client that registered it */
+	__u32 reserved;
+	__u64 addr;		/* the client's address of the region's first byte */
+	__u64 len;
+};
+
+/* What the program did with a packet; the counters' index. Codes are never reused. */
+enum mrc_xdp_outcome {
+	MRC_XDP_NOT_OURS = 0,	    /* not MetaRoCE: passed untouched */
+	MRC_XDP_PLACED = 1,	    /* payload in memory, bit set, event sent: dropped here */
+	MRC_XDP_TO_DAEMON = 2,	    /* control, SEND, WRITE_IMM, placement off: to the daemon */
+	MRC_XDP_DUPLICATE = 3,	    /* in the window, already received: dropped, event sent */
+	MRC_XDP_BELOW_WINDOW = 4,   /* received long ago: dropped, event sent (it re-ACKs) */
+	MRC_XDP_ABOVE_WINDOW = 5,   /* beyond base + 256: dropped */
+	MRC_XDP_BAD_CHECKSUM = 6,   /* integrity check failed: dropped, never placed or SACKed */
+	MRC_XDP_TRUNCATED = 7,	    /* shorter than its headers say: dropped */
+	MRC_XDP_UNKNOWN_QP = 8,	    /* no such QP here: to the daemon */
+	MRC_XDP_BAD_KEY = 9,	    /* key unknown, not the QP owner's, or no access: to the daemon */
+	MRC_XDP_OUT_OF_BOUNDS = 10, /* outside its region: to the daemon (which NAKs) */
+	MRC_XDP_EVENT_LOST = 11,    /* the event ring was full: to the daemon instead */
+	MRC_XDP_BAD_VERSION = 12,   /* another wire version: to the daemon (which counts it) */
+	MRC_XDP_PLACE_FAILED = 13,  /* a page of the region was missing: to the daemon */
+	MRC_XDP_OUTCOMES
+};
+
+/* struct mrc_xdp_event.kind */
+enum mrc_xdp_event_kind {
+	MRC_XDP_EV_PLACED = 1,	  /* payload placed: run the receive logic without copying */
+	MRC_XDP_EV_DUPLICATE = 2, /* already had it: acknowledge again */
+};
+
+/* MetaRoCE header and data extension, as they arrived (network order). */
+#define MRC_XDP_EVENT_HDR (24 + 32)
+
+struct mrc_xdp_event {
+	__u32 kind;		/* enum mrc_xdp_event_kind */
+	__u32 ifindex;		/* the interface it arrived on: which plane */
+	__u8 peer[16];		/* source address, IPv4-mapped for IPv4 */
+	__u16 sport;		/* source UDP port (host order) */
+	__u8 ce;		/* arrived CE-marked */
+	__u8 reserved;
+	__u32 reserved2;
+	__u8 hdr[MRC_XDP_EVENT_HDR];
+};
+
+#endif /* METAROCE_XDP_H */

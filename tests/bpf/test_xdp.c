@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The XDP fast path (bpf/metaroce_xdp.bpf.c) in this kernel, through BPF_PROG_TEST_RUN, on
+ * frames whose MetaRoCE part the real encoder (lib/proto/codec.c) wrote:
+ *
+ *  - declarative fixtures, one per path through the program: description, packet, expected
+ *    verdict and outcome counter, SACK bit, bytes in the region, event;
+ *  - a differential test: random PSN sequences fed to the program (with this test doing the
+ *    daemon's part: moving the window base on each placement) and to the engine's receive
+ *    window (lib/proto/sack.c) must agree on every verdict and end in the same SACK state.
+ *
+ *	test_xdp METAROCE_XDP_BPF_OBJECT
+ */
+#include <errno.h>
+#include <linux/bpf.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include <metaroce/xdp.h>
+#include "proto/sack.h"
+#include "xdp_env.h"
+
+#define QPN		0x1234
+#define MR_SLOT		5
+#define MR_KEY		((MR_SLOT << MRC_XDP_KEY_SLOT_SHIFT) | 0x2a5a5)
+#define SINK_SLOT	6
+#define SINK_KEY	((SINK_SLOT << MRC_XDP_KEY_SLOT_SHIFT) | 0x11111)
+#define MR_PAGES	XDP_ENV_PAGES
+/* the region starts 100 bytes into its first page, as heap memory does */
+#define MR_ADDR		0x7f0000001064ull
+#define MR_LEN		(MR_PAGES * 4096 - 100)
+#define BASE_PSN	1000
+
+static struct xdp_env env;
+static struct ring_buffer *events;
+static uint8_t *mr_mem, *sink_mem;
+static unsigned checks, failures;
+static struct mrc_xdp_event last_event;
+static unsigned n_events;
+
+static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	checks++;
+	if (ok)
+		return;
+	failures++;
+	fputs("FAIL: ", stdout);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	(void)ctx;
+	if (len >= sizeof(last_event))
+		memcpy(&last_event, data, sizeof(last_event));
+	n_events++;
+	return 0;
+}
+
+/* --- fixtures ------------------------------------------------------------------------------ */
+
+enum mutation { NONE, CORRUPT_PAYLOAD, TRUNCATE, SEND_TWICE };
+
+struct fixture {
+	const char *what;
+	struct frame_spec spec;
+	uint32_t base;		/* the QP's window base */
+	uint32_t qp_flags;
+	enum mutation mutation;
+	int verdict;
+	enum mrc_xdp_outcome outcome;
+	bool placed;		/* bit set, bytes in the region, a PLACED event */
+	uint32_t event;		/* event kind expected (0: none) */
+};
+
+#define W(psn_, len_, off_) { MRC_OP_WRITE, QPN, psn_, MR_KEY, MR_ADDR + (off_), len_, false, 0 }
+static const struct fixture fixtures[] = {
+	{ "in-window WRITE: placed, bit set, event", W(BASE_PSN + 3, 1000, 0), BASE_PSN,
+	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
+	{ "the same packet twice: the second is a duplicate", W(BASE_PSN, 64, 0), BASE_PSN,
+	  MRC_XDP_QP_PLACE, SEND_TWICE, XDP_DROP, MRC_XDP_DUPLICATE, true, MRC_XDP_EV_DUPLICATE },
+	{ "below the window: dropped, the daemon told to acknowledge again",
+	  W(BASE_PSN - 1, 64, 0), BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_DROP,
+	  MRC_XDP_BELOW_WINDOW, false, MRC_XDP_EV_DUPLICATE },
+	{ "at base + 256: above the window, dropped", W(BASE_PSN + 256, 64, 0), BASE_PSN,
+	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_ABOVE_WINDOW, false, 0 },
+	{ "at base + 255: the window's last PSN, placed", W(BASE_PSN + 255, 64, 0), BASE_PSN,
+	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
+	{ "PSN wrap-around: base 2^32 - 16, PSN 5", W(5, 200, 0), 0xfffffff0u, MRC_XDP_QP_PLACE,
+	  NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
+	{ "PSN wrap-around: base 16, PSN 2^32 - 1 is below", W(0xffffffffu, 64, 0), 16,
+	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_BELOW_WINDOW, false, MRC_XDP_EV_DUPLICATE },
+	{ "a corrupted payload byte: dropped, never placed or SACKed", W(BASE_PSN + 1, 1000, 0),
+	  BASE_PSN, MRC_XDP_QP_PLACE, CORRUPT_PAYLOAD, XDP_DROP, MRC_XDP_BAD_CHECKSUM, false, 0 },
+	{ "a frame cut short: dropped", W(BASE_PSN + 1, 1000, 0), BASE_PSN, MRC_XDP_QP_PLACE,
+	  TRUNCATE, XDP_DROP, MRC_XDP_TRUNCATED, false, 0 },
+	{ "an unknown QP: to the daemon", { MRC_OP_WRITE, 0x999, BASE_PSN, MR_KEY, MR_ADDR, 64,
+	  false, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_UNKNOWN_QP, false, 0 },
+	{ "a wrong key (random bits): to the daemon, which NAKs", { MRC_OP_WRITE, QPN, BASE_PSN,
+	  MR_KEY ^ 1, MR_ADDR, 64, false, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
+	  MRC_XDP_BAD_KEY, false, 0 },
+	{ "a key of no region: to the daemon", { MRC_OP_WRITE, QPN, BASE_PSN,
+	  (9u << MRC_XDP_KEY_SLOT_SHIFT) | 1, MR_ADDR, 64, false, 0 }, BASE_PSN,
+	  MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_BAD_KEY, false, 0 },
+	{ "one byte past the region's end: to the daemon", W(BASE_PSN, 64, MR_LEN - 63),
+	  BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_OUT_OF_BOUNDS, false, 0 },
+	{ "before the region's start: to the daemon", { MRC_OP_WRITE, QPN, BASE_PSN, MR_KEY,
+	  MR_ADDR - 1, 64, false, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
+	  MRC_XDP_OUT_OF_BOUNDS, false, 0 },
+	{ "the region's last byte exactly: placed", W(BASE_PSN, 64, MR_LEN - 64), BASE_PSN,
+	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
+	{ "across a page boundary, odd length", W(BASE_PSN + 7, 4095, 3000), BASE_PSN,
+	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
+	{ "a jumbo payload over three pages", W(BASE_PSN + 8, 8000, 2000), BASE_PSN,
+	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
+	{ "one byte", W(BASE_PSN + 9, 1, 777), BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_DROP,
+	  MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
+	{ "IPv6: placed", { MRC_OP_WRITE, QPN, BASE_PSN + 10, MR_KEY, MR_ADDR + 50, 1500, true, 0 },
+	  BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
+	{ "READ response into a sink region: placed", { MRC_OP_READ_RESP, QPN, BASE_PSN + 11,
+	  SINK_KEY, MR_ADDR + 10, 700, false, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_DROP,
+	  MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
+	{ "READ response into a region without local write: to the daemon",
+	  { MRC_OP_READ_RESP, QPN, BASE_PSN + 11, MR_KEY, MR_ADDR, 700, false, 0 }, BASE_PSN,
+	  MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_BAD_KEY, false, 0 },
+	{ "WRITE into a sink region (no remote write): to the daemon", { MRC_OP_WRITE, QPN,
+	  BASE_PSN, SINK_KEY, MR_ADDR, 64, false, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE,
+	  XDP_PASS, MRC_XDP_BAD_KEY, false, 0 },
+	{ "SEND: to the daemon", { MRC_OP_SEND, QPN, BASE_PSN, 0, 0, 64, false, 0 }, BASE_PSN,
+	  MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_TO_DAEMON, false, 0 },
+	{ "a QP not placing in XDP: to the daemon", W(BASE_PSN, 64, 0), BASE_PSN, 0, NONE,
+	  XDP_PASS, MRC_XDP_TO_DAEMON, false, 0 },
+	{ "UDP to another port: not ours, untouched", { MRC_OP_WRITE, QPN, BASE_PSN, MR_KEY,
+	  MR_ADDR, 64, false, 4791 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
+	  MRC_XDP_NOT_OURS, false, 0 },
+};
+
+static void run_fixture(const struct fixture *f)
+{
+	const struct frame_spec *s = &f->spec;
+	struct frame fr = frame_build(s);
+	unsigned failed_before = failures, events_before;
+	uint64_t before = xdp_env_outcome(&env, f->outcome);
+	uint32_t len = fr.len, idx = s->psn % MRC_SACK_BITS;
+	bool sink = s->rkey == SINK_KEY;
+	uint8_t *mem = sink ? sink_mem : mr_mem;
+	uint64_t pos = (MR_ADDR & 4095) + (s->raddr - MR_ADDR);
+	struct mrc_xdp_qp q;
+	int verdict;
+
+	memset(mr_mem, 0, MR_PAGES * MRC_XDP_PAGE);
+	memset(sink_mem, 0, MR_PAGES * MRC_XDP_PAGE);
+	xdp_env_set_qp(&env, QPN, f->base, f->qp_flags);
+	if (f->mutation == CORRUPT_PAYLOAD)
+		fr.b[fr.len - 10] ^= 0x40;
+	if (f->mutation == TRUNCATE)
+		len = fr.len - 100;
+	if (f->mutation == SEND_TWICE)
+		check(xdp_env_run(&env, &fr, len, 1, NULL) == XDP_DROP, "%s: the first copy was not placed", f->what);
+	ring_buffer__consume(events);
+	events_before = n_events;
+	verdict = xdp_env_run(&env, &fr, len, 1, NULL);
+	ring_buffer__consume(events);
+	q = xdp_env_get_qp(&env, QPN);
+	check(verdict == f->verdict, "%s: verdict %d, %d expected", f->what, verdict, f->verdict);
+	check(xdp_env_outcome(&env, f->outcome) == before + 1, "%s: outcome %d not counted once", f->what,
+	      f->outcome);
+	check(!!(q.ring[idx / 64] & (1ull << (idx % 64))) == f->placed, "%s: SACK bit %s",
+	      f->what, f->placed ? "not set" : "set");
+	for (unsigned w = 0; w < 4; w++)
+		check((q.ring[w] & ~(w == idx / 64 ? 1ull << (idx % 64) : 0)) == 0,
+		      "%s: another SACK bit set in word %u", f->what, w);
+	if (f->placed) {
+		uint32_t bad = 0;
+
+		for (uint32_t i = 0; i < s->payload; i++)
+			bad += mem[pos + i] != frame_payload_byte(s->psn, i);
+		check(!bad, "%s: %u of %u bytes wrong in the region", f->what, bad, s->payload);
+		check((pos == 0 || mem[pos - 1] == 0) &&
+		      (pos + s->payload >= MR_PAGES * MRC_XDP_PAGE || mem[pos + s->payload] == 0),
+		      "%s: a byte beside the payload was written", f->what);
+	} else {
+		uint32_t written = 0;
+
+		for (uint32_t i = 0; i < MR_PAGES * MRC_XDP_PAGE; i++)
+			written += mr_mem[i] != 0 || sink_mem[i] != 0;
+		check(!written, "%s: %u bytes written though nothing was placed", f->what, written);
+	}
+	check(n_events - events_before == (f->event ? 1u : 0u), "%s: %u events", f->what,
+	      n_events - events_before);
+	if (f->event && n_events > events_before) {
+		check(last_event.kind == f->event, "%s: event kind %u", f->what, last_event.kind);
+		check(!memcmp(last_event.hdr, fr.b + fr.mrc, MRC_XDP_EVENT_HDR),
+		      "%s: the event's header is not the packet's", f->what);
+		check(last_event.sport == 50000 && last_event.ifindex == 1,
+		      "%s: event sport %u ifindex %u", f->what, last_event.sport,
+		      last_event.ifindex);
+	}
+	if (failures == failed_before)
+		printf("ok   %s\n", f->what);
+}
+
+/* --- the differential test ------------------------------------------------------------------ */
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static uint32_t next_random(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)rng;
+}
+
+static void differential(unsigned sequences, unsigned packets)
+{
+	unsigned verdict_mismatch = 0, state_mismatch = 0, placed = 0;
+
+	for (unsigned s = 0; s < sequences; s++) {
+		/* near the wrap for some sequences */
+		uint32_t base = s % 3 ? next_random() : 0xffffff00u + (next_random() & 0xff);
+		struct mrc_rx_window engine, daemon;
+		struct mrc_xdp_qp q;
+
+		mrc_rx_window_init(&engine, base);
+		mrc_rx_window_init(&daemon, base);
+		xdp_env_set_qp(&env, QPN, base, MRC_XDP_QP_PLACE);
+		for (unsigned i = 0; i < packets; i++) {
+			/* mostly ahead of the window, some retransmissions and overruns */
+			uint32_t psn = engine.base + (next_random() % 320) - 32;
+			struct frame_spec sp = { MRC_OP_WRITE, QPN, psn, MR_KEY,
+						 MR_ADDR + (next_random() % 8000), 32, false, 0 };
+			struct frame fr = frame_build(&sp);
+			enum mrc_rx_verdict want = mrc_rx_window_classify(&engine, psn);
+			uint64_t was[MRC_XDP_OUTCOMES];
+			int got = -1;
+
+			for (int o = 0; o < MRC_XDP_OUTCOMES; o++)
+				was[o] = xdp_env_outcome(&env, (enum mrc_xdp_outcome)o);
+			xdp_env_run(&env, &fr, fr.len, 1, NULL);
+			ring_buffer__consume(events);
+			if (xdp_env_outcome(&env, MRC_XDP_PLACED) > was[MRC_XDP_PLACED])
+				got = MRC_RX_NEW;
+			else if (xdp_env_outcome(&env, MRC_XDP_DUPLICATE) > was[MRC_XDP_DUPLICATE])
+				got = MRC_RX_DUPLICATE;
+			else if (xdp_env_outcome(&env, MRC_XDP_BELOW_WINDOW) > was[MRC_XDP_BELOW_WINDOW])
+				got = MRC_RX_BELOW;
+			else if (xdp_env_outcome(&env, MRC_XDP_ABOVE_WINDOW) > was[MRC_XDP_ABOVE_WINDOW])
+				got = MRC_RX_ABOVE;
+			if (got != (int)want && verdict_mismatch++ < 5)
+				printf("FAIL: base %u PSN %u: XDP says %d, the engine %d\n",
+				       engine.base, psn, got, want);
+			if (want == MRC_RX_NEW)
+				mrc_rx_window_mark(&engine, psn);
+			if (got != MRC_RX_NEW)
+				continue;
+			placed++;
+			/* the daemon's part: the event moves its window, then the map's: base
+			 * first, then the bits it passed cleared */
+			mrc_rx_window_mark(&daemon, psn);
+			q = xdp_env_get_qp(&env, QPN);
+			q.base = daemon.base;
+			memcpy(q.ring, daemon.ring, sizeof(q.ring));
+			if (bpf_map_update_elem(env.qps_fd, &(uint32_t){ QPN }, &q, BPF_EXIST)) {
+				fprintf(stderr, "mrc_qps update: %s\n", strerror(errno));
+				exit(1);
+			}
+		}
+		q = xdp_env_get_qp(&env, QPN);
+		if ((q.base != engine.base || memcmp(q.ring, engine.ring, sizeof(q.ring))) &&
+		    state_mismatch++ < 5)
+			printf("FAIL: sequence %u ends with base %u in XDP, %u in the engine\n", s,
+			       q.base, engine.base);
+	}
+	check(!verdict_mismatch, "differential: %u verdicts differ", verdict_mismatch);
+	check(!state_mismatch, "differential: %u final SACK states differ", state_mismatch);
+	printf("ok   differential: %u sequences of %u packets (%u placed), same verdicts and "
+	       "SACK state as the engine\n", sequences, packets, placed);
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: test_xdp METAROCE_XDP_BPF_OBJECT\n");
+		return 2;
+	}
+	xdp_env_open(&env, argv[1], "test_xdp");
+	events = ring_buffer__new(env.events_fd, on_event, NULL, NULL);
+	if (!events) {
+		fprintf(stderr, "test_xdp: ring_buffer__new: %s\n", strerror(errno));
+		return 1;
+	}
+	mr_mem = xdp_env_add_region(&env, MR_SLOT, MR_KEY, MRC_XDP_ACCESS_REMOTE_WRITE, MR_ADDR,
+				    MR_LEN);
+	sink_mem = xdp_env_add_region(&env, SINK_SLOT, SINK_KEY, MRC_XDP_ACCESS_LOCAL_WRITE,
+				      MR_ADDR, MR_LEN);
+	for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++)
+		run_fixture(&fixtures[i]);
+	differential(12, 600);
+	ring_buffer__free(events);
+	xdp_env_close(&env);
+	printf("xdp: %u checks, %u failed\n", checks, failures);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#include "xdp_env.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/udp.h>
+#include <net/if.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "proto/codec.h"
+
+static void die(const char *what)
+{
+	fprintf(stderr, "xdp: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+void xdp_env_open(struct xdp_env *env, const char *object, const char *who)
+{
+	struct ifreq ifr = { 0 };
+	int sock;
+
+	if (unshare(CLONE_NEWNET))
+		die("unshare(CLONE_NEWNET) (run as root)");
+	sock = socket(AF_INET, SOCK_DGRAM, 0);
+	strcpy(ifr.ifr_name, "lo");
+	if (sock < 0 || ioctl(sock, SIOCGIFFLAGS, &ifr) ||
+	    (ifr.ifr_flags |= IFF_UP, ioctl(sock, SIOCSIFFLAGS, &ifr)))
+		die("bringing lo up");
+	close(sock);
+	env->obj = bpf_object__open_file(object, NULL);
+	if (!env->obj)
+		die(object);
+	if (bpf_object__load(env->obj)) {
+		/* the one reason a kernel this project supports could refuse it */
+		fprintf(stderr, "%s: this kernel refuses the XDP program (it needs the "
+			"bpf_dynptr_copy kfunc, Linux 6.15 or later): %s\n", who, strerror(errno));
+		exit(1);
+	}
+	env->prog_fd = bpf_program__fd(bpf_object__find_program_by_name(env->obj, "metaroce_xdp"));
+	env->qps_fd = bpf_object__find_map_fd_by_name(env->obj, "mrc_qps");
+	env->mrs_fd = bpf_object__find_map_fd_by_name(env->obj, "mrc_mrs");
+	env->pages_fd = bpf_object__find_map_fd_by_name(env->obj, "mrc_mr_pages");
+	env->outcomes_fd = bpf_object__find_map_fd_by_name(env->obj, "mrc_outcomes");
+	env->events_fd = bpf_object__find_map_fd_by_name(env->obj, "mrc_events");
+	if (env->prog_fd < 0 || env->qps_fd < 0 || env->mrs_fd < 0 || env->pages_fd < 0 ||
+	    env->outcomes_fd < 0 || env->events_fd < 0)
+		die("the program's maps");
+}
+
+void xdp_env_close(struct xdp_env *env)
+{
+	bpf_object__close(env->obj);
+}
+
+void xdp_env_set_qp(const struct xdp_env *env, uint32_t qpn, uint32_t base, uint32_t flags)
+{
+	struct mrc_xdp_qp q = { .base = base, .flags = flags, .owner = XDP_ENV_OWNER };
+
+	if (bpf_map_update_elem(env->qps_fd, &qpn, &q, BPF_ANY))
+		die("mrc_qps update");
+}
+
+struct mrc_xdp_qp xdp_env_get_qp(const struct xdp_env *env, uint32_t qpn)
+{
+	struct mrc_xdp_qp q = { 0 };
+
+	bpf_map_lookup_elem(env->qps_fd, &qpn, &q);
+	return q;
+}
+
+uint8_t *xdp_env_add_region(const struct xdp_env *env, uint32_t slot, uint32_t key,
+			    uint32_t access, uint64_t addr, uint64_t len)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE | BPF_F_INNER_MAP);
+	struct mrc_xdp_mr mr = { .key = key, .access = access, .owner = XDP_ENV_OWNER,
+				 .addr = addr, .len = len };
+	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "mrc_region", 4, MRC_XDP_PAGE, XDP_ENV_PAGES,
+				&opts);
+	uint8_t *mem;
+
+	if (fd < 0)
+		die("creating a region's page map");
+	mem = mmap(NULL, XDP_ENV_PAGES * MRC_XDP_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (mem == MAP_FAILED)
+		die("mmap of the page map");
+	if (bpf_map_update_elem(env->mrs_fd, &slot, &mr, BPF_ANY) ||
+	    bpf_map_update_elem(env->pages_fd, &slot, &fd, BPF_ANY))
+		die("registering the region");
+	return mem;
+}
+
+uint64_t xdp_env_outcome(const struct xdp_env *env, enum mrc_xdp_outcome o)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t v[256] = { 0 }, sum = 0;
+	uint32_t key = o;
+
+	if (ncpu > 256 || bpf_map_lookup_elem(env->outcomes_fd, &key, v))
+		return 0;
+	for (int i = 0; i < ncpu; i++)
+		sum += v[i];
+	return sum;
+}
+
+uint8_t frame_payload_byte(uint32_t psn, uint32_t i)
+{
+	return (uint8_t)(psn * 31 + i * 7 + (i >> 8));
+}
+
+struct frame frame_build(const struct frame_spec *s)
+{
+	static uint8_t payload[9000];
+	struct frame f = { 0 };
+	struct ethhdr *eth = (void *)f.b;
+	struct mrc_packet pkt = { .opcode = s->opcode, .dst_qpn = s->qpn, .psn = s->psn,
+				  .path_id = 3 };
+	struct udphdr *udp;
+	uint32_t l4;
+	size_t n;
+
+	memset(eth->h_dest, 2, ETH_ALEN);
+	memset(eth->h_source, 4, ETH_ALEN);
+	if (s->ipv6) {
+		struct ipv6hdr *ip6 = (void *)(eth + 1);
+		uint32_t first = htonl(6u << 28);
+
+		eth->h_proto = htons(ETH_P_IPV6);
+		memcpy(ip6, &first, 4);
+		ip6->nexthdr = IPPROTO_UDP;
+		ip6->hop_limit = 64;
+		ip6->saddr.s6_addr[0] = 0x20;
+		ip6->saddr.s6_addr[15] = 1;
+		ip6->daddr.s6_addr[0] = 0x20;
+		ip6->daddr.s6_addr[15] = 2;
+		l4 = sizeof(*eth) + sizeof(*ip6);
+	} else {
+		struct iphdr *ip = (void *)(eth + 1);
+
+		eth->h_proto = htons(ETH_P_IP);
+		ip->version = 4;
+		ip->ihl = 5;
+		ip->ttl = 64;
+		ip->protocol = IPPROTO_UDP;
+		ip->saddr = htonl(0xc6120001);
+		ip->daddr = htonl(0xc6120002);
+		l4 = sizeof(*eth) + sizeof(*ip);
+	}
+	f.mrc = l4 + sizeof(struct udphdr);
+	for (uint32_t i = 0; i < s->payload && i < sizeof(payload); i++)
+		payload[i] = frame_payload_byte(s->psn, i);
+	if (mrc_opcode_is_data(s->opcode)) {
+		if (s->opcode == MRC_OP_SEND)
+			pkt.u.data = (struct mrc_data){ .msg_len = s->payload };
+		else
+			pkt.u.data = (struct mrc_data){ .msg_len = s->payload, .rkey = s->rkey,
+							.raddr = s->raddr };
+		pkt.payload = payload;
+		pkt.payload_len = (uint16_t)s->payload;
+	}
+	if (mrc_encode(&pkt, f.b + f.mrc, sizeof(f.b) - f.mrc, &n)) {
+		fprintf(stderr, "xdp: the encoder refused a test packet\n");
+		exit(1);
+	}
+	f.mrc_len = (uint32_t)n;
+	udp = (void *)(f.b + l4);
+	udp->source = htons(50000);
+	udp->dest = htons(s->port ? s->port : MRC_UDP_PORT_DEFAULT);
+	udp->len = htons((uint16_t)(sizeof(*udp) + n));
+	f.len = f.mrc + (uint32_t)n;
+	if (s->ipv6)
+		((struct ipv6hdr *)(eth + 1))->payload_len = htons((uint16_t)(sizeof(*udp) + n));
+	else
+		((struct iphdr *)(eth + 1))->tot_len = htons((uint16_t)(f.len - sizeof(*eth)));
+	return f;
+}
+
+int xdp_env_run(const struct xdp_env *env, const struct frame *f, uint32_t len, uint32_t repeat,
+		uint32_t *ns)
+{
+	struct xdp_md ctx = { .data_end = len, .ingress_ifindex = 1 };
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = f->b, .data_size_in = len,
+		    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = repeat);
+
+	if (bpf_prog_test_run_opts(env->prog_fd, &opts))
+		die("BPF_PROG_TEST_RUN");
+	if (ns)
+		*ns = opts.duration;
+	return (int)opts.retval;
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The XDP program loaded into this kernel with the maps the daemon would fill, and frames
+ * whose MetaRoCE part the real encoder writes: shared by the fixture test (test_xdp.c) and
+ * the per-packet cost benchmark (bench/xdp_cost.c).
+ */
+#ifndef METAROCE_TESTS_XDP_ENV_H
+#define METAROCE_TESTS_XDP_ENV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <bpf/libbpf.h>
+#include <metaroce/xdp.h>
+
+#define XDP_ENV_OWNER 7
+#define XDP_ENV_PAGES 4	/* pages of each region */
+
+struct xdp_env {
+	struct bpf_object *obj;
+	int prog_fd, qps_fd, mrs_fd, pages_fd, outcomes_fd, events_fd;
+};
+
+struct frame {
+	uint8_t b[10000];
+	uint32_t len;
+	uint32_t mrc;		/* offset of the MetaRoCE packet */
+	uint32_t mrc_len;
+};
+
+struct frame_spec {
+	uint8_t opcode;
+	uint32_t qpn, psn, rkey;
+	uint64_t raddr;
+	uint32_t payload;
+	bool ipv6;
+	uint16_t port;		/* 0: MetaRoCE's */
+};
+
+/* In a network namespace of its own (duplicates and redirects leave nowhere); exits on error. */
+void xdp_env_open(struct xdp_env *env, const char *object, const char *who);
+void xdp_env_close(struct xdp_env *env);
+
+void xdp_env_set_qp(const struct xdp_env *env, uint32_t qpn, uint32_t base, uint32_t flags);
+struct mrc_xdp_qp xdp_env_get_qp(const struct xdp_env *env, uint32_t qpn);
+
+/* A region of XDP_ENV_PAGES pages: its page map, mmapped for the caller to read. */
+uint8_t *xdp_env_add_region(const struct xdp_env *env, uint32_t slot, uint32_t key,
+			    uint32_t access, uint64_t addr, uint64_t len);
+
+uint64_t xdp_env_outcome(const struct xdp_env *env, enum mrc_xdp_outcome o);
+
+/* The byte at offset i of the payload of the packet with this PSN. */
+uint8_t frame_payload_byte(uint32_t psn, uint32_t i);
+struct frame frame_build(const struct frame_spec *s);
+
+/* One run of the program on the first len bytes of f; *ns (if given) the kernel's timing. */
+int xdp_env_run(const struct xdp_env *env, const struct frame *f, uint32_t len, uint32_t repeat,
+		uint32_t *ns);
+
+#endif
