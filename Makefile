@@ -216,7 +216,7 @@ $(ENGINE_REPORT): $(OBJ)/bench/engine_report.o $(OBJ)/tests/harness/netsim.o $(L
 # measures everything and rewrites docs/BENCHMARKS.md's fabric section and docs/bench/*.png.
 bench-quick bench:
 	$(Q)$(MAKE) --no-print-directory deps
-	$(Q)$(MAKE) --no-print-directory programs $(BPF_OBJS)
+	$(Q)$(MAKE) --no-print-directory programs $(BPF_OBJS) $(XDP_COST)
 	$(Q)python3 bench/fabric_bench.py $(if $(filter bench,$@),--full,--quick) $(BUILD)
 
 # The XDP fast path's cost per data packet, 64 B to 8 KiB, from BPF_PROG_TEST_RUN.
