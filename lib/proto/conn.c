@@ -1084,7 +1084,7 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 			queue_nak(c, rx, MRC_NAK_INVALID_REQ, pkt->psn, d->msn, 0);
 			return MRC_DROP_INVALID_REQ;
 		}
-		if (one_sided && pkt->payload_len)
+		if (one_sided && pkt->payload_len && !rx->placed)
 			memcpy(host, pkt->payload, pkt->payload_len);
 		else if (!one_sided)
 			sge_scatter(e->wr.sge, e->wr.num_sge, d->msg_off, pkt->payload,
@@ -1155,7 +1155,9 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 			queue_nak(c, rx, MRC_NAK_INVALID_REQ, pkt->psn, d->msn, 0); /* */
 			return MRC_DROP_BAD_READ_RESP;
 		}
-		sge_scatter(m->wr.sge, m->wr.num_sge, d->msg_off, pkt->payload, pkt->payload_len);
+		if (!rx->placed)
+			sge_scatter(m->wr.sge, m->wr.num_sge, d->msg_off, pkt->payload,
+				    pkt->payload_len);
 		m->read_placed += pkt->payload_len;
 		if (m->read_placed == m->len) {
 			/* The response proves the request arrived, even if its ACK did not: the
@@ -1910,6 +1912,11 @@ const struct mrc_conn_stats *mrc_conn_stats(const struct mrc_conn *c)
 unsigned mrc_conn_n_paths(const struct mrc_conn *c)
 {
 	return c->n_paths;
+}
+
+enum mrc_rx_verdict mrc_conn_rx_verdict(const struct mrc_conn *c, uint32_t psn)
+{
+	return mrc_rx_window_classify(&c->rxw, psn);
 }
 
 void mrc_conn_reset_counters(struct mrc_conn *c)

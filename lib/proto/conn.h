@@ -37,6 +37,7 @@
 #include "path.h"
 #include "ratehint.h"
 #include "rtt.h"
+#include "sack.h"
 
 #define MRC_MAX_SGE 4
 
@@ -178,6 +179,10 @@ struct mrc_rx_info {
 	uint8_t plane;	/* the local plane the datagram arrived on */
 	uint16_t sport; /* its UDP source port */
 	bool ce;	/* its IP header carried ECN CE */
+	/* A fast path (the XDP program) already wrote this WRITE or READ_RESP payload where it
+	 * belongs: everything is checked and accounted as usual, but no byte is copied. The
+	 * caller must have placed only a packet mrc_conn_rx_verdict() calls new. */
+	bool placed;
 };
 
 struct mrc_tx_info {
@@ -273,6 +278,9 @@ void mrc_conn_drain_plane(struct mrc_conn *conn, uint8_t plane, bool drained);
 
 enum mrc_qp_state mrc_conn_state(const struct mrc_conn *conn);
 const struct mrc_conn_stats *mrc_conn_stats(const struct mrc_conn *conn);
+/* What a sequenced packet with this PSN would be to the receive window right now. */
+enum mrc_rx_verdict mrc_conn_rx_verdict(const struct mrc_conn *conn, uint32_t psn);
+
 /* Zero the connection's and its paths' counters: the engine only ever adds to them. */
 void mrc_conn_reset_counters(struct mrc_conn *conn);
 unsigned mrc_conn_n_paths(const struct mrc_conn *conn);

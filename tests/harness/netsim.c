@@ -122,6 +122,8 @@ struct sim *sim_new(const struct sim_config *cfg)
 	sim->n_planes = cfg->planes;
 	sim->n_core = cfg->core_links;
 	sim->rng = cfg->seed;
+	sim->fast_path_placement = cfg->fast_path_placement;
+	sim->fast_path_poison = cfg->fast_path_poison;
 	for (unsigned h = 0; h < cfg->hosts; h++) {
 		for (unsigned p = 0; p < cfg->planes; p++) {
 			sim->uplink[h][p].p = cfg->uplink;
@@ -381,6 +383,30 @@ static struct sim_endpoint *endpoint_at(struct sim *sim, unsigned host, uint32_t
 	return NULL;
 }
 
+/*
+ * What the XDP program does before the engine hears of a packet: a WRITE into a region that
+ * allows it, or a READ response into the sink its READ named, of a PSN the window calls new,
+ * lands in memory. True when it placed the packet.
+ */
+static bool fast_path_place(struct sim_endpoint *ep, const struct mrc_packet *pkt)
+{
+	const struct mrc_data *d = &pkt->u.data;
+	uint8_t *host;
+
+	if ((pkt->opcode != MRC_OP_WRITE && pkt->opcode != MRC_OP_READ_RESP) ||
+	    !pkt->payload_len || mrc_conn_rx_verdict(ep->conn, pkt->psn) != MRC_RX_NEW)
+		return false;
+	if (ep_mr_lookup(ep, d->rkey, d->raddr, pkt->payload_len,
+			 pkt->opcode == MRC_OP_WRITE ? MRC_ACCESS_REMOTE_WRITE : 0, &host))
+		return false;
+	memcpy(host, pkt->payload, pkt->payload_len);
+	if (ep->sim->fast_path_poison)
+		for (unsigned i = 0; i < pkt->payload_len; i++)
+			host[i]++;
+	ep->fast_path_placed++;
+	return true;
+}
+
 static void deliver(struct sim *sim, struct sim_event *ev)
 {
 	struct mrc_packet pkt;
@@ -399,6 +425,13 @@ static void deliver(struct sim *sim, struct sim_event *ev)
 		return;
 	}
 	sim->delivered++;
+	if (sim->fast_path_placement && fast_path_place(ep, &pkt)) {
+		rx.placed = true;
+		mrc_conn_recv_packet(ep->conn, &rx, &pkt, sim->now_ns);
+		ep->dirty = true;
+		free(ev);
+		return;
+	}
 	/* the raw entry point, which decodes again, as a daemon without its own demux would */
 	mrc_conn_recv(ep->conn, &rx, ev->data, ev->len, sim->now_ns);
 	ep->dirty = true;

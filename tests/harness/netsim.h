@@ -84,6 +84,7 @@ struct sim_endpoint {
 	void *user;
 	bool dirty; /* may have something to send */
 	uint64_t blocked_until_ns; /* its uplink is full: nothing to do before this */
+	uint64_t fast_path_placed; /* packets sim_config.fast_path_placement wrote for it */
 };
 
 struct sim_event;
@@ -105,6 +106,7 @@ struct sim {
 	/* host-level counters */
 	uint64_t delivered, undecodable, unroutable;
 	uint64_t events;
+	bool fast_path_placement, fast_path_poison;
 };
 
 struct sim_config {
@@ -112,6 +114,10 @@ struct sim_config {
 	struct sim_stage_params uplink, core, downlink;
 	uint64_t rx_capacity_kbps; /* per host rate-hint capacity; 0: no hints */
 	uint64_t seed;
+	/* Play the XDP fast path: WRITE and READ_RESP payloads of new PSNs are written into
+	 * memory here and handed to the engine as placed (it copies nothing). */
+	bool fast_path_placement;
+	bool fast_path_poison;	/* ... writing every byte plus one: proves the engine did not */
 };
 
 void sim_config_default(struct sim_config *cfg);
