@@ -91,11 +91,11 @@ class Bench:
             subprocess.run([TB_TOOL, "-n", name, "down"])
             self.testbeds.discard(name)
         name = "b%d" % (os.getpid() % 10000)
+        self.testbeds.add(name)     # before `up`: a kill during it must still tear it down
         r = subprocess.run([TB_TOOL, "-n", name, "up", "--hosts", str(hosts), "--planes",
                             str(planes), "--spines", str(spines), "--rate", str(rate), "--mtu",
                             str(mtu), "--bpf-object", os.path.join(self.build, "bpf", "impair.bpf.o")],
                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        self.testbeds.add(name)
         if r.returncode:
             raise Failed("testbed up: " + r.stderr.strip())
         self.tb = {"name": name, "hosts": hosts, "planes": planes, "rate": rate, "mtu": mtu}
@@ -719,7 +719,7 @@ def write_report(res, path, plot_dir):
               "4 planes at %d Mbit/s, 4 QPs of 64 KiB WRITEs; plane 3 blackholed at %.1f s and restored at "
               "%.1f s; goodput in %g s bins." % (F["rate_mbit"], F.get("events", {}).get("fail", 0),
                                                F.get("events", {}).get("restore", 0), F["interval_s"]), "",
-              "| before | surviving capacity | back to 90%% of it | during | after restore | application error |",
+              "| before | surviving capacity | back to 90% of it | during | after restore | application error |",
               "|---|---|---|---|---|---|",
               "| %.3f Gbit/s | %.3f Gbit/s | %s | %.3f Gbit/s | %.3f Gbit/s | %s |" % (
                   F.get("pre_gbps", 0), F.get("surviving_gbps", 0),

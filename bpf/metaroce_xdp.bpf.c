@@ -44,11 +44,19 @@ struct page_map {
 };
 
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, MRC_XDP_MAX_QPS);
 	__type(key, __u32);
 	__type(value, struct mrc_xdp_qp);
 } mrc_qps SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32);	/* ifindex */
+	__type(value, __u32);	/* plane */
+} mrc_planes SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -117,6 +125,12 @@ static __always_inline int to_daemon(struct xdp_md *ctx, enum mrc_xdp_outcome o)
 	return XDP_PASS;
 }
 
+static __always_inline int not_ours(void)
+{
+	count(MRC_XDP_NOT_OURS);
+	return XDP_PASS;
+}
+
 static __always_inline int dropped(enum mrc_xdp_outcome o)
 {
 	count(o);
@@ -172,7 +186,7 @@ static __always_inline int checksum_ok(struct bpf_dynptr *pkt, __u32 off, __u32 
 	return fold((__u32)sum) == 0xffff;
 }
 
-static __always_inline int send_event(__u32 kind, struct xdp_md *ctx, const __u8 *peer,
+static __always_inline int send_event(__u32 kind, struct xdp_md *ctx, const __u64 *peer,
 				      __u16 sport, __u8 ce, __u32 hdr_off)
 {
 	struct mrc_xdp_event *ev = bpf_ringbuf_reserve(&mrc_events, sizeof(*ev), 0);
@@ -207,43 +221,41 @@ int metaroce_xdp(struct xdp_md *ctx)
 	struct mrc_hdr *hdr;
 	struct udphdr *udp;
 	struct bpf_dynptr src, dst;
-	__u8 peer[16] = {};
+	__u64 peer[2] = {};	/* the source address, IPv4-mapped */
 	__u32 l4, off, mrc_len, payload, qpn, psn, key, slot, idx, pos, src_off, left;
-	__u64 bit, old, raddr, need;
+	__u64 bit, old, raddr, need, pos64;
+	__u32 base, ifindex, *plane;
+	const __u64 *want;
 	__u16 sport;
 	__u8 ce;
 	void *pages;
 
 	if ((void *)(eth + 1) > end)
-		return XDP_PASS;
+		return not_ours();
 	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr *ip = (void *)(eth + 1);
 
 		if ((void *)(ip + 1) > end || ip->protocol != IPPROTO_UDP || ip->ihl < 5 ||
 		    (ip->frag_off & bpf_htons(0x3fff)))
-			return XDP_PASS;	/* fragments are the kernel's to reassemble */
+			return not_ours();	/* fragments are the kernel's to reassemble */
 		l4 = sizeof(*eth) + ip->ihl * 4;
-		peer[10] = peer[11] = 0xff;
-		__builtin_memcpy(peer + 12, &ip->saddr, 4);
+		((__u8 *)peer)[10] = ((__u8 *)peer)[11] = 0xff;
+		__builtin_memcpy((__u8 *)peer + 12, &ip->saddr, 4);
 		ce = (ip->tos & 3) == 3;
 	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = (void *)(eth + 1);
 
 		if ((void *)(ip6 + 1) > end || ip6->nexthdr != IPPROTO_UDP)
-			return XDP_PASS;
+			return not_ours();
 		l4 = sizeof(*eth) + sizeof(*ip6);
 		__builtin_memcpy(peer, &ip6->saddr, 16);
 		ce = ((bpf_ntohl(*(__u32 *)ip6) >> 20) & 3) == 3;
 	} else {
-		return XDP_PASS;
+		return not_ours();
 	}
 	udp = (void *)(data + (l4 & 0xff));
-	if ((void *)(udp + 1) > end)
-		return XDP_PASS;
-	if (udp->dest != bpf_htons(cfg_port)) {
-		count(MRC_XDP_NOT_OURS);
-		return XDP_PASS;
-	}
+	if ((void *)(udp + 1) > end || udp->dest != bpf_htons(cfg_port))
+		return not_ours();
 	sport = bpf_ntohs(udp->source);
 	off = (l4 & 0xff) + sizeof(*udp);
 	mrc_len = bpf_ntohs(udp->len);
@@ -267,19 +279,29 @@ int metaroce_xdp(struct xdp_md *ctx)
 	if (sizeof(*hdr) + sizeof(*ext) + payload < mrc_len || !payload)
 		return to_daemon(ctx, MRC_XDP_TO_DAEMON);	/* malformed: the decoder says why */
 	qpn = bpf_ntohl(hdr->dst_qpn);
-	qp = bpf_map_lookup_elem(&mrc_qps, &qpn);
-	if (!qp)
+	slot = qpn % MRC_XDP_MAX_QPS;
+	qp = bpf_map_lookup_elem(&mrc_qps, &slot);
+	if (!qp || !qpn || READ_ONCE(qp->qpn) != qpn)
 		return to_daemon(ctx, MRC_XDP_UNKNOWN_QP);
-	if (!(qp->flags & MRC_XDP_QP_PLACE))
+	if (!(READ_ONCE(qp->flags) & MRC_XDP_QP_PLACE))
 		return to_daemon(ctx, MRC_XDP_TO_DAEMON);
+	/* only the QP's peer, on a plane it has, from its address there (as the daemon checks) */
+	ifindex = ctx->ingress_ifindex;
+	plane = bpf_map_lookup_elem(&mrc_planes, &ifindex);
+	if (!plane || *plane >= MRC_MAX_PLANES || !(qp->peer_planes >> *plane & 1))
+		return to_daemon(ctx, MRC_XDP_WRONG_PEER);
+	want = (const __u64 *)qp->peer[*plane & (MRC_MAX_PLANES - 1)];
+	if (want[0] != peer[0] || want[1] != peer[1])
+		return to_daemon(ctx, MRC_XDP_WRONG_PEER);
 	if (bpf_dynptr_from_xdp(ctx, 0, &src))
 		return to_daemon(ctx, MRC_XDP_PLACE_FAILED);
 	/* nothing below is believed before this */
 	if (!checksum_ok(&src, off, mrc_len))
 		return dropped(MRC_XDP_BAD_CHECKSUM);
 	psn = bpf_ntohl(hdr->psn);
-	if (psn - READ_ONCE(qp->base) >= MRC_SACK_BITS) {
-		if ((__s32)(psn - READ_ONCE(qp->base)) >= 0)
+	base = READ_ONCE(qp->base);
+	if (psn - base >= MRC_SACK_BITS) {
+		if ((__s32)(psn - base) >= 0)
 			return dropped(MRC_XDP_ABOVE_WINDOW);
 		__sync_fetch_and_add(&qp->duplicates, 1);
 		if (send_event(MRC_XDP_EV_DUPLICATE, ctx, peer, sport, ce, off))
@@ -309,7 +331,10 @@ int metaroce_xdp(struct xdp_md *ctx)
 	if (!pages)
 		return to_daemon(ctx, MRC_XDP_PLACE_FAILED);
 	/* the copy: page by page of the region, straight from the frame */
-	pos = (__u32)((mr->addr & (MRC_XDP_PAGE - 1)) + (raddr - mr->addr));
+	pos64 = (mr->addr & (MRC_XDP_PAGE - 1)) + (raddr - mr->addr);
+	if (pos64 + payload > 0xffffffffull)
+		return to_daemon(ctx, MRC_XDP_OUT_OF_BOUNDS);	/* beyond what a page map holds */
+	pos = (__u32)pos64;
 	src_off = off + sizeof(*hdr) + sizeof(*ext);
 	left = payload;
 	for (int i = 0; i < MRC_XDP_MAX_PAGES_PER_PACKET && left; i++) {

@@ -487,8 +487,10 @@ static void write_full(const void *buf, size_t len, const char *what)
 
 	while (len) {
 		n = send(perf.fd, p, len, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
+		if (n < 0 && errno == EINTR && !perf.interrupted)
 			continue;
+		if (n < 0 && errno == EINTR)
+			die("interrupted during %s", what);
 		if (n < 0)
 			die("TCP send during %s: %s", what, strerror(errno));
 		p += n;
@@ -503,8 +505,10 @@ static void read_full(void *buf, size_t len, const char *what)
 
 	while (len) {
 		n = recv(perf.fd, p, len, 0);
-		if (n < 0 && errno == EINTR)
+		if (n < 0 && errno == EINTR && !perf.interrupted)
 			continue;
+		if (n < 0 && errno == EINTR)
+			die("interrupted during %s", what);
 		if (n == 0)
 			die("the peer closed the TCP connection during %s", what);
 		if (n < 0)
@@ -1315,6 +1319,8 @@ static void server_bw(void)
 	cpu0 = cpu_seconds();
 	start = now_seconds();
 	for (unsigned long spin = 0;; spin++) {
+		if (perf.interrupted)
+			die("interrupted");
 		n = poll_cqs(wc);
 		if (!n)
 			idle(20);
@@ -1398,6 +1404,8 @@ static uint32_t lat_wait(bool want_recv, bool *send_done)
 	int n, i;
 
 	while (!got_recv || !*send_done) {
+		if (perf.interrupted)
+			die("interrupted");
 		n = ibv_poll_cq(perf.cqs[0], 4, wc);
 		if (n < 0)
 			die("ibv_poll_cq: %s", strerror(errno));
@@ -1486,13 +1494,23 @@ static void client_lat(void)
 		lat_post(seq, SALT_CLIENT, IMM_STOP);
 		lat_wait(true, &send_done);
 	}
-	sync_peer("the end");
+	/* the server's word on what it checked */
+	struct wire_report report;
+
+	write_full(&(uint8_t){ 0x53 }, 1, "the end");
+	read_full(&report, sizeof(report), "the server's report");
+	if (ntohl(report.magic) != REPORT_MAGIC)
+		die("the server's report has a bad magic");
+	perf.errors += ntohl(report.errors);
+	if (opt.verify && opt.test != TEST_READ && be64toh(report.verified) != perf.lat_len)
+		die("the server verified %llu of %zu pings", (unsigned long long)be64toh(report.verified),
+		    perf.lat_len);
 	if (!perf.lat_len)
 		die("no round trip completed");
 	for (size_t i = 0; i < perf.lat_len; i++)
 		sum += perf.lat[i];
 	qsort(perf.lat, perf.lat_len, sizeof(*perf.lat), cmp_double);
-	report_line("client", secs, perf.lat_len, cpu_seconds() - cpu0, NULL);
+	report_line("client", secs, perf.lat_len, cpu_seconds() - cpu0, &report);
 	if (opt.json)
 		printf(",\"latency_us\":{\"definition\":\"%s\",\"min\":%.3f,\"p50\":%.3f,"
 		       "\"p99\":%.3f,\"p99_9\":%.3f,\"max\":%.3f,\"mean\":%.3f}}\n",
@@ -1504,6 +1522,19 @@ static void client_lat(void)
 		       "  mean %.2f\n", opt.test == TEST_READ ? "round trip" : "half round trip",
 		       perf.lat[0], percentile(50), percentile(99), percentile(99.9),
 		       perf.lat[perf.lat_len - 1], sum / (double)perf.lat_len);
+}
+
+/* The end of a latency run: the client's sync byte, then what this side checked. */
+static void server_lat_report(uint64_t received)
+{
+	struct wire_report report = { .magic = htonl(REPORT_MAGIC),
+				      .errors = htonl((uint32_t)perf.errors),
+				      .received = htobe64(received),
+				      .verified = htobe64(perf.verified) };
+	uint8_t sync;
+
+	read_full(&sync, 1, "the end");
+	write_full(&report, sizeof(report), "the report");
 }
 
 static void server_lat(void)
@@ -1520,7 +1551,7 @@ static void server_lat(void)
 		sync_peer("the start");
 		cpu0 = cpu_seconds();
 		start = now_seconds();
-		sync_peer("the end");
+		server_lat_report(0);
 		report_line("server", now_seconds() - start, 0, cpu_seconds() - cpu0, NULL);
 		if (opt.json)
 			printf("}\n");
@@ -1543,7 +1574,7 @@ static void server_lat(void)
 			break;
 	}
 	lat_wait(false, &send_done);
-	sync_peer("the end");
+	server_lat_report(seq);
 	report_line("server", now_seconds() - start, seq, cpu_seconds() - cpu0, NULL);
 	if (opt.json)
 		printf("}\n");

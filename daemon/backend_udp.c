@@ -102,7 +102,8 @@ static int plane_socket(const struct mrcd_plane *p, uint16_t port, bool rx, uint
 	    /* Without it a datagram the local qdisc drops (a full NIC queue, a rate limit) is
 	     * reported as sent: loss the sender inflicted on itself, without ECN, which looks
 	     * like a failing path. With it the send fails with ENOBUFS, and the datagram waits
-	     * for the queue like every other back-pressured one. */
+	     * for the queue like every other back-pressured one. The price: ICMP errors are
+	     * queued on the socket and fail the next send once (udp_tx_batch retries it). */
 	    (!rx && setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_RECVERR : IP_RECVERR,
 			       &one, sizeof(one)))) {
 		fail(err, errlen, "setsockopt", p);
@@ -188,6 +189,21 @@ static int tx_socket(const struct mrcd_udp_plane *u, uint16_t sport)
 	return u->tx_fd[sport % MRCD_SPORTS_PER_PLANE];
 }
 
+/* The socket's error queue (IP_RECVERR): nothing in it is acted on, it only must not fill. */
+static void drain_errors(int fd)
+{
+	char buf[256], ctl[512];
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl,
+			    .msg_controllen = sizeof(ctl) };
+
+	for (int i = 0; i < 64; i++) {
+		m.msg_controllen = sizeof(ctl);
+		if (recvmsg(fd, &m, MSG_ERRQUEUE | MSG_DONTWAIT) < 0)
+			break;
+	}
+}
+
 static int udp_tx_batch(struct mrcd_backend *b, const struct mrcd_dgram *d, unsigned n)
 {
 	struct mmsghdr msgs[64];
@@ -222,11 +238,19 @@ static int udp_tx_batch(struct mrcd_backend *b, const struct mrcd_dgram *d, unsi
 			run++;
 		}
 		sent = sendmmsg(fd, msgs, run, MSG_DONTWAIT);
+		if (sent < 0 && (errno == EAGAIN || errno == ENOBUFS))
+			return (int)done; /* the queue is full: the rest waits */
 		if (sent < 0) {
-			if (errno == EAGAIN || errno == ENOBUFS)
-				return (int)done; /* the socket is full: the rest waits */
-			b->tx_errors++;
-			sent = 1; /* skip the datagram the kernel refused */
+			/* IP_RECVERR reports an earlier ICMP error (a peer's port unreachable,
+			 * a route gone) on this send, once: the datagram itself may be fine */
+			drain_errors(fd);
+			sent = sendmmsg(fd, msgs, 1, MSG_DONTWAIT);
+			if (sent < 0 && (errno == EAGAIN || errno == ENOBUFS))
+				return (int)done;
+			if (sent < 0) {
+				b->tx_errors++;
+				sent = 1; /* skip the datagram the kernel refused */
+			}
 		}
 		done += (unsigned)sent;
 		if ((unsigned)sent < run)

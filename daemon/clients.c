@@ -23,6 +23,7 @@
 #define MRCD_TX_BATCH 32
 #define MRCD_PUMP_BUDGET 512  /* packets per pump before receive gets a turn */
 #define MRCD_TX_RETRY_NS 20000 /* a datagram the local queue refused is tried again after */
+#define MRCD_TX_HOLD_NS 2000000u /* ... and given up to loss recovery after */
 #define RESOLVE_TIMEOUT_NS 2000000000ull
 
 static const uint8_t v4_mapped[12] = MRC_V4_MAPPED_PREFIX;
@@ -1109,25 +1110,63 @@ bool mrcd_clients_recv(struct mrcd *d, const struct mrc_packet *pkt, const struc
 	return true;
 }
 
-/* Sends what is queued; false while the local queue still refuses some of it. */
+/*
+ * Sends what is queued; false while the local queue still refuses some of it. A plane whose
+ * queue refuses keeps its datagrams, in order; the other planes' go on (refusal on one NIC
+ * must not stall the others). What waited MRCD_TX_HOLD_NS is given up to loss recovery, so
+ * a queue that never takes anything (a policer, a dropping egress filter) cannot stall the
+ * daemon either.
+ */
 static bool flush_tx(struct mrcd *d, uint64_t now)
 {
 	struct mrcd_clients *c = &d->clients;
+	uint32_t blocked = 0; /* planes that refused this time */
+	unsigned keep = 0, i = c->tx_sent;
 
-	while (c->tx_sent < c->tx_queued) {
-		int k = d->backend.ops->tx_batch(&d->backend, c->tx_dgrams + c->tx_sent,
-						 c->tx_queued - c->tx_sent);
+	while (i < c->tx_queued) {
+		struct mrcd_dgram *g = &c->tx_dgrams[i];
+		unsigned run = 1;
+		int k;
 
-		if (k <= 0) {
-			/* A qdisc drop has no POLLOUT to wait for: look again shortly. */
-			c->tx_retry_ns = now + MRCD_TX_RETRY_NS;
-			return false;
+		if (blocked >> (g->plane % 32) & 1) {
+			c->tx_dgrams[keep++] = *g; /* behind its plane's refused one */
+			i++;
+			continue;
 		}
-		c->tx_sent += (unsigned)k;
+		while (i + run < c->tx_queued && c->tx_dgrams[i + run].plane == g->plane)
+			run++;
+		k = d->backend.ops->tx_batch(&d->backend, g, run);
+		k = k < 0 ? 0 : k;
 		d->stats.tx_datagrams += (unsigned)k;
+		i += (unsigned)k;
+		if ((unsigned)k < run)
+			blocked |= 1u << (g->plane % 32);
 	}
-	c->tx_queued = c->tx_sent = 0;
-	return true;
+	/* Only structs move: the data stays in tx_buf, which nothing refills until the backlog
+	 * is gone. */
+	c->tx_sent = 0;
+	c->tx_queued = keep;
+	if (!keep) {
+		c->tx_held_since_ns = 0;
+		return true;
+	}
+	if (!c->tx_held_since_ns)
+		c->tx_held_since_ns = now;
+	if (now - c->tx_held_since_ns >= MRCD_TX_HOLD_NS) {
+		if (now - c->tx_held_logged_ns >= 1000000000ull) {
+			mrcd_log(LOG_WARNING, "the local queue of plane(s) 0x%x refused datagrams for "
+				 "%u ms: %u given up to loss recovery", blocked,
+				 MRCD_TX_HOLD_NS / 1000000, keep);
+			c->tx_held_logged_ns = now;
+		}
+		d->stats.tx_held_dropped += keep;
+		c->tx_queued = 0;
+		c->tx_held_since_ns = 0;
+		return true;
+	}
+	/* A qdisc drop has no POLLOUT to wait for: look again shortly. */
+	c->tx_retry_ns = now + MRCD_TX_RETRY_NS;
+	return false;
 }
 
 void mrcd_clients_pump(struct mrcd *d, uint64_t now)

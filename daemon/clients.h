@@ -128,6 +128,8 @@ struct mrcd_clients {
 	struct mrcd_dgram *tx_dgrams;
 	unsigned tx_queued, tx_sent;
 	uint64_t tx_retry_ns; /* when to try a refused datagram again */
+	uint64_t tx_held_since_ns; /* the backlog is waiting since; 0: it is not */
+	uint64_t tx_held_logged_ns;
 	bool more_to_send;   /* the last pump stopped at its budget */
 };
 

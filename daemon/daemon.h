@@ -25,6 +25,7 @@ struct mrcd_stats {
 	uint64_t rx_no_qp;	   /* addressed to a QP this daemon does not have */
 	uint64_t rx_daemon_refused; /* daemon-level packets the peer table refused */
 	uint64_t tx_datagrams;
+	uint64_t tx_held_dropped;   /* refused by the local queue for MRCD_TX_HOLD_NS: given up */
 };
 
 struct mrcd {

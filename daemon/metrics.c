@@ -126,6 +126,10 @@ size_t mrcd_metrics_render(const struct mrcd *d, char *buf, size_t cap)
 	put(&o, "metaroce_rx_no_qp_total %llu\n", (unsigned long long)d->stats.rx_no_qp);
 	family(&o, "metaroce_tx_datagrams_total", "counter", "Datagrams sent.");
 	put(&o, "metaroce_tx_datagrams_total %llu\n", (unsigned long long)d->stats.tx_datagrams);
+	family(&o, "metaroce_tx_held_dropped_total", "counter",
+	       "Datagrams the local queue refused for 2 ms, given up to loss recovery.");
+	put(&o, "metaroce_tx_held_dropped_total %llu\n",
+	    (unsigned long long)d->stats.tx_held_dropped);
 	family(&o, "metaroce_completions_total", "counter", "Work completions delivered.");
 	put(&o, "metaroce_completions_total %llu\n", (unsigned long long)completions);
 	family(&o, "metaroce_error_completions_total", "counter",

@@ -125,9 +125,10 @@ static __always_inline void mark_ce(struct __sk_buff *skb, const struct parsed *
 }
 
 /*
- * One payload byte flipped. An IPv4 UDP datagram also loses its checksum (0: none), so the
- * corruption reaches the receiving transport and only its own integrity check can catch it;
- * TCP and IPv6 UDP keep theirs and the receiving kernel drops the packet.
+ * One payload bit flipped. An IPv4 UDP datagram also loses its checksum (0: none). Between
+ * veth namespaces the kernel's checksum is usually never computed (CHECKSUM_PARTIAL) and is
+ * not checked on receipt either, so the damage reaches the receiving transport, whose own
+ * integrity check is all that can catch it.
  */
 static __always_inline int corrupt(struct __sk_buff *skb, const struct parsed *p)
 {

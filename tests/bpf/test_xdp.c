@@ -73,6 +73,8 @@ static int on_event(void *ctx, void *data, size_t len)
 /* --- fixtures ------------------------------------------------------------------------------ */
 
 enum mutation { NONE, CORRUPT_PAYLOAD, TRUNCATE, SEND_TWICE };
+/* a frame_spec from another source address than the QP's peer */
+#define STRANGER 99
 
 struct fixture {
 	const char *what;
@@ -86,7 +88,7 @@ struct fixture {
 	uint32_t event;		/* event kind expected (0: none) */
 };
 
-#define W(psn_, len_, off_) { MRC_OP_WRITE, QPN, psn_, MR_KEY, MR_ADDR + (off_), len_, false, 0 }
+#define W(psn_, len_, off_) { MRC_OP_WRITE, QPN, psn_, MR_KEY, MR_ADDR + (off_), len_, false, 0, 0 }
 static const struct fixture fixtures[] = {
 	{ "in-window WRITE: placed, bit set, event", W(BASE_PSN + 3, 1000, 0), BASE_PSN,
 	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
@@ -107,18 +109,21 @@ static const struct fixture fixtures[] = {
 	  BASE_PSN, MRC_XDP_QP_PLACE, CORRUPT_PAYLOAD, XDP_DROP, MRC_XDP_BAD_CHECKSUM, false, 0 },
 	{ "a frame cut short: dropped", W(BASE_PSN + 1, 1000, 0), BASE_PSN, MRC_XDP_QP_PLACE,
 	  TRUNCATE, XDP_DROP, MRC_XDP_TRUNCATED, false, 0 },
+	{ "from an address that is not the QP's peer: to the daemon", { MRC_OP_WRITE, QPN,
+	  BASE_PSN, MR_KEY, MR_ADDR, 64, false, 0, STRANGER }, BASE_PSN, MRC_XDP_QP_PLACE, NONE,
+	  XDP_PASS, MRC_XDP_WRONG_PEER, false, 0 },
 	{ "an unknown QP: to the daemon", { MRC_OP_WRITE, 0x999, BASE_PSN, MR_KEY, MR_ADDR, 64,
-	  false, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_UNKNOWN_QP, false, 0 },
+	  false, 0, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_UNKNOWN_QP, false, 0 },
 	{ "a wrong key (random bits): to the daemon, which NAKs", { MRC_OP_WRITE, QPN, BASE_PSN,
-	  MR_KEY ^ 1, MR_ADDR, 64, false, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
+	  MR_KEY ^ 1, MR_ADDR, 64, false, 0, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
 	  MRC_XDP_BAD_KEY, false, 0 },
 	{ "a key of no region: to the daemon", { MRC_OP_WRITE, QPN, BASE_PSN,
-	  (9u << MRC_XDP_KEY_SLOT_SHIFT) | 1, MR_ADDR, 64, false, 0 }, BASE_PSN,
+	  (9u << MRC_XDP_KEY_SLOT_SHIFT) | 1, MR_ADDR, 64, false, 0, 0 }, BASE_PSN,
 	  MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_BAD_KEY, false, 0 },
 	{ "one byte past the region's end: to the daemon", W(BASE_PSN, 64, MR_LEN - 63),
 	  BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_OUT_OF_BOUNDS, false, 0 },
 	{ "before the region's start: to the daemon", { MRC_OP_WRITE, QPN, BASE_PSN, MR_KEY,
-	  MR_ADDR - 1, 64, false, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
+	  MR_ADDR - 1, 64, false, 0, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
 	  MRC_XDP_OUT_OF_BOUNDS, false, 0 },
 	{ "the region's last byte exactly: placed", W(BASE_PSN, 64, MR_LEN - 64), BASE_PSN,
 	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
@@ -128,23 +133,23 @@ static const struct fixture fixtures[] = {
 	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
 	{ "one byte", W(BASE_PSN + 9, 1, 777), BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_DROP,
 	  MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
-	{ "IPv6: placed", { MRC_OP_WRITE, QPN, BASE_PSN + 10, MR_KEY, MR_ADDR + 50, 1500, true, 0 },
+	{ "IPv6: placed", { MRC_OP_WRITE, QPN, BASE_PSN + 10, MR_KEY, MR_ADDR + 50, 1500, true, 0, 0 },
 	  BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
 	{ "READ response into a sink region: placed", { MRC_OP_READ_RESP, QPN, BASE_PSN + 11,
-	  SINK_KEY, MR_ADDR + 10, 700, false, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_DROP,
+	  SINK_KEY, MR_ADDR + 10, 700, false, 0, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_DROP,
 	  MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
 	{ "READ response into a region without local write: to the daemon",
-	  { MRC_OP_READ_RESP, QPN, BASE_PSN + 11, MR_KEY, MR_ADDR, 700, false, 0 }, BASE_PSN,
+	  { MRC_OP_READ_RESP, QPN, BASE_PSN + 11, MR_KEY, MR_ADDR, 700, false, 0, 0 }, BASE_PSN,
 	  MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_BAD_KEY, false, 0 },
 	{ "WRITE into a sink region (no remote write): to the daemon", { MRC_OP_WRITE, QPN,
-	  BASE_PSN, SINK_KEY, MR_ADDR, 64, false, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE,
+	  BASE_PSN, SINK_KEY, MR_ADDR, 64, false, 0, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE,
 	  XDP_PASS, MRC_XDP_BAD_KEY, false, 0 },
-	{ "SEND: to the daemon", { MRC_OP_SEND, QPN, BASE_PSN, 0, 0, 64, false, 0 }, BASE_PSN,
+	{ "SEND: to the daemon", { MRC_OP_SEND, QPN, BASE_PSN, 0, 0, 64, false, 0, 0 }, BASE_PSN,
 	  MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_TO_DAEMON, false, 0 },
 	{ "a QP not placing in XDP: to the daemon", W(BASE_PSN, 64, 0), BASE_PSN, 0, NONE,
 	  XDP_PASS, MRC_XDP_TO_DAEMON, false, 0 },
 	{ "UDP to another port: not ours, untouched", { MRC_OP_WRITE, QPN, BASE_PSN, MR_KEY,
-	  MR_ADDR, 64, false, 4791 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
+	  MR_ADDR, 64, false, 4791, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
 	  MRC_XDP_NOT_OURS, false, 0 },
 };
 
@@ -158,12 +163,16 @@ static void run_fixture(const struct fixture *f)
 	bool sink = s->rkey == SINK_KEY;
 	uint8_t *mem = sink ? sink_mem : mr_mem;
 	uint64_t pos = (MR_ADDR & 4095) + (s->raddr - MR_ADDR);
+	struct frame_spec usual = *s;
+	uint8_t peer[16];
 	struct mrc_xdp_qp q;
 	int verdict;
 
 	memset(mr_mem, 0, MR_PAGES * MRC_XDP_PAGE);
 	memset(sink_mem, 0, MR_PAGES * MRC_XDP_PAGE);
-	xdp_env_set_qp(&env, QPN, f->base, f->qp_flags);
+	usual.src_last = 0;	/* the QP's peer is the usual source; a fixture may differ */
+	frame_source(&usual, peer);
+	xdp_env_set_qp(&env, QPN, f->base, f->qp_flags, peer);
 	if (f->mutation == CORRUPT_PAYLOAD)
 		fr.b[fr.len - 10] ^= 0x40;
 	if (f->mutation == TRUNCATE)
@@ -174,7 +183,7 @@ static void run_fixture(const struct fixture *f)
 	events_before = n_events;
 	verdict = xdp_env_run(&env, &fr, len, 1, NULL);
 	ring_buffer__consume(events);
-	q = xdp_env_get_qp(&env, QPN);
+	q = *xdp_env_qp(&env, QPN);
 	check(verdict == f->verdict, "%s: verdict %d, %d expected", f->what, verdict, f->verdict);
 	check(xdp_env_outcome(&env, f->outcome) == before + 1, "%s: outcome %d not counted once", f->what,
 	      f->outcome);
@@ -233,16 +242,19 @@ static void differential(unsigned sequences, unsigned packets)
 		/* near the wrap for some sequences */
 		uint32_t base = s % 3 ? next_random() : 0xffffff00u + (next_random() & 0xff);
 		struct mrc_rx_window engine, daemon;
-		struct mrc_xdp_qp q;
+		struct mrc_xdp_qp *q = xdp_env_qp(&env, QPN);
+		struct frame_spec usual = { .opcode = MRC_OP_WRITE };
+		uint8_t peer[16];
 
 		mrc_rx_window_init(&engine, base);
 		mrc_rx_window_init(&daemon, base);
-		xdp_env_set_qp(&env, QPN, base, MRC_XDP_QP_PLACE);
+		frame_source(&usual, peer);
+		xdp_env_set_qp(&env, QPN, base, MRC_XDP_QP_PLACE, peer);
 		for (unsigned i = 0; i < packets; i++) {
 			/* mostly ahead of the window, some retransmissions and overruns */
 			uint32_t psn = engine.base + (next_random() % 320) - 32;
 			struct frame_spec sp = { MRC_OP_WRITE, QPN, psn, MR_KEY,
-						 MR_ADDR + (next_random() % 8000), 32, false, 0 };
+						 MR_ADDR + (next_random() % 8000), 32, false, 0, 0 };
 			struct frame fr = frame_build(&sp);
 			enum mrc_rx_verdict want = mrc_rx_window_classify(&engine, psn);
 			uint64_t was[MRC_XDP_OUTCOMES];
@@ -268,22 +280,20 @@ static void differential(unsigned sequences, unsigned packets)
 			if (got != MRC_RX_NEW)
 				continue;
 			placed++;
-			/* the daemon's part: the event moves its window, then the map's: base
-			 * first, then the bits it passed cleared */
+			/* the daemon's part, in place through its mapping: the event moves its
+			 * window; then the map's base, and only then the bits it passed cleared */
+			uint32_t old = daemon.base;
+
 			mrc_rx_window_mark(&daemon, psn);
-			q = xdp_env_get_qp(&env, QPN);
-			q.base = daemon.base;
-			memcpy(q.ring, daemon.ring, sizeof(q.ring));
-			if (bpf_map_update_elem(env.qps_fd, &(uint32_t){ QPN }, &q, BPF_EXIST)) {
-				fprintf(stderr, "mrc_qps update: %s\n", strerror(errno));
-				exit(1);
-			}
+			__atomic_store_n(&q->base, daemon.base, __ATOMIC_RELEASE);
+			for (uint32_t p = old; p != daemon.base; p++)
+				__atomic_fetch_and(&q->ring[(p % MRC_SACK_BITS) / 64],
+						   ~(1ull << (p % 64)), __ATOMIC_RELEASE);
 		}
-		q = xdp_env_get_qp(&env, QPN);
-		if ((q.base != engine.base || memcmp(q.ring, engine.ring, sizeof(q.ring))) &&
+		if ((q->base != engine.base || memcmp(q->ring, engine.ring, sizeof(q->ring))) &&
 		    state_mismatch++ < 5)
 			printf("FAIL: sequence %u ends with base %u in XDP, %u in the engine\n", s,
-			       q.base, engine.base);
+			       q->base, engine.base);
 	}
 	check(!verdict_mismatch, "differential: %u verdicts differ", verdict_mismatch);
 	check(!state_mismatch, "differential: %u final SACK states differ", state_mismatch);

@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <linux/btf.h>
 
 #include "proto/codec.h"
 
@@ -40,13 +42,23 @@ void xdp_env_open(struct xdp_env *env, const char *object, const char *who)
 	    (ifr.ifr_flags |= IFF_UP, ioctl(sock, SIOCSIFFLAGS, &ifr)))
 		die("bringing lo up");
 	close(sock);
+	/* the one kernel feature to probe: without it the fast path cannot exist here */
+	{
+		struct btf *vmlinux = btf__load_vmlinux_btf();
+
+		if (!vmlinux || btf__find_by_name_kind(vmlinux, "bpf_dynptr_copy", BTF_KIND_FUNC) < 0) {
+			printf("SKIP: this kernel has no bpf_dynptr_copy kfunc (Linux 6.15 or later): "
+			       "the XDP fast path cannot run here\n");
+			exit(77);
+		}
+		btf__free(vmlinux);
+	}
 	env->obj = bpf_object__open_file(object, NULL);
 	if (!env->obj)
 		die(object);
 	if (bpf_object__load(env->obj)) {
-		/* the one reason a kernel this project supports could refuse it */
-		fprintf(stderr, "%s: this kernel refuses the XDP program (it needs the "
-			"bpf_dynptr_copy kfunc, Linux 6.15 or later): %s\n", who, strerror(errno));
+		fprintf(stderr, "%s: this kernel refuses the XDP program: %s\n", who,
+			strerror(errno));
 		exit(1);
 	}
 	env->prog_fd = bpf_program__fd(bpf_object__find_program_by_name(env->obj, "metaroce_xdp"));
@@ -55,9 +67,17 @@ void xdp_env_open(struct xdp_env *env, const char *object, const char *who)
 	env->pages_fd = bpf_object__find_map_fd_by_name(env->obj, "mrc_mr_pages");
 	env->outcomes_fd = bpf_object__find_map_fd_by_name(env->obj, "mrc_outcomes");
 	env->events_fd = bpf_object__find_map_fd_by_name(env->obj, "mrc_events");
+	env->planes_fd = bpf_object__find_map_fd_by_name(env->obj, "mrc_planes");
 	if (env->prog_fd < 0 || env->qps_fd < 0 || env->mrs_fd < 0 || env->pages_fd < 0 ||
-	    env->outcomes_fd < 0 || env->events_fd < 0)
+	    env->outcomes_fd < 0 || env->events_fd < 0 || env->planes_fd < 0)
 		die("the program's maps");
+	env->qps = mmap(NULL, MRC_XDP_MAX_QPS * sizeof(struct mrc_xdp_qp), PROT_READ | PROT_WRITE,
+			MAP_SHARED, env->qps_fd, 0);
+	if (env->qps == MAP_FAILED)
+		die("mmap of mrc_qps");
+	/* test runs arrive on this namespace's loopback (ifindex 1): plane 0 */
+	if (bpf_map_update_elem(env->planes_fd, &(uint32_t){ 1 }, &(uint32_t){ 0 }, BPF_ANY))
+		die("mrc_planes update");
 }
 
 void xdp_env_close(struct xdp_env *env)
@@ -65,20 +85,21 @@ void xdp_env_close(struct xdp_env *env)
 	bpf_object__close(env->obj);
 }
 
-void xdp_env_set_qp(const struct xdp_env *env, uint32_t qpn, uint32_t base, uint32_t flags)
+void xdp_env_set_qp(const struct xdp_env *env, uint32_t qpn, uint32_t base, uint32_t flags,
+		    const uint8_t peer[16])
 {
-	struct mrc_xdp_qp q = { .base = base, .flags = flags, .owner = XDP_ENV_OWNER };
+	struct mrc_xdp_qp q = { .qpn = qpn, .base = base, .flags = flags, .owner = XDP_ENV_OWNER,
+				.peer_planes = 1 };
+	uint32_t slot = qpn % MRC_XDP_MAX_QPS;
 
-	if (bpf_map_update_elem(env->qps_fd, &qpn, &q, BPF_ANY))
+	memcpy(q.peer[0], peer, 16);
+	if (bpf_map_update_elem(env->qps_fd, &slot, &q, BPF_ANY))
 		die("mrc_qps update");
 }
 
-struct mrc_xdp_qp xdp_env_get_qp(const struct xdp_env *env, uint32_t qpn)
+struct mrc_xdp_qp *xdp_env_qp(const struct xdp_env *env, uint32_t qpn)
 {
-	struct mrc_xdp_qp q = { 0 };
-
-	bpf_map_lookup_elem(env->qps_fd, &qpn, &q);
-	return q;
+	return &env->qps[qpn % MRC_XDP_MAX_QPS];
 }
 
 uint8_t *xdp_env_add_region(const struct xdp_env *env, uint32_t slot, uint32_t key,
@@ -142,7 +163,7 @@ struct frame frame_build(const struct frame_spec *s)
 		ip6->nexthdr = IPPROTO_UDP;
 		ip6->hop_limit = 64;
 		ip6->saddr.s6_addr[0] = 0x20;
-		ip6->saddr.s6_addr[15] = 1;
+		ip6->saddr.s6_addr[15] = s->src_last ? s->src_last : 1;
 		ip6->daddr.s6_addr[0] = 0x20;
 		ip6->daddr.s6_addr[15] = 2;
 		l4 = sizeof(*eth) + sizeof(*ip6);
@@ -154,7 +175,7 @@ struct frame frame_build(const struct frame_spec *s)
 		ip->ihl = 5;
 		ip->ttl = 64;
 		ip->protocol = IPPROTO_UDP;
-		ip->saddr = htonl(0xc6120001);
+		ip->saddr = htonl(0xc6120000 | (s->src_last ? s->src_last : 1));
 		ip->daddr = htonl(0xc6120002);
 		l4 = sizeof(*eth) + sizeof(*ip);
 	}
@@ -185,6 +206,19 @@ struct frame frame_build(const struct frame_spec *s)
 	else
 		((struct iphdr *)(eth + 1))->tot_len = htons((uint16_t)(f.len - sizeof(*eth)));
 	return f;
+}
+
+void frame_source(const struct frame_spec *s, uint8_t addr[16])
+{
+	memset(addr, 0, 16);
+	if (s->ipv6) {
+		addr[0] = 0x20;
+	} else {
+		addr[10] = addr[11] = 0xff;
+		addr[12] = 198;
+		addr[13] = 18;
+	}
+	addr[15] = s->src_last ? s->src_last : 1;
 }
 
 int xdp_env_run(const struct xdp_env *env, const struct frame *f, uint32_t len, uint32_t repeat,

@@ -18,7 +18,8 @@
 
 struct xdp_env {
 	struct bpf_object *obj;
-	int prog_fd, qps_fd, mrs_fd, pages_fd, outcomes_fd, events_fd;
+	int prog_fd, qps_fd, mrs_fd, pages_fd, outcomes_fd, events_fd, planes_fd;
+	struct mrc_xdp_qp *qps;	/* mrc_qps, mapped: changed in place, as the daemon does */
 };
 
 struct frame {
@@ -35,14 +36,17 @@ struct frame_spec {
 	uint32_t payload;
 	bool ipv6;
 	uint16_t port;		/* 0: MetaRoCE's */
+	uint8_t src_last;	/* 0: the usual source address; else its last byte */
 };
 
 /* In a network namespace of its own (duplicates and redirects leave nowhere); exits on error. */
 void xdp_env_open(struct xdp_env *env, const char *object, const char *who);
 void xdp_env_close(struct xdp_env *env);
 
-void xdp_env_set_qp(const struct xdp_env *env, uint32_t qpn, uint32_t base, uint32_t flags);
-struct mrc_xdp_qp xdp_env_get_qp(const struct xdp_env *env, uint32_t qpn);
+/* The QP in its slot, its peer on plane 0 (where test runs arrive) at this address. */
+void xdp_env_set_qp(const struct xdp_env *env, uint32_t qpn, uint32_t base, uint32_t flags,
+		    const uint8_t peer[16]);
+struct mrc_xdp_qp *xdp_env_qp(const struct xdp_env *env, uint32_t qpn);
 
 /* A region of XDP_ENV_PAGES pages: its page map, mmapped for the caller to read. */
 uint8_t *xdp_env_add_region(const struct xdp_env *env, uint32_t slot, uint32_t key,
@@ -53,6 +57,8 @@ uint64_t xdp_env_outcome(const struct xdp_env *env, enum mrc_xdp_outcome o);
 /* The byte at offset i of the payload of the packet with this PSN. */
 uint8_t frame_payload_byte(uint32_t psn, uint32_t i);
 struct frame frame_build(const struct frame_spec *s);
+/* The source address frame_build gives a frame of this spec, IPv4-mapped for IPv4. */
+void frame_source(const struct frame_spec *s, uint8_t addr[16]);
 
 /* One run of the program on the first len bytes of f; *ns (if given) the kernel's timing. */
 int xdp_env_run(const struct xdp_env *env, const struct frame *f, uint32_t len, uint32_t repeat,

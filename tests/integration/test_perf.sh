@@ -63,7 +63,8 @@ for t in send write read; do
 	json_check "${t}_lat_events" 'j["messages"] == 100 and j["errors"] == 0'
 	json_check "${t}_lat" 'j["messages"] == 300 and j["latency_us"]["min"] <= j["latency_us"]["p50"] <= j["latency_us"]["p99"] <= j["latency_us"]["p99_9"] <= j["latency_us"]["max"] and j["errors"] == 0'
 done
-json_check send_lat 'j["verified"] == 300'
+json_check send_lat 'j["verified"] == 300 and j["peer"]["verified"] == 300'
+json_check write_lat 'j["verified"] == 300 and j["peer"]["verified"] == 300'
 json_check read_lat 'j["latency_us"]["definition"] == "round trip"'
 
 # text summary and progress lines

@@ -179,3 +179,10 @@ j = json.load(open(sys.argv[1]))
 assert j["errors"] == 0 and j["peer"]["errors"] == 0 and j["peer"]["verified"] == j["messages"] > 0, j
 print("  back-pressure from a 200 Mbit/s sender link: %d MiB verified, %.3f Gbit/s" % (j["messages"], j["gbps"]))' "$TMP/bp.json" ||
 	fail "writes through a rate-limited sender link"
+
+# `up` on a name that is up refuses, and leaves the running testbed alone
+"$TESTBED_TOOL" -n "$TESTBED" up --bpf-object "$BUILD/bpf/impair.bpf.o" 2>"$TMP/err" &&
+	fail "a second up on a running testbed succeeded"
+grep -q "already up" "$TMP/err" || fail "second up: $(cat "$TMP/err")"
+[ "$(ip netns list | grep -c "^mtb-$TESTBED-")" -eq 6 ] ||
+	fail "a refused second up took the running testbed down"

@@ -3,8 +3,13 @@
  * The XDP fast path's maps, shared by the BPF program (bpf/metaroce_xdp.bpf.c), the daemon's
  * xdp backend and the tests. Layouts and codes are only ever appended to.
  *
- *   mrc_qps        HASH   local QPN -> struct mrc_xdp_qp: the receive window (base + the
- *                         256-bit SACK ring the program test-and-sets), counters
+ *   mrc_qps        ARRAY, mmapable: QP slot (QPN % MRC_XDP_MAX_QPS, as the daemon numbers
+ *                         QPs) -> struct mrc_xdp_qp: which QP, its peer per plane, the receive
+ *                         window (base + the 256-bit SACK ring the program test-and-sets),
+ *                         counters. The daemon changes it in place, through its mapping and
+ *                         with atomics, never by replacing an element (a replaced hash element
+ *                         is recycled while the program may still hold it)
+ *   mrc_planes     HASH   ifindex -> plane index: where a packet arrived
  *   mrc_mrs        ARRAY  key slot (rkey >> MRC_XDP_KEY_SLOT_SHIFT) -> struct mrc_xdp_mr
  *   mrc_mr_pages   ARRAY_OF_MAPS, same index -> the region's pages: an mmapable ARRAY of
  *                         4096-byte values, page 0 the one holding the region's first byte;
@@ -18,6 +23,15 @@
  * only the daemon moves base, writing the new base before it clears the bits it passed. A
  * packet that raced with the move re-reads base after setting its bit and, if the window
  * has passed it, clears the bit again (at worst a retransmission, never a false SACK).
+ *
+ * Known limit: the payload is copied before its PSN is claimed, so two copies of one packet
+ * arriving together on two CPUs both copy the same bytes (harmless), and a late duplicate
+ * that passed the ring check just before the original was claimed, completed and its buffer
+ * reused by the application could still be copying then. The window is one packet's copy
+ * time; closing it needs a per-PSN in-flight claim before the copy.
+ *
+ * READ responses are placed by (sink key, address): the daemon must hand over a QP only when
+ * its READs land in one region each (one SGE), as the engine checks on the slow path.
  */
 #ifndef METAROCE_XDP_H
 #define METAROCE_XDP_H
@@ -38,15 +52,18 @@
 #define MRC_XDP_QP_PLACE 0x1u	/* WRITE and READ_RESP payloads are placed here */
 
 struct mrc_xdp_qp {
+	__u32 qpn;		/* the QP in this slot; 0: none */
 	__u32 base;		/* receive window base (cum_psn); the daemon writes it */
 	__u32 flags;		/* MRC_XDP_QP_* */
 	__u32 owner;		/* the client that owns it: its regions only */
-	__u32 reserved;
 	__u64 ring[MRC_SACK_BITS / 64]; /* bit p % 256: PSN p arrived */
 	__u64 ce_packets;	/* CE-marked sequenced packets */
 	__u64 placed_packets;
 	__u64 placed_bytes;
 	__u64 duplicates;
+	__u32 peer_planes;	/* bit p: the peer speaks to this QP on plane p, from peer[p] */
+	__u32 reserved;
+	__u8 peer[MRC_MAX_PLANES][16]; /* IPv4-mapped for IPv4 */
 };
 
 /* struct mrc_xdp_mr.access */
@@ -78,6 +95,7 @@ enum mrc_xdp_outcome {
 	MRC_XDP_EVENT_LOST = 11,    /* the event ring was full: to the daemon instead */
 	MRC_XDP_BAD_VERSION = 12,   /* another wire version: to the daemon (which counts it) */
 	MRC_XDP_PLACE_FAILED = 13,  /* a page of the region was missing: to the daemon */
+	MRC_XDP_WRONG_PEER = 14,    /* not from the QP's peer on that plane: to the daemon */
 	MRC_XDP_OUTCOMES
 };
 
