@@ -1113,15 +1113,15 @@ bool mrcd_clients_recv(struct mrcd *d, const struct mrc_packet *pkt, const struc
 /*
  * Sends what is queued; false while the local queue still refuses some of it. A plane whose
  * queue refuses keeps its datagrams, in order; the other planes' go on (refusal on one NIC
- * must not stall the others). What waited MRCD_TX_HOLD_NS is given up to loss recovery, so
- * a queue that never takes anything (a policer, a dropping egress filter) cannot stall the
- * daemon either.
+ * must not stall the others). When no datagram at all went out for MRCD_TX_HOLD_NS, what
+ * waits is given up to loss recovery, so a queue that never takes anything (a policer, a
+ * dropping egress filter) cannot stall the daemon either.
  */
 static bool flush_tx(struct mrcd *d, uint64_t now)
 {
 	struct mrcd_clients *c = &d->clients;
 	uint32_t blocked = 0; /* planes that refused this time */
-	unsigned keep = 0, i = c->tx_sent;
+	unsigned keep = 0, i = c->tx_sent, sent = 0;
 
 	while (i < c->tx_queued) {
 		struct mrcd_dgram *g = &c->tx_dgrams[i];
@@ -1138,6 +1138,7 @@ static bool flush_tx(struct mrcd *d, uint64_t now)
 		k = d->backend.ops->tx_batch(&d->backend, g, run);
 		k = k < 0 ? 0 : k;
 		d->stats.tx_datagrams += (unsigned)k;
+		sent += (unsigned)k;
 		i += (unsigned)k;
 		if ((unsigned)k < run)
 			blocked |= 1u << (g->plane % 32);
@@ -1150,7 +1151,8 @@ static bool flush_tx(struct mrcd *d, uint64_t now)
 		c->tx_held_since_ns = 0;
 		return true;
 	}
-	if (!c->tx_held_since_ns)
+	/* the clock is for a queue that takes nothing: any progress restarts it */
+	if (!c->tx_held_since_ns || sent)
 		c->tx_held_since_ns = now;
 	if (now - c->tx_held_since_ns >= MRCD_TX_HOLD_NS) {
 		if (now - c->tx_held_logged_ns >= 1000000000ull) {

@@ -127,7 +127,7 @@ size_t mrcd_metrics_render(const struct mrcd *d, char *buf, size_t cap)
 	family(&o, "metaroce_tx_datagrams_total", "counter", "Datagrams sent.");
 	put(&o, "metaroce_tx_datagrams_total %llu\n", (unsigned long long)d->stats.tx_datagrams);
 	family(&o, "metaroce_tx_held_dropped_total", "counter",
-	       "Datagrams the local queue refused for 2 ms, given up to loss recovery.");
+	       "Datagrams given up to loss recovery after the local queue took nothing for 2 ms.");
 	put(&o, "metaroce_tx_held_dropped_total %llu\n",
 	    (unsigned long long)d->stats.tx_held_dropped);
 	family(&o, "metaroce_completions_total", "counter", "Work completions delivered.");

@@ -179,6 +179,9 @@ j = json.load(open(sys.argv[1]))
 assert j["errors"] == 0 and j["peer"]["errors"] == 0 and j["peer"]["verified"] == j["messages"] > 0, j
 print("  back-pressure from a 200 Mbit/s sender link: %d MiB verified, %.3f Gbit/s" % (j["messages"], j["gbps"]))' "$TMP/bp.json" ||
 	fail "writes through a rate-limited sender link"
+# held, never given up: the queue kept taking datagrams
+ip netns exec "mtb-$TESTBED-h0" "$BUILD/bin/metaroce-ctl" -S "$TMP/h0.sock" metrics |
+	grep -qx "metaroce_tx_held_dropped_total 0" || fail "the sender gave up datagrams it held"
 
 # `up` on a name that is up refuses, and leaves the running testbed alone
 "$TESTBED_TOOL" -n "$TESTBED" up --bpf-object "$BUILD/bpf/impair.bpf.o" 2>"$TMP/err" &&
@@ -186,3 +189,37 @@ print("  back-pressure from a 200 Mbit/s sender link: %d MiB verified, %.3f Gbit
 grep -q "already up" "$TMP/err" || fail "second up: $(cat "$TMP/err")"
 [ "$(ip netns list | grep -c "^mtb-$TESTBED-")" -eq 6 ] ||
 	fail "a refused second up took the running testbed down"
+
+# A plane whose NIC queue takes nothing (a qdisc that drops every packet, which a sender sees
+# as ENOBUFS): the other plane carries the transfer to the end, and what waited on the dead
+# queue is given up to loss recovery after 2 ms instead of stalling the daemon.
+$TB down
+testbed_up --hosts 2 --planes 2
+testbed_daemons 2 0 1
+wait_for "$TMP/h0.log" "backend udp"
+wait_for "$TMP/h1.log" "backend udp"
+# the gateway's address resolved first: a queue that drops ARP too would only blackhole
+ip netns exec "mtb-$TESTBED-h0" python3 -c 'import socket
+socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("198.18.33.2", 9))'
+sleep 0.2
+# a byte of queue: every packet is dropped as it is offered
+ip netns exec "mtb-$TESTBED-h0" tc qdisc replace dev p1 root tbf rate 8bit burst 2000 limit 1 ||
+	fail "cannot install a dropping qdisc"
+ip netns exec "mtb-$TESTBED-h1" env METAROCE_SOCKET="$TMP/h1.sock" "$BUILD/bin/metaroce-run" \
+	timeout 60 "$PERF" -e >"$TMP/dq.server.log" 2>&1 &
+srv=$!
+PIDS="$PIDS $srv"
+ip netns exec "mtb-$TESTBED-h0" env METAROCE_SOCKET="$TMP/h0.sock" "$BUILD/bin/metaroce-run" \
+	timeout 60 "$PERF" -e -t write -s 256K -q 2 -n 100 -V -j 198.18.1.2 >"$TMP/dq.json" \
+	2>"$TMP/dq.err" || { cat "$TMP/dq.err"; tail -n 5 "$TMP/h0.log"; fail "writes with one plane's queue dead failed"; }
+wait "$srv" || { cat "$TMP/dq.server.log"; fail "its server"; }
+python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["errors"] == 0 and j["peer"]["verified"] == j["messages"] == 200, j' "$TMP/dq.json" ||
+	fail "writes with one plane's queue dead"
+given_up=$(ip netns exec "mtb-$TESTBED-h0" "$BUILD/bin/metaroce-ctl" -S "$TMP/h0.sock" metrics |
+	awk '$1 == "metaroce_tx_held_dropped_total" {print $2}')
+[ "${given_up:-0}" -gt 0 ] || fail "nothing held on the dead queue was given up"
+grep -q "refused datagrams for 2 ms" "$TMP/h0.log" || fail "no log of the dead queue"
+echo "  a dead queue on plane 1: 200 x 256 KiB verified over plane 0, $given_up datagrams given up"
