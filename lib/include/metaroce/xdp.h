@@ -32,6 +32,10 @@
  *
  * READ responses are placed by (sink key, address): the daemon must hand over a QP only when
  * its READs land in one region each (one SGE), as the engine checks on the slow path.
+ *
+ * Regions: an ARRAY element is rewritten in place, not atomically, so the daemon clears a
+ * slot's key first, then sets its page map and fields, and writes the key last: a program
+ * reading a half-written slot finds no key that matches.
  */
 #ifndef METAROCE_XDP_H
 #define METAROCE_XDP_H
