@@ -23,7 +23,8 @@
 #define MRCD_TX_BATCH 32
 #define MRCD_PUMP_BUDGET 512  /* packets per pump before receive gets a turn */
 #define MRCD_TX_RETRY_NS 20000 /* a datagram the local queue refused is tried again after */
-#define MRCD_TX_HOLD_NS 2000000u /* ... and given up to loss recovery after */
+#define MRCD_TX_HOLD_NS 2000000u /* a queue that takes nothing for this long is dead */
+#define MRCD_TX_BACKLOG 16 /* datagrams waiting on refusing queues before the engine waits */
 #define RESOLVE_TIMEOUT_NS 2000000000ull
 
 static const uint8_t v4_mapped[12] = MRC_V4_MAPPED_PREFIX;
@@ -1110,27 +1111,50 @@ bool mrcd_clients_recv(struct mrcd *d, const struct mrc_packet *pkt, const struc
 	return true;
 }
 
+/* A datagram its plane's queue refused waits in slot *keep, or is given up to loss recovery
+ * when that queue is dead: it took nothing this time, nor for MRCD_TX_HOLD_NS before. */
+static void hold_or_give_up(struct mrcd *d, unsigned i, unsigned *keep, unsigned plane,
+			    bool progressed, uint64_t now)
+{
+	struct mrcd_clients *c = &d->clients;
+	uint64_t since = c->tx_held_since_ns[plane];
+
+	if (!progressed && since && now - since >= MRCD_TX_HOLD_NS) {
+		d->stats.tx_held_dropped++;
+		return;
+	}
+	if (i != *keep) {
+		uint8_t *to = c->tx_buf + (size_t)*keep * d->cfg.mtu;
+
+		memmove(to, c->tx_dgrams[i].data, c->tx_dgrams[i].len);
+		c->tx_dgrams[*keep] = c->tx_dgrams[i];
+		c->tx_dgrams[*keep].data = to;
+	}
+	(*keep)++;
+}
+
 /*
- * Sends what is queued; false while the local queue still refuses some of it. A plane whose
- * queue refuses keeps its datagrams, in order; the other planes' go on (refusal on one NIC
- * must not stall the others). When no datagram at all went out for MRCD_TX_HOLD_NS, what
- * waits is given up to loss recovery, so a queue that never takes anything (a policer, a
- * dropping egress filter) cannot stall the daemon either.
+ * Sends what is queued. A plane whose queue refuses keeps its datagrams, in order, in the
+ * first slots; the other planes' go on, and so does the engine until MRCD_TX_BACKLOG wait
+ * (then it is back-pressure: nothing new until the queues take some). A queue that took
+ * nothing for MRCD_TX_HOLD_NS is dead, not slow: what is offered to it is given up to loss
+ * recovery, as a blackholed path's would be, until it takes something again, so it stalls
+ * the other planes once, for that long, and not again. False when the engine must wait.
  */
 static bool flush_tx(struct mrcd *d, uint64_t now)
 {
 	struct mrcd_clients *c = &d->clients;
-	uint32_t blocked = 0; /* planes that refused this time */
-	unsigned keep = 0, i = c->tx_sent, sent = 0;
+	uint32_t blocked = 0, progressed = 0, offered = 0;
+	unsigned keep = 0, i = 0;
 
 	while (i < c->tx_queued) {
 		struct mrcd_dgram *g = &c->tx_dgrams[i];
-		unsigned run = 1;
+		unsigned plane = g->plane % MRC_MAX_PLANES, run = 1;
 		int k;
 
-		if (blocked >> (g->plane % 32) & 1) {
-			c->tx_dgrams[keep++] = *g; /* behind its plane's refused one */
-			i++;
+		offered |= 1u << plane;
+		if (blocked >> plane & 1) {
+			hold_or_give_up(d, i++, &keep, plane, progressed >> plane & 1, now);
 			continue;
 		}
 		while (i + run < c->tx_queued && c->tx_dgrams[i + run].plane == g->plane)
@@ -1138,37 +1162,31 @@ static bool flush_tx(struct mrcd *d, uint64_t now)
 		k = d->backend.ops->tx_batch(&d->backend, g, run);
 		k = k < 0 ? 0 : k;
 		d->stats.tx_datagrams += (unsigned)k;
-		sent += (unsigned)k;
+		if (k)
+			progressed |= 1u << plane;
 		i += (unsigned)k;
 		if ((unsigned)k < run)
-			blocked |= 1u << (g->plane % 32);
+			blocked |= 1u << plane; /* datagram i: held or given up next turn */
 	}
-	/* Only structs move: the data stays in tx_buf, which nothing refills until the backlog
-	 * is gone. */
-	c->tx_sent = 0;
-	c->tx_queued = keep;
-	if (!keep) {
-		c->tx_held_since_ns = 0;
-		return true;
-	}
-	/* the clock is for a queue that takes nothing: any progress restarts it */
-	if (!c->tx_held_since_ns || sent)
-		c->tx_held_since_ns = now;
-	if (now - c->tx_held_since_ns >= MRCD_TX_HOLD_NS) {
-		if (now - c->tx_held_logged_ns >= 1000000000ull) {
-			mrcd_log(LOG_WARNING, "the local queue of plane(s) 0x%x refused datagrams for "
-				 "%u ms: %u given up to loss recovery", blocked,
-				 MRCD_TX_HOLD_NS / 1000000, keep);
+	for (unsigned p = 0; p < MRC_MAX_PLANES; p++) {
+		if (!(offered >> p & 1))
+			continue; /* nothing offered: a dead queue stays dead */
+		if (!(blocked >> p & 1))
+			c->tx_held_since_ns[p] = 0;
+		else if (progressed >> p & 1 || !c->tx_held_since_ns[p])
+			c->tx_held_since_ns[p] = now;
+		else if (now - c->tx_held_since_ns[p] >= MRCD_TX_HOLD_NS &&
+			 now - c->tx_held_logged_ns >= 1000000000ull) {
+			mrcd_log(LOG_WARNING, "plane %u: the local queue took nothing for %u ms: "
+				 "what is offered to it goes to loss recovery", p,
+				 MRCD_TX_HOLD_NS / 1000000);
 			c->tx_held_logged_ns = now;
 		}
-		d->stats.tx_held_dropped += keep;
-		c->tx_queued = 0;
-		c->tx_held_since_ns = 0;
-		return true;
 	}
-	/* A qdisc drop has no POLLOUT to wait for: look again shortly. */
-	c->tx_retry_ns = now + MRCD_TX_RETRY_NS;
-	return false;
+	c->tx_queued = keep;
+	if (keep)
+		c->tx_retry_ns = now + MRCD_TX_RETRY_NS; /* a qdisc drop has no POLLOUT */
+	return keep < MRCD_TX_BACKLOG;
 }
 
 void mrcd_clients_pump(struct mrcd *d, uint64_t now)

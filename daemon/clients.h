@@ -122,13 +122,13 @@ struct mrcd_clients {
 	uint64_t mapped_bytes;
 	uint64_t seed;
 	uint8_t *tx_buf;     /* MRCD_TX_BATCH packets of mtu bytes */
-	/* Datagrams the engine produced, tx_sent of tx_queued of them on the wire. The local
-	 * queue refused the rest (ENOBUFS, EAGAIN): they wait, and the engine is not asked for
-	 * more until they are out, so back-pressure never turns into self-inflicted loss. */
+	/* Datagrams the engine produced and the wire has not taken yet: a plane's local queue
+	 * refused them (ENOBUFS, EAGAIN) and they wait, so back-pressure never turns into
+	 * self-inflicted loss (flush_tx). Their bytes are in the first tx_queued slots of tx_buf. */
 	struct mrcd_dgram *tx_dgrams;
-	unsigned tx_queued, tx_sent;
+	unsigned tx_queued;
 	uint64_t tx_retry_ns; /* when to try a refused datagram again */
-	uint64_t tx_held_since_ns; /* the backlog is waiting since; 0: it is not */
+	uint64_t tx_held_since_ns[MRC_MAX_PLANES]; /* the plane's queue took nothing since */
 	uint64_t tx_held_logged_ns;
 	bool more_to_send;   /* the last pump stopped at its budget */
 };
