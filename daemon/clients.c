@@ -23,7 +23,8 @@
 #define MRCD_TX_BATCH 32
 #define MRCD_PUMP_BUDGET 512  /* packets per pump before receive gets a turn */
 #define MRCD_TX_RETRY_NS 20000 /* a datagram the local queue refused is tried again after */
-#define MRCD_TX_HOLD_NS 2000000u /* a queue that takes nothing for this long is dead */
+#define MRCD_TX_HOLD_NS 2000000u /* a queue that takes nothing for this long is dead ... */
+#define MRCD_TX_DEAD_TRIES 64	 /* ... if it was tried this often in that time */
 #define MRCD_TX_BACKLOG 16 /* datagrams waiting on refusing queues before the engine waits */
 #define RESOLVE_TIMEOUT_NS 2000000000ull
 
@@ -1119,7 +1120,10 @@ static void hold_or_give_up(struct mrcd *d, unsigned i, unsigned *keep, unsigned
 	struct mrcd_clients *c = &d->clients;
 	uint64_t since = c->tx_held_since_ns[plane];
 
-	if (!progressed && since && now - since >= MRCD_TX_HOLD_NS) {
+	/* dead: a while without taking anything, and tried often in that while (a daemon kept
+	 * off the CPU comes back to a full queue that is merely slow) */
+	if (!progressed && since && now - since >= MRCD_TX_HOLD_NS &&
+	    c->tx_refusals[plane] >= MRCD_TX_DEAD_TRIES) {
 		d->stats.tx_held_dropped++;
 		return;
 	}
@@ -1171,12 +1175,15 @@ static bool flush_tx(struct mrcd *d, uint64_t now)
 	for (unsigned p = 0; p < MRC_MAX_PLANES; p++) {
 		if (!(offered >> p & 1))
 			continue; /* nothing offered: a dead queue stays dead */
-		if (!(blocked >> p & 1))
+		if (!(blocked >> p & 1)) {
 			c->tx_held_since_ns[p] = 0;
-		else if (progressed >> p & 1 || !c->tx_held_since_ns[p])
+			c->tx_refusals[p] = 0;
+		} else if (progressed >> p & 1 || !c->tx_held_since_ns[p]) {
 			c->tx_held_since_ns[p] = now;
-		else if (now - c->tx_held_since_ns[p] >= MRCD_TX_HOLD_NS &&
-			 now - c->tx_held_logged_ns >= 1000000000ull) {
+			c->tx_refusals[p] = 1;
+		} else if (++c->tx_refusals[p] >= MRCD_TX_DEAD_TRIES &&
+			   now - c->tx_held_since_ns[p] >= MRCD_TX_HOLD_NS &&
+			   now - c->tx_held_logged_ns >= 1000000000ull) {
 			mrcd_log(LOG_WARNING, "plane %u: the local queue took nothing for %u ms: "
 				 "what is offered to it goes to loss recovery", p,
 				 MRCD_TX_HOLD_NS / 1000000);

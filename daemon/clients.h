@@ -129,6 +129,7 @@ struct mrcd_clients {
 	unsigned tx_queued;
 	uint64_t tx_retry_ns; /* when to try a refused datagram again */
 	uint64_t tx_held_since_ns[MRC_MAX_PLANES]; /* the plane's queue took nothing since */
+	uint32_t tx_refusals[MRC_MAX_PLANES];	    /* ... and refused this many tries since */
 	uint64_t tx_held_logged_ns;
 	bool more_to_send;   /* the last pump stopped at its budget */
 };
