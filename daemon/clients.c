@@ -76,6 +76,21 @@ static struct mrcd_mr *mr_by_key(struct mrcd_clients *c, int owner, uint32_t key
 
 /* --- init ------------------------------------------------------------------------------- */
 
+/* The tables and transmit buffers, whichever exist; their pointers left NULL. */
+static void free_tables(struct mrcd_clients *c)
+{
+	free(c->mrs);
+	free(c->cqs);
+	free(c->qps);
+	free(c->tx_buf);
+	free(c->tx_dgrams);
+	c->mrs = NULL;
+	c->cqs = NULL;
+	c->qps = NULL;
+	c->tx_buf = NULL;
+	c->tx_dgrams = NULL;
+}
+
 int mrcd_clients_init(struct mrcd *d)
 {
 	struct mrcd_clients *c = &d->clients;
@@ -90,11 +105,7 @@ int mrcd_clients_init(struct mrcd *d)
 	c->tx_dgrams = calloc(MRCD_TX_BATCH, sizeof(*c->tx_dgrams));
 	if (!c->mrs || !c->cqs || !c->qps || !c->tx_buf || !c->tx_dgrams) {
 		/* nothing is owned yet: free the tables, reclaim nothing */
-		free(c->mrs);
-		free(c->cqs);
-		free(c->qps);
-		free(c->tx_buf);
-		free(c->tx_dgrams);
+		free_tables(c);
 		memset(c, 0, sizeof(*c));
 		return -1;
 	}
@@ -107,11 +118,7 @@ int mrcd_clients_init(struct mrcd *d)
 	/* every QP's receive side joins it; capacity 0 (the default) sends no hints, and SIGHUP
 	 * may change it (rx_capacity) */
 	if (mrc_rate_domain_init(&c->rate, d->cfg.rx_capacity_bps / 1000, MRCD_MAX_QPS)) {
-		free(c->mrs);
-		free(c->cqs);
-		free(c->qps);
-		free(c->tx_buf);
-		free(c->tx_dgrams);
+		free_tables(c);
 		memset(c, 0, sizeof(*c));
 		return -1;
 	}
@@ -1582,16 +1589,7 @@ void mrcd_clients_fini(struct mrcd *d)
 	if (c->qps)
 		for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
 			mrcd_clients_gone(d, i);
-	free(c->mrs);
-	free(c->cqs);
-	free(c->qps);
-	free(c->tx_buf);
-	free(c->tx_dgrams);
+	free_tables(c);
 	mrc_rate_domain_fini(&c->rate);
 	memset(&c->rate, 0, sizeof(c->rate));
-	c->mrs = NULL;
-	c->cqs = NULL;
-	c->qps = NULL;
-	c->tx_buf = NULL;
-	c->tx_dgrams = NULL;
 }

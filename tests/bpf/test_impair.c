@@ -34,25 +34,9 @@
 #include <bpf/libbpf.h>
 
 #include "testbed/bpf/impair.h"
+#include "tests/bpf/check.h"
 
 static int prog_fd, config_fd, ports_fd;
-static unsigned failures, checks;
-
-static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	checks++;
-	if (ok)
-		return;
-	failures++;
-	fputs("FAIL: ", stdout);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-}
 
 /* --- packets ------------------------------------------------------------------------------ */
 

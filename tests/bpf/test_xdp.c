@@ -26,6 +26,7 @@
 #include <metaroce/xdp.h>
 #include "proto/sack.h"
 #include "xdp_env.h"
+#include "check.h"
 
 #define QPN		0x1234
 #define MR_SLOT		5
@@ -41,25 +42,8 @@
 static struct xdp_env env;
 static struct ring_buffer *events;
 static uint8_t *mr_mem, *sink_mem;
-static unsigned checks, failures;
 static struct mrc_xdp_event last_event;
 static unsigned n_events;
-
-static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	checks++;
-	if (ok)
-		return;
-	failures++;
-	fputs("FAIL: ", stdout);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-}
 
 static int on_event(void *ctx, void *data, size_t len)
 {

@@ -117,15 +117,20 @@ bg_b() {
 	PIDS="$PIDS $BG"
 }
 
+# split_args SERVER_ARGS -- CLIENT_ARGS: sets $sargs and $cargs (words without spaces)
+split_args() {
+	sargs="" cargs="" seen=""
+	for x in "$@"; do
+		if [ "$x" = "--" ]; then seen=1; elif [ -n "$seen" ]; then cargs="$cargs $x"; else sargs="$sargs $x"; fi
+	done
+}
+
 # verbs_pair NAME SERVER_ARGS -- CLIENT_ARGS: tests/verbs/verbs_check server on B, client on
 # A; both must verify every byte. Logs in $TMP/NAME.{server,client}.log.
 verbs_pair() {
 	name=$1
 	shift
-	sargs="" cargs="" seen=""
-	for x in "$@"; do
-		if [ "$x" = "--" ]; then seen=1; elif [ -n "$seen" ]; then cargs="$cargs $x"; else sargs="$sargs $x"; fi
-	done
+	split_args "$@"
 	# shellcheck disable=SC2086
 	bg_b "$TMP/$name.server.log" timeout 120 "$BUILD/tests/verbs/verbs_check" $sargs
 	srv=$BG

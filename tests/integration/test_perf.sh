@@ -11,10 +11,7 @@ port=18710
 perf() {
 	name=$1
 	shift
-	sargs="" cargs="" seen=""
-	for x in "$@"; do
-		if [ "$x" = "--" ]; then seen=1; elif [ -n "$seen" ]; then cargs="$cargs $x"; else sargs="$sargs $x"; fi
-	done
+	split_args "$@"
 	port=$((port + 1))
 	# shellcheck disable=SC2086
 	bg_b "$TMP/$name.server.log" timeout 120 "$PERF" -p $port $sargs

@@ -126,22 +126,22 @@ wait_for "$TMP/h0.log" "backend udp"
 wait_for "$TMP/h1.log" "backend udp"
 $TB impair --all-planes --loss 1
 PERF=$BUILD/bin/metaroce-perf
-ip netns exec "mtb-$TESTBED-h1" env METAROCE_SOCKET="$TMP/h1.sock" "$BUILD/bin/metaroce-run" \
-	timeout 120 "$PERF" >"$TMP/perf.server.log" 2>&1 &
-srv=$!
-PIDS="$PIDS $srv"
-for t in write send read; do
+# testbed_perf NAME CLIENT_ARGS...: metaroce-perf server on host 1, client on host 0 with -j
+# into $TMP/NAME.json; both must succeed
+testbed_perf() {
+	name=$1
+	shift
+	ip netns exec "mtb-$TESTBED-h1" env METAROCE_SOCKET="$TMP/h1.sock" "$BUILD/bin/metaroce-run" \
+		timeout 120 "$PERF" -e >"$TMP/$name.server.log" 2>&1 &
+	srv=$!
+	PIDS="$PIDS $srv"
 	ip netns exec "mtb-$TESTBED-h0" env METAROCE_SOCKET="$TMP/h0.sock" "$BUILD/bin/metaroce-run" \
-		timeout 120 "$PERF" -t $t -V -q 4 -s 100000 -n 100 -j 198.18.1.2 \
-		>"$TMP/perf.$t.json" 2>"$TMP/perf.$t.err" ||
-		{ cat "$TMP/perf.$t.err" "$TMP/perf.server.log"; tail -n 20 "$TMP/h0.log"; fail "metaroce-perf $t over the lossy testbed"; }
-	wait "$srv" || { cat "$TMP/perf.server.log"; fail "metaroce-perf server ($t)"; }
-	if [ $t != read ]; then
-		ip netns exec "mtb-$TESTBED-h1" env METAROCE_SOCKET="$TMP/h1.sock" \
-			"$BUILD/bin/metaroce-run" timeout 120 "$PERF" >"$TMP/perf.server.log" 2>&1 &
-		srv=$!
-		PIDS="$PIDS $srv"
-	fi
+		timeout 120 "$PERF" -j "$@" 198.18.1.2 >"$TMP/$name.json" 2>"$TMP/$name.err" ||
+		{ cat "$TMP/$name.err" "$TMP/$name.server.log"; tail -n 20 "$TMP/h0.log"; fail "metaroce-perf $name: $*"; }
+	wait "$srv" || { cat "$TMP/$name.server.log"; fail "metaroce-perf $name: its server"; }
+}
+for t in write send read; do
+	testbed_perf "perf.$t" -t $t -V -q 4 -s 100000 -n 100
 	python3 - "$TMP/perf.$t.json" <<'PY' || fail "metaroce-perf $t: not every byte verified"
 import json, sys
 j = json.load(open(sys.argv[1]))
@@ -165,14 +165,7 @@ testbed_up --hosts 2 --planes 1 --rate 200
 testbed_daemons 1 0 1
 wait_for "$TMP/h0.log" "backend udp"
 wait_for "$TMP/h1.log" "backend udp"
-ip netns exec "mtb-$TESTBED-h1" env METAROCE_SOCKET="$TMP/h1.sock" "$BUILD/bin/metaroce-run" \
-	timeout 60 "$PERF" -e >"$TMP/bp.server.log" 2>&1 &
-srv=$!
-PIDS="$PIDS $srv"
-ip netns exec "mtb-$TESTBED-h0" env METAROCE_SOCKET="$TMP/h0.sock" "$BUILD/bin/metaroce-run" \
-	timeout 60 "$PERF" -e -t write -s 1M -q 2 -D 3 -V -j 198.18.1.2 >"$TMP/bp.json" \
-	2>"$TMP/bp.err" || { cat "$TMP/bp.err"; tail -n 5 "$TMP/h0.log"; fail "writes through a rate-limited sender link failed"; }
-wait "$srv" || { cat "$TMP/bp.server.log"; fail "its server"; }
+testbed_perf bp -e -t write -s 1M -q 2 -D 3 -V
 python3 -c '
 import json, sys
 j = json.load(open(sys.argv[1]))
@@ -208,14 +201,7 @@ sleep 0.2
 # a byte of queue: every packet is dropped as it is offered
 ip netns exec "mtb-$TESTBED-h0" tc qdisc replace dev p1 root tbf rate 8bit burst 2000 limit 1 ||
 	fail "cannot install a dropping qdisc"
-ip netns exec "mtb-$TESTBED-h1" env METAROCE_SOCKET="$TMP/h1.sock" "$BUILD/bin/metaroce-run" \
-	timeout 60 "$PERF" -e >"$TMP/dq.server.log" 2>&1 &
-srv=$!
-PIDS="$PIDS $srv"
-ip netns exec "mtb-$TESTBED-h0" env METAROCE_SOCKET="$TMP/h0.sock" "$BUILD/bin/metaroce-run" \
-	timeout 60 "$PERF" -e -t write -s 256K -q 2 -n 100 -V -j 198.18.1.2 >"$TMP/dq.json" \
-	2>"$TMP/dq.err" || { cat "$TMP/dq.err"; tail -n 5 "$TMP/h0.log"; fail "writes with one plane's queue dead failed"; }
-wait "$srv" || { cat "$TMP/dq.server.log"; fail "its server"; }
+testbed_perf dq -e -t write -s 256K -q 2 -n 100 -V
 python3 -c '
 import json, sys
 j = json.load(open(sys.argv[1]))
