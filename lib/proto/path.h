@@ -78,9 +78,8 @@ static inline uint32_t mrc_path_free_window(const struct mrc_path *p)
 }
 
 /*
- * The spraying scheduler [R-54, R-55]: the usable path with the most free window; among equals,
- * the first at or after *cursor, which then moves past it (round robin). Returns -1 when no
- * usable path has room.
+ * The spraying scheduler [R-54, R-55]: the first usable path with room at or after *cursor,
+ * which then moves past it (round robin). Returns -1 when no usable path has room.
  */
 int mrc_sched_pick(const struct mrc_path *paths, unsigned n_paths, unsigned *cursor);
 

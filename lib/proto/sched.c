@@ -6,27 +6,25 @@ int mrc_sched_pick(const struct mrc_path *paths, unsigned n_paths, unsigned *cur
 	return mrc_sched_pick_except(paths, n_paths, cursor, -1);
 }
 
+/*
+ * Plain rotation over the paths with room, not "most free window first": a QP that is not
+ * window-bound would otherwise send everything on whichever path's window had grown, the
+ * others would never fill, and a window grows only when it fills [R-101], so the spray would
+ * collapse onto one path for good. Rotation fills small windows first, so they grow.
+ */
 int mrc_sched_pick_except(const struct mrc_path *paths, unsigned n_paths, unsigned *cursor,
 			  int except)
 {
-	uint32_t best_free = 0;
-	int best = -1;
-
 	if (n_paths == 0)
 		return -1;
 	for (unsigned k = 0; k < n_paths; k++) {
 		unsigned i = (*cursor + k) % n_paths;
-		uint32_t free_window;
 
-		if ((int)i == except || !mrc_path_usable(&paths[i]))
+		if ((int)i == except || !mrc_path_usable(&paths[i]) ||
+		    mrc_path_free_window(&paths[i]) == 0)
 			continue;
-		free_window = mrc_path_free_window(&paths[i]);
-		if (free_window > best_free) {
-			best_free = free_window;
-			best = (int)i;
-		}
+		*cursor = (i + 1) % n_paths;
+		return (int)i;
 	}
-	if (best >= 0)
-		*cursor = ((unsigned)best + 1) % n_paths;
-	return best;
+	return -1;
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * lib/proto/sched.c: the spraying scheduler mrc_sched_pick, and the per-path free window it
- * ranks paths by (mrc_path_free_window in path.h). Requirement ids refer to docs/SPEC.md.
+ * checks paths by (mrc_path_free_window in path.h). Requirement ids refer to docs/SPEC.md.
  */
 #include <stdint.h>
 #include <string.h>
@@ -62,26 +62,52 @@ START_TEST(mrc_path_free_window__none_while_suspect)
 }
 END_TEST
 
-/* the path with the most free window wins, wherever the cursor stands. */
-START_TEST(mrc_sched_pick__most_free_window)
+/* the first path with room at or after the cursor wins, however full it is. */
+START_TEST(mrc_sched_pick__next_path_with_room)
 {
-	static const unsigned cursors[] = { 0, 1, 2, 7, 1000 };
 	struct mrc_path p[3];
+	unsigned cursor;
 
 	set_paths(p, 3, 16);
 	p[0].inflight = 13;
-	p[1].inflight = 6;
+	p[1].inflight = 16; /* full */
 	p[2].inflight = 9;
-	for (size_t k = 0; k < sizeof(cursors) / sizeof(cursors[0]); k++) {
-		unsigned cursor = cursors[k];
-
-		ck_assert_int_eq(mrc_sched_pick(p, 3, &cursor), 1);
-		ck_assert_uint_eq(cursor, 2); /* just past the pick */
-	}
+	cursor = 0;
+	ck_assert_int_eq(mrc_sched_pick(p, 3, &cursor), 0);
+	ck_assert_uint_eq(cursor, 1);
+	ck_assert_int_eq(mrc_sched_pick(p, 3, &cursor), 2); /* 1 skipped: no room */
+	ck_assert_uint_eq(cursor, 0);
+	cursor = 1;
+	ck_assert_int_eq(mrc_sched_pick(p, 3, &cursor), 2);
 }
 END_TEST
 
-/* among equals the first at or after the cursor wins: plain rotation over many calls. */
+/*
+ * [R-54, R-101] the regression that made rotation the rule: a QP that is not window-bound, one
+ * path grown to 36, seven left at 4. Each path gets its turn, so the small windows fill and
+ * can grow; "most free window" sent every packet to the big one.
+ */
+START_TEST(mrc_sched_pick__small_windows_fill_beside_a_big_one)
+{
+	struct mrc_path p[8];
+	unsigned cursor = 0, full = 0;
+
+	set_paths(p, 8, 4);
+	p[0].cc.cwnd = 36;
+	for (unsigned n = 0; n < 32; n++)
+		ck_assert_int_eq(pick_and_send(p, 8, &cursor), (int)(n % 8));
+	for (unsigned i = 1; i < 8; i++)
+		full += mrc_path_free_window(&p[i]) == 0;
+	ck_assert_uint_eq(full, 7);
+	ck_assert_uint_eq(p[0].inflight, 4);
+	/* then only the big one has room */
+	for (unsigned n = 0; n < 32; n++)
+		ck_assert_int_eq(pick_and_send(p, 8, &cursor), 0);
+	ck_assert_int_eq(pick_and_send(p, 8, &cursor), -1);
+}
+END_TEST
+
+/* plain rotation over many calls, from wherever the cursor stands. */
 START_TEST(mrc_sched_pick__ties_round_robin)
 {
 	struct mrc_path p[MRC_MAX_PATHS];
@@ -106,8 +132,9 @@ START_TEST(mrc_sched_pick__ties_round_robin)
 	ck_assert_int_eq(mrc_sched_pick(p, 4, &cursor), 3);
 	ck_assert_uint_eq(cursor, 0);
 
-	/* only the tied best rotate: 0 and 2 alternate, 1 and 3 are never chosen */
-	p[1].cc.cwnd = p[3].cc.cwnd = 4;
+	/* paths without room drop out of the rotation; the others keep their turns */
+	p[1].inflight = p[1].cc.cwnd;
+	p[3].inflight = p[3].cc.cwnd;
 	cursor = 0;
 	for (unsigned n = 0; n < 100; n++)
 		ck_assert_int_eq(mrc_sched_pick(p, 4, &cursor), n % 2 ? 2 : 0);
@@ -121,10 +148,10 @@ START_TEST(mrc_sched_pick__ties_round_robin)
 }
 END_TEST
 
-/* a burst fills equal windows evenly and unequal ones towards equal free room. */
+/* a burst fills windows in turn, each until it is full. */
 START_TEST(mrc_sched_pick__burst_fills_windows)
 {
-	static const int uneven[] = { 1, 1, 1, 1, 0, 1, 0, 1, -1 };
+	static const int uneven[] = { 0, 1, 0, 1, 1, 1, 1, 1, -1 };
 	struct mrc_path p[4];
 	unsigned cursor = 0;
 
@@ -215,7 +242,8 @@ Suite *sched_suite(void)
 
 	tcase_add_test(tc, mrc_path_free_window__cwnd_minus_inflight);
 	tcase_add_test(tc, mrc_path_free_window__none_while_suspect);
-	tcase_add_test(tc, mrc_sched_pick__most_free_window);
+	tcase_add_test(tc, mrc_sched_pick__next_path_with_room);
+	tcase_add_test(tc, mrc_sched_pick__small_windows_fill_beside_a_big_one);
 	tcase_add_test(tc, mrc_sched_pick__ties_round_robin);
 	tcase_add_test(tc, mrc_sched_pick__burst_fills_windows);
 	tcase_add_test(tc, mrc_sched_pick__skips_unusable_paths);
