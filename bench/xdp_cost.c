@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "xdp-cost: ring_buffer__new: %s\n", strerror(errno));
 		return 1;
 	}
-	xdp_env_add_region(&env, SLOT, KEY, MRC_XDP_ACCESS_REMOTE_WRITE, ADDR, LEN);
+	xdp_env_add_region(&env, SLOT, KEY, MRC_XDP_ACCESS_REMOTE_WRITE, ADDR, LEN, 0);
 	frame_source(&usual, peer);
 	for (unsigned s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
 		struct frame_spec spec = { MRC_OP_WRITE, QPN, 0, KEY, ADDR + 1000, sizes[s], false, 0, 0 };

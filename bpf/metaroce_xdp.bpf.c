@@ -283,7 +283,8 @@ int metaroce_xdp(struct xdp_md *ctx)
 	qp = bpf_map_lookup_elem(&mrc_qps, &slot);
 	if (!qp || !qpn || READ_ONCE(qp->qpn) != qpn)
 		return to_daemon(ctx, MRC_XDP_UNKNOWN_QP);
-	if (!(READ_ONCE(qp->flags) & MRC_XDP_QP_PLACE))
+	if (!(READ_ONCE(qp->flags) &
+	      (hdr->opcode == MRC_OP_WRITE ? MRC_XDP_QP_PLACE : MRC_XDP_QP_PLACE_READ)))
 		return to_daemon(ctx, MRC_XDP_TO_DAEMON);
 	/* only the QP's peer, on a plane it has, from its address there (as the daemon checks) */
 	ifindex = ctx->ingress_ifindex;
@@ -331,7 +332,7 @@ int metaroce_xdp(struct xdp_md *ctx)
 	if (!pages)
 		return to_daemon(ctx, MRC_XDP_PLACE_FAILED);
 	/* the copy: page by page of the region, straight from the frame */
-	pos64 = (mr->addr & (MRC_XDP_PAGE - 1)) + (raddr - mr->addr);
+	pos64 = (__u64)mr->offset + (raddr - mr->addr);
 	if (pos64 + payload > 0xffffffffull)
 		return to_daemon(ctx, MRC_XDP_OUT_OF_BOUNDS);	/* beyond what a page map holds */
 	pos = (__u32)pos64;

@@ -37,6 +37,10 @@
 /* the region starts 100 bytes into its first page, as heap memory does */
 #define MR_ADDR		0x7f0000001064ull
 #define MR_LEN		(MR_PAGES * 4096 - 100)
+/* where each region's byte 0 sits in its page map: the page offset of its address, as a
+ * region alone in its pages has it, or 0, as for a region whose pages were shared before */
+#define MR_OFFSET	(MR_ADDR % 4096)
+#define SINK_OFFSET	0
 #define BASE_PSN	1000
 
 static struct xdp_env env;
@@ -120,11 +124,17 @@ static const struct fixture fixtures[] = {
 	{ "IPv6: placed", { MRC_OP_WRITE, QPN, BASE_PSN + 10, MR_KEY, MR_ADDR + 50, 1500, true, 0, 0 },
 	  BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
 	{ "READ response into a sink region: placed", { MRC_OP_READ_RESP, QPN, BASE_PSN + 11,
-	  SINK_KEY, MR_ADDR + 10, 700, false, 0, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_DROP,
-	  MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
+	  SINK_KEY, MR_ADDR + 10, 700, false, 0, 0 }, BASE_PSN,
+	  MRC_XDP_QP_PLACE | MRC_XDP_QP_PLACE_READ, NONE, XDP_DROP, MRC_XDP_PLACED, true,
+	  MRC_XDP_EV_PLACED },
+	{ "READ response while the QP places WRITEs only (a multi-SGE READ): to the daemon",
+	  { MRC_OP_READ_RESP, QPN, BASE_PSN + 11, SINK_KEY, MR_ADDR + 10, 700, false, 0, 0 },
+	  BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_TO_DAEMON, false, 0 },
+	{ "a WRITE while the QP places READ responses only: to the daemon", W(BASE_PSN, 64, 0),
+	  BASE_PSN, MRC_XDP_QP_PLACE_READ, NONE, XDP_PASS, MRC_XDP_TO_DAEMON, false, 0 },
 	{ "READ response into a region without local write: to the daemon",
 	  { MRC_OP_READ_RESP, QPN, BASE_PSN + 11, MR_KEY, MR_ADDR, 700, false, 0, 0 }, BASE_PSN,
-	  MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_BAD_KEY, false, 0 },
+	  MRC_XDP_QP_PLACE | MRC_XDP_QP_PLACE_READ, NONE, XDP_PASS, MRC_XDP_BAD_KEY, false, 0 },
 	{ "WRITE into a sink region (no remote write): to the daemon", { MRC_OP_WRITE, QPN,
 	  BASE_PSN, SINK_KEY, MR_ADDR, 64, false, 0, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE,
 	  XDP_PASS, MRC_XDP_BAD_KEY, false, 0 },
@@ -146,7 +156,7 @@ static void run_fixture(const struct fixture *f)
 	uint32_t len = fr.len, idx = s->psn % MRC_SACK_BITS;
 	bool sink = s->rkey == SINK_KEY;
 	uint8_t *mem = sink ? sink_mem : mr_mem;
-	uint64_t pos = (MR_ADDR & 4095) + (s->raddr - MR_ADDR);
+	uint64_t pos = (sink ? SINK_OFFSET : MR_OFFSET) + (s->raddr - MR_ADDR);
 	struct frame_spec usual = *s;
 	uint8_t peer[16];
 	struct mrc_xdp_qp q;
@@ -298,9 +308,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	mr_mem = xdp_env_add_region(&env, MR_SLOT, MR_KEY, MRC_XDP_ACCESS_REMOTE_WRITE, MR_ADDR,
-				    MR_LEN);
+				    MR_LEN, MR_OFFSET);
 	sink_mem = xdp_env_add_region(&env, SINK_SLOT, SINK_KEY, MRC_XDP_ACCESS_LOCAL_WRITE,
-				      MR_ADDR, MR_LEN);
+				      MR_ADDR, MR_LEN, SINK_OFFSET);
 	for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++)
 		run_fixture(&fixtures[i]);
 	differential(12, 600);

@@ -103,11 +103,11 @@ struct mrc_xdp_qp *xdp_env_qp(const struct xdp_env *env, uint32_t qpn)
 }
 
 uint8_t *xdp_env_add_region(const struct xdp_env *env, uint32_t slot, uint32_t key,
-			    uint32_t access, uint64_t addr, uint64_t len)
+			    uint32_t access, uint64_t addr, uint64_t len, uint32_t offset)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE | BPF_F_INNER_MAP);
 	struct mrc_xdp_mr mr = { .key = key, .access = access, .owner = XDP_ENV_OWNER,
-				 .addr = addr, .len = len };
+				 .offset = offset, .addr = addr, .len = len };
 	int fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "mrc_region", 4, MRC_XDP_PAGE, XDP_ENV_PAGES,
 				&opts);
 	uint8_t *mem;

@@ -48,9 +48,10 @@ void xdp_env_set_qp(const struct xdp_env *env, uint32_t qpn, uint32_t base, uint
 		    const uint8_t peer[16]);
 struct mrc_xdp_qp *xdp_env_qp(const struct xdp_env *env, uint32_t qpn);
 
-/* A region of XDP_ENV_PAGES pages: its page map, mmapped for the caller to read. */
+/* A region of XDP_ENV_PAGES pages, its byte 0 (address addr) at byte `offset` of its page
+ * map; returns the page map, mmapped for the caller to read. */
 uint8_t *xdp_env_add_region(const struct xdp_env *env, uint32_t slot, uint32_t key,
-			    uint32_t access, uint64_t addr, uint64_t len);
+			    uint32_t access, uint64_t addr, uint64_t len, uint32_t offset);
 
 uint64_t xdp_env_outcome(const struct xdp_env *env, enum mrc_xdp_outcome o);
 

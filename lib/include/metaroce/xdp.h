@@ -12,8 +12,8 @@
  *   mrc_planes     HASH   ifindex -> plane index: where a packet arrived
  *   mrc_mrs        ARRAY  key slot (rkey >> MRC_XDP_KEY_SLOT_SHIFT) -> struct mrc_xdp_mr
  *   mrc_mr_pages   ARRAY_OF_MAPS, same index -> the region's pages: an mmapable ARRAY of
- *                         4096-byte values, page 0 the one holding the region's first byte;
- *                         the daemon and the client map the same pages
+ *                         4096-byte values holding the region from byte `offset` on; the
+ *                         daemon and the client map the same pages
  *   mrc_events     RINGBUF struct mrc_xdp_event per packet the program acted on, so the
  *                         engine completes, acknowledges and counts as if it had received it
  *   mrc_outcomes   PERCPU_ARRAY enum mrc_xdp_outcome -> packets
@@ -30,8 +30,9 @@
  * reused by the application could still be copying then. The window is one packet's copy
  * time; closing it needs a per-PSN in-flight claim before the copy.
  *
- * READ responses are placed by (sink key, address): the daemon must hand over a QP only when
- * its READs land in one region each (one SGE), as the engine checks on the slow path.
+ * READ responses are placed by (sink key, address), contiguously: right only for a READ with
+ * one scatter element, so the daemon sets MRC_XDP_QP_PLACE_READ only while the QP has sent
+ * no other kind, and clears it before it hands the engine a READ with more.
  *
  * Regions: an ARRAY element is rewritten in place, not atomically, so the daemon clears a
  * slot's key first, then sets its page map and fields, and writes the key last: a program
@@ -53,7 +54,9 @@
 #define MRC_XDP_MAX_PAGES_PER_PACKET 4
 
 /* struct mrc_xdp_qp.flags */
-#define MRC_XDP_QP_PLACE 0x1u	/* WRITE and READ_RESP payloads are placed here */
+#define MRC_XDP_QP_PLACE 0x1u	   /* WRITE payloads are placed here */
+#define MRC_XDP_QP_PLACE_READ 0x2u /* and READ_RESP payloads: set only while every READ the
+				      QP sent lands in one scatter element (see above) */
 
 struct mrc_xdp_qp {
 	__u32 qpn;		/* the QP in this slot; 0: none */
@@ -78,8 +81,8 @@ struct mrc_xdp_mr {
 	__u32 key;		/* the whole rkey/lkey; 0: the slot is free */
 	__u32 access;		/* MRC_XDP_ACCESS_* */
 	__u32 owner;		/* the client that registered it */
-	__u32 reserved;
-	__u64 addr;		/* the client's address of the region's first byte */
+	__u32 offset;		/* the region's first byte in its page map (bytes) */
+	__u64 addr;		/* the region's first address as the wire names it (iova) */
 	__u64 len;
 };
 
