@@ -422,6 +422,32 @@ int mrc_decode(const void *buf, size_t len, struct mrc_packet *pkt)
 	return check_semantics(pkt);
 }
 
+int mrc_decode_placed(const void *hdr, size_t len, struct mrc_packet *pkt)
+{
+	const uint8_t *p = hdr;
+
+	if (len < sizeof(struct mrc_hdr))
+		return MRC_WIRE_E_TRUNCATED;
+	if (*CFIELD_AT(p, struct mrc_hdr, version) != MRC_WIRE_VERSION)
+		return MRC_WIRE_E_VERSION;
+	pkt->opcode = *CFIELD_AT(p, struct mrc_hdr, opcode);
+	if (!mrc_opcode_is_data(pkt->opcode))
+		return MRC_WIRE_E_OPCODE;
+	if (len < mrc_header_len(pkt->opcode))
+		return MRC_WIRE_E_TRUNCATED;
+	pkt->payload_len = GET16(p, struct mrc_hdr, payload_len);
+	if (mrc_header_len(pkt->opcode) + pkt->payload_len > MRC_WIRE_MAX_PACKET)
+		return MRC_WIRE_E_OVERSIZE;
+	pkt->flags = GET16(p, struct mrc_hdr, flags) & opcodes[pkt->opcode].flags;
+	pkt->dst_qpn = GET32(p, struct mrc_hdr, dst_qpn);
+	pkt->psn = GET32(p, struct mrc_hdr, psn);
+	pkt->tx_ts = GET32(p, struct mrc_hdr, tx_ts);
+	pkt->path_id = GET16(p, struct mrc_hdr, path_id);
+	pkt->payload = NULL;
+	decode_ext(p + sizeof(struct mrc_hdr), pkt);
+	return check_semantics(pkt);
+}
+
 static void encode_ext(const struct mrc_packet *pkt, uint8_t *ext)
 {
 	switch (pkt->opcode) {

@@ -130,6 +130,14 @@ const char *mrc_nak_kind_name(uint8_t kind);
 int mrc_decode(const void *buf, size_t len, struct mrc_packet *pkt);
 
 /*
+ * Decodes the headers of a data packet a fast path has verified (checksum included) and
+ * placed: hdr holds its common and data extension headers only, and pkt->payload is NULL
+ * (pkt->payload_len says how many bytes were placed). Checks what mrc_decode checks but the
+ * checksum and the payload's presence.
+ */
+int mrc_decode_placed(const void *hdr, size_t len, struct mrc_packet *pkt);
+
+/*
  * Encodes *pkt into buf (big-endian, reserved fields zero, checksum filled). For data opcodes
  * and DISCOVER*, the payload comes from pkt->payload / pkt->payload_len or pkt->u.discover.
  * pkt->payload may already sit at buf + mrc_header_len(opcode) (zero-copy). Returns

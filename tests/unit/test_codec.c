@@ -325,6 +325,37 @@ START_TEST(mrc_encode__write_known_answer)
 }
 END_TEST
 
+/* What the XDP fast path hands over: the headers of a packet it verified and placed. */
+START_TEST(mrc_decode_placed__headers_without_payload)
+{
+	struct mrc_packet p = kat_write_packet(), got, full;
+	size_t len = encode_ok(&p), hdr = mrc_header_len(MRC_OP_WRITE);
+
+	ck_assert_int_eq(mrc_decode(buf, len, &full), MRC_WIRE_OK);
+	ck_assert_int_eq(mrc_decode_placed(buf, hdr, &got), MRC_WIRE_OK);
+	ck_assert_ptr_null(got.payload);
+	ck_assert_uint_eq(got.payload_len, full.payload_len);
+	ck_assert_uint_eq(got.psn, full.psn);
+	ck_assert_uint_eq(got.dst_qpn, full.dst_qpn);
+	ck_assert_uint_eq(got.flags, full.flags);
+	ck_assert_uint_eq(got.path_id, full.path_id);
+	ck_assert_uint_eq(got.tx_ts, full.tx_ts);
+	ck_assert_mem_eq(&got.u.data, &full.u.data, sizeof(got.u.data));
+	/* the checksum is the fast path's business: a header whose sum no longer matches the
+	 * payload it came with is still decoded */
+	buf[len - 1] ^= 0xff;
+	ck_assert_int_eq(mrc_decode_placed(buf, hdr, &got), MRC_WIRE_OK);
+	ck_assert_int_eq(mrc_decode_placed(buf, hdr - 1, &got), MRC_WIRE_E_TRUNCATED);
+	buf[0] = MRC_WIRE_VERSION + 1;
+	ck_assert_int_eq(mrc_decode_placed(buf, hdr, &got), MRC_WIRE_E_VERSION);
+
+	/* only data opcodes have payloads to place */
+	p = kat_ack_packet();
+	len = encode_ok(&p);
+	ck_assert_int_eq(mrc_decode_placed(buf, len, &got), MRC_WIRE_E_OPCODE);
+}
+END_TEST
+
 START_TEST(mrc_encode__ack_known_answer)
 {
 	struct mrc_packet p = kat_ack_packet();
@@ -884,6 +915,7 @@ Suite *codec_suite(void)
 	tcase_add_test(bad, mrc_decode__nak_rules);
 	tcase_add_test(bad, mrc_decode__close_reason);
 	tcase_add_test(bad, mrc_decode__discover_rules);
+	tcase_add_test(bad, mrc_decode_placed__headers_without_payload);
 	tcase_set_timeout(bad, 60);
 	suite_add_tcase(s, bad);
 	return s;
