@@ -37,7 +37,7 @@ WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototy
 	    -Wpointer-arith -Wvla -Wformat=2
 # CFLAGS is the user's (make CFLAGS=-O0); what the project requires is in MRC_CFLAGS and is
 # always added, so warnings stay errors whatever is passed on the command line.
-CPPFLAGS += -I. -Ilib/include -Ilib -Itests -D_GNU_SOURCE -DMETAROCE_VERSION='"$(VERSION)"'
+CPPFLAGS += -I. -Ilib/include -Ilib -Itests -I$(BUILD)/bpf -D_GNU_SOURCE -DMETAROCE_VERSION='"$(VERSION)"'
 CFLAGS ?= -O2 -g
 MRC_CFLAGS := -std=gnu11 $(WARNINGS) -fno-strict-aliasing
 DEPFLAGS = -MMD -MP
@@ -50,6 +50,8 @@ BPF_CFLAGS := -target bpf -O2 -g -std=gnu11 $(WARNINGS) -Ilib/include \
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 SYSTEMD_LIBS = $(shell pkg-config --libs libsystemd 2>/dev/null)
+DAEMON_LIBS = $(SYSTEMD_LIBS) -lxdp -lbpf
+BPFTOOL ?= bpftool
 
 # --- sources ---------------------------------------------------------------------------
 
@@ -98,7 +100,7 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 
 .PHONY: all programs deps check demo install deb unit unit-asan verbs-abi bpf-test fuzz integration \
 	integration-asan \
-	engine-report bench bench-quick bench-xdp \
+	engine-report bench bench-quick bench-xdp bench-backend \
 	bench-udp-vs-tcp clean
 .DEFAULT_GOAL := all
 
@@ -116,7 +118,7 @@ DEB_PACKAGES := \
 	gcc libc6-dev make pkg-config \
 	clang libclang-rt-14-dev \
 	linux-libc-dev \
-	check libsystemd-dev libbpf-dev bpftool \
+	check libsystemd-dev libbpf-dev libxdp-dev bpftool \
 	libibverbs-dev ibverbs-utils perftest \
 	iproute2 python3 iperf3 sockperf gnuplot-nox time groff-base curl \
 	dpkg-dev debhelper python3-yaml
@@ -224,6 +226,9 @@ bench-quick bench:
 bench-xdp: $(XDP_COST) $(BPF_OBJS)
 	$(Q)$(XDP_COST) $(BUILD)/bpf/metaroce_xdp.bpf.o 100000
 
+bench-backend: all
+	$(Q)BUILD=$(BUILD) sh bench/backend_bench.sh
+
 # One connection over one veth: metaroced + ib_write_bw on the udp backend next to iperf3.
 bench-udp-vs-tcp: $(METAROCED) $(LIBMETAROCE) $(METAROCE_RUN)
 	$(Q)sh bench/udp_vs_tcp.sh $(BUILD) 9000 10
@@ -299,6 +304,13 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c
 	$(call msg,BPF,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+# The daemon carries its XDP program inside (bpftool's skeleton): nothing to find at run time.
+XDP_SKEL := $(BUILD)/bpf/metaroce_xdp.skel.h
+$(XDP_SKEL): $(BUILD)/bpf/metaroce_xdp.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name metaroce_xdp > $@.tmp && mv $@.tmp $@
+$(OBJ)/daemon/fastpath.o $(SAN)/obj/daemon/fastpath.o: $(XDP_SKEL)
 
 $(BUILD)/bpf/%.bpf.o: testbed/bpf/%.bpf.c
 	$(call msg,BPF,$<)
@@ -392,31 +404,31 @@ $(METAROCE_PERF): cli/metaroce-perf.c
 $(METAROCED): $(OBJ)/daemon/main.o $(LIBDAEMON) $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(SYSTEMD_LIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 $(SAN_METAROCED): $(SAN)/obj/daemon/main.o $(SAN_LIBDAEMON) $(SAN_LIBPROTO)
 	$(call msg,LD-SAN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(SYSTEMD_LIBS)
+	$(Q)$(CLANG) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(DAEMON_LIBS)
 
 $(UNIT_RUNNER): $(UNIT_OBJS) $(LIBDAEMON) $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(SYSTEMD_LIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS)
 
 $(SAN_UNIT_RUNNER): $(SAN_UNIT_OBJS) $(SAN_LIBDAEMON) $(SAN_LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(SYSTEMD_LIBS)
+	$(Q)$(CLANG) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS)
 
 # Harnesses compile the library sources themselves: libFuzzer needs its coverage
 # instrumentation in the code under test, not only in the harness.
-$(FUZZ)/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRCS) $(DAEMON_SRCS) \
+$(FUZZ)/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRCS) $(DAEMON_SRCS) $(XDP_SKEL) \
 		$(wildcard lib/include/metaroce/*.h lib/proto/*.h lib/shm/*.h daemon/*.h)
 	$(call msg,FUZZ-LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) $(SAN_FLAGS) -fsanitize=fuzzer -o $@ \
-		$(filter %.c,$^) $(SYSTEMD_LIBS)
+		$(filter %.c,$^) $(DAEMON_LIBS)
 
 # The CLI harness runs metaroce-ctl itself, its main renamed.
 $(FUZZ)/fuzz_cli: tests/fuzz/fuzz_cli.c cli/metaroce-ctl.c $(wildcard lib/include/metaroce/*.h)

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <metaroce/ctl.h>
+#include <metaroce/xdp.h>
 #include <metaroce/wire.h>
 
 #define DEFAULT_SOCKET "/run/metaroce/metaroced.sock"
@@ -411,31 +412,57 @@ static int show_stats(const char *path, bool json)
 	return 0;
 }
 
-/* The fast path's state as the daemon reports it: in this version, why there is none. */
+/* The fast path: where the program is attached, how, and what it did with packets. */
 static int show_xdp(const char *path, bool json)
 {
 	struct mrc_ctl_status st;
+	struct mrc_ctl_xdp x;
+	long n;
 
 	if (request(path, MRC_CTL_STATUS, (uint8_t *)&st, sizeof(st)) != (long)sizeof(st))
 		return 1;
 	st.n_planes = st.n_planes > 16 ? 16 : st.n_planes;
+	memset(&x, 0, sizeof(x));
+	n = strcmp(st.backend, "xdp") ? -1 : request(path, MRC_CTL_XDP, (uint8_t *)&x, sizeof(x));
+	if (n >= 0 && n != (long)sizeof(x))
+		return 1;
+	x.n_ifaces = x.n_ifaces > 16 ? 16 : x.n_ifaces;
+	x.n_outcomes = x.n_outcomes > 32 ? 32 : x.n_outcomes;
 	if (json) {
 		fprintf(out, "{\"backend\":");
 		json_str(st.backend, sizeof(st.backend));
 		fprintf(out, ",\"planes\":[");
 		for (unsigned i = 0; i < st.n_planes; i++) {
+			const char *mode = "null";
+
+			for (unsigned k = 0; k < x.n_ifaces; k++)
+				if (x.ifaces[k].plane == st.planes[i].index)
+					mode = x.ifaces[k].native ? "\"native\"" : "\"generic\"";
 			fprintf(out, "%s{\"plane\":%u,\"ifname\":", i ? "," : "", st.planes[i].index);
 			json_str(st.planes[i].ifname, sizeof(st.planes[i].ifname));
-			fprintf(out, ",\"xdp\":%s}", strcmp(st.backend, "xdp") ? "null" : "\"attached\"");
+			fprintf(out, ",\"xdp\":%s}", mode);
 		}
-		fprintf(out, "],\"note\":");
+		fprintf(out, "],\"packets\":{");
+		for (unsigned o = 0; o < x.n_outcomes; o++)
+			fprintf(out, "%s\"%s\":%llu", o ? "," : "", mrc_xdp_outcome_name(o),
+				(unsigned long long)x.outcomes[o]);
+		fprintf(out, "},\"note\":");
 		json_str(st.backend_note, sizeof(st.backend_note));
 		fprintf(out, "}\n");
 		return 0;
 	}
-	for (unsigned i = 0; i < st.n_planes; i++)
+	for (unsigned i = 0; i < st.n_planes; i++) {
+		const char *mode = "no XDP program: backend udp";
+
+		for (unsigned k = 0; k < x.n_ifaces; k++)
+			if (x.ifaces[k].plane == st.planes[i].index)
+				mode = x.ifaces[k].native ? "XDP native" : "XDP generic (skb)";
 		fprintf(out, "plane %u %-15.16s %s\n", st.planes[i].index, st.planes[i].ifname,
-			strcmp(st.backend, "xdp") ? "no XDP program: backend udp" : "attached");
+			mode);
+	}
+	for (unsigned o = 0; o < x.n_outcomes; o++)
+		fprintf(out, "  %-14s %llu\n", mrc_xdp_outcome_name(o),
+			(unsigned long long)x.outcomes[o]);
 	if (st.backend_note[0])
 		fprintf(out, "(%.64s)\n", st.backend_note);
 	return 0;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * How metaroced moves datagrams: one ops table, one implementation per way of doing it.
- * `udp` (backend_udp.c) is the portable reference on ordinary sockets; `xdp` will sit behind
- * the same table. The daemon's loop polls the backend's fds, pulls received datagrams in
+ * `udp` (backend_udp.c) is the portable reference on ordinary sockets; `xdp` (backend_xdp.c)
+ * adds the XDP fast path (fastpath.h) in front of the same sockets: what the program placed
+ * arrives as datagrams marked `placed` that carry only their headers. The daemon's loop polls the backend's fds, pulls received datagrams in
  * batches and pushes the engine's output in batches; a backend knows planes, addresses and
  * ports, never QPs.
  */
@@ -25,9 +26,11 @@ struct mrcd_dgram {
 	struct mrcd_addr peer; /* rx: source address; tx: destination */
 	uint16_t peer_port;    /* rx: source port; tx: destination port */
 	bool ce;	    /* rx: the IP header carried ECN CE */
+	bool placed;	    /* rx: the fast path placed the payload; data holds the headers */
 };
 
 struct mrcd_backend;
+struct mrcd_fastpath;
 
 struct mrcd_backend_ops {
 	const char *name;
@@ -56,10 +59,12 @@ struct mrcd_backend {
 	const struct mrcd_config *cfg;
 	uint16_t port; /* the listening port actually bound (cfg->port, or chosen when 0) */
 	struct mrcd_udp_plane udp[MRC_MAX_PLANES];
+	struct mrcd_fastpath *fast; /* xdp: the program and its maps; NULL otherwise */
 	uint64_t tx_errors, rx_errors, rx_truncated;
 };
 
 extern const struct mrcd_backend_ops mrcd_backend_udp;
+extern const struct mrcd_backend_ops mrcd_backend_xdp;
 
 /* The source ports a plane can send from: the entropy the engine's paths choose among. */
 unsigned mrcd_backend_sports(const struct mrcd_backend *b, uint8_t plane, uint16_t *ports,

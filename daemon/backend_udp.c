@@ -310,6 +310,7 @@ static int udp_rx_batch(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n
 			from_sockaddr(&from[i], &g->peer, &g->peer_port);
 			g->sport = g->peer_port;
 			g->ce = false;
+			g->placed = false;
 			for (c = CMSG_FIRSTHDR(&msgs[i].msg_hdr); c;
 			     c = CMSG_NXTHDR(&msgs[i].msg_hdr, c)) {
 				int tos = 0;

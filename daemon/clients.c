@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 #include "clients.h"
+#include "fastpath.h"
 
 #include <errno.h>
 #include <linux/magic.h>
@@ -96,6 +97,7 @@ int mrcd_clients_init(struct mrcd *d)
 	struct mrcd_clients *c = &d->clients;
 
 	memset(c, 0, sizeof(*c));
+	c->fast = d->backend.fast;
 	for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
 		c->client[i] = (struct mrcd_client){ .fd = -1, .doorbell_fd = -1 };
 	c->mrs = calloc(MRCD_MAX_MRS, sizeof(*c->mrs));
@@ -134,6 +136,8 @@ int mrcd_clients_init(struct mrcd *d)
 
 static void mr_unmap(struct mrcd_clients *c, struct mrcd_mr *mr)
 {
+	if (c->fast)
+		mrcd_fastpath_mr_clear(c->fast, (uint32_t)(mr - c->mrs));
 	munmap(mr->span, mr->span_len);
 	c->mapped_bytes -= mr->span_len;
 	mr->owner = -1;
@@ -170,6 +174,8 @@ static bool past_retire_marks(struct mrcd_clients *c, int owner)
  */
 static void mr_deregister(struct mrcd_clients *c, struct mrcd_mr *mr)
 {
+	if (c->fast)
+		mrcd_fastpath_mr_clear(c->fast, (uint32_t)(mr - c->mrs));
 	for (unsigned i = 0; i < MRCD_MAX_QPS; i++) {
 		struct mrcd_qp *qp = &c->qps[i];
 		struct mrc_conn_info info;
@@ -219,8 +225,9 @@ static void reap_retired(struct mrcd_clients *c, uint64_t now)
  * Maps the client's segments back to back into one reserved span, so the region is one
  * contiguous range here as it is in the client.
  */
-static int mr_map(const struct mrc_ctl_reg_mr *r, const struct mrc_ctl_mr_segment *seg,
-		  const int *fds, uint8_t **span_out, size_t *len_out)
+static int mr_map(const struct mrcd_clients *c, const struct mrc_ctl_reg_mr *r,
+		  const struct mrc_ctl_mr_segment *seg, const int *fds, uint8_t **span_out,
+		  size_t *len_out)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), span = 0, at = 0;
 	uint8_t *base;
@@ -229,11 +236,20 @@ static int mr_map(const struct mrc_ctl_reg_mr *r, const struct mrc_ctl_mr_segmen
 		if (!seg[i].length || seg[i].length % page || seg[i].fd_offset % page ||
 		    seg[i].length > (1ull << 40) || seg[i].fd_offset > (1ull << 40))
 			return -EINVAL;
+		uint64_t bytes;
+		struct statfs fs;
+		int err;
+
+		/* a page map of the fast path: its size is fixed at creation */
+		if (c->fast && mrcd_fastpath_is_page_map(c->fast, fds[i], &bytes)) {
+			if (seg[i].fd_offset + seg[i].length > bytes)
+				return -EINVAL;
+			span += seg[i].length;
+			continue;
+		}
 		/* sealed against shrinking, as long as the segment claims, and ordinary shmem
 		 * (hugetlbfs pages could be missing at fault time: SIGBUS in the daemon) */
-		int err = mrc_shm_check(fds[i], seg[i].fd_offset + seg[i].length);
-		struct statfs fs;
-
+		err = mrc_shm_check(fds[i], seg[i].fd_offset + seg[i].length);
 		if (err)
 			return err;
 		if (fstatfs(fds[i], &fs) || fs.f_type != TMPFS_MAGIC)
@@ -258,6 +274,31 @@ static int mr_map(const struct mrc_ctl_reg_mr *r, const struct mrc_ctl_mr_segmen
 	*span_out = base;
 	*len_out = span;
 	return 0;
+}
+
+/*
+ * A region in one page map is the XDP program's to place into as well; any other (memfd
+ * pages, or several segments) stays on the slow path, which handles everything anyway.
+ */
+static void mr_hand_to_fast_path(struct mrcd_clients *c, const struct mrcd_mr *mr,
+				 const struct mrc_ctl_reg_mr *r, const struct mrc_ctl_mr_segment *seg,
+				 const int *fds)
+{
+	uint32_t access = (mr->access & MRC_CTL_ACCESS_REMOTE_WRITE ? MRC_XDP_ACCESS_REMOTE_WRITE
+								    : 0) |
+			  (mr->access & MRC_CTL_ACCESS_LOCAL_WRITE ? MRC_XDP_ACCESS_LOCAL_WRITE : 0);
+	uint64_t bytes;
+	int err;
+
+	if (!c->fast || r->n_segments != 1 || !access ||
+	    !mrcd_fastpath_is_page_map(c->fast, fds[0], &bytes))
+		return;
+	err = mrcd_fastpath_mr_set(c->fast, (uint32_t)(mr - c->mrs), mr->key, access,
+				   (uint32_t)mr->owner + 1, mr->iova, mr->length, fds[0],
+				   seg[0].fd_offset + r->offset);
+	if (err)
+		mrcd_log(LOG_WARNING, "region %08x: not placed in XDP: %s", mr->key,
+			 strerror(-err));
 }
 
 static int reg_mr(struct mrcd *d, unsigned owner, const uint8_t *payload, size_t len,
@@ -287,7 +328,7 @@ static int reg_mr(struct mrcd *d, unsigned owner, const uint8_t *payload, size_t
 		}
 	if (!mr)
 		return -ENOSPC;
-	err = mr_map(&r, seg, fds, &mr->span, &mr->span_len);
+	err = mr_map(c, &r, seg, fds, &mr->span, &mr->span_len);
 	if (err)
 		return err;
 	mr->key = slot << MR_KEY_RANDOM_BITS |
@@ -297,6 +338,7 @@ static int reg_mr(struct mrcd *d, unsigned owner, const uint8_t *payload, size_t
 	mr->length = r.length;
 	mr->access = r.access;
 	mr->base = mr->span + r.offset;
+	mr_hand_to_fast_path(c, mr, &r, seg, fds);
 	c->mapped_bytes += mr->span_len;
 	c->n_mrs++;
 	c->client[owner].n_mrs++;
@@ -563,6 +605,8 @@ static void apply_drains(const struct mrcd *d, struct mrcd_qp *qp);
 
 static void qp_free(struct mrcd_clients *c, struct mrcd_qp *qp)
 {
+	if (qp->fast)
+		mrcd_fastpath_qp_clear(c->fast, qp->qpn);
 	mrc_conn_free(qp->conn);
 	free(qp->sq_wr_id);
 	free(qp->rq_wr_id);
@@ -681,6 +725,9 @@ static void qp_learn_peer(struct mrcd *d, struct mrcd_qp *qp, const struct mrc_n
 			}
 		}
 	}
+	if (qp->fast)
+		mrcd_fastpath_qp_peer(d->clients.fast, qp->qpn, qp->peer_planes,
+				      (const uint8_t(*)[16])qp->peer_addr);
 }
 
 static void qp_error(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
@@ -689,6 +736,10 @@ static void qp_error(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 		mrcd_event(d, LOG_INFO, "qp %u error (client pid %d)", qp->qpn,
 			   d->clients.client[qp->owner].pid);
 	qp->state = MRC_CTL_QP_ERR;
+	if (qp->fast) {
+		mrcd_fastpath_qp_clear(d->clients.fast, qp->qpn); /* nothing lands after an error */
+		qp->fast = false;
+	}
 	__atomic_store_n(&qp->sq.consumer->aux, MRC_QP_AUX_ERROR, __ATOMIC_RELEASE);
 	if (qp->conn)
 		mrc_conn_set_error(qp->conn, now);
@@ -798,6 +849,14 @@ static void qp_start(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 		return;
 	}
 	qp->state = MRC_CTL_QP_RTR;
+	if (d->clients.fast) {
+		/* from here on the program places this QP's WRITEs and READ responses */
+		qp->fast = true;
+		qp->fast_base = cc.rq_psn;
+		mrcd_fastpath_qp_set(d->clients.fast, qp->qpn, (uint32_t)qp->owner + 1, cc.rq_psn,
+				     MRC_XDP_QP_PLACE | MRC_XDP_QP_PLACE_READ, qp->peer_planes,
+				     (const uint8_t(*)[16])qp->peer_addr);
+	}
 	apply_drains(d, qp);
 	mrcd_log(LOG_DEBUG, "QP %u -> %u: %u paths over %u planes", qp->qpn, cc.remote_qpn,
 		 cc.n_paths, n_planes);
@@ -971,6 +1030,10 @@ static int sq_entry_to_wr(struct mrcd *d, struct mrcd_qp *qp, const struct mrc_s
 			return MRC_WC_LOC_PROT_ERR;
 		total += e->sge[i].length;
 	}
+	/* the program places READ responses contiguously at the first element: a READ that
+	 * scatters takes the QP's READ responses off the fast path before it is ever sent */
+	if (qp->fast && e->opcode == MRC_WR_READ && e->num_sge > 1)
+		mrcd_fastpath_qp_clear_flags(d->clients.fast, qp->qpn, MRC_XDP_QP_PLACE_READ);
 	if (total > (1u << 31))
 		return MRC_WC_LOC_LEN_ERR;
 	return MRC_WC_SUCCESS;
@@ -1103,7 +1166,8 @@ bool mrcd_clients_recv(struct mrcd *d, const struct mrc_packet *pkt, const struc
 		       uint64_t now)
 {
 	struct mrcd_qp *qp = qp_by_num(&d->clients, pkt->dst_qpn);
-	struct mrc_rx_info rx = { .plane = g->plane, .sport = g->sport, .ce = g->ce };
+	struct mrc_rx_info rx = { .plane = g->plane, .sport = g->sport, .ce = g->ce,
+				  .placed = g->placed };
 
 	/* only the peer this QP is connected to, on a plane it has there, may speak to it */
 	if (!qp || !qp->conn || g->plane >= MRC_MAX_PLANES || !(qp->peer_planes >> g->plane & 1) ||
@@ -1203,6 +1267,18 @@ static bool flush_tx(struct mrcd *d, uint64_t now)
 	return keep < MRCD_TX_BACKLOG;
 }
 
+/* The program's window follows the engine's: it may only set bits the engine has not passed. */
+static void sync_fast_window(struct mrcd_clients *c, struct mrcd_qp *qp)
+{
+	struct mrc_conn_info info;
+
+	mrc_conn_get_info(qp->conn, &info);
+	if (info.rcv_cum_psn != qp->fast_base) {
+		mrcd_fastpath_qp_advance(c->fast, qp->qpn, qp->fast_base, info.rcv_cum_psn);
+		qp->fast_base = info.rcv_cum_psn;
+	}
+}
+
 void mrcd_clients_pump(struct mrcd *d, uint64_t now)
 {
 	struct mrcd_clients *c = &d->clients;
@@ -1240,6 +1316,8 @@ void mrcd_clients_pump(struct mrcd *d, uint64_t now)
 		if (qp->conn && mrc_conn_state(qp->conn) == MRC_QPS_ERR &&
 		    qp->state != MRC_CTL_QP_ERR)
 			qp_error(d, qp, now);
+		if (qp->fast)
+			sync_fast_window(c, qp);
 	}
 	/* what the local queue refused last time goes first; nothing new until it is out */
 	if (c->tx_queued && !flush_tx(d, now)) {
@@ -1428,6 +1506,22 @@ int mrcd_clients_request(struct mrcd *d, unsigned slot, const struct mrc_ctl_hdr
 	if (!cl->library)
 		return -ENOTCONN; /* HELLO first */
 	switch (req->type) {
+	case MRC_CTL_PAGES: {
+		struct mrc_ctl_pages pg;
+		int fd;
+
+		if (!c->fast)
+			return -EOPNOTSUPP;
+		memcpy(&pg, payload, sizeof(pg));
+		if (!pg.length || pg.length % MRC_XDP_PAGE)
+			return -EINVAL;
+		fd = mrcd_fastpath_page_map(c->fast, pg.length / MRC_XDP_PAGE);
+		if (fd < 0)
+			return fd;
+		out_fds[0] = fd;
+		*n_out_fds = 1;
+		return 0;
+	}
 	case MRC_CTL_REG_MR:
 		if (out_cap < sizeof(struct mrc_ctl_mr))
 			return -ENOSPC;

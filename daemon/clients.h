@@ -91,6 +91,8 @@ struct mrcd_qp {
 	struct mrc_ctl_ready_qp ready;
 	bool ready_pending;	/* RTS came while the peer was still being resolved */
 	struct mrc_conn *conn;
+	bool fast;		/* the XDP program places its data packets */
+	uint32_t fast_base;	/* the receive window base the program was last told */
 	uint64_t peer_node;	/* the peer daemon's node id (discovery); 0 when unknown */
 	uint16_t peer_port;
 	uint16_t peer_max_payload;
@@ -108,6 +110,7 @@ struct mrcd_qp {
 
 struct mrcd_clients {
 	struct mrcd_client client[MRCD_MAX_CLIENTS];
+	struct mrcd_fastpath *fast; /* the backend's XDP fast path; NULL: none */
 	struct mrcd_mr *mrs;
 	struct mrcd_cq *cqs;
 	struct mrcd_qp *qps;

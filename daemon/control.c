@@ -5,6 +5,7 @@
  * that died is replaced; a live one means another daemon owns the path, and that is an error.
  */
 #include "control.h"
+#include "fastpath.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -246,6 +247,23 @@ static void drop_client(struct mrcd *d, unsigned slot)
 	cl->fd = -1;
 }
 
+static void xdp_reply(const struct mrcd_fastpath *fp, struct mrc_ctl_xdp *x)
+{
+	uint64_t o[MRC_XDP_OUTCOMES];
+
+	_Static_assert(MRC_XDP_OUTCOMES <= 32, "outcomes fit the reply");
+	memset(x, 0, sizeof(*x));
+	x->n_ifaces = fp->n_ifaces;
+	for (unsigned i = 0; i < fp->n_ifaces && i < 16; i++) {
+		x->ifaces[i].ifindex = (uint32_t)fp->ifaces[i].ifindex;
+		x->ifaces[i].plane = fp->ifaces[i].plane;
+		x->ifaces[i].native = fp->ifaces[i].native;
+	}
+	mrcd_fastpath_outcomes(fp, o);
+	x->n_outcomes = MRC_XDP_OUTCOMES;
+	memcpy(x->outcomes, o, sizeof(o));
+}
+
 /* The payload a request type must carry: exactly `fixed` bytes, or any length when variable. */
 static int request_shape(uint16_t type, uint32_t len)
 {
@@ -258,11 +276,14 @@ static int request_shape(uint16_t type, uint32_t len)
 	case MRC_CTL_MONITOR:
 	case MRC_CTL_CONFIG:
 	case MRC_CTL_STAT_RESET:
+	case MRC_CTL_XDP:
 		return len == 0 ? 0 : -EINVAL;
 	case MRC_CTL_DRAIN_PLANE:
 		return len == sizeof(struct mrc_ctl_drain) ? 0 : -EINVAL;
 	case MRC_CTL_PATHS:
 		return len == 0 || len == sizeof(struct mrc_ctl_handle) ? 0 : -EINVAL;
+	case MRC_CTL_PAGES:
+		return len == sizeof(struct mrc_ctl_pages) ? 0 : -EINVAL;
 	case MRC_CTL_HELLO:
 	case MRC_CTL_REG_MR:
 	case MRC_CTL_DEREG_MR:
@@ -383,6 +404,19 @@ static void serve(struct mrcd *d, unsigned slot)
 			mrcd_clients_reset_counters(d);
 			mrcd_event(d, LOG_NOTICE, "counters reset by an operator");
 			break;
+		case MRC_CTL_XDP:
+			if (!d->backend.fast) {
+				rep.status = -EOPNOTSUPP;
+				break;
+			}
+		{
+			struct mrc_ctl_xdp x;
+
+			xdp_reply(d->backend.fast, &x);
+			memcpy(out + sizeof(rep), &x, sizeof(x));
+			len = sizeof(x);
+			break;
+		}
 		case MRC_CTL_PATHS: {
 			struct mrc_ctl_handle one = { 0, 0 };
 

@@ -18,6 +18,7 @@
 #include <metaroce/drop_reasons.h>
 
 #include "control.h"
+#include "fastpath.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -154,6 +155,34 @@ static int add_fd(struct mrcd *d, int fd, char *err, size_t errlen)
 	return 0;
 }
 
+/*
+ * backend = xdp must attach or the start fails; auto takes xdp when it attaches and otherwise
+ * runs udp, with the reason in the log and in status; udp is udp.
+ */
+static int open_backend(struct mrcd *d, char *err, size_t errlen)
+{
+	char why[160];
+
+	d->backend.cfg = &d->cfg;
+	d->backend_note[0] = '\0';
+	if (d->cfg.backend != MRCD_BACKEND_UDP) {
+		d->backend.ops = &mrcd_backend_xdp;
+		if (!d->backend.ops->open(&d->backend, why, sizeof(why))) {
+			snprintf(d->backend_note, sizeof(d->backend_note), "%s",
+				 d->backend.fast->note);
+			return 0;
+		}
+		if (d->cfg.backend == MRCD_BACKEND_XDP) {
+			snprintf(err, errlen, "backend xdp: %s", why);
+			return -1;
+		}
+		mrcd_log(LOG_NOTICE, "backend auto: xdp unavailable (%s); using udp", why);
+		snprintf(d->backend_note, sizeof(d->backend_note), "auto: xdp failed: %.45s", why);
+	}
+	d->backend.ops = &mrcd_backend_udp;
+	return d->backend.ops->open(&d->backend, err, errlen);
+}
+
 int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config_path,
 	       char *err, size_t errlen)
 {
@@ -161,9 +190,8 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 	struct mrc_node_info info;
 	uint64_t node_id, request_seed;
 	sigset_t mask;
-	int fds[MRC_MAX_PLANES];
+	int fds[MRC_MAX_PLANES + 1];
 	unsigned n;
-	const char *why_udp = NULL;
 
 	memset(d, 0, sizeof(*d));
 	d->cfg = *cfg;
@@ -175,17 +203,7 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 	d->started_ns = mrcd_now_ns();
 	if (mrcd_config_check(&d->cfg, err, errlen))
 		return -1;
-	/* The xdp backend does not exist yet: auto runs udp and says why; xdp is refused. */
-	if (d->cfg.backend == MRCD_BACKEND_XDP) {
-		snprintf(err, errlen, "backend xdp is not available in this build; use udp or auto");
-		return -1;
-	}
-	if (d->cfg.backend == MRCD_BACKEND_AUTO)
-		why_udp = "the xdp backend is not built yet";
-	d->backend_note = why_udp ? why_udp : "";
-	d->backend.ops = &mrcd_backend_udp;
-	d->backend.cfg = &d->cfg;
-	if (d->backend.ops->open(&d->backend, err, errlen))
+	if (open_backend(d, err, errlen))
 		return -1;
 	/* the request-id seed is drawn apart from the node id, which every DISCOVER carries */
 	if (getrandom(&node_id, sizeof(node_id), 0) != sizeof(node_id) ||
@@ -214,7 +232,7 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 		snprintf(err, errlen, "epoll/signalfd: %s", strerror(errno));
 		goto fail_all;
 	}
-	n = d->backend.ops->poll_fds(&d->backend, fds, MRC_MAX_PLANES);
+	n = d->backend.ops->poll_fds(&d->backend, fds, MRC_MAX_PLANES + 1);
 	for (unsigned i = 0; i < n; i++)
 		if (add_fd(d, fds[i], err, errlen))
 			goto fail_all;
@@ -228,8 +246,8 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 	if (d->systemd && sd_watchdog_enabled(0, &d->watchdog_usec) <= 0)
 		d->watchdog_usec = 0;
 	mrcd_log(LOG_INFO, "node %016llx: backend %s%s%s%s, port %u, %u plane%s, max payload %u",
-		 (unsigned long long)node_id, d->backend.ops->name, why_udp ? " (auto: " : "",
-		 why_udp ? why_udp : "", why_udp ? ")" : "", d->backend.port, d->cfg.n_planes,
+		 (unsigned long long)node_id, d->backend.ops->name, d->backend_note[0] ? " (" : "",
+		 d->backend_note, d->backend_note[0] ? ")" : "", d->backend.port, d->cfg.n_planes,
 		 d->cfg.n_planes == 1 ? "" : "s", info.max_payload);
 	return 0;
 
@@ -316,7 +334,8 @@ static void receive(struct mrcd *d, uint64_t now)
 			struct mrc_packet pkt;
 
 			d->stats.rx_datagrams++;
-			if (mrc_decode(g[i].data, g[i].len, &pkt) != MRC_WIRE_OK) {
+			if ((g[i].placed ? mrc_decode_placed(g[i].data, g[i].len, &pkt)
+					 : mrc_decode(g[i].data, g[i].len, &pkt)) != MRC_WIRE_OK) {
 				d->stats.rx_malformed++; /* never answered */
 				continue;
 			}

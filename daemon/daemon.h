@@ -43,7 +43,7 @@ struct mrcd {
 	char metrics_req[MRCD_MAX_HTTP][MRCD_HTTP_HEAD]; /* request heads as they arrive */
 	size_t metrics_req_len[MRCD_MAX_HTTP];
 	struct mrcd_clients clients;   /* control connections and what they own */
-	const char *backend_note;      /* why auto chose this backend; "" otherwise */
+	char backend_note[64];	       /* xdp: how it attached; auto on udp: why not xdp */
 	uint64_t started_ns;
 	bool stopping;
 	bool systemd;		    /* NOTIFY_SOCKET is set: report READY, STATUS, WATCHDOG */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 #include "metrics.h"
+#include "fastpath.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -130,6 +131,16 @@ size_t mrcd_metrics_render(const struct mrcd *d, char *buf, size_t cap)
 	       "Datagrams given up to loss recovery after the local queue took nothing for 2 ms.");
 	put(&o, "metaroce_tx_held_dropped_total %llu\n",
 	    (unsigned long long)d->stats.tx_held_dropped);
+	if (d->backend.fast) {
+		uint64_t x[MRC_XDP_OUTCOMES];
+
+		mrcd_fastpath_outcomes(d->backend.fast, x);
+		family(&o, "metaroce_xdp_packets_total", "counter",
+		       "Packets the XDP program handled, by what it did with them.");
+		for (unsigned k = 0; k < MRC_XDP_OUTCOMES; k++)
+			put(&o, "metaroce_xdp_packets_total{outcome=\"%s\"} %llu\n",
+			    mrc_xdp_outcome_name(k), (unsigned long long)x[k]);
+	}
 	family(&o, "metaroce_completions_total", "counter", "Work completions delivered.");
 	put(&o, "metaroce_completions_total %llu\n", (unsigned long long)completions);
 	family(&o, "metaroce_error_completions_total", "counter",

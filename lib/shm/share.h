@@ -18,7 +18,7 @@
 #include <stddef.h>
 
 struct mrc_shared_range {
-	int fd;		   /* the sealed memfd now behind the pages */
+	int fd;		   /* the sealed memfd (or page map) now behind the pages */
 	void *base;	   /* first page */
 	size_t length;	   /* whole pages */
 	size_t offset;	   /* where the registered range starts inside the memfd */
@@ -26,5 +26,12 @@ struct mrc_shared_range {
 
 /* Moves the pages of [addr, addr + len) under a sealed memfd. Returns 0 or -errno. */
 int mrc_share_range(void *addr, size_t len, struct mrc_shared_range *out);
+
+/*
+ * The same into pages someone else made: fd (the daemon's page map for its XDP fast path,
+ * which places packets into them) must hold at least the whole pages of the range. On
+ * success out->fd is fd; on failure the caller still owns fd and nothing moved.
+ */
+int mrc_share_range_into(int fd, void *addr, size_t len, struct mrc_shared_range *out);
 
 #endif /* METAROCE_SHM_SHARE_H */

@@ -112,8 +112,36 @@ static struct mrv_segment *segment_at_or_after(uintptr_t addr)
 	return NULL;
 }
 
+/*
+ * Shares [at, at + len): into a page map from the daemon when its XDP fast path places
+ * packets there (the bytes never pass through the daemon), else into a memfd. A daemon that
+ * cannot make one this time (out of memory, say) gets a memfd: slower, never wrong.
+ */
+static int share_pages(struct mrv_context *ctx, uintptr_t at, size_t len,
+		       struct mrc_shared_range *r)
+{
+	if (!strncmp(ctx->status.backend, "xdp", sizeof(ctx->status.backend))) {
+		struct mrc_ctl_pages req = { .length = len };
+		unsigned n_fds = 1;
+		int fd = -1, err;
+
+		err = mrv_request(ctx, MRC_CTL_PAGES, &req, sizeof(req), NULL, 0, NULL, 0, NULL,
+				  &fd, &n_fds);
+		if (!err && n_fds == 1) {
+			err = mrc_share_range_into(fd, (void *)at, len, r);
+			if (!err)
+				return 0;
+			close(fd);
+			if (err != -ENOMEM && err != -EINVAL)
+				return err;
+		}
+	}
+	return mrc_share_range((void *)at, len, r);
+}
+
 /* Covers [start, end) with segments, sharing the pages not yet shared. */
-static int cover(uintptr_t start, uintptr_t end, struct mrv_segment **out, unsigned *n_out)
+static int cover(struct mrv_context *ctx, uintptr_t start, uintptr_t end,
+		 struct mrv_segment **out, unsigned *n_out)
 {
 	uintptr_t at = start;
 	unsigned n = 0;
@@ -139,7 +167,7 @@ static int cover(uintptr_t start, uintptr_t end, struct mrv_segment **out, unsig
 				err = ENOMEM;
 				break;
 			}
-			err = -mrc_share_range((void *)at, gap_end - at, &r);
+			err = -share_pages(ctx, at, gap_end - at, &r);
 			if (err) {
 				free(ns);
 				break;
@@ -213,7 +241,7 @@ static int register_range(struct mrv_context *ctx, struct mrv_mr *mr, void *addr
 	if (!addr || !length || (uintptr_t)addr > UINTPTR_MAX - length - page)
 		return EINVAL;
 	pthread_mutex_lock(&registry.lock);
-	err = cover(start, end, segs, &n);
+	err = cover(ctx, start, end, segs, &n);
 	if (err) {
 		pthread_mutex_unlock(&registry.lock);
 		return err;

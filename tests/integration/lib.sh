@@ -86,8 +86,8 @@ two_daemons() {
 	start_daemon "$NS_B" b --set "plane=0 ${TAG}b0 198.18.0.2" \
 		--set "plane=1 ${TAG}b1 198.19.0.2" --set "peer_prefix=198.18.0.0/15" \
 		--set "control_socket=$TMP/b.sock" "$@"
-	wait_for "$TMP/a.log" "backend udp"
-	wait_for "$TMP/b.log" "backend udp"
+	wait_for "$TMP/a.log" "backend "
+	wait_for "$TMP/b.log" "backend "
 }
 
 # on_a / on_b PROGRAM ARGS...: a verbs program through metaroce-run on that host's daemon
@@ -188,3 +188,43 @@ testbed_daemons() {
 		start_daemon "mtb-$TESTBED-h$h" "h$h" "$@"
 	done
 }
+
+PERF=$BUILD/bin/metaroce-perf
+port=18710
+
+# perf NAME SERVER_ARGS -- CLIENT_ARGS: server on B, client on A, client's -j in $TMP/NAME.json
+perf() {
+	name=$1
+	shift
+	split_args "$@"
+	port=$((port + 1))
+	# shellcheck disable=SC2086
+	bg_b "$TMP/$name.server.log" timeout 120 "$PERF" -p $port $sargs
+	srv=$BG
+	# shellcheck disable=SC2086
+	on_a timeout 120 "$PERF" -p $port -j $cargs 198.18.0.2 >"$TMP/$name.json" \
+		2>"$TMP/$name.client.log"
+	crc=$?
+	wait "$srv"
+	src=$?
+	if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
+		echo "--- $name server (exit $src):"; cat "$TMP/$name.server.log"
+		echo "--- $name client (exit $crc):"; cat "$TMP/$name.client.log" "$TMP/$name.json"
+		echo "--- daemon a:"; tail -n 20 "$TMP/a.log"
+		echo "--- daemon b:"; tail -n 20 "$TMP/b.log"
+		fail "metaroce-perf $name"
+	fi
+}
+
+# json_check NAME PYTHON: an expression over `j`, the client's parsed -j summary
+json_check() {
+	python3 - "$TMP/$1.json" "$2" <<'PY' || fail "metaroce-perf $1: $2 is false"
+import json, sys
+j = json.load(open(sys.argv[1]))
+print("  %-12s %s %s %d B x %d on %d QPs: %.3f Gbit/s, verified %d, errors %d" % (
+    sys.argv[1].rsplit("/", 1)[1][:-5], j["test"], j["mode"], j["size"], j["messages"],
+    j["qps"], j["gbps"], j["verified"] + j.get("peer", {}).get("verified", 0), j["errors"]))
+sys.exit(0 if eval(sys.argv[2]) else 1)
+PY
+}
+

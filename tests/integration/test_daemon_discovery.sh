@@ -14,7 +14,7 @@ control_socket = $TMP/b.sock
 EOF
 
 start_daemon "$NS_B" b -c "$TMP/b.conf"
-wait_for "$TMP/b.log" "backend udp (auto: the xdp backend is not built yet), port 4792, 2 planes"
+wait_for "$TMP/b.log" "backend xdp (${TAG}b0 native, ${TAG}b1 native), port 4792, 2 planes"
 # shellcheck disable=SC2086
 start_daemon "$NS_A" a --set "plane=0 ${TAG}a0 198.18.0.1" --set "plane=1 ${TAG}a1 198.19.0.1" \
 	--set "control_socket=$TMP/a.sock" --discover 198.18.0.2
@@ -24,7 +24,7 @@ wait_for "$TMP/b.log" "peer 198.18.0.1 discovered: node [0-9a-f]*, port 4792, pl
 # metaroce-ctl, text and JSON (parsed back); the socket is mode 0660.
 CTL="$BUILD/bin/metaroce-ctl"
 "$CTL" -S "$TMP/a.sock" status >"$TMP/status.txt" || fail "ctl status"
-grep -q "^node [0-9a-f]\{16\}  backend udp (the xdp backend is not built yet)  port 4792" \
+grep -q "^node [0-9a-f]\{16\}  backend xdp (${TAG}a0 native, ${TAG}a1 native)  port 4792" \
 	"$TMP/status.txt" || fail "status text: $(cat "$TMP/status.txt")"
 grep -q "^plane 1  ${TAG}a1 *198.19.0.1$" "$TMP/status.txt" || fail "status planes"
 "$CTL" -S "$TMP/a.sock" peer show >"$TMP/peers.txt" || fail "ctl peer show"
@@ -33,7 +33,7 @@ grep -q "^  plane 1  198.19.0.2$" "$TMP/peers.txt" || fail "peer planes"
 "$CTL" -S "$TMP/a.sock" -j status | python3 -c '
 import json, sys
 s = json.load(sys.stdin)
-assert s["backend"] == "udp" and s["port"] == 4792 and s["peers"] == 1, s
+assert s["backend"] == "xdp" and s["port"] == 4792 and s["peers"] == 1, s
 assert [p["address"] for p in s["planes"]] == ["198.18.0.1", "198.19.0.1"], s' ||
 	fail "status JSON"
 "$CTL" -S "$TMP/a.sock" -j peer | python3 -c '

@@ -26,7 +26,7 @@ while [ ! -S "$TMP/notify" ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
 
 NOTIFY_SOCKET="$TMP/notify" WATCHDOG_USEC=200000 \
 	start_daemon "$NS_A" a --set "plane=0 ${TAG}a0 198.18.0.1" --set "control_socket=$TMP/a.sock"
-wait_for "$TMP/notify.log" "^READY=1|STATUS=backend udp, 1 planes, port 4792$"
+wait_for "$TMP/notify.log" "^READY=1|STATUS=backend xdp, 1 planes, port 4792$"
 sleep 0.5
 [ "$(grep -c '^WATCHDOG=1$' "$TMP/notify.log")" -ge 3 ] || fail "fewer than 3 watchdog pings in 0.5 s"
 kill -HUP "$PID_a"

@@ -34,12 +34,12 @@ two_hosts
 ip netns exec "$NS_A" "$TMP/root/usr/sbin/metaroced" --set "plane=0 ${TAG}a0 198.18.0.1" \
 	--set "control_socket=$TMP/a.sock" >"$TMP/a.log" 2>&1 &
 PIDS="$PIDS $!"
-wait_for "$TMP/a.log" "backend udp"
+wait_for "$TMP/a.log" "backend "
 "$TMP/root/usr/sbin/metaroced" --version
 "$TMP/root/usr/bin/metaroce-ctl" -S "$TMP/a.sock" -j status | python3 -c '
 import json, sys
 j = json.load(sys.stdin)
-assert j["backend"] == "udp" and j["planes"][0]["address"] == "198.18.0.1", j
+assert j["backend"] == "xdp" and j["planes"][0]["address"] == "198.18.0.1", j
 print("installed metaroce-ctl -j status: ok")' || fail "installed metaroce-ctl -j status"
 "$TMP/root/usr/bin/metaroce-perf" --version | grep -q '^metaroce-perf 0.1.0$' ||
 	fail "installed metaroce-perf --version"

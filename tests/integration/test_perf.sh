@@ -4,44 +4,6 @@
 . "$(dirname "$0")/lib.sh"
 
 two_daemons
-PERF=$BUILD/bin/metaroce-perf
-port=18710
-
-# perf NAME SERVER_ARGS -- CLIENT_ARGS: server on B, client on A, client's -j in $TMP/NAME.json
-perf() {
-	name=$1
-	shift
-	split_args "$@"
-	port=$((port + 1))
-	# shellcheck disable=SC2086
-	bg_b "$TMP/$name.server.log" timeout 120 "$PERF" -p $port $sargs
-	srv=$BG
-	# shellcheck disable=SC2086
-	on_a timeout 120 "$PERF" -p $port -j $cargs 198.18.0.2 >"$TMP/$name.json" \
-		2>"$TMP/$name.client.log"
-	crc=$?
-	wait "$srv"
-	src=$?
-	if [ $crc -ne 0 ] || [ $src -ne 0 ]; then
-		echo "--- $name server (exit $src):"; cat "$TMP/$name.server.log"
-		echo "--- $name client (exit $crc):"; cat "$TMP/$name.client.log" "$TMP/$name.json"
-		echo "--- daemon a:"; tail -n 20 "$TMP/a.log"
-		echo "--- daemon b:"; tail -n 20 "$TMP/b.log"
-		fail "metaroce-perf $name"
-	fi
-}
-
-# json_check NAME PYTHON: an expression over `j`, the client's parsed -j summary
-json_check() {
-	python3 - "$TMP/$1.json" "$2" <<'PY' || fail "metaroce-perf $1: $2 is false"
-import json, sys
-j = json.load(open(sys.argv[1]))
-print("  %-12s %s %s %d B x %d on %d QPs: %.3f Gbit/s, verified %d, errors %d" % (
-    sys.argv[1].rsplit("/", 1)[1][:-5], j["test"], j["mode"], j["size"], j["messages"],
-    j["qps"], j["gbps"], j["verified"] + j.get("peer", {}).get("verified", 0), j["errors"]))
-sys.exit(0 if eval(sys.argv[2]) else 1)
-PY
-}
 
 # bandwidth, verified: every message's bytes checked where they land
 perf write_bw -e -- -t write -s 65537 -q 4 -Q 8 -n 200 -V -e

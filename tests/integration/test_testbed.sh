@@ -122,8 +122,8 @@ echo "teardown on down, on failure and on SIGTERM: ok"
 # metaroce-perf, every byte verified, over 4 planes with 1% loss on each
 testbed_up --hosts 2 --planes 4 --rate 1000
 testbed_daemons 4 0 1
-wait_for "$TMP/h0.log" "backend udp"
-wait_for "$TMP/h1.log" "backend udp"
+wait_for "$TMP/h0.log" "backend "
+wait_for "$TMP/h1.log" "backend "
 $TB impair --all-planes --loss 1
 PERF=$BUILD/bin/metaroce-perf
 # testbed_perf NAME CLIENT_ARGS...: metaroce-perf server on host 1, client on host 0 with -j
@@ -163,8 +163,8 @@ print("  packets lost by the fabric per plane:", lost)' || fail "the planes did 
 $TB down
 testbed_up --hosts 2 --planes 1 --rate 200
 testbed_daemons 1 0 1
-wait_for "$TMP/h0.log" "backend udp"
-wait_for "$TMP/h1.log" "backend udp"
+wait_for "$TMP/h0.log" "backend "
+wait_for "$TMP/h1.log" "backend "
 testbed_perf bp -e -t write -s 1M -q 2 -D 3 -V
 python3 -c '
 import json, sys
@@ -192,8 +192,8 @@ grep -q "already up" "$TMP/err" || fail "second up: $(cat "$TMP/err")"
 $TB down
 testbed_up --hosts 2 --planes 2
 testbed_daemons 2 0 1
-wait_for "$TMP/h0.log" "backend udp"
-wait_for "$TMP/h1.log" "backend udp"
+wait_for "$TMP/h0.log" "backend "
+wait_for "$TMP/h1.log" "backend "
 # the gateway's address resolved first: a queue that drops ARP too would only blackhole
 ip netns exec "mtb-$TESTBED-h0" python3 -c 'import socket
 socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("198.18.33.2", 9))'

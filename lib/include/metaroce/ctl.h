@@ -49,7 +49,12 @@ enum mrc_ctl_type {
 	MRC_CTL_EVENT = 19,	/* daemon to a monitor, unrequested (seq 0): one text line */
 	MRC_CTL_CONFIG = 20,	/* request: no payload; reply: the running configuration, as a file */
 	MRC_CTL_STAT_RESET = 21, /* request: no payload; reply: empty (operator action) */
-	MRC_CTL_TYPE_MAX = MRC_CTL_STAT_RESET,
+	MRC_CTL_PAGES = 22,	/* request: mrc_ctl_pages; reply: empty + a page map fd for a
+				 * region's pages (the XDP fast path places into them);
+				 * -EOPNOTSUPP: none here, use a memfd */
+	MRC_CTL_XDP = 23,	/* request: no payload; reply: struct mrc_ctl_xdp; -EOPNOTSUPP: the
+				 * udp backend runs */
+	MRC_CTL_TYPE_MAX = MRC_CTL_XDP,
 };
 
 /* The shared-memory and request layout this library speaks (bumped on any change). */
@@ -98,6 +103,23 @@ struct mrc_ctl_drain {
 	__u8 plane;
 	__u8 drained;
 	__u8 reserved[6];
+};
+
+struct mrc_ctl_pages {
+	__u64 length; /* bytes, a multiple of 4096 */
+};
+
+/* The XDP fast path: where it is attached and what it did with packets. */
+struct mrc_ctl_xdp {
+	__u32 n_ifaces;
+	__u32 n_outcomes;	/* entries of outcomes[] the daemon knows (enum mrc_xdp_outcome) */
+	struct {
+		__u32 ifindex;
+		__u8 plane;
+		__u8 native;	/* 1: driver mode; 0: generic (skb) mode */
+		__u8 reserved[2];
+	} ifaces[16];
+	__u64 outcomes[32];	/* packets per outcome code, summed over CPUs */
 };
 
 struct mrc_ctl_handle {

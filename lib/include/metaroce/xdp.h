@@ -28,7 +28,10 @@
  * arriving together on two CPUs both copy the same bytes (harmless), and a late duplicate
  * that passed the ring check just before the original was claimed, completed and its buffer
  * reused by the application could still be copying then. The window is one packet's copy
- * time; closing it needs a per-PSN in-flight claim before the copy.
+ * time; closing it needs a per-PSN in-flight claim before the copy. A second limit of the
+ * same kind: the daemon clears a passed PSN's bit after it moved base, so a packet 256 PSNs
+ * later that set the same bit in between loses it, and a late duplicate of that packet would
+ * be placed again (the engine still counts it once).
  *
  * READ responses are placed by (sink key, address), contiguously: right only for a READ with
  * one scatter element, so the daemon sets MRC_XDP_QP_PLACE_READ only while the QP has sent
@@ -105,6 +108,20 @@ enum mrc_xdp_outcome {
 	MRC_XDP_WRONG_PEER = 14,    /* not from the QP's peer on that plane: to the daemon */
 	MRC_XDP_OUTCOMES
 };
+
+#ifndef __bpf__
+/* Stable names of the outcomes, for metrics and metaroce-ctl. */
+static inline const char *mrc_xdp_outcome_name(unsigned outcome)
+{
+	static const char *const names[MRC_XDP_OUTCOMES] = {
+		"not_ours",	"placed",	"to_daemon",  "duplicate",    "below_window",
+		"above_window", "bad_checksum", "truncated",  "unknown_qp",   "bad_key",
+		"out_of_bounds", "event_lost",	"bad_version", "place_failed", "wrong_peer",
+	};
+
+	return outcome < MRC_XDP_OUTCOMES ? names[outcome] : "unknown";
+}
+#endif
 
 /* struct mrc_xdp_event.kind */
 enum mrc_xdp_event_kind {

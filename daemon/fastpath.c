@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#include "fastpath.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
+
+#include "log.h"
+#include "metaroce_xdp.skel.h"
+
+#define PROG_NAME "metaroce_xdp"
+#define PENDING_CAP 1024u
+
+static size_t qps_bytes(void)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (sizeof(struct mrc_xdp_qp) * MRC_XDP_MAX_QPS + page - 1) & ~(page - 1);
+}
+
+/* The interface that holds the plane's address, when the configuration names none. */
+static int iface_of(const struct mrcd_plane *p)
+{
+	struct ifaddrs *ifa, *i;
+	int ifindex = 0;
+
+	if (p->ifname[0])
+		return (int)if_nametoindex(p->ifname);
+	if (getifaddrs(&ifa))
+		return 0;
+	for (i = ifa; i && !ifindex; i = i->ifa_next) {
+		uint8_t a[16] = { 0 };
+
+		if (!i->ifa_addr)
+			continue;
+		if (i->ifa_addr->sa_family == AF_INET) {
+			a[10] = a[11] = 0xff;
+			memcpy(a + 12, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, 4);
+		} else if (i->ifa_addr->sa_family == AF_INET6) {
+			memcpy(a, &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr, 16);
+		} else {
+			continue;
+		}
+		if (!memcmp(a, p->addr.addr, 16))
+			ifindex = (int)if_nametoindex(i->ifa_name);
+	}
+	freeifaddrs(ifa);
+	return ifindex;
+}
+
+/* A program of ours left attached by a daemon that died: it goes before ours comes. */
+static void detach_leftover(int ifindex)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	struct xdp_program *p;
+
+	if (libxdp_get_error(mp) || !mp)
+		return;
+	if (xdp_multiprog__is_legacy(mp)) {
+		p = xdp_multiprog__main_prog(mp);
+		if (p && !strcmp(xdp_program__name(p), PROG_NAME)) {
+			mrcd_log(LOG_NOTICE, "ifindex %d: detaching a metaroce XDP program left "
+					     "behind", ifindex);
+			xdp_multiprog__detach(mp);
+		}
+	} else {
+		for (p = xdp_multiprog__next_prog(NULL, mp); p;
+		     p = xdp_multiprog__next_prog(p, mp)) {
+			if (strcmp(xdp_program__name(p), PROG_NAME))
+				continue;
+			mrcd_log(LOG_NOTICE, "ifindex %d: detaching a metaroce XDP program left "
+					     "behind", ifindex);
+			xdp_program__detach(p, ifindex, xdp_multiprog__attach_mode(mp), 0);
+		}
+	}
+	xdp_multiprog__close(mp);
+}
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct mrcd_fastpath *fp = ctx;
+
+	if (len < sizeof(struct mrc_xdp_event))
+		return 0;
+	memcpy(&fp->pending[fp->n_pending++], data, sizeof(struct mrc_xdp_event));
+	/* full: stop here; the rest stays in the ring for the next call */
+	return fp->n_pending == fp->pending_cap ? -E2BIG : 0;
+}
+
+static void detach_all(struct mrcd_fastpath *fp)
+{
+	for (unsigned i = 0; i < fp->n_ifaces; i++)
+		xdp_program__detach(fp->prog, fp->ifaces[i].ifindex,
+				    fp->ifaces[i].native ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
+	fp->n_ifaces = 0;
+}
+
+void mrcd_fastpath_close(struct mrcd_fastpath *fp)
+{
+	if (fp->prog)
+		detach_all(fp);
+	if (fp->events)
+		ring_buffer__free(fp->events);
+	if (fp->qps)
+		munmap(fp->qps, qps_bytes());
+	if (fp->prog)
+		xdp_program__close(fp->prog);
+	if (fp->skel)
+		metaroce_xdp__destroy(fp->skel);
+	free(fp->pending);
+	memset(fp, 0, sizeof(*fp));
+}
+
+static int fail(struct mrcd_fastpath *fp, char *err, size_t errlen, const char *what, int e)
+{
+	snprintf(err, errlen, "%s: %s", what, strerror(e < 0 ? -e : e));
+	mrcd_fastpath_close(fp);
+	return -1;
+}
+
+/* libbpf and libxdp talk a lot while loading: the daemon's debug log, not its journal. */
+__attribute__((format(printf, 1, 0))) static int to_debug_log(const char *fmt, va_list ap)
+{
+	char line[256];
+
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	mrcd_log(LOG_DEBUG, "libbpf: %s", line);
+	return 0;
+}
+
+__attribute__((format(printf, 2, 0))) static int libbpf_to_log(enum libbpf_print_level level,
+								   const char *fmt, va_list ap)
+{
+	(void)level;
+	return to_debug_log(fmt, ap);
+}
+
+__attribute__((format(printf, 2, 0))) static int libxdp_to_log(enum libxdp_print_level level,
+								   const char *fmt, va_list ap)
+{
+	(void)level;
+	return to_debug_log(fmt, ap);
+}
+
+int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, uint16_t port,
+		       char *err, size_t errlen)
+{
+	size_t note_len = 0;
+	void *qps;
+	int e;
+
+	memset(fp, 0, sizeof(*fp));
+	libbpf_set_print(libbpf_to_log);
+	libxdp_set_print(libxdp_to_log);
+	fp->skel = metaroce_xdp__open();
+	if (!fp->skel)
+		return fail(fp, err, errlen, "opening the XDP program", errno);
+	fp->skel->rodata->cfg_port = port;
+	fp->skel->rodata->cfg_redirect = 0; /* what is not placed goes up to the sockets */
+	fp->prog = xdp_program__from_bpf_obj(fp->skel->obj, "xdp.frags");
+	e = (int)libxdp_get_error(fp->prog);
+	if (e) {
+		fp->prog = NULL;
+		return fail(fp, err, errlen, "libxdp", e);
+	}
+	for (unsigned i = 0; i < cfg->n_planes; i++) {
+		struct mrcd_fastpath_iface *f = &fp->ifaces[fp->n_ifaces];
+		char name[IF_NAMESIZE] = "?";
+
+		f->ifindex = iface_of(&cfg->planes[i]);
+		f->plane = cfg->planes[i].index;
+		if (f->ifindex <= 0) {
+			char what[64];
+
+			snprintf(what, sizeof(what), "plane %u: no interface holds its address",
+				 f->plane);
+			return fail(fp, err, errlen, what, ENODEV);
+		}
+		detach_leftover(f->ifindex);
+		f->native = true;
+		e = xdp_program__attach(fp->prog, f->ifindex, XDP_MODE_NATIVE, 0);
+		if (e) {
+			f->native = false;
+			e = xdp_program__attach(fp->prog, f->ifindex, XDP_MODE_SKB, 0);
+		}
+		if_indextoname((unsigned)f->ifindex, name);
+		if (e) {
+			char what[64];
+
+			snprintf(what, sizeof(what), "attaching XDP to %s", name);
+			return fail(fp, err, errlen, what, e);
+		}
+		fp->n_ifaces++;
+		note_len += (size_t)snprintf(fp->note + note_len,
+					     note_len < sizeof(fp->note) ? sizeof(fp->note) - note_len : 0,
+					     "%s%s %s", i ? ", " : "", name,
+					     f->native ? "native" : "generic");
+		if (note_len >= sizeof(fp->note))
+			note_len = sizeof(fp->note) - 1;
+		{
+			__u32 ifindex = (__u32)f->ifindex, plane = f->plane;
+
+			if (bpf_map__update_elem(fp->skel->maps.mrc_planes, &ifindex, sizeof(ifindex),
+						 &plane, sizeof(plane), BPF_ANY))
+				return fail(fp, err, errlen, "mrc_planes", errno);
+		}
+	}
+	qps = mmap(NULL, qps_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED,
+		   bpf_map__fd(fp->skel->maps.mrc_qps), 0);
+	if (qps == MAP_FAILED)
+		return fail(fp, err, errlen, "mapping mrc_qps", errno);
+	fp->qps = qps;
+	fp->pending_cap = PENDING_CAP;
+	fp->pending = calloc(fp->pending_cap, sizeof(*fp->pending));
+	if (!fp->pending)
+		return fail(fp, err, errlen, "events", ENOMEM);
+	fp->events = ring_buffer__new(bpf_map__fd(fp->skel->maps.mrc_events), on_event, fp, NULL);
+	if (!fp->events)
+		return fail(fp, err, errlen, "the event ring", errno);
+	fp->events_fd = ring_buffer__epoll_fd(fp->events);
+	fp->mrs_fd = bpf_map__fd(fp->skel->maps.mrc_mrs);
+	fp->pages_fd = bpf_map__fd(fp->skel->maps.mrc_mr_pages);
+	fp->outcomes_fd = bpf_map__fd(fp->skel->maps.mrc_outcomes);
+	return 0;
+}
+
+int mrcd_fastpath_plane(const struct mrcd_fastpath *fp, uint32_t ifindex)
+{
+	for (unsigned i = 0; i < fp->n_ifaces; i++)
+		if ((uint32_t)fp->ifaces[i].ifindex == ifindex)
+			return fp->ifaces[i].plane;
+	return -1;
+}
+
+unsigned mrcd_fastpath_events(struct mrcd_fastpath *fp, struct mrc_xdp_event *out, unsigned max)
+{
+	unsigned n;
+
+	if (!fp->n_pending)
+		ring_buffer__consume(fp->events);
+	n = fp->n_pending < max ? fp->n_pending : max;
+	memcpy(out, fp->pending, n * sizeof(*out));
+	memmove(fp->pending, fp->pending + n, (fp->n_pending - n) * sizeof(*out));
+	fp->n_pending -= n;
+	return n;
+}
+
+/* --- regions ---------------------------------------------------------------------------- */
+
+/* The largest page map handed out: 1 TiB, as for a memfd segment. */
+#define MAX_PAGES (1ull << 28)
+
+int mrcd_fastpath_page_map(struct mrcd_fastpath *fp, uint64_t pages)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, opts, .map_flags = BPF_F_MMAPABLE | BPF_F_INNER_MAP);
+	int fd;
+
+	(void)fp;
+	if (!pages || pages > MAX_PAGES)
+		return -EINVAL;
+	fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "mrc_pages", 4, MRC_XDP_PAGE, (__u32)pages, &opts);
+	return fd < 0 ? -errno : fd;
+}
+
+bool mrcd_fastpath_is_page_map(const struct mrcd_fastpath *fp, int fd, uint64_t *bytes)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+
+	(void)fp;
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) || info.type != BPF_MAP_TYPE_ARRAY ||
+	    info.key_size != 4 || info.value_size != MRC_XDP_PAGE ||
+	    !(info.map_flags & BPF_F_MMAPABLE))
+		return false;
+	*bytes = (uint64_t)info.max_entries * MRC_XDP_PAGE;
+	return true;
+}
+
+int mrcd_fastpath_mr_set(struct mrcd_fastpath *fp, uint32_t slot, uint32_t key, uint32_t access,
+			 uint32_t owner, uint64_t iova, uint64_t len, int page_fd, uint64_t offset)
+{
+	struct mrc_xdp_mr mr = { .key = 0, .access = access, .owner = owner,
+				 .offset = (uint32_t)offset, .addr = iova, .len = len };
+
+	if (slot >= MRC_XDP_MAX_MRS || offset > UINT32_MAX)
+		return -EINVAL;
+	/* key cleared first, pages and fields next, the key last: a program reading the slot
+	 * half-written finds no key that matches (xdp.h) */
+	if (bpf_map_update_elem(fp->mrs_fd, &slot, &mr, BPF_ANY) ||
+	    bpf_map_update_elem(fp->pages_fd, &slot, &page_fd, BPF_ANY))
+		return -errno;
+	mr.key = key;
+	return bpf_map_update_elem(fp->mrs_fd, &slot, &mr, BPF_ANY) ? -errno : 0;
+}
+
+void mrcd_fastpath_mr_clear(struct mrcd_fastpath *fp, uint32_t slot)
+{
+	struct mrc_xdp_mr mr = { 0 };
+
+	if (slot >= MRC_XDP_MAX_MRS)
+		return;
+	bpf_map_update_elem(fp->mrs_fd, &slot, &mr, BPF_ANY);
+	bpf_map_delete_elem(fp->pages_fd, &slot);
+}
+
+/* --- QPs -------------------------------------------------------------------------------- */
+
+static struct mrc_xdp_qp *slot_of(const struct mrcd_fastpath *fp, uint32_t qpn)
+{
+	struct mrc_xdp_qp *q = &fp->qps[qpn % MRC_XDP_MAX_QPS];
+
+	return __atomic_load_n(&q->qpn, __ATOMIC_ACQUIRE) == qpn ? q : NULL;
+}
+
+const struct mrc_xdp_qp *mrcd_fastpath_qp(const struct mrcd_fastpath *fp, uint32_t qpn)
+{
+	return slot_of(fp, qpn);
+}
+
+void mrcd_fastpath_qp_peer(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t peer_planes,
+			   const uint8_t peer[MRC_MAX_PLANES][16])
+{
+	struct mrc_xdp_qp *q = slot_of(fp, qpn);
+
+	if (!q)
+		return;
+	/* the planes shrink before the addresses change and grow after: a packet is checked
+	 * against an address the daemon meant for that plane, old or new */
+	__atomic_and_fetch(&q->peer_planes, peer_planes, __ATOMIC_RELEASE);
+	for (unsigned p = 0; p < MRC_MAX_PLANES; p++)
+		if (peer_planes >> p & 1 && memcmp(q->peer[p], peer[p], 16)) {
+			__atomic_and_fetch(&q->peer_planes, ~(1u << p), __ATOMIC_RELEASE);
+			memcpy(q->peer[p], peer[p], 16);
+		}
+	__atomic_store_n(&q->peer_planes, peer_planes, __ATOMIC_RELEASE);
+}
+
+void mrcd_fastpath_qp_set(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t owner, uint32_t base,
+			  uint32_t flags, uint32_t peer_planes,
+			  const uint8_t peer[MRC_MAX_PLANES][16])
+{
+	struct mrc_xdp_qp *q = &fp->qps[qpn % MRC_XDP_MAX_QPS];
+
+	/* whatever held the slot stops first; the QP number goes in last */
+	__atomic_store_n(&q->qpn, 0, __ATOMIC_RELEASE);
+	q->base = base;
+	q->flags = flags;
+	q->owner = owner;
+	memset(q->ring, 0, sizeof(q->ring));
+	q->ce_packets = q->placed_packets = q->placed_bytes = q->duplicates = 0;
+	q->peer_planes = peer_planes;
+	memcpy(q->peer, peer, sizeof(q->peer));
+	__atomic_store_n(&q->qpn, qpn, __ATOMIC_RELEASE);
+}
+
+void mrcd_fastpath_qp_advance(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t old_base,
+			      uint32_t base)
+{
+	struct mrc_xdp_qp *q = slot_of(fp, qpn);
+	uint32_t passed = base - old_base;
+
+	if (!q || !passed)
+		return;
+	/* the new base first, so no packet of a passed PSN sets its bit again (xdp.h) */
+	__atomic_store_n(&q->base, base, __ATOMIC_RELEASE);
+	if (passed >= MRC_SACK_BITS) {
+		for (unsigned w = 0; w < MRC_SACK_BITS / 64; w++)
+			__atomic_store_n(&q->ring[w], 0, __ATOMIC_RELEASE);
+		return;
+	}
+	for (uint32_t psn = old_base; psn != base; psn++) {
+		unsigned idx = psn % MRC_SACK_BITS;
+
+		__atomic_and_fetch(&q->ring[idx / 64], ~(1ull << (idx % 64)), __ATOMIC_RELEASE);
+	}
+}
+
+void mrcd_fastpath_qp_clear_flags(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t flags)
+{
+	struct mrc_xdp_qp *q = slot_of(fp, qpn);
+
+	if (q)
+		__atomic_and_fetch(&q->flags, ~flags, __ATOMIC_SEQ_CST);
+}
+
+void mrcd_fastpath_qp_clear(struct mrcd_fastpath *fp, uint32_t qpn)
+{
+	struct mrc_xdp_qp *q = slot_of(fp, qpn);
+
+	if (q) {
+		__atomic_store_n(&q->flags, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&q->qpn, 0, __ATOMIC_RELEASE);
+	}
+}
+
+void mrcd_fastpath_outcomes(const struct mrcd_fastpath *fp, uint64_t *out)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t *v;
+
+	memset(out, 0, MRC_XDP_OUTCOMES * sizeof(*out));
+	if (ncpu <= 0 || !(v = calloc((size_t)ncpu, sizeof(*v))))
+		return;
+	for (uint32_t k = 0; k < MRC_XDP_OUTCOMES; k++) {
+		if (bpf_map_lookup_elem(fp->outcomes_fd, &k, v))
+			continue;
+		for (int c = 0; c < ncpu; c++)
+			out[k] += v[c];
+	}
+	free(v);
+}

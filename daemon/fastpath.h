@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The XDP fast path as the daemon drives it: bpf/metaroce_xdp.bpf.c attached to every plane
+ * interface through libxdp, and the maps it reads (lib/include/metaroce/xdp.h) kept in step
+ * with the daemon's QPs and regions. The program places WRITE and READ response payloads
+ * straight into region pages the daemon created (page maps, mapped by the client over its
+ * own pages) and tells the daemon what it placed through a ring buffer; backend_xdp.c turns
+ * those events into datagrams with `placed` set, so the engine completes and acknowledges
+ * them without copying a byte.
+ *
+ * Everything else (control packets, SENDs, whatever the program cannot place) passes up to
+ * the udp backend's sockets.
+ */
+#ifndef METAROCE_DAEMON_FASTPATH_H
+#define METAROCE_DAEMON_FASTPATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <metaroce/xdp.h>
+
+#include "config.h"
+
+struct metaroce_xdp;
+struct xdp_program;
+struct ring_buffer;
+
+struct mrcd_fastpath_iface {
+	int ifindex;
+	uint8_t plane;
+	bool native; /* driver mode; else generic (skb) mode */
+};
+
+struct mrcd_fastpath {
+	struct metaroce_xdp *skel;
+	struct xdp_program *prog;
+	struct mrcd_fastpath_iface ifaces[MRC_MAX_PLANES];
+	unsigned n_ifaces;
+	struct mrc_xdp_qp *qps; /* mrc_qps, mapped: the daemon changes entries in place */
+	struct ring_buffer *events;
+	int events_fd;		/* epoll fd of the ring buffer */
+	int mrs_fd, pages_fd, outcomes_fd;
+	/* events taken from the ring and not yet handed to the engine */
+	struct mrc_xdp_event *pending;
+	unsigned n_pending, pending_cap;
+	char note[64];		/* "native on eth0, eth1", for status */
+};
+
+/* Loads and attaches; on failure returns -1, says why in err and leaves nothing attached. */
+int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, uint16_t port,
+		       char *err, size_t errlen);
+void mrcd_fastpath_close(struct mrcd_fastpath *fp);
+
+/* The plane an event arrived on; -1 when the interface is not one of ours. */
+int mrcd_fastpath_plane(const struct mrcd_fastpath *fp, uint32_t ifindex);
+
+/* Takes up to max events from the ring into out; returns how many. */
+unsigned mrcd_fastpath_events(struct mrcd_fastpath *fp, struct mrc_xdp_event *out,
+			      unsigned max);
+
+/* --- regions ---------------------------------------------------------------------------- */
+
+/* A new page map of `pages` zeroed pages for a client to put its memory in; fd or -errno. */
+int mrcd_fastpath_page_map(struct mrcd_fastpath *fp, uint64_t pages);
+
+/* True when fd is a page map (ours or one like it); *bytes says how many bytes it holds. */
+bool mrcd_fastpath_is_page_map(const struct mrcd_fastpath *fp, int fd, uint64_t *bytes);
+
+/*
+ * A region the program may place into: key slot `slot`, its bytes from `offset` on in the
+ * page map page_fd. Returns 0 or -errno (then the region is simply slow-path only).
+ */
+int mrcd_fastpath_mr_set(struct mrcd_fastpath *fp, uint32_t slot, uint32_t key, uint32_t access,
+			 uint32_t owner, uint64_t iova, uint64_t len, int page_fd, uint64_t offset);
+/* The region's key stops working in XDP at once. */
+void mrcd_fastpath_mr_clear(struct mrcd_fastpath *fp, uint32_t slot);
+
+/* --- QPs -------------------------------------------------------------------------------- */
+
+/* The QP in slot qpn % MRC_XDP_MAX_QPS starts placing, its window at base. */
+void mrcd_fastpath_qp_set(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t owner, uint32_t base,
+			  uint32_t flags, uint32_t peer_planes,
+			  const uint8_t peer[MRC_MAX_PLANES][16]);
+/* The peer's planes or addresses changed. */
+void mrcd_fastpath_qp_peer(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t peer_planes,
+			   const uint8_t peer[MRC_MAX_PLANES][16]);
+/* The window moved from old_base to base: the new base first, then the passed bits clear. */
+void mrcd_fastpath_qp_advance(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t old_base,
+			      uint32_t base);
+void mrcd_fastpath_qp_clear_flags(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t flags);
+/* Nothing more is placed for it. */
+void mrcd_fastpath_qp_clear(struct mrcd_fastpath *fp, uint32_t qpn);
+const struct mrc_xdp_qp *mrcd_fastpath_qp(const struct mrcd_fastpath *fp, uint32_t qpn);
+
+/* Packets per outcome, summed over CPUs, into out[MRC_XDP_OUTCOMES]. */
+void mrcd_fastpath_outcomes(const struct mrcd_fastpath *fp, uint64_t *out);
+
+#endif /* METAROCE_DAEMON_FASTPATH_H */
