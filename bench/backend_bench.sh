@@ -24,7 +24,7 @@ metaroce_run() {
 	backend=$1
 	two_daemons --set backend="$backend"
 	b0=$(busy)
-	perf "$backend" -- -t write -s 1M -q 2 -Q 4 -D "$SECONDS_EACH"
+	perf_pair "$backend" -e -- -t write -s 1M -q 2 -Q 4 -D "$SECONDS_EACH" -e
 	b1=$(busy)
 	g=$(python3 -c "import json; print(json.load(open('$TMP/$backend.json'))['gbps'])")
 	report "metaroce, $backend backend" "$g" $((b1 - b0))

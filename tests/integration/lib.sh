@@ -192,8 +192,8 @@ testbed_daemons() {
 PERF=$BUILD/bin/metaroce-perf
 port=18710
 
-# perf NAME SERVER_ARGS -- CLIENT_ARGS: server on B, client on A, client's -j in $TMP/NAME.json
-perf() {
+# perf_pair NAME SERVER_ARGS -- CLIENT_ARGS: server on B, client on A, client's -j in $TMP/NAME.json
+perf_pair() {
 	name=$1
 	shift
 	split_args "$@"

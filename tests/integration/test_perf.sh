@@ -6,19 +6,19 @@
 two_daemons
 
 # bandwidth, verified: every message's bytes checked where they land
-perf write_bw -e -- -t write -s 65537 -q 4 -Q 8 -n 200 -V -e
+perf_pair write_bw -e -- -t write -s 65537 -q 4 -Q 8 -n 200 -V -e
 json_check write_bw 'j["messages"] == 800 and j["peer"]["verified"] == 800 and j["errors"] == 0 and j["peer"]["errors"] == 0'
-perf read_bw -- -t read -s 100000 -q 3 -n 150 -V
+perf_pair read_bw -- -t read -s 100000 -q 3 -n 150 -V
 json_check read_bw 'j["messages"] == 450 and j["verified"] == 450 and j["errors"] == 0'
-perf send_bw -e -- -t send -s 4095 -q 2 -Q 32 -n 1000 -V -e
+perf_pair send_bw -e -- -t send -s 4095 -q 2 -Q 32 -n 1000 -V -e
 json_check send_bw 'j["messages"] == 2000 and j["peer"]["received"] == 2000 and j["peer"]["verified"] == 2000'
 # by duration, 1 MiB messages, unverified: the peer's count of one-sided work is the client's
-perf write_dur -- -t write -s 1M -q 2 -D 1
+perf_pair write_dur -- -t write -s 1M -q 2 -D 1
 json_check write_dur 'j["messages"] > 0 and j["peer"]["received"] == j["messages"] and 0.8 < j["seconds"] < 5 and j["gbps"] > 0'
 # latency ping-pong, verified; percentiles ordered
 for t in send write read; do
-	perf "${t}_lat" -- -t $t -m lat -s 3000 -n 300 -V
-	perf "${t}_lat_events" -e -- -t $t -m lat -s 3000 -n 100 -V -e
+	perf_pair "${t}_lat" -- -t $t -m lat -s 3000 -n 300 -V
+	perf_pair "${t}_lat_events" -e -- -t $t -m lat -s 3000 -n 100 -V -e
 	json_check "${t}_lat_events" 'j["messages"] == 100 and j["errors"] == 0'
 	json_check "${t}_lat" 'j["messages"] == 300 and j["latency_us"]["min"] <= j["latency_us"]["p50"] <= j["latency_us"]["p99"] <= j["latency_us"]["p99_9"] <= j["latency_us"]["max"] and j["errors"] == 0'
 done

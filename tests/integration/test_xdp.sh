@@ -29,7 +29,7 @@ grep -q "13107200 bytes in" "$TMP/pp.client.log" || fail "ibv_rc_pingpong: no tr
 # at most 1416 B; nearly all must be placed in XDP, and far fewer datagrams reach B's sockets
 udp0=$(udp_in)
 placed0=$(placed placed)
-perf write_xdp -- -t write -s 100000 -q 2 -Q 4 -n 150 -V
+perf_pair write_xdp -- -t write -s 100000 -q 2 -Q 4 -n 150 -V
 json_check write_xdp 'j["messages"] == 300 and j["peer"]["verified"] == 300 and j["errors"] == 0 and j["peer"]["errors"] == 0'
 udp1=$(udp_in)
 placed1=$(placed placed)
@@ -40,7 +40,7 @@ echo "  WRITE 30 MB into B: $((placed1 - placed0)) packets placed in XDP, $((udp
 [ "$(placed bad_checksum)" -eq 0 ] || fail "checksum failures on a clean link"
 
 # READ responses into A's sinks (A's program places them), verified on A
-perf read_xdp -- -t read -s 100000 -q 2 -n 100 -V
+perf_pair read_xdp -- -t read -s 100000 -q 2 -n 100 -V
 json_check read_xdp 'j["messages"] == 200 and j["verified"] == 200 and j["errors"] == 0'
 "$CTL" -S "$TMP/a.sock" -j xdp | python3 -c '
 import json, sys
