@@ -86,7 +86,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_XSKMAP);
-	__uint(max_entries, 64);
+	__uint(max_entries, MRC_MAX_PLANES * MRC_XDP_MAX_QUEUES);
 	__type(key, __u32);
 	__type(value, __u32);
 } mrc_xsks SEC(".maps");
@@ -117,12 +117,20 @@ static __always_inline void count(enum mrc_xdp_outcome o)
 		(*n)++;
 }
 
+/* To the daemon's AF_XDP socket for this plane and queue, or up the stack without one. */
 static __always_inline int to_daemon(struct xdp_md *ctx, enum mrc_xdp_outcome o)
 {
+	__u32 ifindex = ctx->ingress_ifindex, queue = ctx->rx_queue_index, key;
+	__u32 *plane;
+
 	count(o);
-	if (cfg_redirect)
-		return bpf_redirect_map(&mrc_xsks, ctx->rx_queue_index, XDP_PASS);
-	return XDP_PASS;
+	if (!cfg_redirect || queue >= MRC_XDP_MAX_QUEUES)
+		return XDP_PASS;
+	plane = bpf_map_lookup_elem(&mrc_planes, &ifindex);
+	if (!plane || *plane >= MRC_MAX_PLANES)
+		return XDP_PASS;
+	key = *plane * MRC_XDP_MAX_QUEUES + queue;
+	return bpf_redirect_map(&mrc_xsks, key, XDP_PASS);
 }
 
 static __always_inline int not_ours(void)

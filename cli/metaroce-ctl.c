@@ -446,7 +446,10 @@ static int show_xdp(const char *path, bool json)
 		for (unsigned o = 0; o < x.n_outcomes; o++)
 			fprintf(out, "%s\"%s\":%llu", o ? "," : "", mrc_xdp_outcome_name(o),
 				(unsigned long long)x.outcomes[o]);
-		fprintf(out, "},\"note\":");
+		fprintf(out, "},\"af_xdp\":{\"sockets\":%u,\"rx\":%llu,\"tx\":%llu,"
+			     "\"tx_unresolved\":%llu,\"rx_bad\":%llu},\"note\":",
+			x.xsk_sockets, (unsigned long long)x.xsk_rx, (unsigned long long)x.xsk_tx,
+			(unsigned long long)x.xsk_tx_unresolved, (unsigned long long)x.xsk_rx_bad);
 		json_str(st.backend_note, sizeof(st.backend_note));
 		fprintf(out, "}\n");
 		return 0;
@@ -463,6 +466,11 @@ static int show_xdp(const char *path, bool json)
 	for (unsigned o = 0; o < x.n_outcomes; o++)
 		fprintf(out, "  %-14s %llu\n", mrc_xdp_outcome_name(o),
 			(unsigned long long)x.outcomes[o]);
+	if (n >= 0)
+		fprintf(out, "AF_XDP sockets %u  rx %llu  tx %llu  (by UDP socket, next hop unresolved: "
+			     "%llu)  bad frames %llu\n",
+			x.xsk_sockets, (unsigned long long)x.xsk_rx, (unsigned long long)x.xsk_tx,
+			(unsigned long long)x.xsk_tx_unresolved, (unsigned long long)x.xsk_rx_bad);
 	if (st.backend_note[0])
 		fprintf(out, "(%.64s)\n", st.backend_note);
 	return 0;

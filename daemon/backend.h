@@ -46,6 +46,9 @@ struct mrcd_backend_ops {
 };
 
 #define MRCD_SPORTS_PER_PLANE 16
+/* The most fds a backend waits on: per plane a socket, and an AF_XDP socket per queue (64),
+ * and the XDP event ring. */
+#define MRCD_BACKEND_MAX_FDS (MRC_MAX_PLANES * 65 + 1)
 
 struct mrcd_udp_plane {
 	int rx_fd;			      /* bound to (plane address, port) */
@@ -61,6 +64,9 @@ struct mrcd_backend {
 	struct mrcd_udp_plane udp[MRC_MAX_PLANES];
 	struct mrcd_fastpath *fast; /* xdp: the program and its maps; NULL otherwise */
 	uint64_t tx_errors, rx_errors, rx_truncated;
+	/* xdp: its AF_XDP sockets (0: none), what they moved, and what went another way */
+	unsigned xsk_sockets;
+	uint64_t xsk_rx, xsk_tx, xsk_tx_unresolved, xsk_rx_bad;
 };
 
 extern const struct mrcd_backend_ops mrcd_backend_udp;

@@ -1,56 +1,116 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The xdp backend: the udp backend's sockets for everything the XDP program passes up, plus
- * the program itself (fastpath.c) placing data packets before they reach any socket. What it
- * placed comes back here from its event ring as header-only datagrams marked `placed`.
+ * The xdp backend: the XDP program (fastpath.c) places data packets before they reach any
+ * socket, and what it placed comes back from its event ring as header-only datagrams marked
+ * `placed`. What it does not place it redirects to AF_XDP sockets (afxdp.c), through which
+ * the daemon also transmits. The udp backend's sockets stay open underneath: they take what
+ * arrives where no AF_XDP socket is, and send while a next hop is being resolved, or for
+ * everything when AF_XDP cannot be had (the reason is in the status note).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "afxdp.h"
 #include "backend.h"
 #include "fastpath.h"
+#include "log.h"
+
+struct mrcd_xdp_state {
+	struct mrcd_fastpath fp;
+	struct mrcd_afxdp xsk;
+	bool have_xsk;
+	unsigned rx_calls;
+};
+
+/*
+ * With AF_XDP sockets on every queue the UDP sockets see almost nothing (a queue without
+ * one, the moments before they opened), and asking each of them costs a system call every
+ * turn: they are read every UDP_EVERY turns. Their fds stay in the loop's epoll set, which
+ * is level-triggered, so a datagram there is read within that many turns.
+ */
+#define UDP_EVERY 16u
+
+static struct mrcd_xdp_state *state(const struct mrcd_backend *b)
+{
+	return (struct mrcd_xdp_state *)b->fast; /* fp is its first member */
+}
 
 static void xdp_close(struct mrcd_backend *b)
 {
-	if (b->fast) {
-		mrcd_fastpath_close(b->fast);
-		free(b->fast);
+	struct mrcd_xdp_state *s = state(b);
+
+	if (s) {
+		if (s->have_xsk)
+			mrcd_afxdp_close(&s->xsk);
+		mrcd_fastpath_close(&s->fp);
+		free(s);
 		b->fast = NULL;
 	}
 	mrcd_backend_udp.close(b);
 }
 
+/* AF_XDP needs every plane's interface named and its MTU within one frame. */
+static bool xsk_possible(const struct mrcd_config *cfg, char *why, size_t len)
+{
+	for (unsigned i = 0; i < cfg->n_planes; i++)
+		if (!cfg->planes[i].ifname[0]) {
+			snprintf(why, len, "plane %u names no interface", cfg->planes[i].index);
+			return false;
+		}
+	why[0] = '\0';
+	return true;
+}
+
 static int xdp_open(struct mrcd_backend *b, char *err, size_t errlen)
 {
+	struct mrcd_xdp_state *s;
+	char why[128];
+	bool redirect;
+
 	if (mrcd_backend_udp.open(b, err, errlen))
 		return -1;
-	b->fast = calloc(1, sizeof(*b->fast));
-	if (!b->fast) {
+	s = calloc(1, sizeof(*s));
+	if (!s) {
 		mrcd_backend_udp.close(b);
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
+	redirect = xsk_possible(b->cfg, why, sizeof(why));
 	/* the port the sockets bound, so a port chosen by the kernel is the program's too */
-	if (mrcd_fastpath_open(b->fast, b->cfg, b->port, err, errlen)) {
-		free(b->fast);
-		b->fast = NULL;
+	if (mrcd_fastpath_open(&s->fp, b->cfg, b->port, redirect, err, errlen)) {
+		free(s);
 		mrcd_backend_udp.close(b);
 		return -1;
+	}
+	b->fast = &s->fp;
+	if (redirect && !mrcd_afxdp_open(&s->xsk, b->cfg, s->fp.xsks_fd, why, sizeof(why))) {
+		s->have_xsk = true;
+		for (unsigned i = 0; i < MRC_MAX_PLANES; i++)
+			b->xsk_sockets += s->xsk.planes[i].n_queues;
+	}
+	if (!s->have_xsk) {
+		size_t n = strlen(s->fp.note);
+
+		mrcd_log(LOG_NOTICE, "xdp backend without AF_XDP sockets (%s): control packets and "
+				     "transmit use UDP sockets", why);
+		snprintf(s->fp.note + n, sizeof(s->fp.note) - n, "; no AF_XDP: %s", why);
 	}
 	return 0;
 }
 
 static int xdp_rx_batch(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n)
 {
+	struct mrcd_xdp_state *s = state(b);
 	struct mrc_xdp_event ev[64];
 	unsigned got = 0, k;
 	int more;
 
-	k = mrcd_fastpath_events(b->fast, ev, n < 64 ? n : 64);
+	k = mrcd_fastpath_events(&s->fp, ev, n < 64 ? n : 64);
 	for (unsigned i = 0; i < k; i++) {
 		struct mrcd_dgram *g = &d[got];
-		int plane = mrcd_fastpath_plane(b->fast, ev[i].ifindex);
+		int plane = mrcd_fastpath_plane(&s->fp, ev[i].ifindex);
 
 		if (plane < 0 || g->cap < MRC_XDP_EVENT_HDR)
 			continue;
@@ -64,22 +124,62 @@ static int xdp_rx_batch(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n
 		g->placed = true;
 		got++;
 	}
-	more = mrcd_backend_udp.rx_batch(b, d + got, n - got);
+	if (s->have_xsk && got < n) {
+		unsigned x = mrcd_afxdp_rx(&s->xsk, d + got, n - got);
+
+		got += x;
+		b->xsk_rx += x;
+		b->xsk_rx_bad = s->xsk.rx_bad;
+	}
+	more = got < n && (!s->have_xsk || ++s->rx_calls % UDP_EVERY == 0)
+		       ? mrcd_backend_udp.rx_batch(b, d + got, n - got)
+		       : 0;
 	return (int)got + (more > 0 ? more : 0);
 }
 
 static unsigned xdp_poll_fds(const struct mrcd_backend *b, int *fds, unsigned max)
 {
+	const struct mrcd_xdp_state *s = state(b);
 	unsigned n = mrcd_backend_udp.poll_fds(b, fds, max);
 
 	if (n < max)
-		fds[n++] = b->fast->events_fd;
+		fds[n++] = s->fp.events_fd;
+	if (s->have_xsk)
+		n += mrcd_afxdp_poll_fds(&s->xsk, fds + n, max - n);
 	return n;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static int xdp_tx_batch(struct mrcd_backend *b, const struct mrcd_dgram *d, unsigned n)
 {
-	return mrcd_backend_udp.tx_batch(b, d, n);
+	struct mrcd_xdp_state *s = state(b);
+	uint64_t now = now_ns();
+	unsigned done = 0;
+
+	if (!s->have_xsk)
+		return mrcd_backend_udp.tx_batch(b, d, n);
+	while (done < n) {
+		int r = mrcd_afxdp_tx(&s->xsk, &d[done], now);
+
+		if (r == 0)
+			break; /* the ring is full: the rest waits */
+		if (r < 0 && mrcd_backend_udp.tx_batch(b, &d[done], 1) != 1)
+			break; /* unresolved next hop, and the socket refused too */
+		if (r > 0)
+			b->xsk_tx++;
+		else
+			b->xsk_tx_unresolved++;
+		done++;
+	}
+	mrcd_afxdp_kick(&s->xsk);
+	return (int)done;
 }
 
 const struct mrcd_backend_ops mrcd_backend_xdp = {

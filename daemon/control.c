@@ -247,8 +247,9 @@ static void drop_client(struct mrcd *d, unsigned slot)
 	cl->fd = -1;
 }
 
-static void xdp_reply(const struct mrcd_fastpath *fp, struct mrc_ctl_xdp *x)
+static void xdp_reply(const struct mrcd_backend *b, struct mrc_ctl_xdp *x)
 {
+	const struct mrcd_fastpath *fp = b->fast;
 	uint64_t o[MRC_XDP_OUTCOMES];
 
 	_Static_assert(MRC_XDP_OUTCOMES <= 32, "outcomes fit the reply");
@@ -262,6 +263,11 @@ static void xdp_reply(const struct mrcd_fastpath *fp, struct mrc_ctl_xdp *x)
 	mrcd_fastpath_outcomes(fp, o);
 	x->n_outcomes = MRC_XDP_OUTCOMES;
 	memcpy(x->outcomes, o, sizeof(o));
+	x->xsk_sockets = b->xsk_sockets;
+	x->xsk_rx = b->xsk_rx;
+	x->xsk_tx = b->xsk_tx;
+	x->xsk_tx_unresolved = b->xsk_tx_unresolved;
+	x->xsk_rx_bad = b->xsk_rx_bad;
 }
 
 /* The payload a request type must carry: exactly `fixed` bytes, or any length when variable. */
@@ -412,7 +418,7 @@ static void serve(struct mrcd *d, unsigned slot)
 		{
 			struct mrc_ctl_xdp x;
 
-			xdp_reply(d->backend.fast, &x);
+			xdp_reply(&d->backend, &x);
 			memcpy(out + sizeof(rep), &x, sizeof(x));
 			len = sizeof(x);
 			break;

@@ -190,7 +190,7 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 	struct mrc_node_info info;
 	uint64_t node_id, request_seed;
 	sigset_t mask;
-	int fds[MRC_MAX_PLANES + 1];
+	static int fds[MRCD_BACKEND_MAX_FDS];
 	unsigned n;
 
 	memset(d, 0, sizeof(*d));
@@ -232,7 +232,7 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 		snprintf(err, errlen, "epoll/signalfd: %s", strerror(errno));
 		goto fail_all;
 	}
-	n = d->backend.ops->poll_fds(&d->backend, fds, MRC_MAX_PLANES + 1);
+	n = d->backend.ops->poll_fds(&d->backend, fds, MRCD_BACKEND_MAX_FDS);
 	for (unsigned i = 0; i < n; i++)
 		if (add_fd(d, fds[i], err, errlen))
 			goto fail_all;

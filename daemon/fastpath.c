@@ -155,7 +155,7 @@ __attribute__((format(printf, 2, 0))) static int libxdp_to_log(enum libxdp_print
 }
 
 int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, uint16_t port,
-		       char *err, size_t errlen)
+		       bool redirect, char *err, size_t errlen)
 {
 	size_t note_len = 0;
 	void *qps;
@@ -168,7 +168,7 @@ int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, 
 	if (!fp->skel)
 		return fail(fp, err, errlen, "opening the XDP program", errno);
 	fp->skel->rodata->cfg_port = port;
-	fp->skel->rodata->cfg_redirect = 0; /* what is not placed goes up to the sockets */
+	fp->skel->rodata->cfg_redirect = redirect;
 	fp->prog = xdp_program__from_bpf_obj(fp->skel->obj, "xdp.frags");
 	e = (int)libxdp_get_error(fp->prog);
 	if (e) {
@@ -233,6 +233,7 @@ int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, 
 	fp->mrs_fd = bpf_map__fd(fp->skel->maps.mrc_mrs);
 	fp->pages_fd = bpf_map__fd(fp->skel->maps.mrc_mr_pages);
 	fp->outcomes_fd = bpf_map__fd(fp->skel->maps.mrc_outcomes);
+	fp->xsks_fd = bpf_map__fd(fp->skel->maps.mrc_xsks);
 	return 0;
 }
 

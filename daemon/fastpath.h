@@ -40,16 +40,18 @@ struct mrcd_fastpath {
 	struct mrc_xdp_qp *qps; /* mrc_qps, mapped: the daemon changes entries in place */
 	struct ring_buffer *events;
 	int events_fd;		/* epoll fd of the ring buffer */
-	int mrs_fd, pages_fd, outcomes_fd;
+	int mrs_fd, pages_fd, outcomes_fd, xsks_fd;
 	/* events taken from the ring and not yet handed to the engine */
 	struct mrc_xdp_event *pending;
 	unsigned n_pending, pending_cap;
-	char note[64];		/* "native on eth0, eth1", for status */
+	char note[64];		/* "eth0 native, eth1 native", for status */
 };
 
 /* Loads and attaches; on failure returns -1, says why in err and leaves nothing attached. */
+/* redirect: what the program does not place goes to AF_XDP sockets in mrc_xsks (where there
+ * is one for the queue), not up the stack */
 int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, uint16_t port,
-		       char *err, size_t errlen);
+		       bool redirect, char *err, size_t errlen);
 void mrcd_fastpath_close(struct mrcd_fastpath *fp);
 
 /* The plane an event arrived on; -1 when the interface is not one of ours. */

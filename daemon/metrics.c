@@ -140,6 +140,15 @@ size_t mrcd_metrics_render(const struct mrcd *d, char *buf, size_t cap)
 		for (unsigned k = 0; k < MRC_XDP_OUTCOMES; k++)
 			put(&o, "metaroce_xdp_packets_total{outcome=\"%s\"} %llu\n",
 			    mrc_xdp_outcome_name(k), (unsigned long long)x[k]);
+		family(&o, "metaroce_af_xdp_datagrams_total", "counter",
+		       "Datagrams through the AF_XDP sockets, and those sent by UDP socket instead "
+		       "while their next hop was unresolved.");
+		put(&o, "metaroce_af_xdp_datagrams_total{way=\"rx\"} %llu\n",
+		    (unsigned long long)d->backend.xsk_rx);
+		put(&o, "metaroce_af_xdp_datagrams_total{way=\"tx\"} %llu\n",
+		    (unsigned long long)d->backend.xsk_tx);
+		put(&o, "metaroce_af_xdp_datagrams_total{way=\"tx_unresolved\"} %llu\n",
+		    (unsigned long long)d->backend.xsk_tx_unresolved);
 	}
 	family(&o, "metaroce_completions_total", "counter", "Work completions delivered.");
 	put(&o, "metaroce_completions_total %llu\n", (unsigned long long)completions);

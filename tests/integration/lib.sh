@@ -174,12 +174,13 @@ testbed_up() {
 }
 
 # testbed_daemons PLANES HOST...: metaroced on each testbed host over all its planes; control
-# sockets $TMP/hN.sock, logs $TMP/hN.log
+# sockets $TMP/hN.sock, logs $TMP/hN.log; BACKEND (default auto) picks the backend
 testbed_daemons() {
 	planes=$1
 	shift
 	for h in "$@"; do
-		set -- --set "peer_prefix=198.18.0.0/16" --set "control_socket=$TMP/h$h.sock"
+		set -- --set "peer_prefix=198.18.0.0/16" --set "control_socket=$TMP/h$h.sock" \
+			--set "backend=${BACKEND:-auto}"
 		p=0
 		while [ $p -lt "$planes" ]; do
 			set -- "$@" --set "plane=$p p$p 198.18.$((32 * p + h)).2"

@@ -1,5 +1,6 @@
 # The xdp backend end to end: the XDP program attached to both planes of two daemons in
-# network namespaces places WRITE and READ response payloads itself; unmodified
+# network namespaces places WRITE and READ response payloads itself and hands the rest to
+# AF_XDP sockets, through which the daemons also send; unmodified
 # ibv_rc_pingpong and metaroce-perf, verified byte for byte, run over it; the program's
 # counters and the kernel's UDP counters prove the data packets were placed in XDP and never
 # reached a socket. Then: no program left behind after a clean stop, one left by a killed
@@ -38,6 +39,23 @@ echo "  WRITE 30 MB into B: $((placed1 - placed0)) packets placed in XDP, $((udp
 [ $((udp1 - udp0)) -lt $(((placed1 - placed0) / 4)) ] ||
 	fail "$((udp1 - udp0)) datagrams reached B's sockets: data was passed up"
 [ "$(placed bad_checksum)" -eq 0 ] || fail "checksum failures on a clean link"
+# the rest (ACKs, discovery) went both ways through the AF_XDP sockets
+xsk() { "$CTL" -S "$TMP/$1.sock" -j xdp | python3 -c 'import json,sys; print(json.load(sys.stdin)["af_xdp"]["'"$2"'"])'; }
+[ "$(xsk b sockets)" -eq 2 ] || fail "$(xsk b sockets) AF_XDP sockets on B, 2 expected"
+[ "$(xsk b rx)" -gt 0 ] && [ "$(xsk b tx)" -gt 1000 ] && [ "$(xsk a tx)" -gt 20000 ] ||
+	fail "AF_XDP: B rx $(xsk b rx) tx $(xsk b tx), A tx $(xsk a tx)"
+
+# a next hop the kernel forgot is resolved again, never guessed: meanwhile the UDP socket
+# sends (which makes the kernel resolve it), and nothing is lost
+unresolved0=$(xsk a tx_unresolved)
+ip -n "$NS_A" neigh flush dev "${TAG}a0"
+ip -n "$NS_A" neigh flush dev "${TAG}a1"
+sleep 1.1 # past the daemon's one-second recheck
+perf_pair write_relearn -- -t write -s 65536 -q 1 -n 100 -V
+json_check write_relearn 'j["messages"] == 100 and j["peer"]["verified"] == 100'
+[ "$(xsk a tx_unresolved)" -gt "$unresolved0" ] ||
+	fail "no datagram waited for a flushed neighbour to be resolved"
+ip -n "$NS_A" neigh show dev "${TAG}a0" | grep -q 198.18.0.2 || fail "neighbour not resolved again"
 
 # READ responses into A's sinks (A's program places them), verified on A
 perf_pair read_xdp -- -t read -s 100000 -q 2 -n 100 -V

@@ -120,6 +120,12 @@ struct mrc_ctl_xdp {
 		__u8 reserved[2];
 	} ifaces[16];
 	__u64 outcomes[32];	/* packets per outcome code, summed over CPUs */
+	__u32 xsk_sockets;	/* AF_XDP sockets (0: the program passes up to UDP sockets) */
+	__u32 reserved;
+	__u64 xsk_rx;		/* datagrams received through them */
+	__u64 xsk_tx;		/* frames sent through them */
+	__u64 xsk_tx_unresolved; /* sent by UDP socket instead: next hop not resolved yet */
+	__u64 xsk_rx_bad;	/* frames that were not UDP datagrams */
 };
 
 struct mrc_ctl_handle {

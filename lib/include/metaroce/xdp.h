@@ -17,7 +17,8 @@
  *   mrc_events     RINGBUF struct mrc_xdp_event per packet the program acted on, so the
  *                         engine completes, acknowledges and counts as if it had received it
  *   mrc_outcomes   PERCPU_ARRAY enum mrc_xdp_outcome -> packets
- *   mrc_xsks       XSKMAP rx queue -> AF_XDP socket for whatever goes to the daemon
+ *   mrc_xsks       XSKMAP plane * MRC_XDP_MAX_QUEUES + rx queue -> the AF_XDP socket that
+ *                         takes whatever goes to the daemon (none: it passes up instead)
  *
  * Ownership of the window: the program only sets ring bits of PSNs in [base, base + 256);
  * only the daemon moves base, writing the new base before it clears the bits it passed. A
@@ -53,6 +54,7 @@
 #define MRC_XDP_KEY_SLOT_SHIFT 18
 #define MRC_XDP_MAX_MRS 16384u
 #define MRC_XDP_MAX_QPS 4096u
+#define MRC_XDP_MAX_QUEUES 64u	/* receive queues per plane interface with an AF_XDP socket */
 /* A packet's payload spans at most this many pages of a region (9000-byte MTU, unaligned). */
 #define MRC_XDP_MAX_PAGES_PER_PACKET 4
 

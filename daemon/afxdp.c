@@ -1,0 +1,597 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#include "afxdp.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <linux/if_ether.h>
+#include <linux/if_link.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/neighbour.h>
+#include <linux/rtnetlink.h>
+#include <linux/udp.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <xdp/xsk.h>
+
+#include "backend.h"
+#include "log.h"
+#include "proto/checksum.h"
+
+#define ECN_ECT0 0x02
+#define ECN_CE 0x03
+#define NEIGH_RECHECK_NS 1000000000ull
+
+struct mrcd_xsk_queue {
+	struct xsk_socket *xsk;
+	struct xsk_umem *umem;
+	void *area;
+	struct xsk_ring_prod fill, tx;
+	struct xsk_ring_cons comp, rx;
+	uint64_t free_tx[MRCD_XSK_TX_FRAMES]; /* transmit frames not in flight */
+	unsigned n_free_tx;
+	bool tx_pending;	/* queued since the last kick */
+};
+
+static const uint8_t v4_mapped[12] = MRC_V4_MAPPED_PREFIX;
+
+/* --- rtnetlink ---------------------------------------------------------------------------- */
+
+/* One request, one answer of `type`; the answer's attributes go to tb[]. Returns 0 or -errno. */
+static int nl_ask(struct mrcd_afxdp *x, struct nlmsghdr *req, uint16_t type, size_t hdr_len,
+		  void *hdr_out, struct rtattr **tb, unsigned max_attr, uint8_t *buf, size_t cap)
+{
+	ssize_t n;
+
+	req->nlmsg_seq = ++x->nl_seq;
+	if (send(x->nl_fd, req, req->nlmsg_len, 0) < 0)
+		return -errno;
+	for (;;) {
+		n = recv(x->nl_fd, buf, cap, 0);
+		if (n < 0)
+			return -errno;
+		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (unsigned)n);
+		     h = NLMSG_NEXT(h, n)) {
+			if (h->nlmsg_seq != x->nl_seq)
+				continue;
+			if (h->nlmsg_type == NLMSG_ERROR) {
+				struct nlmsgerr *e = NLMSG_DATA(h);
+
+				return e->error ? e->error : -ENOENT;
+			}
+			if (h->nlmsg_type != type)
+				continue;
+			memcpy(hdr_out, NLMSG_DATA(h), hdr_len);
+			memset(tb, 0, (max_attr + 1) * sizeof(*tb));
+			int len = (int)h->nlmsg_len - (int)NLMSG_LENGTH(hdr_len);
+
+			for (struct rtattr *a = (struct rtattr *)((uint8_t *)NLMSG_DATA(h) +
+								  NLMSG_ALIGN(hdr_len));
+			     RTA_OK(a, len); a = RTA_NEXT(a, len))
+				if (a->rta_type <= max_attr)
+					tb[a->rta_type] = a;
+			return 0;
+		}
+	}
+}
+
+static void add_attr(struct nlmsghdr *n, uint16_t type, const void *data, size_t len)
+{
+	struct rtattr *a = (struct rtattr *)((uint8_t *)n + NLMSG_ALIGN(n->nlmsg_len));
+
+	a->rta_type = type;
+	a->rta_len = (unsigned short)RTA_LENGTH(len);
+	memcpy(RTA_DATA(a), data, len);
+	n->nlmsg_len = NLMSG_ALIGN(n->nlmsg_len) + RTA_ALIGN(a->rta_len);
+}
+
+/* The next hop toward addr leaving from the plane's interface: the gateway, or addr itself. */
+static int next_hop(struct mrcd_afxdp *x, const struct mrcd_xsk_plane *p, const uint8_t *addr,
+		    uint8_t hop[16])
+{
+	struct {
+		struct nlmsghdr n;
+		struct rtmsg r;
+		uint8_t attrs[64];
+	} req = { 0 };
+	uint8_t buf[4096];
+	struct rtattr *tb[RTA_MAX + 1];
+	struct rtmsg r;
+	bool v4 = p->family == MRC_AF_INET;
+	size_t alen = v4 ? 4 : 16;
+	int err;
+
+	req.n.nlmsg_len = NLMSG_LENGTH(sizeof(req.r));
+	req.n.nlmsg_type = RTM_GETROUTE;
+	req.n.nlmsg_flags = NLM_F_REQUEST;
+	req.r.rtm_family = v4 ? AF_INET : AF_INET6;
+	req.r.rtm_dst_len = (unsigned char)(alen * 8);
+	add_attr(&req.n, RTA_DST, v4 ? addr + 12 : addr, alen);
+	add_attr(&req.n, RTA_SRC, v4 ? p->addr + 12 : p->addr, alen);
+	add_attr(&req.n, RTA_OIF, &p->ifindex, sizeof(p->ifindex));
+	err = nl_ask(x, &req.n, RTM_NEWROUTE, sizeof(r), &r, tb, RTA_MAX, buf, sizeof(buf));
+	if (err)
+		return err;
+	if (tb[RTA_OIF] && *(int *)RTA_DATA(tb[RTA_OIF]) != p->ifindex)
+		return -ENETUNREACH; /* the kernel would send it elsewhere: not this plane's to do */
+	memset(hop, 0, 16);
+	if (tb[RTA_GATEWAY] && RTA_PAYLOAD(tb[RTA_GATEWAY]) == alen) {
+		if (v4)
+			memcpy(hop, v4_mapped, 12);
+		memcpy(v4 ? hop + 12 : hop, RTA_DATA(tb[RTA_GATEWAY]), alen);
+	} else {
+		memcpy(hop, addr, 16);
+	}
+	return 0;
+}
+
+/* The neighbour's MAC if the kernel knows it (reachable, stale, delaying, probing, fixed). */
+static int neighbour_mac(struct mrcd_afxdp *x, const struct mrcd_xsk_plane *p,
+			 const uint8_t hop[16], uint8_t mac[6])
+{
+	struct {
+		struct nlmsghdr n;
+		struct ndmsg nd;
+		uint8_t attrs[64];
+	} req = { 0 };
+	uint8_t buf[4096];
+	struct rtattr *tb[NDA_MAX + 1];
+	struct ndmsg nd;
+	bool v4 = p->family == MRC_AF_INET;
+	int err;
+
+	req.n.nlmsg_len = NLMSG_LENGTH(sizeof(req.nd));
+	req.n.nlmsg_type = RTM_GETNEIGH;
+	req.n.nlmsg_flags = NLM_F_REQUEST;
+	req.nd.ndm_family = v4 ? AF_INET : AF_INET6;
+	req.nd.ndm_ifindex = p->ifindex;
+	add_attr(&req.n, NDA_DST, v4 ? hop + 12 : hop, v4 ? 4 : 16);
+	err = nl_ask(x, &req.n, RTM_NEWNEIGH, sizeof(nd), &nd, tb, NDA_MAX, buf, sizeof(buf));
+	if (err)
+		return err;
+	if (!(nd.ndm_state & (NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE | NUD_PERMANENT |
+			      NUD_NOARP)) ||
+	    !tb[NDA_LLADDR] || RTA_PAYLOAD(tb[NDA_LLADDR]) != 6)
+		return -EAGAIN;
+	memcpy(mac, RTA_DATA(tb[NDA_LLADDR]), 6);
+	return 0;
+}
+
+/* The entry for addr, looked up again when a second old; NULL when it is not resolved. */
+static const struct mrcd_neigh *neighbour(struct mrcd_afxdp *x, struct mrcd_xsk_plane *p,
+					  const uint8_t addr[16], uint64_t now)
+{
+	struct mrcd_neigh *e = NULL;
+	uint8_t hop[16];
+
+	for (unsigned i = 0; i < p->n_neigh; i++)
+		if (!memcmp(p->neigh[i].addr, addr, 16)) {
+			e = &p->neigh[i];
+			break;
+		}
+	if (!e) {
+		/* a full table recycles its oldest entry */
+		unsigned k = p->n_neigh < MRCD_NEIGH_PER_PLANE ? p->n_neigh++ : 0;
+
+		for (unsigned i = 1; i < p->n_neigh && p->n_neigh == MRCD_NEIGH_PER_PLANE; i++)
+			if (p->neigh[i].checked_ns < p->neigh[k].checked_ns)
+				k = i;
+		e = &p->neigh[k];
+		memset(e, 0, sizeof(*e));
+		memcpy(e->addr, addr, 16);
+	} else if (now - e->checked_ns < NEIGH_RECHECK_NS) {
+		return e->valid ? e : NULL;
+	}
+	e->checked_ns = now;
+	e->valid = !next_hop(x, p, addr, hop) && !neighbour_mac(x, p, hop, e->mac);
+	/* unresolved: looked up again soon, once the kernel had time to resolve it */
+	if (!e->valid)
+		e->checked_ns = now - NEIGH_RECHECK_NS + 1000000;
+	return e->valid ? e : NULL;
+}
+
+/* --- sockets ------------------------------------------------------------------------------ */
+
+static unsigned rx_queues(const char *ifname)
+{
+	char path[96];
+	DIR *dir;
+	struct dirent *e;
+	unsigned n = 0;
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s/queues", ifname);
+	dir = opendir(path);
+	if (!dir)
+		return 1;
+	while ((e = readdir(dir)))
+		n += !strncmp(e->d_name, "rx-", 3);
+	closedir(dir);
+	return n ? n : 1;
+}
+
+static int iface_info(const char *ifname, uint8_t mac[6], int *mtu)
+{
+	struct ifreq ifr;
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
+	if (ioctl(fd, SIOCGIFHWADDR, &ifr))
+		err = -errno;
+	else
+		memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
+	if (!err && ioctl(fd, SIOCGIFMTU, &ifr))
+		err = -errno;
+	else if (!err)
+		*mtu = ifr.ifr_mtu;
+	close(fd);
+	return err;
+}
+
+static void queue_close(struct mrcd_xsk_queue *q)
+{
+	if (q->xsk)
+		xsk_socket__delete(q->xsk);
+	if (q->umem)
+		xsk_umem__delete(q->umem);
+	if (q->area)
+		munmap(q->area, (size_t)(MRCD_XSK_RX_FRAMES + MRCD_XSK_TX_FRAMES) * MRCD_XSK_FRAME);
+	memset(q, 0, sizeof(*q));
+}
+
+static int queue_open(struct mrcd_xsk_queue *q, const char *ifname, unsigned queue)
+{
+	size_t size = (size_t)(MRCD_XSK_RX_FRAMES + MRCD_XSK_TX_FRAMES) * MRCD_XSK_FRAME;
+	struct xsk_umem_config ucfg = {
+		.fill_size = MRCD_XSK_RX_FRAMES,
+		.comp_size = MRCD_XSK_TX_FRAMES,
+		.frame_size = MRCD_XSK_FRAME,
+		.frame_headroom = 0,
+	};
+	struct xsk_socket_config scfg = {
+		.rx_size = MRCD_XSK_RX_FRAMES,
+		.tx_size = MRCD_XSK_TX_FRAMES,
+		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD, /* the program is ours */
+		.bind_flags = XDP_USE_NEED_WAKEUP,
+	};
+	uint32_t idx;
+	int err;
+
+	q->area = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (q->area == MAP_FAILED) {
+		q->area = NULL;
+		return -ENOMEM;
+	}
+	err = xsk_umem__create(&q->umem, q->area, size, &q->fill, &q->comp, &ucfg);
+	if (err)
+		return err;
+	err = xsk_socket__create(&q->xsk, ifname, queue, q->umem, &q->rx, &q->tx, &scfg);
+	if (err)
+		return err;
+	/* the first half receives: all of it on the fill ring from the start */
+	if (xsk_ring_prod__reserve(&q->fill, MRCD_XSK_RX_FRAMES, &idx) != MRCD_XSK_RX_FRAMES)
+		return -ENOSPC;
+	for (unsigned i = 0; i < MRCD_XSK_RX_FRAMES; i++)
+		*xsk_ring_prod__fill_addr(&q->fill, idx + i) = (uint64_t)i * MRCD_XSK_FRAME;
+	xsk_ring_prod__submit(&q->fill, MRCD_XSK_RX_FRAMES);
+	for (unsigned i = 0; i < MRCD_XSK_TX_FRAMES; i++)
+		q->free_tx[i] = (uint64_t)(MRCD_XSK_RX_FRAMES + i) * MRCD_XSK_FRAME;
+	q->n_free_tx = MRCD_XSK_TX_FRAMES;
+	return 0;
+}
+
+void mrcd_afxdp_close(struct mrcd_afxdp *x)
+{
+	for (unsigned i = 0; i < MRC_MAX_PLANES; i++) {
+		struct mrcd_xsk_plane *p = &x->planes[i];
+
+		for (unsigned k = 0; k < p->n_queues; k++)
+			queue_close(&p->queues[k]);
+		free(p->queues);
+	}
+	if (x->nl_fd > 0)
+		close(x->nl_fd);
+	memset(x, 0, sizeof(*x));
+}
+
+int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsks_fd,
+		    char *err, size_t errlen)
+{
+	memset(x, 0, sizeof(*x));
+	x->nl_fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	if (x->nl_fd < 0) {
+		snprintf(err, errlen, "rtnetlink: %s", strerror(errno));
+		return -1;
+	}
+	{
+		struct timeval tv = { 0, 200000 }; /* a kernel that does not answer is not waited on */
+
+		setsockopt(x->nl_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	}
+	for (unsigned i = 0; i < cfg->n_planes; i++) {
+		const struct mrcd_plane *pl = &cfg->planes[i];
+		struct mrcd_xsk_plane *p = &x->planes[pl->index];
+		char ifname[IF_NAMESIZE];
+		int mtu = 0, e;
+
+		p->plane = pl->index;
+		p->family = pl->addr.family;
+		memcpy(p->addr, pl->addr.addr, 16);
+		p->ifindex = pl->ifname[0] ? (int)if_nametoindex(pl->ifname) : 0;
+		if (p->ifindex <= 0 || !if_indextoname((unsigned)p->ifindex, ifname)) {
+			snprintf(err, errlen, "plane %u: AF_XDP needs the plane's interface named",
+				 pl->index);
+			goto fail;
+		}
+		e = iface_info(ifname, p->mac, &mtu);
+		if (e || mtu + ETH_HLEN > (int)MRCD_XSK_FRAME) {
+			snprintf(err, errlen, "%s: MTU %d does not fit %u-byte AF_XDP frames", ifname,
+				 mtu, MRCD_XSK_FRAME);
+			goto fail;
+		}
+		p->n_queues = rx_queues(ifname);
+		if (p->n_queues > MRC_XDP_MAX_QUEUES)
+			p->n_queues = MRC_XDP_MAX_QUEUES;
+		p->queues = calloc(p->n_queues, sizeof(*p->queues));
+		if (!p->queues) {
+			snprintf(err, errlen, "out of memory");
+			goto fail;
+		}
+		for (unsigned k = 0; k < p->n_queues; k++) {
+			uint32_t key = (uint32_t)pl->index * MRC_XDP_MAX_QUEUES + k;
+			int fd;
+
+			e = queue_open(&p->queues[k], ifname, k);
+			if (e) {
+				snprintf(err, errlen, "AF_XDP socket on %s queue %u: %s", ifname, k,
+					 strerror(e < 0 ? -e : e));
+				goto fail;
+			}
+			fd = xsk_socket__fd(p->queues[k].xsk);
+			if (bpf_map_update_elem(xsks_fd, &key, &fd, BPF_ANY)) {
+				snprintf(err, errlen, "mrc_xsks: %s", strerror(errno));
+				goto fail;
+			}
+		}
+		x->n_planes++;
+	}
+	return 0;
+fail:
+	mrcd_afxdp_close(x);
+	return -1;
+}
+
+unsigned mrcd_afxdp_poll_fds(const struct mrcd_afxdp *x, int *fds, unsigned max)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < MRC_MAX_PLANES; i++)
+		for (unsigned k = 0; k < x->planes[i].n_queues && n < max; k++)
+			fds[n++] = xsk_socket__fd(x->planes[i].queues[k].xsk);
+	return n;
+}
+
+/* --- receive ------------------------------------------------------------------------------ */
+
+/* A frame the program redirected: Ethernet, IPv4 or IPv6, UDP. False if it is not that. */
+static bool frame_to_dgram(const uint8_t *f, uint32_t len, uint8_t plane, struct mrcd_dgram *g)
+{
+	const struct ethhdr *eth = (const void *)f;
+	const struct udphdr *udp;
+	uint32_t off = sizeof(*eth), ulen;
+	uint8_t tos;
+
+	if (len < off)
+		return false;
+	memset(g->peer.addr, 0, 16);
+	if (eth->h_proto == htons(ETH_P_IP)) {
+		const struct iphdr *ip = (const void *)(f + off);
+
+		if (len < off + sizeof(*ip) || ip->protocol != IPPROTO_UDP || ip->ihl < 5)
+			return false;
+		tos = ip->tos;
+		memcpy(g->peer.addr, v4_mapped, 12);
+		memcpy(g->peer.addr + 12, &ip->saddr, 4);
+		g->peer.family = MRC_AF_INET;
+		off += ip->ihl * 4u;
+	} else if (eth->h_proto == htons(ETH_P_IPV6)) {
+		const struct ipv6hdr *ip6 = (const void *)(f + off);
+
+		if (len < off + sizeof(*ip6) || ip6->nexthdr != IPPROTO_UDP)
+			return false;
+		tos = (uint8_t)((ip6->priority << 4) | (ip6->flow_lbl[0] >> 4));
+		memcpy(g->peer.addr, &ip6->saddr, 16);
+		g->peer.family = MRC_AF_INET6;
+		off += sizeof(*ip6);
+	} else {
+		return false;
+	}
+	if (len < off + sizeof(*udp))
+		return false;
+	udp = (const void *)(f + off);
+	ulen = ntohs(udp->len);
+	if (ulen < sizeof(*udp) || off + ulen > len || ulen - sizeof(*udp) > g->cap)
+		return false;
+	g->len = ulen - (uint32_t)sizeof(*udp);
+	memcpy(g->data, f + off + sizeof(*udp), g->len);
+	g->plane = plane;
+	g->sport = g->peer_port = ntohs(udp->source);
+	g->ce = (tos & ECN_CE) == ECN_CE;
+	g->placed = false;
+	return true;
+}
+
+unsigned mrcd_afxdp_rx(struct mrcd_afxdp *x, struct mrcd_dgram *d, unsigned n)
+{
+	unsigned got = 0;
+
+	for (unsigned s = 0; s < MRC_MAX_PLANES && got < n; s++) {
+		struct mrcd_xsk_plane *p = &x->planes[(x->rx_cursor + s) % MRC_MAX_PLANES];
+
+		for (unsigned k = 0; k < p->n_queues && got < n; k++) {
+			struct mrcd_xsk_queue *q = &p->queues[k];
+			uint32_t idx_rx, idx_fill;
+			unsigned r = xsk_ring_cons__peek(&q->rx, n - got, &idx_rx);
+
+			if (!r)
+				continue;
+			/* every frame taken goes straight back to the fill ring, which has room
+			 * for all of them: the frames only ever circulate */
+			while (xsk_ring_prod__reserve(&q->fill, r, &idx_fill) != r)
+				;
+			for (unsigned i = 0; i < r; i++) {
+				const struct xdp_desc *desc = xsk_ring_cons__rx_desc(&q->rx, idx_rx + i);
+				const uint8_t *f = xsk_umem__get_data(q->area, desc->addr);
+
+				if (frame_to_dgram(f, desc->len, p->plane, &d[got]))
+					got++;
+				else
+					x->rx_bad++;
+				*xsk_ring_prod__fill_addr(&q->fill, idx_fill + i) =
+					xsk_umem__extract_addr(desc->addr);
+			}
+			xsk_ring_prod__submit(&q->fill, r);
+			xsk_ring_cons__release(&q->rx, r);
+		}
+	}
+	x->rx_cursor++;
+	return got;
+}
+
+/* --- transmit ----------------------------------------------------------------------------- */
+
+static void reclaim(struct mrcd_xsk_queue *q)
+{
+	uint32_t idx;
+	unsigned n = xsk_ring_cons__peek(&q->comp, MRCD_XSK_TX_FRAMES, &idx);
+
+	for (unsigned i = 0; i < n; i++)
+		q->free_tx[q->n_free_tx++] = *xsk_ring_cons__comp_addr(&q->comp, idx + i);
+	xsk_ring_cons__release(&q->comp, n);
+}
+
+static uint16_t udp_checksum(const uint8_t *src, const uint8_t *dst, size_t alen,
+			     const void *udp, size_t len)
+{
+	uint8_t pseudo[4] = { 0, IPPROTO_UDP, (uint8_t)(len >> 8), (uint8_t)len };
+	uint32_t acc = mrc_csum_add(0, src, alen);
+	uint16_t sum;
+
+	acc = mrc_csum_add(acc, dst, alen);
+	acc = mrc_csum_add(acc, pseudo, sizeof(pseudo));
+	acc = mrc_csum_add(acc, udp, len);
+	sum = (uint16_t)~mrc_csum_fold(acc);
+	return sum ? sum : 0xffff; /* 0 would mean "no checksum" */
+}
+
+/* Writes the frame for g at f; returns its length. */
+static uint32_t build_frame(struct mrcd_xsk_plane *p, const uint8_t mac[6],
+			    const struct mrcd_dgram *g, uint8_t *f)
+{
+	struct ethhdr *eth = (void *)f;
+	struct udphdr *udp;
+	uint32_t off = sizeof(*eth), ulen = (uint32_t)sizeof(*udp) + g->len;
+	bool v4 = p->family == MRC_AF_INET;
+
+	memcpy(eth->h_dest, mac, 6);
+	memcpy(eth->h_source, p->mac, 6);
+	eth->h_proto = htons(v4 ? ETH_P_IP : ETH_P_IPV6);
+	if (v4) {
+		struct iphdr *ip = (void *)(f + off);
+
+		memset(ip, 0, sizeof(*ip));
+		ip->version = 4;
+		ip->ihl = 5;
+		ip->tos = ECN_ECT0;
+		ip->tot_len = htons((uint16_t)(sizeof(*ip) + ulen));
+		ip->id = htons(p->ip_id++);
+		ip->frag_off = htons(0x4000); /* DF */
+		ip->ttl = 64;
+		ip->protocol = IPPROTO_UDP;
+		memcpy(&ip->saddr, p->addr + 12, 4);
+		memcpy(&ip->daddr, g->peer.addr + 12, 4);
+		ip->check = htons((uint16_t)~mrc_csum_fold(mrc_csum_add(0, ip, sizeof(*ip))));
+		off += sizeof(*ip);
+	} else {
+		struct ipv6hdr *ip6 = (void *)(f + off);
+
+		memset(ip6, 0, sizeof(*ip6));
+		ip6->version = 6;
+		ip6->priority = ECN_ECT0 >> 4;
+		ip6->flow_lbl[0] = (uint8_t)((ECN_ECT0 & 0xf) << 4);
+		ip6->payload_len = htons((uint16_t)ulen);
+		ip6->nexthdr = IPPROTO_UDP;
+		ip6->hop_limit = 64;
+		memcpy(&ip6->saddr, p->addr, 16);
+		memcpy(&ip6->daddr, g->peer.addr, 16);
+		off += sizeof(*ip6);
+	}
+	udp = (void *)(f + off);
+	udp->source = htons(g->sport);
+	udp->dest = htons(g->peer_port);
+	udp->len = htons((uint16_t)ulen);
+	udp->check = 0;
+	memcpy(f + off + sizeof(*udp), g->data, g->len);
+	udp->check = htons(udp_checksum(v4 ? p->addr + 12 : p->addr,
+					v4 ? g->peer.addr + 12 : g->peer.addr, v4 ? 4 : 16, udp,
+					ulen));
+	return off + ulen;
+}
+
+int mrcd_afxdp_tx(struct mrcd_afxdp *x, const struct mrcd_dgram *g, uint64_t now_ns)
+{
+	struct mrcd_xsk_plane *p;
+	struct mrcd_xsk_queue *q;
+	const struct mrcd_neigh *nb;
+	struct xdp_desc *desc;
+	uint32_t idx;
+	uint64_t addr;
+
+	if (g->plane >= MRC_MAX_PLANES || !x->planes[g->plane].n_queues)
+		return -1;
+	p = &x->planes[g->plane];
+	q = &p->queues[0];
+	if (g->len + 14 + 40 + 8 > MRCD_XSK_FRAME)
+		return -1;
+	nb = neighbour(x, p, g->peer.addr, now_ns);
+	if (!nb)
+		return -1;
+	if (!q->n_free_tx)
+		reclaim(q);
+	if (!q->n_free_tx || xsk_ring_prod__reserve(&q->tx, 1, &idx) != 1)
+		return 0;
+	addr = q->free_tx[--q->n_free_tx];
+	desc = xsk_ring_prod__tx_desc(&q->tx, idx);
+	desc->addr = addr;
+	desc->len = build_frame(p, nb->mac, g, xsk_umem__get_data(q->area, addr));
+	desc->options = 0;
+	xsk_ring_prod__submit(&q->tx, 1);
+	q->tx_pending = true;
+	return 1;
+}
+
+void mrcd_afxdp_kick(struct mrcd_afxdp *x)
+{
+	for (unsigned i = 0; i < MRC_MAX_PLANES; i++) {
+		struct mrcd_xsk_plane *p = &x->planes[i];
+
+		if (!p->n_queues || !p->queues[0].tx_pending)
+			continue;
+		p->queues[0].tx_pending = false;
+		/* copy mode transmits only when told; a busy ring is retried on the next kick */
+		if (xsk_ring_prod__needs_wakeup(&p->queues[0].tx))
+			sendto(xsk_socket__fd(p->queues[0].xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
+		reclaim(&p->queues[0]);
+	}
+}

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The xdp backend's AF_XDP sockets: one per receive queue of each plane interface, into which
+ * the XDP program redirects what it does not place (control packets, SENDs, refusals), and
+ * through which the daemon transmits whole frames it builds itself (Ethernet, IPv4 or IPv6
+ * with ECT(0) and DF, UDP with its checksum). The next hop's MAC comes from the kernel over
+ * rtnetlink (route, then neighbour); while a neighbour is unknown the datagram goes out of
+ * the plane's UDP socket instead, which makes the kernel resolve it: resolved, never guessed.
+ *
+ * Frames are 4096 bytes with no multi-buffer support: a plane whose MTU does not fit keeps
+ * the UDP sockets (the program then passes up instead of redirecting).
+ */
+#ifndef METAROCE_DAEMON_AFXDP_H
+#define METAROCE_DAEMON_AFXDP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <metaroce/xdp.h>
+
+#include "config.h"
+
+struct mrcd_dgram;
+struct xsk_socket;
+struct xsk_umem;
+
+#define MRCD_XSK_FRAME 4096u
+#define MRCD_XSK_RX_FRAMES 1024u
+#define MRCD_XSK_TX_FRAMES 1024u
+#define MRCD_NEIGH_PER_PLANE 64
+
+struct mrcd_neigh {
+	uint8_t addr[16];	/* the peer (IPv4-mapped) */
+	uint8_t mac[6];
+	bool valid;
+	uint64_t checked_ns;	/* looked up then; again after a second */
+};
+
+struct mrcd_xsk_queue;
+
+struct mrcd_xsk_plane {
+	int ifindex;
+	uint8_t plane;
+	uint8_t family;
+	uint8_t mac[6];		/* the interface's own */
+	uint8_t addr[16];	/* the plane's address */
+	unsigned n_queues;
+	struct mrcd_xsk_queue *queues; /* [0] also transmits */
+	struct mrcd_neigh neigh[MRCD_NEIGH_PER_PLANE];
+	unsigned n_neigh;
+	uint16_t ip_id;
+};
+
+struct mrcd_afxdp {
+	struct mrcd_xsk_plane planes[MRC_MAX_PLANES];
+	unsigned n_planes;
+	int nl_fd;		/* rtnetlink, for routes and neighbours */
+	uint32_t nl_seq;
+	unsigned rx_cursor;	/* the plane the next receive starts at */
+	uint64_t rx_bad;	/* frames that were not the UDP datagrams the program sends */
+};
+
+/*
+ * Opens a socket per receive queue of every plane interface and puts it in xsks_fd (the
+ * program's XSKMAP). Returns 0, or -1 with the reason in err and nothing left open.
+ */
+int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsks_fd,
+		    char *err, size_t errlen);
+void mrcd_afxdp_close(struct mrcd_afxdp *x);
+
+/* Receives up to n datagrams; returns how many. */
+unsigned mrcd_afxdp_rx(struct mrcd_afxdp *x, struct mrcd_dgram *d, unsigned n);
+
+/*
+ * Sends d through the plane's socket. Returns 1 when sent, 0 when the ring is full (try
+ * again later), -1 when the next hop is not resolved yet (send it another way; the lookup
+ * is repeated later).
+ */
+int mrcd_afxdp_tx(struct mrcd_afxdp *x, const struct mrcd_dgram *d, uint64_t now_ns);
+/* Tells the kernel about what mrcd_afxdp_tx queued. */
+void mrcd_afxdp_kick(struct mrcd_afxdp *x);
+
+/* The fds to wait on for receive readiness. */
+unsigned mrcd_afxdp_poll_fds(const struct mrcd_afxdp *x, int *fds, unsigned max);
+
+#endif /* METAROCE_DAEMON_AFXDP_H */
