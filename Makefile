@@ -175,13 +175,16 @@ bpf-test: $(BPF_OBJS) $(BPF_TESTS)
 		[ $$rc -eq 0 ] || [ $$rc -eq 77 ] || { echo "$$out"; exit 1; }; \
 		echo "$$out" | tail -n 1 | sed 's/^/           /'
 
-# The verbs tests again with metaroced built under ASan+UBSan: the hostile client, killed
-# clients and every opcode against the daemon's checks; any report fails the daemon's exit.
-integration-asan: $(SAN_METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN) $(VERBS_TESTS)
+# The verbs tests and the xdp backend's again with metaroced built under ASan+UBSan: the
+# hostile client, killed clients, every opcode against the daemon's checks, the fast path's
+# events, AF_XDP frames and netlink; any report fails the daemon's exit.
+integration-asan: $(SAN_METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN) $(VERBS_TESTS) \
+		$(METAROCE_PERF)
 	$(call msg,TEST,integration with metaroced under ASan+UBSan)
 	$(Q)METAROCED=$(SAN_METAROCED) ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 \
-		UBSAN_OPTIONS=print_stacktrace=1 sh tests/integration/run.sh $(BUILD) \
-		tests/integration/test_verbs.sh tests/integration/test_verbs_failures.sh
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 sh tests/integration/run.sh $(BUILD) \
+		tests/integration/test_verbs.sh tests/integration/test_verbs_failures.sh \
+		tests/integration/test_xdp.sh
 
 # Real processes in network namespaces (tests/integration/lib.sh draws the topology).
 integration: $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) $(METAROCE_RUN) \

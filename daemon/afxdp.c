@@ -384,49 +384,59 @@ unsigned mrcd_afxdp_poll_fds(const struct mrcd_afxdp *x, int *fds, unsigned max)
 
 /* --- receive ------------------------------------------------------------------------------ */
 
-/* A frame the program redirected: Ethernet, IPv4 or IPv6, UDP. False if it is not that. */
+/*
+ * A frame the program redirected: Ethernet, IPv4 or IPv6, UDP. False if it is not that. The
+ * IP header sits 14 bytes into the frame, so headers are copied out, never cast in place.
+ */
 static bool frame_to_dgram(const uint8_t *f, uint32_t len, uint8_t plane, struct mrcd_dgram *g)
 {
-	const struct ethhdr *eth = (const void *)f;
-	const struct udphdr *udp;
-	uint32_t off = sizeof(*eth), ulen;
+	struct ethhdr eth;
+	struct udphdr udp;
+	uint32_t off = sizeof(eth), ulen;
 	uint8_t tos;
 
 	if (len < off)
 		return false;
+	memcpy(&eth, f, sizeof(eth));
 	memset(g->peer.addr, 0, 16);
-	if (eth->h_proto == htons(ETH_P_IP)) {
-		const struct iphdr *ip = (const void *)(f + off);
+	if (eth.h_proto == htons(ETH_P_IP)) {
+		struct iphdr ip;
 
-		if (len < off + sizeof(*ip) || ip->protocol != IPPROTO_UDP || ip->ihl < 5)
+		if (len < off + sizeof(ip))
 			return false;
-		tos = ip->tos;
+		memcpy(&ip, f + off, sizeof(ip));
+		if (ip.protocol != IPPROTO_UDP || ip.ihl < 5)
+			return false;
+		tos = ip.tos;
 		memcpy(g->peer.addr, v4_mapped, 12);
-		memcpy(g->peer.addr + 12, &ip->saddr, 4);
+		memcpy(g->peer.addr + 12, &ip.saddr, 4);
 		g->peer.family = MRC_AF_INET;
-		off += ip->ihl * 4u;
-	} else if (eth->h_proto == htons(ETH_P_IPV6)) {
-		const struct ipv6hdr *ip6 = (const void *)(f + off);
+		off += ip.ihl * 4u;
+	} else if (eth.h_proto == htons(ETH_P_IPV6)) {
+		struct ipv6hdr ip6;
 
-		if (len < off + sizeof(*ip6) || ip6->nexthdr != IPPROTO_UDP)
+		if (len < off + sizeof(ip6))
 			return false;
-		tos = (uint8_t)((ip6->priority << 4) | (ip6->flow_lbl[0] >> 4));
-		memcpy(g->peer.addr, &ip6->saddr, 16);
+		memcpy(&ip6, f + off, sizeof(ip6));
+		if (ip6.nexthdr != IPPROTO_UDP)
+			return false;
+		tos = (uint8_t)((ip6.priority << 4) | (ip6.flow_lbl[0] >> 4));
+		memcpy(g->peer.addr, &ip6.saddr, 16);
 		g->peer.family = MRC_AF_INET6;
-		off += sizeof(*ip6);
+		off += sizeof(ip6);
 	} else {
 		return false;
 	}
-	if (len < off + sizeof(*udp))
+	if (len < off + sizeof(udp))
 		return false;
-	udp = (const void *)(f + off);
-	ulen = ntohs(udp->len);
-	if (ulen < sizeof(*udp) || off + ulen > len || ulen - sizeof(*udp) > g->cap)
+	memcpy(&udp, f + off, sizeof(udp));
+	ulen = ntohs(udp.len);
+	if (ulen < sizeof(udp) || off + ulen > len || ulen - sizeof(udp) > g->cap)
 		return false;
-	g->len = ulen - (uint32_t)sizeof(*udp);
-	memcpy(g->data, f + off + sizeof(*udp), g->len);
+	g->len = ulen - (uint32_t)sizeof(udp);
+	memcpy(g->data, f + off + sizeof(udp), g->len);
 	g->plane = plane;
-	g->sport = g->peer_port = ntohs(udp->source);
+	g->sport = g->peer_port = ntohs(udp.source);
 	g->ce = (tos & ECN_CE) == ECN_CE;
 	g->placed = false;
 	return true;
@@ -495,57 +505,62 @@ static uint16_t udp_checksum(const uint8_t *src, const uint8_t *dst, size_t alen
 	return sum ? sum : 0xffff; /* 0 would mean "no checksum" */
 }
 
-/* Writes the frame for g at f; returns its length. */
+/* Writes the frame for g at f; returns its length. Headers are built aside and copied in:
+ * the IP header sits 14 bytes into the frame. */
 static uint32_t build_frame(struct mrcd_xsk_plane *p, const uint8_t mac[6],
 			    const struct mrcd_dgram *g, uint8_t *f)
 {
-	struct ethhdr *eth = (void *)f;
-	struct udphdr *udp;
-	uint32_t off = sizeof(*eth), ulen = (uint32_t)sizeof(*udp) + g->len;
+	struct ethhdr eth;
+	struct udphdr udp;
+	uint32_t off = sizeof(eth), ulen = (uint32_t)sizeof(udp) + g->len;
 	bool v4 = p->family == MRC_AF_INET;
 
-	memcpy(eth->h_dest, mac, 6);
-	memcpy(eth->h_source, p->mac, 6);
-	eth->h_proto = htons(v4 ? ETH_P_IP : ETH_P_IPV6);
+	memcpy(eth.h_dest, mac, 6);
+	memcpy(eth.h_source, p->mac, 6);
+	eth.h_proto = htons(v4 ? ETH_P_IP : ETH_P_IPV6);
+	memcpy(f, &eth, sizeof(eth));
 	if (v4) {
-		struct iphdr *ip = (void *)(f + off);
+		struct iphdr ip;
 
-		memset(ip, 0, sizeof(*ip));
-		ip->version = 4;
-		ip->ihl = 5;
-		ip->tos = ECN_ECT0;
-		ip->tot_len = htons((uint16_t)(sizeof(*ip) + ulen));
-		ip->id = htons(p->ip_id++);
-		ip->frag_off = htons(0x4000); /* DF */
-		ip->ttl = 64;
-		ip->protocol = IPPROTO_UDP;
-		memcpy(&ip->saddr, p->addr + 12, 4);
-		memcpy(&ip->daddr, g->peer.addr + 12, 4);
-		ip->check = htons((uint16_t)~mrc_csum_fold(mrc_csum_add(0, ip, sizeof(*ip))));
-		off += sizeof(*ip);
+		memset(&ip, 0, sizeof(ip));
+		ip.version = 4;
+		ip.ihl = 5;
+		ip.tos = ECN_ECT0;
+		ip.tot_len = htons((uint16_t)(sizeof(ip) + ulen));
+		ip.id = htons(p->ip_id++);
+		ip.frag_off = htons(0x4000); /* DF */
+		ip.ttl = 64;
+		ip.protocol = IPPROTO_UDP;
+		memcpy(&ip.saddr, p->addr + 12, 4);
+		memcpy(&ip.daddr, g->peer.addr + 12, 4);
+		ip.check = htons((uint16_t)~mrc_csum_fold(mrc_csum_add(0, &ip, sizeof(ip))));
+		memcpy(f + off, &ip, sizeof(ip));
+		off += sizeof(ip);
 	} else {
-		struct ipv6hdr *ip6 = (void *)(f + off);
+		struct ipv6hdr ip6;
 
-		memset(ip6, 0, sizeof(*ip6));
-		ip6->version = 6;
-		ip6->priority = ECN_ECT0 >> 4;
-		ip6->flow_lbl[0] = (uint8_t)((ECN_ECT0 & 0xf) << 4);
-		ip6->payload_len = htons((uint16_t)ulen);
-		ip6->nexthdr = IPPROTO_UDP;
-		ip6->hop_limit = 64;
-		memcpy(&ip6->saddr, p->addr, 16);
-		memcpy(&ip6->daddr, g->peer.addr, 16);
-		off += sizeof(*ip6);
+		memset(&ip6, 0, sizeof(ip6));
+		ip6.version = 6;
+		ip6.priority = ECN_ECT0 >> 4;
+		ip6.flow_lbl[0] = (uint8_t)((ECN_ECT0 & 0xf) << 4);
+		ip6.payload_len = htons((uint16_t)ulen);
+		ip6.nexthdr = IPPROTO_UDP;
+		ip6.hop_limit = 64;
+		memcpy(&ip6.saddr, p->addr, 16);
+		memcpy(&ip6.daddr, g->peer.addr, 16);
+		memcpy(f + off, &ip6, sizeof(ip6));
+		off += sizeof(ip6);
 	}
-	udp = (void *)(f + off);
-	udp->source = htons(g->sport);
-	udp->dest = htons(g->peer_port);
-	udp->len = htons((uint16_t)ulen);
-	udp->check = 0;
-	memcpy(f + off + sizeof(*udp), g->data, g->len);
-	udp->check = htons(udp_checksum(v4 ? p->addr + 12 : p->addr,
-					v4 ? g->peer.addr + 12 : g->peer.addr, v4 ? 4 : 16, udp,
-					ulen));
+	udp.source = htons(g->sport);
+	udp.dest = htons(g->peer_port);
+	udp.len = htons((uint16_t)ulen);
+	udp.check = 0;
+	memcpy(f + off, &udp, sizeof(udp));
+	memcpy(f + off + sizeof(udp), g->data, g->len);
+	udp.check = htons(udp_checksum(v4 ? p->addr + 12 : p->addr,
+				       v4 ? g->peer.addr + 12 : g->peer.addr, v4 ? 4 : 16,
+				       f + off, ulen));
+	memcpy(f + off, &udp, sizeof(udp));
 	return off + ulen;
 }
 

@@ -175,6 +175,8 @@ int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, 
 		fp->prog = NULL;
 		return fail(fp, err, errlen, "libxdp", e);
 	}
+	/* it reads jumbo frames through dynptrs; libxdp does not learn that from the object */
+	xdp_program__set_xdp_frags_support(fp->prog, true);
 	for (unsigned i = 0; i < cfg->n_planes; i++) {
 		struct mrcd_fastpath_iface *f = &fp->ifaces[fp->n_ifaces];
 		char name[IF_NAMESIZE] = "?";
