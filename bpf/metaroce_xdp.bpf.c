@@ -339,6 +339,10 @@ int metaroce_xdp(struct xdp_md *ctx)
 	pages = bpf_map_lookup_elem(&mrc_mr_pages, &slot);
 	if (!pages)
 		return to_daemon(ctx, MRC_XDP_PLACE_FAILED);
+	/* the slot may have been freed and handed to another region since the key was read:
+	 * its pages are only this region's while the key still says so */
+	if (READ_ONCE(mr->key) != key)
+		return to_daemon(ctx, MRC_XDP_BAD_KEY);
 	/* the copy: page by page of the region, straight from the frame */
 	pos64 = (__u64)mr->offset + (raddr - mr->addr);
 	if (pos64 + payload > 0xffffffffull)
@@ -368,8 +372,9 @@ int metaroce_xdp(struct xdp_md *ctx)
 			return to_daemon(ctx, MRC_XDP_EVENT_LOST);
 		return dropped(MRC_XDP_DUPLICATE);
 	}
-	if (psn - READ_ONCE(qp->base) >= MRC_SACK_BITS) {
-		/* the daemon moved the window past it meanwhile: that bit is not ours to set */
+	if (psn - READ_ONCE(qp->base) >= MRC_SACK_BITS || READ_ONCE(qp->qpn) != qpn) {
+		/* the daemon moved the window past it meanwhile, or gave the slot to another QP:
+		 * that bit is not ours to set */
 		__sync_fetch_and_and(&qp->ring[idx / 64], ~bit);
 		return dropped(MRC_XDP_BELOW_WINDOW);
 	}

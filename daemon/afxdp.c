@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
+#include <linux/if_arp.h>
 #include <linux/if_ether.h>
 #include <linux/if_link.h>
 #include <linux/ip.h>
@@ -39,7 +40,6 @@ struct mrcd_xsk_queue {
 	struct xsk_ring_cons comp, rx;
 	uint64_t free_tx[MRCD_XSK_TX_FRAMES]; /* transmit frames not in flight */
 	unsigned n_free_tx;
-	bool tx_pending;	/* queued since the last kick */
 };
 
 static const uint8_t v4_mapped[12] = MRC_V4_MAPPED_PREFIX;
@@ -134,7 +134,11 @@ static int next_hop(struct mrcd_afxdp *x, const struct mrcd_xsk_plane *p, const 
 	return 0;
 }
 
-/* The neighbour's MAC if the kernel knows it (reachable, stale, delaying, probing, fixed). */
+/*
+ * The neighbour's MAC: 0 when the kernel has it confirmed (reachable, permanent, no ARP), 1
+ * when it has it unconfirmed (stale, delaying, probing: still usable, but the kernel must be
+ * given a reason to confirm it, as AF_XDP traffic gives none), -errno when it has none.
+ */
 static int neighbour_mac(struct mrcd_afxdp *x, const struct mrcd_xsk_plane *p,
 			 const uint8_t hop[16], uint8_t mac[6])
 {
@@ -163,15 +167,20 @@ static int neighbour_mac(struct mrcd_afxdp *x, const struct mrcd_xsk_plane *p,
 	    !tb[NDA_LLADDR] || RTA_PAYLOAD(tb[NDA_LLADDR]) != 6)
 		return -EAGAIN;
 	memcpy(mac, RTA_DATA(tb[NDA_LLADDR]), 6);
-	return 0;
+	return nd.ndm_state & (NUD_REACHABLE | NUD_PERMANENT | NUD_NOARP) ? 0 : 1;
 }
 
-/* The entry for addr, looked up again when a second old; NULL when it is not resolved. */
+/*
+ * The entry for addr, looked up again when a second old; NULL when this datagram must go by
+ * the UDP socket: the next hop is unresolved, or known but unconfirmed (the socket's send is
+ * what makes the kernel confirm it, and notice a changed MAC).
+ */
 static const struct mrcd_neigh *neighbour(struct mrcd_afxdp *x, struct mrcd_xsk_plane *p,
 					  const uint8_t addr[16], uint64_t now)
 {
 	struct mrcd_neigh *e = NULL;
 	uint8_t hop[16];
+	int r;
 
 	for (unsigned i = 0; i < p->n_neigh; i++)
 		if (!memcmp(p->neigh[i].addr, addr, 16)) {
@@ -192,11 +201,14 @@ static const struct mrcd_neigh *neighbour(struct mrcd_afxdp *x, struct mrcd_xsk_
 		return e->valid ? e : NULL;
 	}
 	e->checked_ns = now;
-	e->valid = !next_hop(x, p, addr, hop) && !neighbour_mac(x, p, hop, e->mac);
-	/* unresolved: looked up again soon, once the kernel had time to resolve it */
-	if (!e->valid)
+	r = next_hop(x, p, addr, hop);
+	if (!r)
+		r = neighbour_mac(x, p, hop, e->mac);
+	e->valid = r >= 0;
+	/* being resolved: looked up again in a millisecond; no route here: in a second */
+	if (r == -EAGAIN || r == -ENOENT)
 		e->checked_ns = now - NEIGH_RECHECK_NS + 1000000;
-	return e->valid ? e : NULL;
+	return r == 0 ? e : NULL;
 }
 
 /* --- sockets ------------------------------------------------------------------------------ */
@@ -229,6 +241,8 @@ static int iface_info(const char *ifname, uint8_t mac[6], int *mtu)
 	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", ifname);
 	if (ioctl(fd, SIOCGIFHWADDR, &ifr))
 		err = -errno;
+	else if (ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER)
+		err = -EPFNOSUPPORT; /* the frames built here are Ethernet frames */
 	else
 		memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
 	if (!err && ioctl(fd, SIOCGIFMTU, &ifr))
@@ -335,18 +349,27 @@ int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsk
 			goto fail;
 		}
 		e = iface_info(ifname, p->mac, &mtu);
-		if (e || mtu + ETH_HLEN > (int)MRCD_XSK_FRAME) {
+		if (e) {
+			snprintf(err, errlen, "%s: %s", ifname, strerror(-e));
+			goto fail;
+		}
+		/* a frame keeps XDP_PACKET_HEADROOM in front; allow a VLAN tag too */
+		if (mtu + ETH_HLEN + 4 > (int)(MRCD_XSK_FRAME - XDP_PACKET_HEADROOM)) {
 			snprintf(err, errlen, "%s: MTU %d does not fit %u-byte AF_XDP frames", ifname,
 				 mtu, MRCD_XSK_FRAME);
 			goto fail;
 		}
-		p->n_queues = rx_queues(ifname);
-		if (p->n_queues > MRC_XDP_MAX_QUEUES)
-			p->n_queues = MRC_XDP_MAX_QUEUES;
-		p->queues = calloc(p->n_queues, sizeof(*p->queues));
-		if (!p->queues) {
-			snprintf(err, errlen, "out of memory");
-			goto fail;
+		{
+			unsigned nq = rx_queues(ifname);
+
+			if (nq > MRC_XDP_MAX_QUEUES)
+				nq = MRC_XDP_MAX_QUEUES;
+			p->queues = calloc(nq, sizeof(*p->queues));
+			if (!p->queues) {
+				snprintf(err, errlen, "out of memory");
+				goto fail;
+			}
+			p->n_queues = nq;
 		}
 		for (unsigned k = 0; k < p->n_queues; k++) {
 			uint32_t key = (uint32_t)pl->index * MRC_XDP_MAX_QUEUES + k;
@@ -405,7 +428,10 @@ static bool frame_to_dgram(const uint8_t *f, uint32_t len, uint8_t plane, struct
 		if (len < off + sizeof(ip))
 			return false;
 		memcpy(&ip, f + off, sizeof(ip));
-		if (ip.protocol != IPPROTO_UDP || ip.ihl < 5)
+		/* the kernel checks nothing on a redirected frame, and the MetaRoCE checksum does
+		 * not cover the addresses a peer is known by */
+		if (ip.protocol != IPPROTO_UDP || ip.ihl < 5 || len < off + ip.ihl * 4u ||
+		    mrc_csum_fold(mrc_csum_add(0, f + off, ip.ihl * 4u)) != 0xffff)
 			return false;
 		tos = ip.tos;
 		memcpy(g->peer.addr, v4_mapped, 12);
@@ -457,9 +483,12 @@ unsigned mrcd_afxdp_rx(struct mrcd_afxdp *x, struct mrcd_dgram *d, unsigned n)
 			if (!r)
 				continue;
 			/* every frame taken goes straight back to the fill ring, which has room
-			 * for all of them: the frames only ever circulate */
-			while (xsk_ring_prod__reserve(&q->fill, r, &idx_fill) != r)
-				;
+			 * for all of them (the frames only circulate); should it not, they are
+			 * left on the receive ring for the next turn */
+			if (xsk_ring_prod__reserve(&q->fill, r, &idx_fill) != r) {
+				xsk_ring_cons__cancel(&q->rx, r);
+				continue;
+			}
 			for (unsigned i = 0; i < r; i++) {
 				const struct xdp_desc *desc = xsk_ring_cons__rx_desc(&q->rx, idx_rx + i);
 				const uint8_t *f = xsk_umem__get_data(q->area, desc->addr);
@@ -473,6 +502,9 @@ unsigned mrcd_afxdp_rx(struct mrcd_afxdp *x, struct mrcd_dgram *d, unsigned n)
 			}
 			xsk_ring_prod__submit(&q->fill, r);
 			xsk_ring_cons__release(&q->rx, r);
+			/* zero-copy drivers sleep on an empty fill ring until told */
+			if (xsk_ring_prod__needs_wakeup(&q->fill))
+				recvfrom(xsk_socket__fd(q->xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
 		}
 	}
 	x->rx_cursor++;
@@ -584,7 +616,12 @@ int mrcd_afxdp_tx(struct mrcd_afxdp *x, const struct mrcd_dgram *g, uint64_t now
 		return -1;
 	if (!q->n_free_tx)
 		reclaim(q);
-	if (!q->n_free_tx || xsk_ring_prod__reserve(&q->tx, 1, &idx) != 1)
+	if (!q->n_free_tx) {
+		mrcd_afxdp_kick(x); /* a full ring is pushed along, then looked at again */
+		if (!q->n_free_tx)
+			return 0;
+	}
+	if (xsk_ring_prod__reserve(&q->tx, 1, &idx) != 1)
 		return 0;
 	addr = q->free_tx[--q->n_free_tx];
 	desc = xsk_ring_prod__tx_desc(&q->tx, idx);
@@ -592,21 +629,33 @@ int mrcd_afxdp_tx(struct mrcd_afxdp *x, const struct mrcd_dgram *g, uint64_t now
 	desc->len = build_frame(p, nb->mac, g, xsk_umem__get_data(q->area, addr));
 	desc->options = 0;
 	xsk_ring_prod__submit(&q->tx, 1);
-	q->tx_pending = true;
 	return 1;
 }
 
+/*
+ * Tells the kernel to send what the transmit rings hold. In copy mode one call sends at most a
+ * batch (32 today) and says EAGAIN while more is left, so it is asked again, within a bound;
+ * whatever is still left goes on the next kick, which every loop turn gives (afxdp.h).
+ */
 void mrcd_afxdp_kick(struct mrcd_afxdp *x)
 {
 	for (unsigned i = 0; i < MRC_MAX_PLANES; i++) {
 		struct mrcd_xsk_plane *p = &x->planes[i];
+		struct mrcd_xsk_queue *q;
 
-		if (!p->n_queues || !p->queues[0].tx_pending)
+		if (!p->n_queues)
 			continue;
-		p->queues[0].tx_pending = false;
-		/* copy mode transmits only when told; a busy ring is retried on the next kick */
-		if (xsk_ring_prod__needs_wakeup(&p->queues[0].tx))
-			sendto(xsk_socket__fd(p->queues[0].xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
-		reclaim(&p->queues[0]);
+		q = &p->queues[0];
+		reclaim(q);
+		if (q->n_free_tx == MRCD_XSK_TX_FRAMES)
+			continue; /* nothing in flight */
+		for (unsigned tries = 0; tries < MRCD_XSK_TX_FRAMES / 32 + 2; tries++) {
+			if (!xsk_ring_prod__needs_wakeup(&q->tx))
+				break;
+			if (sendto(xsk_socket__fd(q->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0) >= 0 ||
+			    errno != EAGAIN)
+				break;
+		}
+		reclaim(q);
 	}
 }

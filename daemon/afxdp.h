@@ -7,8 +7,13 @@
  * rtnetlink (route, then neighbour); while a neighbour is unknown the datagram goes out of
  * the plane's UDP socket instead, which makes the kernel resolve it: resolved, never guessed.
  *
- * Frames are 4096 bytes with no multi-buffer support: a plane whose MTU does not fit keeps
- * the UDP sockets (the program then passes up instead of redirecting).
+ * Frames are 4096 bytes (XDP_PACKET_HEADROOM of them in front) with no multi-buffer support:
+ * when any plane's MTU does not fit, or any socket cannot be opened, the backend runs without
+ * AF_XDP on every plane (the reason is in the status note), and what the program does not
+ * place passes up to the UDP sockets. Each socket pins 8 MiB of frames (RLIMIT_MEMLOCK).
+ *
+ * Transmit rings are kicked at every loop turn while frames are in flight: in copy mode one
+ * kick sends a batch at a time.
  */
 #ifndef METAROCE_DAEMON_AFXDP_H
 #define METAROCE_DAEMON_AFXDP_H
@@ -78,7 +83,7 @@ unsigned mrcd_afxdp_rx(struct mrcd_afxdp *x, struct mrcd_dgram *d, unsigned n);
  * is repeated later).
  */
 int mrcd_afxdp_tx(struct mrcd_afxdp *x, const struct mrcd_dgram *d, uint64_t now_ns);
-/* Tells the kernel about what mrcd_afxdp_tx queued. */
+/* Tells the kernel to send what the transmit rings hold, and takes back finished frames. */
 void mrcd_afxdp_kick(struct mrcd_afxdp *x);
 
 /* The fds to wait on for receive readiness. */

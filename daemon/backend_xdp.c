@@ -124,6 +124,10 @@ static int xdp_rx_batch(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n
 		g->placed = true;
 		got++;
 	}
+	if (s->have_xsk) {
+		/* frames a kick left in a transmit ring go out now, whatever else happens */
+		mrcd_afxdp_kick(&s->xsk);
+	}
 	if (s->have_xsk && got < n) {
 		unsigned x = mrcd_afxdp_rx(&s->xsk, d + got, n - got);
 

@@ -276,6 +276,15 @@ static int mr_map(const struct mrcd_clients *c, const struct mrc_ctl_reg_mr *r,
 	return 0;
 }
 
+#define MRCD_PAGE_MAP_MAX (4ull << 30)
+
+static uint64_t page_quota(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGESIZE);
+
+	return pages > 0 && size > 0 ? (uint64_t)pages * (uint64_t)size / 2 : MRCD_PAGE_MAP_MAX;
+}
+
 /*
  * A region in one page map is the XDP program's to place into as well; any other (memfd
  * pages, or several segments) stays on the slow path, which handles everything anyway.
@@ -321,11 +330,16 @@ static int reg_mr(struct mrcd *d, unsigned owner, const uint8_t *payload, size_t
 	memcpy(seg, payload + sizeof(r), r.n_segments * sizeof(seg[0]));
 	if (c->client[owner].n_mrs >= MRCD_CLIENT_MAX_MRS)
 		return -ENOSPC;
-	for (slot = 1; slot < MRCD_MAX_MRS; slot++)
+	/* next fit, not first fit: a slot just freed is the last to be handed out again, so
+	 * an XDP run still reading the old region's slot is long over by then */
+	for (unsigned k = 0; k < MRCD_MAX_MRS - 1; k++) {
+		slot = 1 + (c->next_mr_slot + k) % (MRCD_MAX_MRS - 1);
 		if (c->mrs[slot].owner < 0) {
 			mr = &c->mrs[slot];
+			c->next_mr_slot = slot % (MRCD_MAX_MRS - 1);
 			break;
 		}
+	}
 	if (!mr)
 		return -ENOSPC;
 	err = mr_map(c, &r, seg, fds, &mr->span, &mr->span_len);
@@ -1513,11 +1527,17 @@ int mrcd_clients_request(struct mrcd *d, unsigned slot, const struct mrc_ctl_hdr
 		if (!c->fast)
 			return -EOPNOTSUPP;
 		memcpy(&pg, payload, sizeof(pg));
-		if (!pg.length || pg.length % MRC_XDP_PAGE)
+		/* the program addresses 4 GiB of a page map; larger regions take memfds */
+		if (!pg.length || pg.length % MRC_XDP_PAGE || pg.length > MRCD_PAGE_MAP_MAX)
 			return -EINVAL;
+		/* page maps are the daemon's memory, allocated at once: a client gets at most
+		 * half of the machine's over its connection, then memfds (slower, never wrong) */
+		if (cl->page_bytes + pg.length > page_quota())
+			return -EDQUOT;
 		fd = mrcd_fastpath_page_map(c->fast, pg.length / MRC_XDP_PAGE);
 		if (fd < 0)
 			return fd;
+		cl->page_bytes += pg.length;
 		out_fds[0] = fd;
 		*n_out_fds = 1;
 		return 0;

@@ -46,6 +46,7 @@ struct mrcd_client {
 	unsigned channels; /* completion-channel sockets the daemon holds for it */
 	unsigned n_qps, n_cqs, n_mrs; /* n_mrs counts retired regions until they are unmapped */
 	unsigned n_retired;
+	uint64_t page_bytes; /* page maps handed to it (MRC_CTL_PAGES) since it connected */
 };
 
 /* What one client may hold: half of each table, so one cannot starve all the others. */
@@ -116,6 +117,7 @@ struct mrcd_clients {
 	struct mrcd_qp *qps;
 	uint32_t generation; /* mixed into new handles so a stale one never names a new object */
 	unsigned n_mrs, n_cqs, n_qps;
+	unsigned next_mr_slot; /* where the search for a free region slot starts */
 	uint16_t active[MRCD_MAX_QPS]; /* slots of the n_qps live QPs: the pump walks these */
 	struct mrc_rate_domain rate;   /* this host's receive capacity, shared by rate hints */
 	unsigned n_retired;  /* deregistered MRs still mapped */

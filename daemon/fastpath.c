@@ -262,7 +262,8 @@ unsigned mrcd_fastpath_events(struct mrcd_fastpath *fp, struct mrc_xdp_event *ou
 
 /* --- regions ---------------------------------------------------------------------------- */
 
-/* The largest page map handed out: 1 TiB, as for a memfd segment. */
+/* The largest page map made: 1 TiB, as for a memfd segment (the daemon hands clients at
+ * most 4 GiB ones: the program addresses no more). */
 #define MAX_PAGES (1ull << 28)
 
 int mrcd_fastpath_page_map(struct mrcd_fastpath *fp, uint64_t pages)

@@ -8,8 +8,8 @@
  * those events into datagrams with `placed` set, so the engine completes and acknowledges
  * them without copying a byte.
  *
- * Everything else (control packets, SENDs, whatever the program cannot place) passes up to
- * the udp backend's sockets.
+ * Everything else (control packets, SENDs, whatever the program cannot place) goes to the
+ * backend's AF_XDP sockets (afxdp.h), or up to its UDP sockets where there are none.
  */
 #ifndef METAROCE_DAEMON_FASTPATH_H
 #define METAROCE_DAEMON_FASTPATH_H

@@ -114,8 +114,10 @@ static struct mrv_segment *segment_at_or_after(uintptr_t addr)
 
 /*
  * Shares [at, at + len): into a page map from the daemon when its XDP fast path places
- * packets there (the bytes never pass through the daemon), else into a memfd. A daemon that
- * cannot make one this time (out of memory, say) gets a memfd: slower, never wrong.
+ * packets there (the bytes never pass through the daemon), else into a memfd. Whatever goes
+ * wrong on the way (the daemon's quota, a sandbox refusing process_vm_readv) ends in a memfd:
+ * slower, never wrong. Even pages already moved into the page map are simply moved again,
+ * bytes unchanged.
  */
 static int share_pages(struct mrv_context *ctx, uintptr_t at, size_t len,
 		       struct mrc_shared_range *r)
@@ -128,12 +130,9 @@ static int share_pages(struct mrv_context *ctx, uintptr_t at, size_t len,
 		err = mrv_request(ctx, MRC_CTL_PAGES, &req, sizeof(req), NULL, 0, NULL, 0, NULL,
 				  &fd, &n_fds);
 		if (!err && n_fds == 1) {
-			err = mrc_share_range_into(fd, (void *)at, len, r);
-			if (!err)
+			if (!mrc_share_range_into(fd, (void *)at, len, r))
 				return 0;
 			close(fd);
-			if (err != -ENOMEM && err != -EINVAL)
-				return err;
 		}
 	}
 	return mrc_share_range((void *)at, len, r);

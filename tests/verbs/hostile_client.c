@@ -245,6 +245,43 @@ int main(int argc, char **argv)
 	err = reg_mr(ctl, fd, page, UINT64_MAX - 16, 0, 64, &keys);
 	CHECK(err == -EINVAL, "region whose address wraps around: refused with EINVAL (%d)", err);
 
+	/* page maps for the XDP fast path (xdp backend): sizes refused, a map as a segment */
+	{
+		struct mrc_ctl_status st;
+		struct mrc_ctl_pages pg;
+		int map = -1;
+
+		err = request(ctl, MRC_CTL_STATUS, NULL, 0, NULL, 0, &st, sizeof(st), NULL, 0);
+		CHECK(err == 0, "status (%d)", err);
+		pg.length = 100;
+		err = request(ctl, MRC_CTL_PAGES, &pg, sizeof(pg), NULL, 0, NULL, 0, &map, 1);
+		CHECK(err == (strcmp(st.backend, "xdp") ? -EOPNOTSUPP : -EINVAL),
+		      "page map of 100 bytes: refused (%d, backend %s)", err, st.backend);
+		pg.length = 8ull << 30;
+		err = request(ctl, MRC_CTL_PAGES, &pg, sizeof(pg), NULL, 0, NULL, 0, &map, 1);
+		CHECK(err == (strcmp(st.backend, "xdp") ? -EOPNOTSUPP : -EINVAL),
+		      "page map of 8 GiB: refused (%d)", err);
+		if (!strcmp(st.backend, "xdp")) {
+			pg.length = 2 * page;
+			err = request(ctl, MRC_CTL_PAGES, &pg, sizeof(pg), NULL, 0, NULL, 0, &map,
+				      1);
+			CHECK(err == 0 && map >= 0, "page map of 2 pages handed out (%d)", err);
+			err = reg_mr(ctl, map, 4 * page, 0x1000, 0, 4 * page, &keys);
+			CHECK(err == -EINVAL,
+			      "page map shorter than the segment it claims: refused (%d)", err);
+			err = reg_mr(ctl, map, 2 * page, 0x1000, 0, 2 * page, &keys);
+			CHECK(err == 0, "region in a page map registered (%d)", err);
+			if (!err) {
+				struct mrc_ctl_handle h = { keys.lkey, 0 };
+
+				err = request(ctl, MRC_CTL_DEREG_MR, &h, sizeof(h), NULL, 0, NULL,
+					      0, NULL, 0);
+				CHECK(err == 0, "... and deregistered (%d)", err);
+			}
+			close(map);
+		}
+	}
+
 	/* the valid region every later case uses: iova 0x10000, one page */
 	err = reg_mr(ctl, fd, page, 0x10000, 0, page, &keys);
 	CHECK(err == 0, "valid region registered (%d)", err);
