@@ -188,12 +188,14 @@ static const struct mrcd_neigh *neighbour(struct mrcd_afxdp *x, struct mrcd_xsk_
 			break;
 		}
 	if (!e) {
-		/* a full table recycles its oldest entry */
-		unsigned k = p->n_neigh < MRCD_NEIGH_PER_PLANE ? p->n_neigh++ : 0;
+		unsigned k = 0;
 
-		for (unsigned i = 1; i < p->n_neigh && p->n_neigh == MRCD_NEIGH_PER_PLANE; i++)
-			if (p->neigh[i].checked_ns < p->neigh[k].checked_ns)
-				k = i;
+		if (p->n_neigh < MRCD_NEIGH_PER_PLANE)
+			k = p->n_neigh++;
+		else /* a full table recycles its oldest entry */
+			for (unsigned i = 1; i < MRCD_NEIGH_PER_PLANE; i++)
+				if (p->neigh[i].checked_ns < p->neigh[k].checked_ns)
+					k = i;
 		e = &p->neigh[k];
 		memset(e, 0, sizeof(*e));
 		memcpy(e->addr, addr, 16);

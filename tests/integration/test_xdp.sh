@@ -69,7 +69,7 @@ sys.exit(0 if p["placed"] >= 14000 else 1)' || fail "READ responses were not pla
 
 # a clean stop detaches the program; a killed daemon's program is replaced by the next one's
 kill -TERM "$PID_a"
-wait "$PID_a"
+wait "$PID_a" || fail "daemon a did not stop cleanly (exit $?)"
 ip -n "$NS_A" link show | grep -q "prog/xdp" && fail "XDP program left attached after SIGTERM"
 kill -KILL "$PID_b"
 wait "$PID_b" 2>/dev/null
@@ -81,7 +81,7 @@ grep -q "detaching a metaroce XDP program left behind" "$TMP/b2.log" ||
 	fail "the leftover program was not replaced"
 [ "$(ip -n "$NS_B" link show | grep -c "prog/xdp")" -eq 2 ] || fail "not one program per plane"
 kill -TERM "$PID_b2"
-wait "$PID_b2"
+wait "$PID_b2" || fail "daemon b2 did not stop cleanly (exit $?)"
 
 # backend = udp attaches nothing, and says so
 start_daemon "$NS_A" a2 --set "plane=0 ${TAG}a0 198.18.0.1" --set "control_socket=$TMP/a2.sock" \
