@@ -470,7 +470,7 @@ static bool frame_to_dgram(const uint8_t *f, uint32_t len, uint8_t plane, struct
 	return true;
 }
 
-unsigned mrcd_afxdp_rx(struct mrcd_afxdp *x, struct mrcd_dgram *d, unsigned n)
+unsigned mrcd_afxdp_rx(struct mrcd_afxdp *x, struct mrcd_dgram *d, unsigned n, uint64_t *bad)
 {
 	unsigned got = 0;
 
@@ -498,7 +498,7 @@ unsigned mrcd_afxdp_rx(struct mrcd_afxdp *x, struct mrcd_dgram *d, unsigned n)
 				if (frame_to_dgram(f, desc->len, p->plane, &d[got]))
 					got++;
 				else
-					x->rx_bad++;
+					(*bad)++;
 				*xsk_ring_prod__fill_addr(&q->fill, idx_fill + i) =
 					xsk_umem__extract_addr(desc->addr);
 			}

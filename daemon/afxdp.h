@@ -63,7 +63,6 @@ struct mrcd_afxdp {
 	int nl_fd;		/* rtnetlink, for routes and neighbours */
 	uint32_t nl_seq;
 	unsigned rx_cursor;	/* the plane the next receive starts at */
-	uint64_t rx_bad;	/* frames that were not the UDP datagrams the program sends */
 };
 
 /*
@@ -74,8 +73,9 @@ int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsk
 		    char *err, size_t errlen);
 void mrcd_afxdp_close(struct mrcd_afxdp *x);
 
-/* Receives up to n datagrams; returns how many. */
-unsigned mrcd_afxdp_rx(struct mrcd_afxdp *x, struct mrcd_dgram *d, unsigned n);
+/* Receives up to n datagrams; returns how many. Frames that were not the UDP datagrams the
+ * program sends are counted in *bad. */
+unsigned mrcd_afxdp_rx(struct mrcd_afxdp *x, struct mrcd_dgram *d, unsigned n, uint64_t *bad);
 
 /*
  * Sends d through the plane's socket. Returns 1 when sent, 0 when the ring is full (try

@@ -10,10 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "afxdp.h"
 #include "backend.h"
+#include "daemon.h"
 #include "fastpath.h"
 #include "log.h"
 
@@ -51,7 +51,8 @@ static void xdp_close(struct mrcd_backend *b)
 	mrcd_backend_udp.close(b);
 }
 
-/* AF_XDP needs every plane's interface named and its MTU within one frame. */
+/* Before the program loads (whether it redirects is fixed then): AF_XDP needs every plane's
+ * interface named. The MTU and the sockets themselves are mrcd_afxdp_open's to check. */
 static bool xsk_possible(const struct mrcd_config *cfg, char *why, size_t len)
 {
 	for (unsigned i = 0; i < cfg->n_planes; i++)
@@ -129,11 +130,10 @@ static int xdp_rx_batch(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n
 		mrcd_afxdp_kick(&s->xsk);
 	}
 	if (s->have_xsk && got < n) {
-		unsigned x = mrcd_afxdp_rx(&s->xsk, d + got, n - got);
+		unsigned x = mrcd_afxdp_rx(&s->xsk, d + got, n - got, &b->xsk_rx_bad);
 
 		got += x;
 		b->xsk_rx += x;
-		b->xsk_rx_bad = s->xsk.rx_bad;
 	}
 	more = got < n && (!s->have_xsk || ++s->rx_calls % UDP_EVERY == 0)
 		       ? mrcd_backend_udp.rx_batch(b, d + got, n - got)
@@ -153,18 +153,10 @@ static unsigned xdp_poll_fds(const struct mrcd_backend *b, int *fds, unsigned ma
 	return n;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static int xdp_tx_batch(struct mrcd_backend *b, const struct mrcd_dgram *d, unsigned n)
 {
 	struct mrcd_xdp_state *s = state(b);
-	uint64_t now = now_ns();
+	uint64_t now = mrcd_now_ns();
 	unsigned done = 0;
 
 	if (!s->have_xsk)

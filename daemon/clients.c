@@ -174,8 +174,6 @@ static bool past_retire_marks(struct mrcd_clients *c, int owner)
  */
 static void mr_deregister(struct mrcd_clients *c, struct mrcd_mr *mr)
 {
-	if (c->fast)
-		mrcd_fastpath_mr_clear(c->fast, (uint32_t)(mr - c->mrs));
 	for (unsigned i = 0; i < MRCD_MAX_QPS; i++) {
 		struct mrcd_qp *qp = &c->qps[i];
 		struct mrc_conn_info info;
@@ -193,6 +191,8 @@ static void mr_deregister(struct mrcd_clients *c, struct mrcd_mr *mr)
 		mr_unmap(c, mr);
 		return;
 	}
+	if (c->fast) /* the key stops working in XDP at once too; mr_unmap does it otherwise */
+		mrcd_fastpath_mr_clear(c->fast, (uint32_t)(mr - c->mrs));
 	mr->key = 0;
 	mr->retired = true;
 	c->n_retired++;
