@@ -1931,6 +1931,11 @@ const struct mrc_path *mrc_conn_path(const struct mrc_conn *c, unsigned i)
 	return i < c->n_paths ? &c->paths[i] : NULL;
 }
 
+uint32_t mrc_conn_rcv_base(const struct mrc_conn *c)
+{
+	return c->rxw.base;
+}
+
 void mrc_conn_get_info(const struct mrc_conn *c, struct mrc_conn_info *info)
 {
 	info->snd_una = c->snd_una;

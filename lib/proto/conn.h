@@ -278,6 +278,8 @@ void mrc_conn_drain_plane(struct mrc_conn *conn, uint8_t plane, bool drained);
 
 enum mrc_qp_state mrc_conn_state(const struct mrc_conn *conn);
 const struct mrc_conn_stats *mrc_conn_stats(const struct mrc_conn *conn);
+/* The receive window's base (cum_psn): what a fast path's own window must follow. */
+uint32_t mrc_conn_rcv_base(const struct mrc_conn *conn);
 /* What a sequenced packet with this PSN would be to the receive window right now. */
 enum mrc_rx_verdict mrc_conn_rx_verdict(const struct mrc_conn *conn, uint32_t psn);
 

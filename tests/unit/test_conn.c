@@ -381,6 +381,16 @@ START_TEST(mrc_conn__placed_payloads_are_not_copied)
 	for (unsigned i = 0; i < 20000; i++)
 		ck_assert_uint_eq(x.b_dst[x.ops[0].dst_off + i],
 				  (uint8_t)(x.a_src[x.ops[0].src_off + i] + 1));
+	{
+		/* the base a fast path's window follows is the receive window's, past every
+		 * packet the sender sent */
+		struct mrc_conn_info ai, bi;
+
+		mrc_conn_get_info(x.a->conn, &ai);
+		mrc_conn_get_info(x.b->conn, &bi);
+		ck_assert_uint_eq(mrc_conn_rcv_base(x.b->conn), bi.rcv_cum_psn);
+		ck_assert_uint_eq(mrc_conn_rcv_base(x.b->conn), ai.snd_nxt);
+	}
 	xfer_free(&x);
 }
 END_TEST
