@@ -780,7 +780,8 @@ static uint16_t rnr_wait_units(uint8_t min_rnr_timer)
 static void qp_ready(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 {
 	qp->ready_pending = false;
-	if (mrc_conn_set_send(qp->conn, qp->ready.retry_cnt, qp->ready.rnr_retry,
+	if (mrc_conn_set_send(qp->conn, qp->ready.retry_cnt,
+			      mrc_verbs_timeout_ns(qp->ready.timeout), qp->ready.rnr_retry,
 			      qp->ready.max_rd_atomic)) {
 		mrcd_log(LOG_WARNING, "QP %u: RTS after sending began", qp->qpn);
 		qp_error(d, qp, now);
@@ -933,7 +934,7 @@ static int ready_qp(struct mrcd *d, unsigned owner, const uint8_t *payload, size
 	qp = qp_by_num(&d->clients, r.qp_num);
 	if (!qp || qp->owner != (int)owner)
 		return -ENOENT;
-	if (r.retry_cnt > 7 || r.rnr_retry > 7 || !r.max_rd_atomic)
+	if (r.retry_cnt > 7 || r.rnr_retry > 7 || !r.max_rd_atomic || r.timeout > 31)
 		return -EINVAL;
 	if (qp->state != MRC_CTL_QP_RTR && qp->state != MRC_CTL_QP_RESOLVING)
 		return -EBUSY;

@@ -113,7 +113,8 @@ struct mrc_conn {
 	uint32_t rate_hint_kbps;
 	uint64_t pace_next_ns;
 	uint16_t ack_epoch;   /* bumped whenever a PSN is newly acknowledged */
-	uint32_t dead_rounds; /* probe intervals with no usable path and no progress */
+	uint32_t dead_rounds; /* retries counted with no usable path and no progress */
+	uint64_t dead_clock_ns; /* no usable path since, or its last retry counted; 0: not dead */
 	uint64_t rnr_wakeup_ns; /* earliest end of an RNR wait */
 	uint64_t prng;
 	uint64_t last_now_ns; /* latest time the caller gave us */
@@ -344,6 +345,7 @@ void mrc_conn_config_default(struct mrc_conn_config *cfg)
 	cfg->max_dest_rd_atomic = 16;
 	cfg->qp_access = MRC_ACCESS_REMOTE_WRITE | MRC_ACCESS_REMOTE_READ;
 	cfg->retry_cnt = 7;
+	cfg->retry_timeout_ns = mrc_verbs_timeout_ns(14); /* 67 ms, as ibv_rc_pingpong asks */
 	cfg->rnr_retry = RNR_UNLIMITED;
 	cfg->rnr_retry_after = 1;
 	cfg->rto.initial_rto_ns = 1000000;  /* 1 ms before the first sample */
@@ -698,6 +700,7 @@ static void packet_acked(struct mrc_conn *c, uint32_t psn, uint32_t *acked_on_pa
 	m->rnr_rounds = 0;
 	c->ack_epoch++;
 	c->dead_rounds = 0;
+	c->dead_clock_ns = 0;
 	if (before & MRC_TX_WND_LIMITED)
 		acked_on_path[MRC_MAX_PATHS + s->path]++;
 }
@@ -1432,7 +1435,7 @@ static bool work_outstanding(const struct mrc_conn *c)
 	return c->snd_una != c->snd_nxt || c->sq_head != c->sq_tail || c->rr_head != c->rr_tail;
 }
 
-static void note_dead_round(struct mrc_conn *c);
+static void note_dead_round(struct mrc_conn *c, uint64_t now_ns);
 
 static bool any_usable_path(const struct mrc_conn *c)
 {
@@ -1475,9 +1478,9 @@ static bool send_probe(struct mrc_conn *c, unsigned i, void *buf, size_t cap,
 		p->probe_backoff++;
 	p->stats.probes_sent++;
 	c->stats.tx_probes++;
-	/* With no usable path, every probe round costs the outstanding work a retry. */
+	/* With no usable path, the outstanding work's retry clock runs. */
 	if (!any_usable_path(c) && work_outstanding(c))
-		note_dead_round(c);
+		note_dead_round(c, now_ns);
 	return true;
 }
 
@@ -1626,12 +1629,29 @@ static void pace(struct mrc_conn *c, size_t payload, uint64_t now_ns)
 	c->pace_next_ns += gap;
 }
 
+/*
+ * Whether a retry counts against retry_cnt now: a retry timeout (verbs' timeout) after the
+ * clock's last start, which it then restarts. Losses are repaired per path within RTOs, far
+ * faster; the budget is what a peer that stops answering gets, so a peer kept off its CPU for
+ * a few RTOs does not end the QP [R-253]. A timeout of 0 is verbs' infinite one.
+ */
+static bool retry_due(const struct mrc_conn *c, uint64_t *clock_ns, uint64_t now_ns)
+{
+	if (!c->cfg.retry_timeout_ns || now_ns - *clock_ns < c->cfg.retry_timeout_ns)
+		return false;
+	*clock_ns = now_ns;
+	return true;
+}
+
 static void transmitted(struct mrc_conn *c, struct mrc_tx_slot *s, unsigned path, size_t payload,
 			bool retransmit, uint64_t now_ns)
 {
 	struct mrc_path *p = &c->paths[path];
 
 	mrc_tx_record_send(s, c->paths, path);
+	/* a first transmission, or one after progress: the retry clock starts over */
+	if (!retransmit || s->epoch != c->ack_epoch)
+		s->retry_clock_ns = now_ns;
 	s->epoch = c->ack_epoch;
 	if (mrc_path_free_window(p) == 0)
 		s->flags |= MRC_TX_WND_LIMITED;
@@ -1704,11 +1724,13 @@ static bool send_data(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_i
 		if (path < 0)
 			return false;
 		m = &c->msgs[s->msg];
-		/* A retry counts only if the QP made no progress since this packet last left;
-		 * a resend after an RNR wait is counted by the RNR budget instead. */
+		/* A retry counts only if the QP made no progress since this packet last left,
+		 * and a retry timeout after the last that counted; a resend after an RNR wait
+		 * is counted by the RNR budget instead. */
 		if (s->flags & MRC_TX_RNR)
 			s->flags &= (uint8_t)~MRC_TX_RNR;
-		else if (s->epoch == c->ack_epoch && ++s->retries > c->cfg.retry_cnt) {
+		else if (s->epoch == c->ack_epoch && retry_due(c, &s->retry_clock_ns, now_ns) &&
+			 ++s->retries > c->cfg.retry_cnt) {
 			enter_error(c, m->kind == MSG_SQ ? m : NULL, MRC_WC_RETRY_EXC_ERR, true);
 			return false;
 		}
@@ -1791,15 +1813,18 @@ bool mrc_conn_send(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info
 /* --- timers ----------------------------------------------------------------------------- */
 
 /*
- * No usable path: every probe round without recovery or progress costs a retry, and the
- * retry budget ends the QP [R-88]. Paths are probed in parallel, so a round is one probe
- * per path.
+ * No usable path: each retry timeout that passes without recovery or progress costs a retry,
+ * and the retry budget ends the QP [R-88]. Probe rounds are when it is looked at.
  */
-static void note_dead_round(struct mrc_conn *c)
+static void note_dead_round(struct mrc_conn *c, uint64_t now_ns)
 {
 	struct msg *culprit;
 
-	if (++c->dead_rounds <= ((uint32_t)c->cfg.retry_cnt + 1) * c->n_paths)
+	if (!c->dead_clock_ns) {
+		c->dead_clock_ns = now_ns ? now_ns : 1; /* 0 means "not dead" */
+		return;
+	}
+	if (!retry_due(c, &c->dead_clock_ns, now_ns) || ++c->dead_rounds <= c->cfg.retry_cnt)
 		return;
 	culprit = msg_of_psn(c, c->snd_una);
 	if (!culprit || culprit->kind != MSG_SQ)
@@ -1959,13 +1984,14 @@ uint32_t mrc_conn_inflight(const struct mrc_conn *c)
 	return n;
 }
 
-int mrc_conn_set_send(struct mrc_conn *c, uint8_t retry_cnt, uint8_t rnr_retry,
-		      uint32_t max_rd_atomic)
+int mrc_conn_set_send(struct mrc_conn *c, uint8_t retry_cnt, uint64_t retry_timeout_ns,
+		      uint8_t rnr_retry, uint32_t max_rd_atomic)
 {
 	/* MSNs start at 0: a tail past it means a request was posted */
 	if (!max_rd_atomic || c->sq_tail != 0)
 		return -EBUSY;
 	c->cfg.retry_cnt = retry_cnt;
+	c->cfg.retry_timeout_ns = retry_timeout_ns;
 	c->cfg.rnr_retry = rnr_retry;
 	c->cfg.max_rd_atomic = max_rd_atomic;
 	return 0;

@@ -157,6 +157,8 @@ struct mrc_conn_config {
 	uint32_t max_dest_rd_atomic; /* READs the peer may have outstanding here */
 	unsigned qp_access;	  /* MRC_ACCESS_* the peer may use on this QP */
 	uint8_t retry_cnt;	  /* verbs retry_cnt: resends of a packet without QP progress */
+	uint64_t retry_timeout_ns; /* verbs timeout: a resend counts against retry_cnt only this
+				      long after the last that did; 0: never [R-253] */
 	uint8_t rnr_retry;	  /* verbs rnr_retry; 7 = unlimited */
 	uint16_t rnr_retry_after; /* RNR NAK wait we ask of the peer, 10 us units */
 	bool sq_sig_all;	  /* every send work request completes, signaled or not */
@@ -231,8 +233,14 @@ void mrc_conn_free(struct mrc_conn *conn);
  * The send half's settings, known only at RTS for a connection created at RTR. Allowed while
  * no request has been sent; returns 0, or -EBUSY after the first.
  */
-int mrc_conn_set_send(struct mrc_conn *conn, uint8_t retry_cnt, uint8_t rnr_retry,
-		      uint32_t max_rd_atomic);
+int mrc_conn_set_send(struct mrc_conn *conn, uint8_t retry_cnt, uint64_t retry_timeout_ns,
+		      uint8_t rnr_retry, uint32_t max_rd_atomic);
+
+/* Verbs' QP timeout attribute (4.096 us << timeout, 0 for infinite) in ns; 0 for never. */
+static inline uint64_t mrc_verbs_timeout_ns(uint8_t timeout)
+{
+	return timeout && timeout < 32 ? 4096ull << timeout : 0;
+}
 
 /*
  * The first PSN of the direction (from_node, from_qpn) -> (to_node, to_qpn) [R-116]. Both

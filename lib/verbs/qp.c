@@ -597,6 +597,8 @@ static int check_values(const struct ibv_qp_attr *a, int mask)
 		return EINVAL;
 	if ((mask & IBV_QP_PATH_MTU) && (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096))
 		return EINVAL;
+	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
+		return EINVAL; /* five bits in verbs */
 	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
 		return EINVAL;
 	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
@@ -638,6 +640,7 @@ static int ready_in_daemon(struct mrv_qp *qp)
 	const struct ibv_qp_attr *a = &qp->attr;
 	struct mrc_ctl_ready_qp req = { .qp_num = qp->ibqpx.qp_base.qp_num,
 					.retry_cnt = a->retry_cnt, .rnr_retry = a->rnr_retry,
+					.timeout = a->timeout,
 					.max_rd_atomic = a->max_rd_atomic ? a->max_rd_atomic : 1 };
 
 	return mrv_request(qp->ctx, MRC_CTL_READY_QP, &req, sizeof(req), NULL, 0, NULL, 0, NULL,

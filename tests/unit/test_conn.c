@@ -598,6 +598,121 @@ START_TEST(mrc_conn__total_blackout_retry_exceeded)
 }
 END_TEST
 
+/* The responder's host goes dark (both ways) on every plane, or comes back. */
+static void host_dark(struct sim *sim, unsigned host, bool dark)
+{
+	for (unsigned p = 0; p < sim->n_planes; p++)
+		sim->uplink[host][p].p.blackhole = sim->downlink[host][p].p.blackhole = dark;
+}
+
+/*
+ * A responder kept off its CPU for 40 ms, well inside the retry budget (8 retries, one per
+ * 67 ms timeout), costs the requester no error: retransmissions and probes go on every RTO,
+ * but retries count only once per timeout, and the transfer finishes when it comes back
+ * [R-253, R-88]. (Once every retransmission counted: eight RTOs, about 2 ms, ended the QP.)
+ */
+START_TEST(mrc_conn__peer_stall_within_retry_budget)
+{
+	struct sim_config sc;
+	struct mrc_conn_config cc;
+	struct xfer x;
+
+	sim_config_default(&sc);
+	sc.planes = 2;
+	mrc_conn_config_default(&cc);
+	xfer_init(&x, &sc, &cc, 4, 4u << 20);
+	xfer_post(&x, MRC_WR_WRITE, 2u << 20, 0);
+	xfer_post(&x, MRC_WR_SEND_IMM, 4096, 7);
+	sim_run(x.sim, 50000, writes_done, &x); /* 50 us in: data in flight */
+	ck_assert_uint_eq(x.send_done_count, 0);
+	host_dark(x.sim, 1, true);
+	sim_run(x.sim, x.sim->now_ns + 40000000ull, NULL, NULL);
+	ck_assert_uint_gt(mrc_conn_stats(x.a->conn)->tx_retransmits, 8);
+	ck_assert_int_ne(mrc_conn_state(x.a->conn), MRC_QPS_ERR);
+	host_dark(x.sim, 1, false);
+	xfer_run(&x, 10ull * 1000000000ull);
+	xfer_free(&x);
+}
+END_TEST
+
+struct first_error {
+	uint64_t at_ns;
+	unsigned status;
+};
+
+static void note_first_error(struct sim_endpoint *ep, bool from_recv,
+			     const struct mrc_completion *wc)
+{
+	struct first_error *e = ep->user;
+
+	(void)from_recv;
+	if (wc->status != MRC_WC_SUCCESS && !e->at_ns) {
+		e->at_ns = ep->sim->now_ns;
+		e->status = wc->status;
+	}
+}
+
+/*
+ * The retry budget runs on the QP's timeout: a peer gone for good ends the QP with
+ * RETRY_EXC_ERR after (retry_cnt + 1) timeouts, not before, and not much later (the RTO,
+ * 100 ms at most, is how often the clock is looked at) [R-253, R-88].
+ */
+START_TEST(mrc_conn__retry_budget_runs_on_the_timeout)
+{
+	static const uint64_t timeout_ns[] = { 5000000, 20000000 };
+
+	for (unsigned t = 0; t < 2; t++) {
+		struct sim_config sc;
+		struct mrc_conn_config cc;
+		struct first_error e = { 0 };
+		struct xfer x;
+		uint64_t dark_at, budget;
+
+		sim_config_default(&sc);
+		mrc_conn_config_default(&cc);
+		cc.retry_cnt = 3;
+		cc.retry_timeout_ns = timeout_ns[t];
+		budget = (cc.retry_cnt + 1) * cc.retry_timeout_ns;
+		xfer_init(&x, &sc, &cc, 4, 1u << 20);
+		x.a->on_complete = note_first_error;
+		x.a->user = &e;
+		xfer_post(&x, MRC_WR_WRITE, 1u << 20, 0);
+		sim_run(x.sim, 20000, NULL, NULL);
+		dark_at = x.sim->now_ns;
+		host_dark(x.sim, 1, true);
+		sim_run(x.sim, dark_at + 10ull * 1000000000ull, NULL, NULL);
+		ck_assert_int_eq(mrc_conn_state(x.a->conn), MRC_QPS_ERR);
+		ck_assert_uint_eq(e.status, MRC_WC_RETRY_EXC_ERR);
+		ck_assert_uint_ge(e.at_ns - dark_at, budget);
+		ck_assert_uint_le(e.at_ns - dark_at, budget + 2 * cc.rto.max_rto_ns);
+		xfer_free(&x);
+	}
+}
+END_TEST
+
+/* Verbs' timeout 0 is infinite: ten seconds of a dark peer end nothing, and the transfer
+ * completes when it comes back [R-253]. */
+START_TEST(mrc_conn__retry_timeout_zero_never_gives_up)
+{
+	struct sim_config sc;
+	struct mrc_conn_config cc;
+	struct xfer x;
+
+	sim_config_default(&sc);
+	mrc_conn_config_default(&cc);
+	cc.retry_timeout_ns = 0;
+	xfer_init(&x, &sc, &cc, 4, 1u << 20);
+	xfer_post(&x, MRC_WR_WRITE, 1u << 20, 0);
+	sim_run(x.sim, 20000, NULL, NULL);
+	host_dark(x.sim, 1, true);
+	sim_run(x.sim, x.sim->now_ns + 10ull * 1000000000ull, NULL, NULL);
+	ck_assert_int_ne(mrc_conn_state(x.a->conn), MRC_QPS_ERR);
+	host_dark(x.sim, 1, false);
+	xfer_run(&x, 10ull * 1000000000ull);
+	xfer_free(&x);
+}
+END_TEST
+
 /* A WRITE to a key the responder does not have: REM_ACCESS_ERR at the requester, both QPs
  * in ERR, later requests flushed [R-27, R-65, R-66, R-78]. */
 START_TEST(mrc_conn__bad_rkey_remote_access_error)
@@ -902,10 +1017,10 @@ START_TEST(mrc_conn__send_settings_only_before_first_request)
 	sim_config_default(&sc);
 	mrc_conn_config_default(&cc);
 	xfer_init(&x, &sc, &cc, 1, 64);
-	ck_assert_int_eq(mrc_conn_set_send(x.a->conn, 3, 7, 4), 0);
-	ck_assert_int_eq(mrc_conn_set_send(x.a->conn, 3, 7, 0), -EBUSY); /* no READ credit */
+	ck_assert_int_eq(mrc_conn_set_send(x.a->conn, 3, 1000000, 7, 4), 0);
+	ck_assert_int_eq(mrc_conn_set_send(x.a->conn, 3, 1000000, 7, 0), -EBUSY); /* no READ credit */
 	ck_assert_int_eq(mrc_conn_post_send(x.a->conn, &wr), 0);
-	ck_assert_int_eq(mrc_conn_set_send(x.a->conn, 3, 7, 4), -EBUSY);
+	ck_assert_int_eq(mrc_conn_set_send(x.a->conn, 3, 1000000, 7, 4), -EBUSY);
 	xfer_free(&x);
 }
 END_TEST
@@ -1020,6 +1135,9 @@ Suite *conn_suite(void)
 	suite_add_tcase(s, paths);
 
 	tcase_add_test(errors, mrc_conn__total_blackout_retry_exceeded);
+	tcase_add_test(errors, mrc_conn__peer_stall_within_retry_budget);
+	tcase_add_test(errors, mrc_conn__retry_budget_runs_on_the_timeout);
+	tcase_add_test(errors, mrc_conn__retry_timeout_zero_never_gives_up);
 	tcase_add_test(errors, mrc_conn__bad_rkey_remote_access_error);
 	tcase_add_test(errors, mrc_conn__remote_access_status_on_culprit);
 	tcase_add_test(errors, mrc_conn__send_longer_than_receive);

@@ -183,7 +183,8 @@ struct mrc_ctl_ready_qp {
 	__u8 retry_cnt;	    /* 0..7 */
 	__u8 rnr_retry;	    /* 0..7; 7 = unlimited */
 	__u8 max_rd_atomic; /* >= 1 */
-	__u8 reserved;
+	__u8 timeout;	    /* verbs timeout, 0..31: the retry clock is 4.096 us << timeout, 0 never
+			       runs out [R-253] */
 };
 
 enum mrc_ctl_qp_state {
