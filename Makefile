@@ -83,7 +83,8 @@ SAN_METAROCED := $(SAN)/sbin/metaroced
 METAROCE_CTL := $(BUILD)/bin/metaroce-ctl
 METAROCE_PERF := $(BUILD)/bin/metaroce-perf
 # BPF programs loaded into the kernel, and their BPF_PROG_TEST_RUN fixture tests
-BPF_OBJS := $(BUILD)/bpf/impair.bpf.o $(BUILD)/bpf/metaroce_xdp.bpf.o
+BPF_OBJS := $(BUILD)/bpf/impair.bpf.o $(BUILD)/bpf/metaroce_xdp.bpf.o \
+	    $(BUILD)/tests/bpf/xdp_neighbour.bpf.o
 BPF_TESTS := $(BUILD)/tests/bpf/test_impair $(BUILD)/tests/bpf/test_xdp
 XDP_COST := $(BUILD)/bench/xdp-cost
 
@@ -118,7 +119,7 @@ DEB_PACKAGES := \
 	gcc libc6-dev make pkg-config \
 	clang libclang-rt-14-dev \
 	linux-libc-dev \
-	check libsystemd-dev libbpf-dev libxdp-dev bpftool \
+	check libsystemd-dev libbpf-dev libxdp-dev bpftool xdp-tools \
 	libibverbs-dev ibverbs-utils perftest \
 	iproute2 python3 iperf3 sockperf gnuplot-nox time groff-base curl \
 	dpkg-dev debhelper python3-yaml
@@ -316,6 +317,12 @@ $(XDP_SKEL): $(BUILD)/bpf/metaroce_xdp.bpf.o
 $(OBJ)/daemon/fastpath.o $(SAN)/obj/daemon/fastpath.o: $(XDP_SKEL)
 
 $(BUILD)/bpf/%.bpf.o: testbed/bpf/%.bpf.c
+	$(call msg,BPF,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@
+
+# Programs the tests load beside ours (test_xdp: another XDP program on a plane interface).
+$(BUILD)/tests/bpf/%.bpf.o: tests/bpf/%.bpf.c
 	$(call msg,BPF,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(BPF_CFLAGS) $(DEPFLAGS) -c $< -o $@

@@ -433,14 +433,16 @@ static int show_xdp(const char *path, bool json)
 		json_str(st.backend, sizeof(st.backend));
 		fprintf(out, ",\"planes\":[");
 		for (unsigned i = 0; i < st.n_planes; i++) {
-			const char *mode = "null";
+			const char *mode = "null", *attach = "null";
 
 			for (unsigned k = 0; k < x.n_ifaces; k++)
-				if (x.ifaces[k].plane == st.planes[i].index)
+				if (x.ifaces[k].plane == st.planes[i].index) {
 					mode = x.ifaces[k].native ? "\"native\"" : "\"generic\"";
+					attach = x.ifaces[k].shared ? "\"dispatcher\"" : "\"alone\"";
+				}
 			fprintf(out, "%s{\"plane\":%u,\"ifname\":", i ? "," : "", st.planes[i].index);
 			json_str(st.planes[i].ifname, sizeof(st.planes[i].ifname));
-			fprintf(out, ",\"xdp\":%s}", mode);
+			fprintf(out, ",\"xdp\":%s,\"attach\":%s}", mode, attach);
 		}
 		fprintf(out, "],\"packets\":{");
 		for (unsigned o = 0; o < x.n_outcomes; o++)
@@ -455,13 +457,15 @@ static int show_xdp(const char *path, bool json)
 		return 0;
 	}
 	for (unsigned i = 0; i < st.n_planes; i++) {
-		const char *mode = "no XDP program: backend udp";
+		const char *mode = "no XDP program: backend udp", *attach = "";
 
 		for (unsigned k = 0; k < x.n_ifaces; k++)
-			if (x.ifaces[k].plane == st.planes[i].index)
+			if (x.ifaces[k].plane == st.planes[i].index) {
 				mode = x.ifaces[k].native ? "XDP native" : "XDP generic (skb)";
-		fprintf(out, "plane %u %-15.16s %s\n", st.planes[i].index, st.planes[i].ifname,
-			mode);
+				attach = x.ifaces[k].shared ? ", libxdp dispatcher" : ", alone";
+			}
+		fprintf(out, "plane %u %-15.16s %s%s\n", st.planes[i].index, st.planes[i].ifname,
+			mode, attach);
 	}
 	for (unsigned o = 0; o < x.n_outcomes; o++)
 		fprintf(out, "  %-14s %llu\n", mrc_xdp_outcome_name(o),

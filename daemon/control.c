@@ -259,6 +259,7 @@ static void xdp_reply(const struct mrcd_backend *b, struct mrc_ctl_xdp *x)
 		x->ifaces[i].ifindex = (uint32_t)fp->ifaces[i].ifindex;
 		x->ifaces[i].plane = fp->ifaces[i].plane;
 		x->ifaces[i].native = fp->ifaces[i].native;
+		x->ifaces[i].shared = fp->ifaces[i].shared;
 	}
 	mrcd_fastpath_outcomes(fp, o);
 	x->n_outcomes = MRC_XDP_OUTCOMES;

@@ -161,7 +161,7 @@ static int add_fd(struct mrcd *d, int fd, char *err, size_t errlen)
  */
 static int open_backend(struct mrcd *d, char *err, size_t errlen)
 {
-	char why[160];
+	char why[320];
 
 	d->backend.cfg = &d->cfg;
 	d->backend_note[0] = '\0';

@@ -4,12 +4,14 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
+#include <linux/magic.h>
 #include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -84,6 +86,50 @@ static void detach_leftover(int ifindex)
 			xdp_program__detach(p, ifindex, xdp_multiprog__attach_mode(mp), 0);
 		}
 	}
+	xdp_multiprog__close(mp);
+}
+
+/* Whether libxdp put the program behind its dispatcher, where other programs can join it. */
+static bool attached_shared(int ifindex)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	bool shared;
+
+	if (libxdp_get_error(mp) || !mp)
+		return false;
+	shared = !xdp_multiprog__is_legacy(mp);
+	xdp_multiprog__close(mp);
+	return shared;
+}
+
+/* Why libxdp attached the program alone: its dispatcher lives pinned in a bpffs. */
+static const char *why_alone(void)
+{
+	const char *dir = getenv("LIBXDP_BPFFS");
+	struct statfs st;
+
+	if (!dir)
+		dir = "/sys/fs/bpf";
+	if (statfs(dir, &st) || st.f_type != BPF_FS_MAGIC)
+		return "libxdp's dispatcher needs a bpffs at $LIBXDP_BPFFS or /sys/fs/bpf, and "
+		       "there is none";
+	return "libxdp's dispatcher could not be loaded (the kernel refused it, or another "
+	       "libxdp's; metaroced -v shows why)";
+}
+
+/* The program that holds an interface when libxdp could not attach ours beside it. */
+static void holder_name(int ifindex, char *name, size_t len)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	struct xdp_program *p;
+
+	snprintf(name, len, "?");
+	if (libxdp_get_error(mp) || !mp)
+		return;
+	p = xdp_multiprog__is_legacy(mp) ? xdp_multiprog__main_prog(mp)
+					  : xdp_multiprog__next_prog(NULL, mp);
+	if (p)
+		snprintf(name, len, "%s, id %u", xdp_program__name(p), xdp_program__id(p));
 	xdp_multiprog__close(mp);
 }
 
@@ -198,12 +244,26 @@ int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, 
 			e = xdp_program__attach(fp->prog, f->ifindex, XDP_MODE_SKB, 0);
 		}
 		if_indextoname((unsigned)f->ifindex, name);
+		if (e == -EBUSY || e == -EEXIST) {
+			char holder[64];
+
+			/* left alone: another's program is not ours to replace */
+			holder_name(f->ifindex, holder, sizeof(holder));
+			snprintf(err, errlen, "%s: another XDP program is attached there (%s) and ours "
+					      "cannot join it: %s", name, holder, why_alone());
+			mrcd_fastpath_close(fp);
+			return -1;
+		}
 		if (e) {
 			char what[64];
 
 			snprintf(what, sizeof(what), "attaching XDP to %s", name);
 			return fail(fp, err, errlen, what, e);
 		}
+		f->shared = attached_shared(f->ifindex);
+		if (!f->shared)
+			mrcd_log(LOG_NOTICE, "%s: XDP program attached alone, so another XDP program "
+					     "there is refused, not run beside it: %s", name, why_alone());
 		fp->n_ifaces++;
 		note_len += (size_t)snprintf(fp->note + note_len,
 					     note_len < sizeof(fp->note) ? sizeof(fp->note) - note_len : 0,

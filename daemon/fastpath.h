@@ -30,6 +30,7 @@ struct mrcd_fastpath_iface {
 	int ifindex;
 	uint8_t plane;
 	bool native; /* driver mode; else generic (skb) mode */
+	bool shared; /* through libxdp's dispatcher: other XDP programs may run there too */
 };
 
 struct mrcd_fastpath {

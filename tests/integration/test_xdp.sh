@@ -4,7 +4,9 @@
 # ibv_rc_pingpong and metaroce-perf, verified byte for byte, run over it; the program's
 # counters and the kernel's UDP counters prove the data packets were placed in XDP and never
 # reached a socket. Then: no program left behind after a clean stop, one left by a killed
-# daemon is replaced by the next, and backend = udp attaches nothing.
+# daemon is replaced by the next, and backend = udp attaches nothing. Last, beside another XDP
+# program (xdp-loader's, ahead of ours) through libxdp's dispatcher: both run, and ours comes
+# and goes without disturbing it.
 . "$(dirname "$0")/lib.sh"
 
 command -v ibv_rc_pingpong >/dev/null || fail "ibv_rc_pingpong missing (ibverbs-utils: make deps)"
@@ -89,4 +91,115 @@ start_daemon "$NS_A" a2 --set "plane=0 ${TAG}a0 198.18.0.1" --set "control_socke
 wait_for "$TMP/a2.log" "backend udp, port"
 "$CTL" -S "$TMP/a2.sock" xdp | grep -q "no XDP program: backend udp" || fail "xdp show on udp"
 ip -n "$NS_A" link show | grep -q "prog/xdp" && fail "backend udp attached XDP"
+kill -TERM "$PID_a2"
+wait "$PID_a2" || fail "daemon a2 did not stop cleanly (exit $?)"
+
+# Beside another program. libxdp's dispatcher lives pinned in a bpffs, which a host has at
+# /sys/fs/bpf (systemd mounts it) and `ip netns exec` hides: B gets a mount namespace with one,
+# kept by a holder process, and B's daemon, xdp-loader and bpftool all run in it.
+command -v xdp-loader >/dev/null || fail "xdp-loader missing (xdp-tools: make deps)"
+NEIGHBOUR=$BUILD/tests/bpf/xdp_neighbour.bpf.o
+ip netns exec "$NS_B" sh -c 'mount -t bpf bpf /sys/fs/bpf && exec sleep 3600' &
+HOLDER=$!
+PIDS="$PIDS $HOLDER"
+# (entering a mount namespace moves to its root: --wd keeps relative paths ours)
+on_host_b() { nsenter -t "$HOLDER" -m -n --wd="$PWD" "$@"; }
+i=0
+until on_host_b mountpoint -q /sys/fs/bpf; do
+	i=$((i + 1))
+	[ $i -lt 50 ] || fail "no bpffs in B's mount namespace"
+	sleep 0.1
+done
+on_host_b xdp-loader load -vv -m native -p /sys/fs/bpf/neighbour "${TAG}b0" "$NEIGHBOUR" \
+	>"$TMP/loader.log" 2>&1 ||
+	{ cat "$TMP/loader.log"; fail "xdp-loader could not attach the neighbour program"; }
+neighbour_seen() {
+	on_host_b bpftool -j map dump pinned /sys/fs/bpf/neighbour/neighbour_seen | python3 -c '
+import json, sys
+print(sum(v["value"] for e in json.load(sys.stdin) for v in e["formatted"]["values"]))'
+}
+# B's daemon in that namespace (nsenter, not ip netns exec, which would hide the bpffs again)
+start_daemon_beside() {
+	name=$1
+	shift
+	# not through on_host_b: $! must be the daemon's own PID, for cleanup to kill
+	nsenter -t "$HOLDER" -m -n --wd="$PWD" "${METAROCED:-$BUILD/sbin/metaroced}" \
+		--set "plane=0 ${TAG}b0 198.18.0.2" --set "plane=1 ${TAG}b1 198.19.0.2" \
+		--set "peer_prefix=198.18.0.0/15" --set "control_socket=$TMP/b.sock" "$@" \
+		>"$TMP/$name.log" 2>&1 &
+	PIDS="$PIDS $!"
+	eval "PID_$name=$!"
+}
+start_daemon "$NS_A" a3 --set "plane=0 ${TAG}a0 198.18.0.1" --set "plane=1 ${TAG}a1 198.19.0.1" \
+	--set "peer_prefix=198.18.0.0/15" --set "control_socket=$TMP/a.sock" --set backend=xdp
+wait_for "$TMP/a3.log" "backend xdp"
+grep -q "${TAG}a0: XDP program attached alone, .*there is none" "$TMP/a3.log" ||
+	fail "A (no bpffs) did not say its program is attached alone: $(cat "$TMP/a3.log")"
+"$CTL" -S "$TMP/a.sock" xdp | grep -q "plane 0 ${TAG}a0 *XDP native, alone" ||
+	fail "xdp show on A: $("$CTL" -S "$TMP/a.sock" xdp)"
+seen0=$(neighbour_seen)
+if on_host_b xdp-loader status "${TAG}b0" | grep -q xdp_dispatcher; then
+	# both run: the neighbour (priority 10) sees the packets first and passes them, ours
+	# (libxdp's default, 50) places them
+	start_daemon_beside b3 --set backend=xdp
+	wait_for "$TMP/b3.log" "backend xdp"
+	grep -q "attached alone" "$TMP/b3.log" && fail "B's program was attached alone: $(cat "$TMP/b3.log")"
+	"$CTL" -S "$TMP/b.sock" xdp | grep -q "plane 0 ${TAG}b0 *XDP native, libxdp dispatcher" ||
+		fail "xdp show on B: $("$CTL" -S "$TMP/b.sock" xdp)"
+	on_host_b xdp-loader status "${TAG}b0" >"$TMP/status.txt" 2>&1
+	grep -q "metaroce_xdp" "$TMP/status.txt" || { cat "$TMP/status.txt"; fail "ours is not on ${TAG}b0"; }
+	placed0=$(placed placed)
+	perf_pair write_beside -- -t write -s 100000 -q 2 -n 100 -V
+	json_check write_beside 'j["messages"] == 200 and j["peer"]["verified"] == 200 and j["errors"] == 0'
+	seen=$(($(neighbour_seen) - seen0))
+	placed_beside=$(($(placed placed) - placed0))
+	echo "  beside another XDP program: it saw $seen MetaRoCE packets, ours placed $placed_beside"
+	[ "$seen" -ge "$placed_beside" ] && [ "$placed_beside" -ge 5000 ] ||
+		fail "the neighbour saw $seen packets, ours placed $placed_beside"
+	# a killed daemon's program stays in the dispatcher until the next daemon removes it
+	kill -KILL "$PID_b3"
+	wait "$PID_b3" 2>/dev/null
+	on_host_b xdp-loader status "${TAG}b0" | grep -q "metaroce_xdp" ||
+		fail "a killed daemon's program should still be in the dispatcher"
+	start_daemon_beside b4 --set backend=xdp
+	wait_for "$TMP/b4.log" "backend xdp"
+	grep -q "detaching a metaroce XDP program left behind" "$TMP/b4.log" ||
+		fail "the leftover program in the dispatcher was not removed: $(cat "$TMP/b4.log")"
+	[ "$(on_host_b xdp-loader status "${TAG}b0" | grep -c "metaroce_xdp")" -eq 1 ] ||
+		fail "not one metaroce program on ${TAG}b0: $(on_host_b xdp-loader status "${TAG}b0")"
+	# a clean stop takes ours away and leaves the neighbour running
+	kill -TERM "$PID_b4"
+	wait "$PID_b4" || fail "daemon b4 did not stop cleanly (exit $?)"
+else
+	echo "  SKIP beside another XDP program: libxdp's dispatcher cannot load on this kernel"
+	echo "       (it refuses the freplace program libxdp checks with: $(grep -o "Compatibility check.*" "$TMP/loader.log" || echo "see xdp-loader -vv"))."
+	echo "       Instead: an interface another program holds is left to it, and the daemon says why"
+	# backend = xdp: refuses to start, naming the interface and the program there
+	start_daemon_beside b3 --set backend=xdp
+	wait "$PID_b3" && fail "backend = xdp started on an interface another XDP program holds"
+	grep -q "cannot start: backend xdp: ${TAG}b0: another XDP program is attached there (xdp_neighbour, id [0-9]*) and ours cannot join it: libxdp's dispatcher could not be loaded" "$TMP/b3.log" ||
+		fail "backend = xdp beside another program: $(cat "$TMP/b3.log")"
+	# backend = auto: udp, with the same reason in the log and in status
+	start_daemon_beside b4 --set backend=auto
+	wait_for "$TMP/b4.log" "backend udp"
+	grep -q "backend auto: xdp unavailable (${TAG}b0: another XDP program is attached there" "$TMP/b4.log" ||
+		fail "backend = auto did not say why it fell back: $(cat "$TMP/b4.log")"
+	"$CTL" -S "$TMP/b.sock" status | grep -q "auto: xdp failed: ${TAG}b0: another XDP program" ||
+		fail "status on B: $("$CTL" -S "$TMP/b.sock" status)"
+	perf_pair write_beside -- -t write -s 100000 -q 2 -n 100 -V
+	json_check write_beside 'j["messages"] == 200 and j["peer"]["verified"] == 200 and j["errors"] == 0'
+	seen=$(($(neighbour_seen) - seen0))
+	# about half of the 14,200 data packets, and the ACKs, crossed plane 0
+	echo "  the neighbour on ${TAG}b0 saw $seen MetaRoCE packets and passed them up to B's UDP socket"
+	[ "$seen" -ge 5000 ] || fail "the neighbour saw only $seen packets"
+	kill -TERM "$PID_b4"
+	wait "$PID_b4" || fail "daemon b4 did not stop cleanly (exit $?)"
+fi
+on_host_b xdp-loader status >"$TMP/status.txt" 2>&1
+grep -q "metaroce_xdp" "$TMP/status.txt" && { cat "$TMP/status.txt"; fail "ours left attached"; }
+grep -q "xdp_neighbour" "$TMP/status.txt" || { cat "$TMP/status.txt"; fail "the neighbour went too"; }
+kill -TERM "$PID_a3"
+wait "$PID_a3" || fail "daemon a3 did not stop cleanly (exit $?)"
+on_host_b xdp-loader unload "${TAG}b0" --all || fail "xdp-loader unload"
+ip -n "$NS_B" link show | grep -q "prog/xdp" && fail "programs left on B after all stopped"
 echo "xdp backend: ok"

@@ -117,7 +117,9 @@ struct mrc_ctl_xdp {
 		__u32 ifindex;
 		__u8 plane;
 		__u8 native;	/* 1: driver mode; 0: generic (skb) mode */
-		__u8 reserved[2];
+		__u8 shared;	/* 1: behind libxdp's dispatcher, other programs may run there;
+				   0: attached alone */
+		__u8 reserved;
 	} ifaces[16];
 	__u64 outcomes[32];	/* packets per outcome code, summed over CPUs */
 	__u32 xsk_sockets;	/* AF_XDP sockets (0: the program passes up to UDP sockets) */
