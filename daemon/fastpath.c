@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
+#include <linux/if_link.h>
 #include <linux/magic.h>
 #include <net/if.h>
 #include <stdarg.h>
@@ -71,19 +72,18 @@ static void detach_leftover(int ifindex)
 		return;
 	if (xdp_multiprog__is_legacy(mp)) {
 		p = xdp_multiprog__main_prog(mp);
-		if (p && !strcmp(xdp_program__name(p), PROG_NAME)) {
-			mrcd_log(LOG_NOTICE, "ifindex %d: detaching a metaroce XDP program left "
+		/* one held by a BPF link belongs to a live daemon: the attach then says whose */
+		if (p && !strcmp(xdp_program__name(p), PROG_NAME) && !xdp_multiprog__detach(mp))
+			mrcd_log(LOG_NOTICE, "ifindex %d: detached a metaroce XDP program left "
 					     "behind", ifindex);
-			xdp_multiprog__detach(mp);
-		}
 	} else {
 		for (p = xdp_multiprog__next_prog(NULL, mp); p;
 		     p = xdp_multiprog__next_prog(p, mp)) {
-			if (strcmp(xdp_program__name(p), PROG_NAME))
+			if (strcmp(xdp_program__name(p), PROG_NAME) ||
+			    xdp_program__detach(p, ifindex, xdp_multiprog__attach_mode(mp), 0))
 				continue;
-			mrcd_log(LOG_NOTICE, "ifindex %d: detaching a metaroce XDP program left "
+			mrcd_log(LOG_NOTICE, "ifindex %d: detached a metaroce XDP program left "
 					     "behind", ifindex);
-			xdp_program__detach(p, ifindex, xdp_multiprog__attach_mode(mp), 0);
 		}
 	}
 	xdp_multiprog__close(mp);
@@ -144,11 +144,48 @@ static int on_event(void *ctx, void *data, size_t len)
 	return fp->n_pending == fp->pending_cap ? -E2BIG : 0;
 }
 
+static enum xdp_attach_mode mode_of(const struct mrcd_fastpath_iface *f)
+{
+	return f->native ? XDP_MODE_NATIVE : XDP_MODE_SKB;
+}
+
+/*
+ * Alone on an interface, libxdp attaches the program to the interface itself, where it would
+ * outlive a daemon that crashed. A BPF link holds it instead: the kernel detaches it when the
+ * daemon's last descriptor closes, however the daemon ends, and nobody else's attach can
+ * replace it meanwhile. (Behind the dispatcher, libxdp keeps its own pinned state: a program
+ * left there is removed by the next start, detach_leftover.) False: it stays as libxdp left it.
+ */
+static bool hold_by_link(const struct mrcd_fastpath *fp, struct mrcd_fastpath_iface *f)
+{
+	LIBBPF_OPTS(bpf_link_create_opts, opts,
+		    .flags = f->native ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE);
+	int fd;
+
+	if (xdp_program__detach(fp->prog, f->ifindex, mode_of(f), 0))
+		return false;
+	fd = bpf_link_create(xdp_program__fd(fp->prog), f->ifindex, BPF_XDP, &opts);
+	if (fd >= 0) {
+		f->link_fd = fd;
+		return true;
+	}
+	mrcd_log(LOG_NOTICE, "ifindex %d: no BPF link for XDP (%s): the program stays attached "
+			     "to the interface, and a crash would leave it there until the next start",
+		 f->ifindex, strerror(errno));
+	xdp_program__attach(fp->prog, f->ifindex, mode_of(f), 0);
+	return false;
+}
+
 static void detach_all(struct mrcd_fastpath *fp)
 {
-	for (unsigned i = 0; i < fp->n_ifaces; i++)
-		xdp_program__detach(fp->prog, fp->ifaces[i].ifindex,
-				    fp->ifaces[i].native ? XDP_MODE_NATIVE : XDP_MODE_SKB, 0);
+	for (unsigned i = 0; i < fp->n_ifaces; i++) {
+		struct mrcd_fastpath_iface *f = &fp->ifaces[i];
+
+		if (f->link_fd >= 0)
+			close(f->link_fd);
+		else
+			xdp_program__detach(fp->prog, f->ifindex, mode_of(f), 0);
+	}
 	fp->n_ifaces = 0;
 }
 
@@ -229,6 +266,7 @@ int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, 
 
 		f->ifindex = iface_of(&cfg->planes[i]);
 		f->plane = cfg->planes[i].index;
+		f->link_fd = -1;
 		if (f->ifindex <= 0) {
 			char what[64];
 
@@ -261,10 +299,12 @@ int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, 
 			return fail(fp, err, errlen, what, e);
 		}
 		f->shared = attached_shared(f->ifindex);
-		if (!f->shared)
+		fp->n_ifaces++; /* from here on, detach_all takes it away again */
+		if (!f->shared) {
 			mrcd_log(LOG_NOTICE, "%s: XDP program attached alone, so another XDP program "
 					     "there is refused, not run beside it: %s", name, why_alone());
-		fp->n_ifaces++;
+			hold_by_link(fp, f);
+		}
 		note_len += (size_t)snprintf(fp->note + note_len,
 					     note_len < sizeof(fp->note) ? sizeof(fp->note) - note_len : 0,
 					     "%s%s %s", i ? ", " : "", name,

@@ -31,6 +31,7 @@ struct mrcd_fastpath_iface {
 	uint8_t plane;
 	bool native; /* driver mode; else generic (skb) mode */
 	bool shared; /* through libxdp's dispatcher: other XDP programs may run there too */
+	int link_fd; /* alone: the BPF link that holds it there, so it goes when we do; else -1 */
 };
 
 struct mrcd_fastpath {

@@ -3,8 +3,9 @@
 # AF_XDP sockets, through which the daemons also send; unmodified
 # ibv_rc_pingpong and metaroce-perf, verified byte for byte, run over it; the program's
 # counters and the kernel's UDP counters prove the data packets were placed in XDP and never
-# reached a socket. Then: no program left behind after a clean stop, one left by a killed
-# daemon is replaced by the next, and backend = udp attaches nothing. Last, beside another XDP
+# reached a socket. Then: no program left behind after a clean stop or a kill, one of ours left
+# attached some other way is replaced by the next start, a second daemon on the same interfaces
+# is refused, and backend = udp attaches nothing. Last, beside another XDP
 # program (xdp-loader's, ahead of ours) through libxdp's dispatcher: both run, and ours comes
 # and goes without disturbing it.
 . "$(dirname "$0")/lib.sh"
@@ -69,19 +70,33 @@ print("  READ responses into A: %d placed in XDP" % p["placed"])
 sys.exit(0 if p["placed"] >= 14000 else 1)' || fail "READ responses were not placed in XDP"
 "$CTL" -S "$TMP/b.sock" xdp
 
-# a clean stop detaches the program; a killed daemon's program is replaced by the next one's
+# a clean stop detaches the program; so does the kernel when a daemon is killed, since a BPF
+# link, not the interface, holds the program
 kill -TERM "$PID_a"
 wait "$PID_a" || fail "daemon a did not stop cleanly (exit $?)"
 ip -n "$NS_A" link show | grep -q "prog/xdp" && fail "XDP program left attached after SIGTERM"
 kill -KILL "$PID_b"
 wait "$PID_b" 2>/dev/null
-ip -n "$NS_B" link show | grep -q "prog/xdp" || fail "a killed daemon's program should still be attached"
+sleep 0.2 # the link goes with the process's last descriptor
+ip -n "$NS_B" link show | grep -q "prog/xdp" && fail "a killed daemon's program stayed attached"
+# one of ours attached to the interface itself (as xdp-loader, or an older daemon, leaves it)
+# is detached by the next start
+ip netns exec "$NS_B" xdp-loader load -m native "${TAG}b0" "$BUILD/bpf/metaroce_xdp.bpf.o" \
+	>"$TMP/loader.log" 2>&1 || { cat "$TMP/loader.log"; fail "xdp-loader load metaroce_xdp"; }
 start_daemon "$NS_B" b2 --set "plane=0 ${TAG}b0 198.18.0.2" --set "plane=1 ${TAG}b1 198.19.0.2" \
 	--set "control_socket=$TMP/b2.sock" --set backend=xdp
 wait_for "$TMP/b2.log" "backend xdp"
-grep -q "detaching a metaroce XDP program left behind" "$TMP/b2.log" ||
-	fail "the leftover program was not replaced"
+grep -q "detached a metaroce XDP program left behind" "$TMP/b2.log" ||
+	fail "the leftover program was not replaced: $(cat "$TMP/b2.log")"
 [ "$(ip -n "$NS_B" link show | grep -c "prog/xdp")" -eq 2 ] || fail "not one program per plane"
+# a second daemon on the same interfaces (another port) is refused, and the first keeps them
+start_daemon "$NS_B" b2x --set "plane=0 ${TAG}b0 198.18.0.2" --set "plane=1 ${TAG}b1 198.19.0.2" \
+	--set "control_socket=$TMP/b2x.sock" --set backend=xdp --set port=4800
+wait "$PID_b2x" && fail "a second daemon took interfaces the first holds"
+grep -q "${TAG}b0: another XDP program is attached there (metaroce_xdp, id [0-9]*)" "$TMP/b2x.log" ||
+	fail "the second daemon: $(cat "$TMP/b2x.log")"
+"$CTL" -S "$TMP/b2.sock" xdp | grep -q "plane 0 ${TAG}b0 *XDP native, alone" ||
+	fail "the first daemon lost its program: $("$CTL" -S "$TMP/b2.sock" xdp)"
 kill -TERM "$PID_b2"
 wait "$PID_b2" || fail "daemon b2 did not stop cleanly (exit $?)"
 
@@ -163,7 +178,7 @@ if on_host_b xdp-loader status "${TAG}b0" | grep -q xdp_dispatcher; then
 		fail "a killed daemon's program should still be in the dispatcher"
 	start_daemon_beside b4 --set backend=xdp
 	wait_for "$TMP/b4.log" "backend xdp"
-	grep -q "detaching a metaroce XDP program left behind" "$TMP/b4.log" ||
+	grep -q "detached a metaroce XDP program left behind" "$TMP/b4.log" ||
 		fail "the leftover program in the dispatcher was not removed: $(cat "$TMP/b4.log")"
 	[ "$(on_host_b xdp-loader status "${TAG}b0" | grep -c "metaroce_xdp")" -eq 1 ] ||
 		fail "not one metaroce program on ${TAG}b0: $(on_host_b xdp-loader status "${TAG}b0")"
