@@ -13,6 +13,7 @@
 #include <linux/rtnetlink.h>
 #include <linux/udp.h>
 #include <net/if.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -321,10 +322,35 @@ void mrcd_afxdp_close(struct mrcd_afxdp *x)
 	memset(x, 0, sizeof(*x));
 }
 
+/* A plane that cannot have AF_XDP sockets goes without; the reason joins the others in err. */
+static void plane_without(struct mrcd_xsk_plane *p, char *err, size_t errlen, const char *fmt,
+			  ...) __attribute__((format(printf, 4, 5)));
+static void plane_without(struct mrcd_xsk_plane *p, char *err, size_t errlen, const char *fmt,
+			  ...)
+{
+	size_t n = strlen(err);
+	va_list ap;
+
+	for (unsigned k = 0; k < p->n_queues; k++)
+		queue_close(&p->queues[k]); /* which takes it out of the XSKMAP too */
+	free(p->queues);
+	p->queues = NULL;
+	p->n_queues = 0;
+	if (n && n + 2 < errlen) {
+		memcpy(err + n, "; ", 3);
+		n += 2;
+	}
+	va_start(ap, fmt);
+	if (n < errlen)
+		vsnprintf(err + n, errlen - n, fmt, ap);
+	va_end(ap);
+}
+
 int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsks_fd,
 		    char *err, size_t errlen)
 {
 	memset(x, 0, sizeof(*x));
+	err[0] = '\0';
 	x->nl_fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
 	if (x->nl_fd < 0) {
 		snprintf(err, errlen, "rtnetlink: %s", strerror(errno));
@@ -346,20 +372,20 @@ int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsk
 		memcpy(p->addr, pl->addr.addr, 16);
 		p->ifindex = pl->ifname[0] ? (int)if_nametoindex(pl->ifname) : 0;
 		if (p->ifindex <= 0 || !if_indextoname((unsigned)p->ifindex, ifname)) {
-			snprintf(err, errlen, "plane %u: AF_XDP needs the plane's interface named",
-				 pl->index);
-			goto fail;
+			plane_without(p, err, errlen, "plane %u: its interface is not named",
+				      pl->index);
+			continue;
 		}
 		e = iface_info(ifname, p->mac, &mtu);
 		if (e) {
-			snprintf(err, errlen, "%s: %s", ifname, strerror(-e));
-			goto fail;
+			plane_without(p, err, errlen, "%s: %s", ifname, strerror(-e));
+			continue;
 		}
 		/* a frame keeps XDP_PACKET_HEADROOM in front; allow a VLAN tag too */
 		if (mtu + ETH_HLEN + 4 > (int)(MRCD_XSK_FRAME - XDP_PACKET_HEADROOM)) {
-			snprintf(err, errlen, "%s: MTU %d does not fit %u-byte AF_XDP frames", ifname,
-				 mtu, MRCD_XSK_FRAME);
-			goto fail;
+			plane_without(p, err, errlen, "%s: MTU %d does not fit %u-byte frames", ifname,
+				      mtu, MRCD_XSK_FRAME);
+			continue;
 		}
 		{
 			unsigned nq = rx_queues(ifname);
@@ -368,8 +394,8 @@ int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsk
 				nq = MRC_XDP_MAX_QUEUES;
 			p->queues = calloc(nq, sizeof(*p->queues));
 			if (!p->queues) {
-				snprintf(err, errlen, "out of memory");
-				goto fail;
+				plane_without(p, err, errlen, "%s: out of memory", ifname);
+				continue;
 			}
 			p->n_queues = nq;
 		}
@@ -379,22 +405,25 @@ int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsk
 
 			e = queue_open(&p->queues[k], ifname, k);
 			if (e) {
-				snprintf(err, errlen, "AF_XDP socket on %s queue %u: %s", ifname, k,
-					 strerror(e < 0 ? -e : e));
-				goto fail;
+				plane_without(p, err, errlen, "%s queue %u: %s", ifname, k,
+					      strerror(e < 0 ? -e : e));
+				break;
 			}
 			fd = xsk_socket__fd(p->queues[k].xsk);
 			if (bpf_map_update_elem(xsks_fd, &key, &fd, BPF_ANY)) {
-				snprintf(err, errlen, "mrc_xsks: %s", strerror(errno));
-				goto fail;
+				plane_without(p, err, errlen, "%s: mrc_xsks: %s", ifname,
+					      strerror(errno));
+				break;
 			}
 		}
-		x->n_planes++;
+		if (p->n_queues)
+			x->n_planes++;
 	}
-	return 0;
-fail:
-	mrcd_afxdp_close(x);
-	return -1;
+	if (!x->n_planes) {
+		mrcd_afxdp_close(x);
+		return -1;
+	}
+	return (int)x->n_planes;
 }
 
 unsigned mrcd_afxdp_poll_fds(const struct mrcd_afxdp *x, int *fds, unsigned max)
@@ -608,11 +637,11 @@ int mrcd_afxdp_tx(struct mrcd_afxdp *x, const struct mrcd_dgram *g, uint64_t now
 	uint64_t addr;
 
 	if (g->plane >= MRC_MAX_PLANES || !x->planes[g->plane].n_queues)
-		return -1;
+		return -2;
 	p = &x->planes[g->plane];
 	q = &p->queues[0];
 	if (g->len + 14 + 40 + 8 > MRCD_XSK_FRAME)
-		return -1;
+		return -2;
 	nb = neighbour(x, p, g->peer.addr, now_ns);
 	if (!nb)
 		return -1;

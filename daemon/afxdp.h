@@ -67,7 +67,9 @@ struct mrcd_afxdp {
 
 /*
  * Opens a socket per receive queue of every plane interface and puts it in xsks_fd (the
- * program's XSKMAP). Returns 0, or -1 with the reason in err and nothing left open.
+ * program's XSKMAP). A plane where that fails goes without (its datagrams use the UDP
+ * sockets): err then says which and why. Returns how many planes have sockets, or -1 with the
+ * reason in err and nothing left open.
  */
 int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsks_fd,
 		    char *err, size_t errlen);
@@ -80,7 +82,8 @@ unsigned mrcd_afxdp_rx(struct mrcd_afxdp *x, struct mrcd_dgram *d, unsigned n, u
 /*
  * Sends d through the plane's socket. Returns 1 when sent, 0 when the ring is full (try
  * again later), -1 when the next hop is not resolved yet (send it another way; the lookup
- * is repeated later).
+ * is repeated later), -2 when the plane has no AF_XDP socket or the datagram no frame (send
+ * it another way).
  */
 int mrcd_afxdp_tx(struct mrcd_afxdp *x, const struct mrcd_dgram *d, uint64_t now_ns);
 /* Tells the kernel to send what the transmit rings hold, and takes back finished frames. */

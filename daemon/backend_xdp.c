@@ -21,6 +21,7 @@ struct mrcd_xdp_state {
 	struct mrcd_fastpath fp;
 	struct mrcd_afxdp xsk;
 	bool have_xsk;
+	bool udp_every_turn; /* a plane without AF_XDP sockets: its datagrams reach the UDP ones */
 	unsigned rx_calls;
 };
 
@@ -67,7 +68,8 @@ static bool xsk_possible(const struct mrcd_config *cfg, char *why, size_t len)
 static int xdp_open(struct mrcd_backend *b, char *err, size_t errlen)
 {
 	struct mrcd_xdp_state *s;
-	char why[128];
+	char why[256];
+	int planes;
 	bool redirect;
 
 	if (mrcd_backend_udp.open(b, err, errlen))
@@ -86,10 +88,20 @@ static int xdp_open(struct mrcd_backend *b, char *err, size_t errlen)
 		return -1;
 	}
 	b->fast = &s->fp;
-	if (redirect && !mrcd_afxdp_open(&s->xsk, b->cfg, s->fp.xsks_fd, why, sizeof(why))) {
+	planes = redirect ? mrcd_afxdp_open(&s->xsk, b->cfg, s->fp.xsks_fd, why, sizeof(why)) : -1;
+	if (planes > 0) {
 		s->have_xsk = true;
 		for (unsigned i = 0; i < MRC_MAX_PLANES; i++)
 			b->xsk_sockets += s->xsk.planes[i].n_queues;
+	}
+	if (planes > 0 && (unsigned)planes < b->cfg->n_planes) {
+		size_t n = strlen(s->fp.note);
+
+		s->udp_every_turn = true;
+		mrcd_log(LOG_NOTICE, "AF_XDP on %d of %u planes; the others use UDP sockets for "
+				     "control packets and transmit (%s)", planes, b->cfg->n_planes, why);
+		snprintf(s->fp.note + n, sizeof(s->fp.note) - n, "; AF_XDP on %d/%u", planes,
+			 b->cfg->n_planes);
 	}
 	if (!s->have_xsk) {
 		size_t n = strlen(s->fp.note);
@@ -135,7 +147,7 @@ static int xdp_rx_batch(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n
 		got += x;
 		b->xsk_rx += x;
 	}
-	more = got < n && (!s->have_xsk || ++s->rx_calls % UDP_EVERY == 0)
+	more = got < n && (!s->have_xsk || s->udp_every_turn || ++s->rx_calls % UDP_EVERY == 0)
 		       ? mrcd_backend_udp.rx_batch(b, d + got, n - got)
 		       : 0;
 	return (int)got + (more > 0 ? more : 0);
@@ -170,7 +182,7 @@ static int xdp_tx_batch(struct mrcd_backend *b, const struct mrcd_dgram *d, unsi
 			break; /* unresolved next hop, and the socket refused too */
 		if (r > 0)
 			b->xsk_tx++;
-		else
+		else if (r == -1)
 			b->xsk_tx_unresolved++;
 		done++;
 	}

@@ -109,6 +109,29 @@ ip -n "$NS_A" link show | grep -q "prog/xdp" && fail "backend udp attached XDP"
 kill -TERM "$PID_a2"
 wait "$PID_a2" || fail "daemon a2 did not stop cleanly (exit $?)"
 
+# A plane whose MTU AF_XDP frames cannot hold (9000) goes without AF_XDP sockets, and only it:
+# its datagrams use the UDP sockets, the other plane keeps AF_XDP, every byte arrives
+ip -n "$NS_A" link set "${TAG}a1" mtu 9000
+ip -n "$NS_B" link set "${TAG}b1" mtu 9000
+start_daemon "$NS_A" a4 --set "plane=0 ${TAG}a0 198.18.0.1" --set "plane=1 ${TAG}a1 198.19.0.1" \
+	--set "peer_prefix=198.18.0.0/15" --set "control_socket=$TMP/a.sock" --set backend=xdp
+start_daemon "$NS_B" b6 --set "plane=0 ${TAG}b0 198.18.0.2" --set "plane=1 ${TAG}b1 198.19.0.2" \
+	--set "peer_prefix=198.18.0.0/15" --set "control_socket=$TMP/b.sock" --set backend=xdp
+wait_for "$TMP/a4.log" "backend xdp"
+wait_for "$TMP/b6.log" "backend xdp"
+grep -q "AF_XDP on 1 of 2 planes; .*(${TAG}b1: MTU 9000 does not fit 4096-byte frames)" "$TMP/b6.log" ||
+	fail "a jumbo plane: $(cat "$TMP/b6.log")"
+[ "$(xsk b sockets)" -eq 1 ] || fail "$(xsk b sockets) AF_XDP sockets on B, 1 expected"
+xsk_rx0=$(xsk b rx)
+perf_pair write_jumbo -- -t write -s 100000 -q 2 -n 100 -V
+json_check write_jumbo 'j["messages"] == 200 and j["peer"]["verified"] == 200 and j["errors"] == 0'
+[ "$(xsk b rx)" -gt "$xsk_rx0" ] || fail "plane 0 stopped using its AF_XDP socket"
+for d in a4 b6; do
+	eval "kill -TERM \$PID_$d; wait \$PID_$d" || fail "daemon $d did not stop cleanly"
+done
+ip -n "$NS_A" link set "${TAG}a1" mtu 1500
+ip -n "$NS_B" link set "${TAG}b1" mtu 1500
+
 # Beside another program. libxdp's dispatcher lives pinned in a bpffs, which a host has at
 # /sys/fs/bpf (systemd mounts it) and `ip netns exec` hides: B gets a mount namespace with one,
 # kept by a holder process, and B's daemon, xdp-loader and bpftool all run in it.
