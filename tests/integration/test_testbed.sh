@@ -127,7 +127,11 @@ testbed_up --hosts 2 --planes 4 --rate 1000
 testbed_daemons 4 0 1
 wait_for "$TMP/h0.log" "backend "
 wait_for "$TMP/h1.log" "backend "
-echo "  daemons on the $(sed -n 's/.*: backend \([a-z]*\) .*/\1/p' "$TMP/h0.log" | head -n 1) backend"
+# which backend auto took, as an operator sees it
+for h in 0 1; do
+	ip netns exec "mtb-$TESTBED-h$h" "$BUILD/bin/metaroce-ctl" -S "$TMP/h$h.sock" status |
+		sed -n "s/^node [0-9a-f]*  \(backend [^ ]* .*\)  port.*/  host $h: \1/p"
+done
 $TB impair --all-planes --loss 1
 PERF=$BUILD/bin/metaroce-perf
 # testbed_perf NAME CLIENT_ARGS...: metaroce-perf server on host 1, client on host 0 with -j
