@@ -58,13 +58,23 @@ monj=$!
 PIDS="$PIDS $monj"
 sleep 0.2
 
-# drain plane 1 in the middle of a verified transfer
-bg_b "$TMP/d.server.log" timeout 120 "$BUILD/tests/verbs/verbs_check" -n 60 -s 65537,4M
+# drain plane 1 in the middle of a verified transfer (100 rounds: 7 s on a fast run, 18 on a
+# slow one; the drain and restore are seen within 4)
+bg_b "$TMP/d.server.log" timeout 120 "$BUILD/tests/verbs/verbs_check" -n 100 -s 65537,4M
 srv=$BG
 sleep 0.3
-bg_a "$TMP/d.client.log" timeout 120 "$BUILD/tests/verbs/verbs_check" -n 60 -s 65537,4M 198.18.0.2
+bg_a "$TMP/d.client.log" timeout 120 "$BUILD/tests/verbs/verbs_check" -n 100 -s 65537,4M 198.18.0.2
 cli=$BG
 sleep 1
+transfer_ended() { # WHAT: the transfer is over before WHAT could be seen; say how it ended
+	wait "$cli"
+	echo "--- client (exit $?):"
+	cat "$TMP/d.client.log"
+	echo "--- server:"
+	cat "$TMP/d.server.log"
+	tail -n 20 "$TMP/a.log" "$TMP/b.log"
+	fail "the transfer ended before the $1 could be observed"
+}
 plane_tx() { # SOCKET PLANE: packets sent so far on that plane's paths
 	"$CTL" -S "$1" -j path | python3 -c "
 import json, sys
@@ -79,7 +89,7 @@ sleep 1
 a2=$(plane_tx "$TMP/a.sock" 1)
 b2=$(plane_tx "$TMP/b.sock" 1)
 a0=$(plane_tx "$TMP/a.sock" 0)
-kill -0 "$cli" 2>/dev/null || fail "the transfer ended before the drain could be observed"
+kill -0 "$cli" 2>/dev/null || transfer_ended "drain"
 [ "$a1" -gt 0 ] || fail "plane 1 carried nothing before the drain"
 [ "$a1" -eq "$a2" ] || fail "A still sends on drained plane 1 ($a1 -> $a2)"
 [ "$b1" -eq "$b2" ] || fail "B did not follow A's drain of plane 1 ($b1 -> $b2)"
@@ -92,13 +102,15 @@ kill -0 "$cli" 2>/dev/null || fail "the transfer ended before the drain could be
 sleep 1
 a3=$(plane_tx "$TMP/a.sock" 1)
 [ "$a3" -gt "$a2" ] || fail "plane 1 not used again after restore ($a2 -> $a3)"
-# stat reset zeroes the live QP's per-path counters too; they count on from zero
+# stat reset zeroes the live QP's per-path counters too; they count on from zero. The client
+# is held meanwhile (SIGSTOP), so its QP is there to be seen however fast the transfer ran
+kill -STOP "$cli" 2>/dev/null || transfer_ended "reset"
 before=$(( $(plane_tx "$TMP/a.sock" 0) + $(plane_tx "$TMP/a.sock" 1) ))
 # shellcheck disable=SC2086
 "$CTL" $A stat reset | grep -q "counters reset" || fail "stat reset"
 after=$(( $(plane_tx "$TMP/a.sock" 0) + $(plane_tx "$TMP/a.sock" 1) ))
 [ "$after" -lt "$before" ] || fail "stat reset left the path counters ($before -> $after)"
-kill -0 "$cli" 2>/dev/null || fail "the transfer ended before the reset could be observed"
+kill -CONT "$cli"
 wait "$cli" || { cat "$TMP/d.client.log"; fail "the transfer across the drain failed"; }
 wait "$srv" || { cat "$TMP/d.server.log"; fail "its server failed"; }
 grep "verbs_check: OK" "$TMP/d.client.log"
