@@ -116,6 +116,7 @@ struct mrc_conn {
 	uint32_t dead_rounds; /* retries counted with no usable path and no progress */
 	uint64_t dead_clock_ns; /* no usable path since, or its last retry counted; 0: not dead */
 	uint64_t rnr_wakeup_ns; /* earliest end of an RNR wait */
+	uint64_t retx_wakeup_ns; /* earliest a lost packet held back may go again */
 	uint64_t prng;
 	uint64_t last_now_ns; /* latest time the caller gave us */
 
@@ -1649,9 +1650,15 @@ static void transmitted(struct mrc_conn *c, struct mrc_tx_slot *s, unsigned path
 	struct mrc_path *p = &c->paths[path];
 
 	mrc_tx_record_send(s, c->paths, path);
-	/* a first transmission, or one after progress: the retry clock starts over */
-	if (!retransmit || s->epoch != c->ack_epoch)
+	/* a first transmission, or one after progress: the retry clock starts over [R-253],
+	 * and so does the back-off of its retransmissions [R-256] */
+	if (!retransmit || s->epoch != c->ack_epoch) {
 		s->retry_clock_ns = now_ns;
+		s->stalled = 0;
+	} else if (s->stalled < UINT8_MAX) {
+		s->stalled++;
+	}
+	s->sent_ns = now_ns;
 	s->epoch = c->ack_epoch;
 	if (mrc_path_free_window(p) == 0)
 		s->flags |= MRC_TX_WND_LIMITED;
@@ -1692,16 +1699,42 @@ static struct msg *next_message(struct mrc_conn *c, uint64_t now_ns)
 	return m;
 }
 
-/* Oldest packet declared lost whose message may go now; NULL when none. */
+/*
+ * When a lost packet may go again. At once, unless the QP has made no progress since it last
+ * left and it has been resent so before: then it waits rto_min doubled per such resend, up to
+ * rto_max, after its last transmission. Paths come back with fresh RTOs when probes answer,
+ * so a peer that answers probes but takes no data would otherwise draw resends as fast as
+ * RTOs expire [R-256].
+ */
+static uint64_t resend_at(const struct mrc_conn *c, const struct mrc_tx_slot *s)
+{
+	uint64_t hold = c->cfg.rto.min_rto_ns;
+
+	if (s->epoch != c->ack_epoch || !s->stalled)
+		return 0;
+	for (unsigned k = 0; k < s->stalled && hold < c->cfg.rto.max_rto_ns; k++)
+		hold *= 2;
+	return s->sent_ns + (hold < c->cfg.rto.max_rto_ns ? hold : c->cfg.rto.max_rto_ns);
+}
+
+/* Oldest packet declared lost whose message may go now; NULL when none (retx_wakeup_ns then
+ * says when one held back may). */
 static struct mrc_tx_slot *next_lost(struct mrc_conn *c, uint64_t now_ns, uint32_t *psn_out)
 {
+	c->retx_wakeup_ns = 0;
 	for (uint32_t psn = c->snd_una; mrc_seq_lt(psn, c->snd_nxt); psn++) {
 		struct mrc_tx_slot *s = mrc_tx_slot(c->tx, psn);
+		uint64_t at;
 
-		if ((s->flags & MRC_TX_LOST) && now_ns >= c->msgs[s->msg].rnr_until_ns) {
+		if (!(s->flags & MRC_TX_LOST) || now_ns < c->msgs[s->msg].rnr_until_ns)
+			continue;
+		at = resend_at(c, s);
+		if (now_ns >= at) {
 			*psn_out = psn;
 			return s;
 		}
+		if (!c->retx_wakeup_ns || at < c->retx_wakeup_ns)
+			c->retx_wakeup_ns = at;
 	}
 	return NULL;
 }
@@ -1887,6 +1920,8 @@ uint64_t mrc_conn_next_timeout(const struct mrc_conn *c)
 		t = c->pace_next_ns;
 	if (c->rnr_wakeup_ns > c->last_now_ns && c->rnr_wakeup_ns < t)
 		t = c->rnr_wakeup_ns;
+	if (c->lost_pending && c->retx_wakeup_ns > c->last_now_ns && c->retx_wakeup_ns < t)
+		t = c->retx_wakeup_ns;
 	return t;
 }
 

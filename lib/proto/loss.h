@@ -32,6 +32,8 @@ struct mrc_tx_slot {
 	uint8_t retries;   /* retransmissions without QP progress in between */
 	uint16_t epoch;	   /* the QP's acknowledgement epoch when it last left */
 	uint64_t retry_clock_ns; /* when it first left, or its last retry counted */
+	uint64_t sent_ns;	 /* when it last left */
+	uint8_t stalled;	 /* retransmissions since the QP last made progress */
 };
 
 /* Slot of a PSN: the ring is indexed like the receive window, PSN modulo 256. */

@@ -315,7 +315,7 @@ static void enter_stage(struct sim *sim, struct sim_event *ev)
 
 	s->packets++;
 	s->bytes += ev->len;
-	if (s->p.blackhole) {
+	if (s->p.blackhole || (s->p.drop_above_bytes && ev->len > s->p.drop_above_bytes)) {
 		s->dropped_blackhole++;
 		free(ev);
 		return;

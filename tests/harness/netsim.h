@@ -46,6 +46,7 @@ struct sim_stage_params {
 	double duplicate;
 	double corrupt;
 	bool blackhole;
+	uint32_t drop_above_bytes; /* drop packets longer: data lost, probes and ACKs pass; 0 none */
 };
 
 struct sim_stage {

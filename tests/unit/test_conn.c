@@ -690,6 +690,86 @@ START_TEST(mrc_conn__retry_budget_runs_on_the_timeout)
 }
 END_TEST
 
+/* The responder takes no data but answers probes (it drops every packet over 300 bytes). */
+static void data_dark(struct sim *sim, unsigned host)
+{
+	for (unsigned p = 0; p < sim->n_planes; p++)
+		sim->downlink[host][p].p.drop_above_bytes = 300;
+}
+
+/*
+ * A peer that answers probes and takes no data: probe replies bring the paths back with fresh
+ * RTOs, so only the per-packet retry clock ends the QP, after (retry_cnt + 1) timeouts; and
+ * the resends of each packet back off meanwhile instead of following every fresh RTO
+ * [R-253, R-256]. (Counting every resend ended this QP after 0.4 ms; not backing off sent
+ * some 180,000 resends a second.)
+ */
+START_TEST(mrc_conn__data_dark_peer_retry_budget_and_backoff)
+{
+	struct sim_config sc;
+	struct mrc_conn_config cc;
+	struct first_error e = { 0 };
+	struct xfer x;
+	uint64_t dark_at, budget, resent;
+
+	sim_config_default(&sc);
+	mrc_conn_config_default(&cc);
+	cc.retry_cnt = 3;
+	cc.retry_timeout_ns = 5000000;
+	budget = (cc.retry_cnt + 1) * cc.retry_timeout_ns;
+	xfer_init(&x, &sc, &cc, 4, 1u << 20);
+	x.a->on_complete = note_first_error;
+	x.a->user = &e;
+	xfer_post(&x, MRC_WR_WRITE, 1u << 20, 0);
+	sim_run(x.sim, 20000, NULL, NULL);
+	dark_at = x.sim->now_ns;
+	data_dark(x.sim, 1);
+	resent = mrc_conn_stats(x.a->conn)->tx_retransmits;
+	sim_run(x.sim, dark_at + 1000000000ull, NULL, NULL);
+	ck_assert_int_eq(mrc_conn_state(x.a->conn), MRC_QPS_ERR);
+	ck_assert_uint_eq(e.status, MRC_WC_RETRY_EXC_ERR);
+	ck_assert_uint_ge(e.at_ns - dark_at, budget);
+	ck_assert_uint_le(e.at_ns - dark_at, budget + 2 * cc.rto.max_rto_ns);
+	resent = mrc_conn_stats(x.a->conn)->tx_retransmits - resent;
+	/* each of at most 256 outstanding packets: at once, then after 0.4, 0.8, ... 12.8 ms */
+	ck_assert_uint_gt(resent, 0);
+	ck_assert_uint_le(resent, 256 * 8);
+	xfer_free(&x);
+}
+END_TEST
+
+/* With no retry limit (timeout 0), the same peer draws resends at a bounded pace: each lost
+ * packet at most once per rto_max once it has backed off, not once per fresh RTO [R-256]. */
+START_TEST(mrc_conn__data_dark_peer_resends_back_off)
+{
+	struct sim_config sc;
+	struct mrc_conn_config cc;
+	struct xfer x;
+	uint64_t resent;
+
+	sim_config_default(&sc);
+	mrc_conn_config_default(&cc);
+	cc.retry_timeout_ns = 0;
+	xfer_init(&x, &sc, &cc, 4, 1u << 20);
+	xfer_post(&x, MRC_WR_WRITE, 1u << 20, 0);
+	sim_run(x.sim, 20000, NULL, NULL);
+	data_dark(x.sim, 1);
+	sim_run(x.sim, x.sim->now_ns + 100000000ull, NULL, NULL); /* backing off */
+	resent = mrc_conn_stats(x.a->conn)->tx_retransmits;
+	sim_run(x.sim, x.sim->now_ns + 2000000000ull, NULL, NULL);
+	resent = mrc_conn_stats(x.a->conn)->tx_retransmits - resent;
+	ck_assert_int_ne(mrc_conn_state(x.a->conn), MRC_QPS_ERR);
+	/* at most one resend per outstanding packet (256 at most) per rto_max: 20 in 2 s */
+	ck_assert_uint_le(resent, 256 * 21);
+	ck_assert_uint_gt(resent, 0);
+	/* and when the peer takes data again, the transfer completes */
+	for (unsigned p = 0; p < x.sim->n_planes; p++)
+		x.sim->downlink[1][p].p.drop_above_bytes = 0;
+	xfer_run(&x, 10ull * 1000000000ull);
+	xfer_free(&x);
+}
+END_TEST
+
 /* Verbs' timeout 0 is infinite: ten seconds of a dark peer end nothing, and the transfer
  * completes when it comes back [R-253]. */
 START_TEST(mrc_conn__retry_timeout_zero_never_gives_up)
@@ -1138,6 +1218,8 @@ Suite *conn_suite(void)
 	tcase_add_test(errors, mrc_conn__peer_stall_within_retry_budget);
 	tcase_add_test(errors, mrc_conn__retry_budget_runs_on_the_timeout);
 	tcase_add_test(errors, mrc_conn__retry_timeout_zero_never_gives_up);
+	tcase_add_test(errors, mrc_conn__data_dark_peer_retry_budget_and_backoff);
+	tcase_add_test(errors, mrc_conn__data_dark_peer_resends_back_off);
 	tcase_add_test(errors, mrc_conn__bad_rkey_remote_access_error);
 	tcase_add_test(errors, mrc_conn__remote_access_status_on_culprit);
 	tcase_add_test(errors, mrc_conn__send_longer_than_receive);
