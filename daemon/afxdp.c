@@ -371,9 +371,13 @@ int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsk
 		p->family = pl->addr.family;
 		memcpy(p->addr, pl->addr.addr, 16);
 		p->ifindex = pl->ifname[0] ? (int)if_nametoindex(pl->ifname) : 0;
+		if (!pl->ifname[0]) {
+			plane_without(p, err, errlen, "plane %u names no interface", pl->index);
+			continue;
+		}
 		if (p->ifindex <= 0 || !if_indextoname((unsigned)p->ifindex, ifname)) {
-			plane_without(p, err, errlen, "plane %u: its interface is not named",
-				      pl->index);
+			plane_without(p, err, errlen, "plane %u: no interface %s", pl->index,
+				      pl->ifname);
 			continue;
 		}
 		e = iface_info(ifname, p->mac, &mtu);

@@ -52,25 +52,11 @@ static void xdp_close(struct mrcd_backend *b)
 	mrcd_backend_udp.close(b);
 }
 
-/* Before the program loads (whether it redirects is fixed then): AF_XDP needs every plane's
- * interface named. The MTU and the sockets themselves are mrcd_afxdp_open's to check. */
-static bool xsk_possible(const struct mrcd_config *cfg, char *why, size_t len)
-{
-	for (unsigned i = 0; i < cfg->n_planes; i++)
-		if (!cfg->planes[i].ifname[0]) {
-			snprintf(why, len, "plane %u names no interface", cfg->planes[i].index);
-			return false;
-		}
-	why[0] = '\0';
-	return true;
-}
-
 static int xdp_open(struct mrcd_backend *b, char *err, size_t errlen)
 {
 	struct mrcd_xdp_state *s;
 	char why[256];
 	int planes;
-	bool redirect;
 
 	if (mrcd_backend_udp.open(b, err, errlen))
 		return -1;
@@ -80,15 +66,16 @@ static int xdp_open(struct mrcd_backend *b, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	redirect = xsk_possible(b->cfg, why, sizeof(why));
-	/* the port the sockets bound, so a port chosen by the kernel is the program's too */
-	if (mrcd_fastpath_open(&s->fp, b->cfg, b->port, redirect, err, errlen)) {
+	/* the port the sockets bound, so a port chosen by the kernel is the program's too; it
+	 * redirects to AF_XDP sockets, and where a plane has none the redirect falls back to
+	 * XDP_PASS, up to the plane's UDP socket */
+	if (mrcd_fastpath_open(&s->fp, b->cfg, b->port, true, err, errlen)) {
 		free(s);
 		mrcd_backend_udp.close(b);
 		return -1;
 	}
 	b->fast = &s->fp;
-	planes = redirect ? mrcd_afxdp_open(&s->xsk, b->cfg, s->fp.xsks_fd, why, sizeof(why)) : -1;
+	planes = mrcd_afxdp_open(&s->xsk, b->cfg, s->fp.xsks_fd, why, sizeof(why));
 	if (planes > 0) {
 		s->have_xsk = true;
 		for (unsigned i = 0; i < MRC_MAX_PLANES; i++)

@@ -117,20 +117,23 @@ static const char *why_alone(void)
 	       "libxdp's; metaroced -v shows why)";
 }
 
-/* The program that holds an interface when libxdp could not attach ours beside it. */
-static void holder_name(int ifindex, char *name, size_t len)
+/* The program that holds an interface when libxdp could not attach ours beside it; true when
+ * it sits behind a dispatcher (which ours could have joined, had libxdp been able to). */
+static bool holder_name(int ifindex, char *name, size_t len)
 {
 	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
 	struct xdp_program *p;
+	bool dispatcher;
 
 	snprintf(name, len, "?");
 	if (libxdp_get_error(mp) || !mp)
-		return;
-	p = xdp_multiprog__is_legacy(mp) ? xdp_multiprog__main_prog(mp)
-					  : xdp_multiprog__next_prog(NULL, mp);
+		return false;
+	dispatcher = !xdp_multiprog__is_legacy(mp);
+	p = dispatcher ? xdp_multiprog__next_prog(NULL, mp) : xdp_multiprog__main_prog(mp);
 	if (p)
 		snprintf(name, len, "%s, id %u", xdp_program__name(p), xdp_program__id(p));
 	xdp_multiprog__close(mp);
+	return dispatcher;
 }
 
 static int on_event(void *ctx, void *data, size_t len)
@@ -154,26 +157,28 @@ static enum xdp_attach_mode mode_of(const struct mrcd_fastpath_iface *f)
  * outlive a daemon that crashed. A BPF link holds it instead: the kernel detaches it when the
  * daemon's last descriptor closes, however the daemon ends, and nobody else's attach can
  * replace it meanwhile. (Behind the dispatcher, libxdp keeps its own pinned state: a program
- * left there is removed by the next start, detach_leftover.) False: it stays as libxdp left it.
+ * left there is removed by the next start, detach_leftover.) Without a link it stays as
+ * libxdp attached it; -errno when it could be put back neither way.
  */
-static bool hold_by_link(const struct mrcd_fastpath *fp, struct mrcd_fastpath_iface *f)
+static int hold_by_link(const struct mrcd_fastpath *fp, struct mrcd_fastpath_iface *f)
 {
 	LIBBPF_OPTS(bpf_link_create_opts, opts,
 		    .flags = f->native ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE);
-	int fd;
+	int fd, e;
 
 	if (xdp_program__detach(fp->prog, f->ifindex, mode_of(f), 0))
-		return false;
+		return 0;
 	fd = bpf_link_create(xdp_program__fd(fp->prog), f->ifindex, BPF_XDP, &opts);
 	if (fd >= 0) {
 		f->link_fd = fd;
-		return true;
+		return 0;
 	}
+	e = errno;
 	mrcd_log(LOG_NOTICE, "ifindex %d: no BPF link for XDP (%s): the program stays attached "
 			     "to the interface, and a crash would leave it there until the next start",
-		 f->ifindex, strerror(errno));
-	xdp_program__attach(fp->prog, f->ifindex, mode_of(f), 0);
-	return false;
+		 f->ifindex, strerror(e));
+	/* someone else's program may have taken the interface in between */
+	return xdp_program__attach(fp->prog, f->ifindex, mode_of(f), 0);
 }
 
 static void detach_all(struct mrcd_fastpath *fp)
@@ -286,9 +291,12 @@ int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, 
 			char holder[64];
 
 			/* left alone: another's program is not ours to replace */
-			holder_name(f->ifindex, holder, sizeof(holder));
+			bool dispatcher = holder_name(f->ifindex, holder, sizeof(holder));
+
 			snprintf(err, errlen, "%s: another XDP program is attached there (%s) and ours "
-					      "cannot join it: %s", name, holder, why_alone());
+					      "cannot join it: %s", name, holder,
+				 dispatcher ? why_alone()
+					    : "it is attached alone, not behind libxdp's dispatcher");
 			mrcd_fastpath_close(fp);
 			return -1;
 		}
@@ -303,7 +311,14 @@ int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, 
 		if (!f->shared) {
 			mrcd_log(LOG_NOTICE, "%s: XDP program attached alone, so another XDP program "
 					     "there is refused, not run beside it: %s", name, why_alone());
-			hold_by_link(fp, f);
+			e = hold_by_link(fp, f);
+			if (e) {
+				char what[64];
+
+				fp->n_ifaces--; /* not attached: nothing to detach */
+				snprintf(what, sizeof(what), "attaching XDP to %s again", name);
+				return fail(fp, err, errlen, what, e);
+			}
 		}
 		note_len += (size_t)snprintf(fp->note + note_len,
 					     note_len < sizeof(fp->note) ? sizeof(fp->note) - note_len : 0,

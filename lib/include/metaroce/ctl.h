@@ -57,8 +57,9 @@ enum mrc_ctl_type {
 	MRC_CTL_TYPE_MAX = MRC_CTL_XDP,
 };
 
-/* The shared-memory and request layout this library speaks (bumped on any change). */
-#define MRC_CTL_CLIENT_ABI 1
+/* The shared-memory and request layout this library speaks (bumped on any change; 2: the
+ * ready request carries verbs' timeout, which a library of 1 left zero, "infinite"). */
+#define MRC_CTL_CLIENT_ABI 2
 
 struct mrc_ctl_hello {
 	__u32 abi; /* MRC_CTL_CLIENT_ABI */
