@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -60,6 +63,29 @@ static int iface_of(const struct mrcd_plane *p)
 	}
 	freeifaddrs(ifa);
 	return ifindex;
+}
+
+/*
+ * One daemon's program per interface: a daemon claims each interface by binding an abstract
+ * socket named after it, which lives in the network namespace (as the interface does) and dies
+ * with the daemon. A metaroce program found on an interface nobody claims was left behind; one
+ * on a claimed interface is a live daemon's, and is not touched. Returns the socket or -errno.
+ */
+static int claim(int ifindex)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0), n, e;
+
+	if (fd < 0)
+		return -errno;
+	n = snprintf(a.sun_path + 1, sizeof(a.sun_path) - 1, "metaroce-xdp-%d", ifindex);
+	if (bind(fd, (struct sockaddr *)&a,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n))) {
+		e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
 }
 
 /* A program of ours left attached by a daemon that died: it goes before ours comes. */
@@ -206,6 +232,8 @@ void mrcd_fastpath_close(struct mrcd_fastpath *fp)
 		xdp_program__close(fp->prog);
 	if (fp->skel)
 		metaroce_xdp__destroy(fp->skel);
+	for (unsigned i = 0; i < fp->n_claims; i++)
+		close(fp->claims[i]);
 	free(fp->pending);
 	memset(fp, 0, sizeof(*fp));
 }
@@ -279,6 +307,17 @@ int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, 
 				 f->plane);
 			return fail(fp, err, errlen, what, ENODEV);
 		}
+		e = claim(f->ifindex);
+		if (e < 0) {
+			char what[96];
+
+			if_indextoname((unsigned)f->ifindex, name);
+			snprintf(what, sizeof(what), "%s: %s", name,
+				 e == -EADDRINUSE ? "another metaroced runs its XDP program there"
+						  : "claiming the interface");
+			return fail(fp, err, errlen, what, e == -EADDRINUSE ? EBUSY : -e);
+		}
+		fp->claims[fp->n_claims++] = e;
 		detach_leftover(f->ifindex);
 		f->native = true;
 		e = xdp_program__attach(fp->prog, f->ifindex, XDP_MODE_NATIVE, 0);

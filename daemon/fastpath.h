@@ -39,6 +39,8 @@ struct mrcd_fastpath {
 	struct xdp_program *prog;
 	struct mrcd_fastpath_iface ifaces[MRC_MAX_PLANES];
 	unsigned n_ifaces;
+	int claims[MRC_MAX_PLANES]; /* one per interface this daemon's program is on (fastpath.c) */
+	unsigned n_claims;
 	struct mrc_xdp_qp *qps; /* mrc_qps, mapped: the daemon changes entries in place */
 	struct ring_buffer *events;
 	int events_fd;		/* epoll fd of the ring buffer */

@@ -109,7 +109,7 @@ grep -q "detached a metaroce XDP program left behind" "$TMP/b2.log" ||
 start_daemon "$NS_B" b2x --set "plane=0 ${TAG}b0 198.18.0.2" --set "plane=1 ${TAG}b1 198.19.0.2" \
 	--set "control_socket=$TMP/b2x.sock" --set backend=xdp --set port=4800
 must_exit "$PID_b2x" "a second daemon on interfaces the first holds"
-grep -q "${TAG}b0: another XDP program is attached there (metaroce_xdp, id [0-9]*)" "$TMP/b2x.log" ||
+grep -q "${TAG}b0: another metaroced runs its XDP program there" "$TMP/b2x.log" ||
 	fail "the second daemon: $(cat "$TMP/b2x.log")"
 "$CTL" -S "$TMP/b2.sock" xdp | grep -q "plane 0 ${TAG}b0 *XDP native, alone" ||
 	fail "the first daemon lost its program: $("$CTL" -S "$TMP/b2.sock" xdp)"
