@@ -98,7 +98,8 @@ static void detach_leftover(int ifindex)
 		return;
 	if (xdp_multiprog__is_legacy(mp)) {
 		p = xdp_multiprog__main_prog(mp);
-		/* one held by a BPF link belongs to a live daemon: the attach then says whose */
+		/* one held by a BPF link (someone pinned it) cannot be detached: the attach then
+		 * names it */
 		if (p && !strcmp(xdp_program__name(p), PROG_NAME) && !xdp_multiprog__detach(mp))
 			mrcd_log(LOG_NOTICE, "ifindex %d: detached a metaroce XDP program left "
 					     "behind", ifindex);
