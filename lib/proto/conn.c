@@ -113,8 +113,9 @@ struct mrc_conn {
 	uint32_t rate_hint_kbps;
 	uint64_t pace_next_ns;
 	uint16_t ack_epoch;   /* bumped whenever a PSN is newly acknowledged */
-	uint32_t dead_rounds; /* retries counted with no usable path and no progress */
-	uint64_t dead_clock_ns; /* no usable path since, or its last retry counted; 0: not dead */
+	uint32_t retries;     /* counted since the QP last made progress */
+	uint64_t retry_clock_ns; /* the last progress, the first send after none was
+				    outstanding, or the last retry counted [R-253] */
 	uint64_t rnr_wakeup_ns; /* earliest end of an RNR wait */
 	uint64_t retx_wakeup_ns; /* earliest a lost packet held back may go again */
 	uint64_t prng;
@@ -414,7 +415,6 @@ struct mrc_conn *mrc_conn_new(const struct mrc_conn_config *cfg,
 {
 	struct mrc_conn *c;
 
-	(void)now_ns;
 	if (!cfg || !cb || !cb->complete || !cb->mr_lookup || !config_valid(cfg)) {
 		errno = EINVAL;
 		return NULL;
@@ -422,6 +422,7 @@ struct mrc_conn *mrc_conn_new(const struct mrc_conn_config *cfg,
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return NULL;
+	c->last_now_ns = c->retry_clock_ns = now_ns;
 	c->cfg = *cfg;
 	c->cb = *cb;
 	c->user = user;
@@ -637,6 +638,8 @@ int mrc_conn_post_send(struct mrc_conn *c, const struct mrc_send_wr *wr)
 	}
 	if (c->sq_tail - c->sq_head >= c->cfg.sq_depth)
 		return -ENOMEM;
+	if (c->snd_una == c->snd_nxt && c->sq_head == c->sq_tail && c->rr_head == c->rr_tail)
+		c->retry_clock_ns = c->last_now_ns; /* idle until now: the clock starts here */
 
 	m = sq_msg(c, c->sq_tail);
 	memset(m, 0, sizeof(*m));
@@ -682,7 +685,8 @@ int mrc_conn_post_recv(struct mrc_conn *c, const struct mrc_recv_wr *wr)
 
 /* --- receiving: acknowledgements (sender side) ---------------------------------------- */
 
-static void packet_acked(struct mrc_conn *c, uint32_t psn, uint32_t *acked_on_path)
+static void packet_acked(struct mrc_conn *c, uint32_t psn, uint32_t *acked_on_path,
+			 uint64_t now_ns)
 {
 	struct mrc_tx_slot *s = mrc_tx_slot(c->tx, psn);
 	struct mrc_path *p = &c->paths[s->path];
@@ -700,8 +704,8 @@ static void packet_acked(struct mrc_conn *c, uint32_t psn, uint32_t *acked_on_pa
 	m->acked_pkts++;
 	m->rnr_rounds = 0;
 	c->ack_epoch++;
-	c->dead_rounds = 0;
-	c->dead_clock_ns = 0;
+	c->retries = 0;
+	c->retry_clock_ns = now_ns;
 	if (before & MRC_TX_WND_LIMITED)
 		acked_on_path[MRC_MAX_PATHS + s->path]++;
 }
@@ -729,7 +733,7 @@ static void acknowledge_psn(struct mrc_conn *c, uint32_t psn, uint64_t now_ns)
 	if (!mrc_seq_le(c->snd_una, psn) || !mrc_seq_lt(psn, c->snd_nxt))
 		return;
 	s = mrc_tx_slot(c->tx, psn);
-	packet_acked(c, psn, acked_on_path);
+	packet_acked(c, psn, acked_on_path, now_ns);
 	rearm_rto(c, &c->paths[s->path], now_ns);
 	advance_una(c);
 }
@@ -749,13 +753,13 @@ static int on_ack(struct mrc_conn *c, const struct mrc_packet *pkt, uint32_t cum
 			if (mrc_sack_test(sack, i) && mrc_seq_le(c->snd_nxt, cum + i))
 				return MRC_DROP_BAD_ACK;
 	for (uint32_t psn = c->snd_una; mrc_seq_lt(psn, cum); psn++)
-		packet_acked(c, psn, acked_on_path);
+		packet_acked(c, psn, acked_on_path, now_ns);
 	if (sack && !rocev2(c)) {
 		for (unsigned i = 1; i < MRC_SACK_BITS; i++) {
 			uint32_t psn = cum + i;
 
 			if (mrc_sack_test(sack, i) && mrc_seq_le(c->snd_una, psn))
-				packet_acked(c, psn, acked_on_path);
+				packet_acked(c, psn, acked_on_path, now_ns);
 		}
 	}
 	advance_una(c);
@@ -1631,17 +1635,24 @@ static void pace(struct mrc_conn *c, size_t payload, uint64_t now_ns)
 }
 
 /*
- * Whether a retry counts against retry_cnt now: a retry timeout (verbs' timeout) after the
- * clock's last start, which it then restarts. Losses are repaired per path within RTOs, far
- * faster; the budget is what a peer that stops answering gets, so a peer kept off its CPU for
- * a few RTOs does not end the QP [R-253]. A timeout of 0 is verbs' infinite one.
+ * Counts a retry when a retry timeout (verbs' timeout) has passed on the QP's retry clock
+ * without progress, and restarts the clock; true when that exhausts the budget. Losses are
+ * repaired per path within RTOs, far faster; the budget is what a peer that stops answering
+ * gets, so a peer kept off its CPU for a few RTOs does not end the QP [R-253, R-88]. A timeout
+ * of 0 is verbs' infinite one.
  */
-static bool retry_due(const struct mrc_conn *c, uint64_t *clock_ns, uint64_t now_ns)
+static bool retry_exhausted(struct mrc_conn *c, uint64_t now_ns)
 {
-	if (!c->cfg.retry_timeout_ns || now_ns - *clock_ns < c->cfg.retry_timeout_ns)
+	if (!c->cfg.retry_timeout_ns || now_ns - c->retry_clock_ns < c->cfg.retry_timeout_ns)
 		return false;
-	*clock_ns = now_ns;
-	return true;
+	c->retry_clock_ns = now_ns;
+	return ++c->retries > c->cfg.retry_cnt;
+}
+
+/* The unit of a packet's last transmission time: 1024 ns, so it fits 32 bits. */
+static uint32_t kns(uint64_t ns)
+{
+	return (uint32_t)(ns >> 10);
 }
 
 static void transmitted(struct mrc_conn *c, struct mrc_tx_slot *s, unsigned path, size_t payload,
@@ -1650,15 +1661,13 @@ static void transmitted(struct mrc_conn *c, struct mrc_tx_slot *s, unsigned path
 	struct mrc_path *p = &c->paths[path];
 
 	mrc_tx_record_send(s, c->paths, path);
-	/* a first transmission, or one after progress: the retry clock starts over [R-253],
-	 * and so does the back-off of its retransmissions [R-256] */
-	if (!retransmit || s->epoch != c->ack_epoch) {
-		s->retry_clock_ns = now_ns;
+	/* a first transmission, or one after progress: the back-off of its retransmissions
+	 * starts over [R-256] */
+	if (!retransmit || s->epoch != c->ack_epoch)
 		s->stalled = 0;
-	} else if (s->stalled < UINT8_MAX) {
+	else if (s->stalled < UINT8_MAX)
 		s->stalled++;
-	}
-	s->sent_ns = now_ns;
+	s->sent_kns = kns(now_ns);
 	s->epoch = c->ack_epoch;
 	if (mrc_path_free_window(p) == 0)
 		s->flags |= MRC_TX_WND_LIMITED;
@@ -1700,21 +1709,25 @@ static struct msg *next_message(struct mrc_conn *c, uint64_t now_ns)
 }
 
 /*
- * When a lost packet may go again. At once, unless the QP has made no progress since it last
- * left and it has been resent so before: then it waits rto_min doubled per such resend, up to
- * rto_max, after its last transmission. Paths come back with fresh RTOs when probes answer,
- * so a peer that answers probes but takes no data would otherwise draw resends as fast as
- * RTOs expire [R-256].
+ * How long from now a lost packet must still wait. Not at all, unless the QP has made no
+ * progress since it last left and it has been resent so before: then rto_min doubled per such
+ * resend, up to rto_max, after its last transmission. Paths come back with fresh RTOs when
+ * probes answer, so a peer that answers probes but takes no data would otherwise draw resends
+ * as fast as RTOs expire [R-256].
  */
-static uint64_t resend_at(const struct mrc_conn *c, const struct mrc_tx_slot *s)
+static uint64_t resend_wait(const struct mrc_conn *c, const struct mrc_tx_slot *s,
+			    uint64_t now_ns)
 {
-	uint64_t hold = c->cfg.rto.min_rto_ns;
+	uint64_t hold = c->cfg.rto.min_rto_ns, since;
 
 	if (s->epoch != c->ack_epoch || !s->stalled)
 		return 0;
 	for (unsigned k = 0; k < s->stalled && hold < c->cfg.rto.max_rto_ns; k++)
 		hold *= 2;
-	return s->sent_ns + (hold < c->cfg.rto.max_rto_ns ? hold : c->cfg.rto.max_rto_ns);
+	if (hold > c->cfg.rto.max_rto_ns)
+		hold = c->cfg.rto.max_rto_ns;
+	since = (uint64_t)(uint32_t)(kns(now_ns) - s->sent_kns) << 10;
+	return since >= hold ? 0 : hold - since;
 }
 
 /* Oldest packet declared lost whose message may go now; NULL when none (retx_wakeup_ns then
@@ -1724,17 +1737,17 @@ static struct mrc_tx_slot *next_lost(struct mrc_conn *c, uint64_t now_ns, uint32
 	c->retx_wakeup_ns = 0;
 	for (uint32_t psn = c->snd_una; mrc_seq_lt(psn, c->snd_nxt); psn++) {
 		struct mrc_tx_slot *s = mrc_tx_slot(c->tx, psn);
-		uint64_t at;
+		uint64_t wait;
 
 		if (!(s->flags & MRC_TX_LOST) || now_ns < c->msgs[s->msg].rnr_until_ns)
 			continue;
-		at = resend_at(c, s);
-		if (now_ns >= at) {
+		wait = resend_wait(c, s, now_ns);
+		if (!wait) {
 			*psn_out = psn;
 			return s;
 		}
-		if (!c->retx_wakeup_ns || at < c->retx_wakeup_ns)
-			c->retx_wakeup_ns = at;
+		if (!c->retx_wakeup_ns || now_ns + wait < c->retx_wakeup_ns)
+			c->retx_wakeup_ns = now_ns + wait;
 	}
 	return NULL;
 }
@@ -1762,8 +1775,7 @@ static bool send_data(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_i
 		 * is counted by the RNR budget instead. */
 		if (s->flags & MRC_TX_RNR)
 			s->flags &= (uint8_t)~MRC_TX_RNR;
-		else if (s->epoch == c->ack_epoch && retry_due(c, &s->retry_clock_ns, now_ns) &&
-			 ++s->retries > c->cfg.retry_cnt) {
+		else if (s->epoch == c->ack_epoch && retry_exhausted(c, now_ns)) {
 			enter_error(c, m->kind == MSG_SQ ? m : NULL, MRC_WC_RETRY_EXC_ERR, true);
 			return false;
 		}
@@ -1787,6 +1799,8 @@ static bool send_data(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_i
 	if (path < 0)
 		return false;
 	psn = c->snd_nxt;
+	if (c->snd_una == psn)
+		c->retry_clock_ns = now_ns; /* nothing was outstanding: the clock starts here */
 	if (m->sent_pkts == 0)
 		m->first_psn = psn;
 	if (!build_data(c, m, psn, (uint16_t)path, false, buf, cap, now_ns, len))
@@ -1846,18 +1860,15 @@ bool mrc_conn_send(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info
 /* --- timers ----------------------------------------------------------------------------- */
 
 /*
- * No usable path: each retry timeout that passes without recovery or progress costs a retry,
- * and the retry budget ends the QP [R-88]. Probe rounds are when it is looked at.
+ * No usable path: each retry timeout that passes without progress costs a retry, on the same
+ * clock and count as resends, and the retry budget ends the QP [R-88]. Probe rounds are when
+ * it is looked at.
  */
 static void note_dead_round(struct mrc_conn *c, uint64_t now_ns)
 {
 	struct msg *culprit;
 
-	if (!c->dead_clock_ns) {
-		c->dead_clock_ns = now_ns ? now_ns : 1; /* 0 means "not dead" */
-		return;
-	}
-	if (!retry_due(c, &c->dead_clock_ns, now_ns) || ++c->dead_rounds <= c->cfg.retry_cnt)
+	if (!retry_exhausted(c, now_ns))
 		return;
 	culprit = msg_of_psn(c, c->snd_una);
 	if (!culprit || culprit->kind != MSG_SQ)

@@ -29,11 +29,9 @@ struct mrc_tx_slot {
 	uint8_t path;	   /* path of the latest transmission */
 	uint8_t flags;	   /* MRC_TX_* */
 	uint8_t attempts;  /* transmissions so far */
-	uint8_t retries;   /* retransmissions without QP progress in between */
+	uint8_t stalled;   /* retransmissions since the QP last made progress */
 	uint16_t epoch;	   /* the QP's acknowledgement epoch when it last left */
-	uint64_t retry_clock_ns; /* when it first left, or its last retry counted */
-	uint64_t sent_ns;	 /* when it last left */
-	uint8_t stalled;	 /* retransmissions since the QP last made progress */
+	uint32_t sent_kns; /* when it last left, in units of 1024 ns, modulo 2^32 (73 minutes) */
 };
 
 /* Slot of a PSN: the ring is indexed like the receive window, PSN modulo 256. */

@@ -699,7 +699,7 @@ static void data_dark(struct sim *sim, unsigned host)
 
 /*
  * A peer that answers probes and takes no data: probe replies bring the paths back with fresh
- * RTOs, so only the per-packet retry clock ends the QP, after (retry_cnt + 1) timeouts; and
+ * RTOs, so only the retry clock of the resends ends the QP, after (retry_cnt + 1) timeouts; and
  * the resends of each packet back off meanwhile instead of following every fresh RTO
  * [R-253, R-256]. (Counting every resend ended this QP after 0.4 ms; not backing off sent
  * some 180,000 resends a second.)
