@@ -3,31 +3,21 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-/*
- * Whole pages go into the memfd, bytes around the registered object included: that is the
- * point of the move, not an overrun. The kernel copies them (a raw pwrite), so no user-space
- * checker mistakes the neighbouring bytes for an out-of-bounds read.
- */
-static int copy_pages(int fd, uintptr_t start, size_t length)
-{
-	size_t done = 0;
-
-	while (done < length) {
-		long n = syscall(SYS_pwrite64, fd, (const void *)(start + done), length - done,
-				 (off_t)done);
-
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		done += (size_t)n;
-	}
-	return 0;
-}
+/* Linux 6.4's uAPI; Debian 12's headers predate it. */
+#ifndef UFFD_FEATURE_WP_UNPOPULATED
+#define UFFD_FEATURE_WP_UNPOPULATED (1 << 13)
+#endif
 
 /* The range grown to whole pages; -EINVAL for an empty or wrapping one. */
 static int page_span(void *addr, size_t len, uintptr_t *start, size_t *length)
@@ -43,23 +33,210 @@ static int page_span(void *addr, size_t len, uintptr_t *start, size_t *length)
 	return 0;
 }
 
-/* fd, which holds a copy of the pages, takes their place at the same addresses. */
-static int take_place(int fd, void *addr, uintptr_t start, size_t length,
+/*
+ * Other threads of the application run on while its pages move, and the pages of a small
+ * registered object are shared with whatever else lives on them (a progress thread's
+ * counters, mutexes, malloc's own bookkeeping). A write that lands on the old pages after
+ * the copy is lost with them. So, for the window from the copy to the new mapping, the pages
+ * are write-protected with userfaultfd: a thread that writes there sleeps in the kernel until
+ * the window closes, then retries its write on the new mapping. Reads go on undisturbed.
+ *
+ * Nobody reads the userfaultfd's messages: closing it wakes every waiter. The window runs on
+ * a helper thread, so the thread that registers may have its own stack, its TLS or a signal
+ * handler's data in the range: it sleeps through the window like any other writer.
+ *
+ * Without privilege (CAP_SYS_PTRACE) the kernel gives only UFFD_USER_MODE_ONLY: then a write
+ * the kernel makes there on a thread's behalf during the window (read(2) into a buffer on
+ * those pages) fails with EFAULT instead of waiting. Where userfaultfd cannot protect the
+ * range at all (no userfaultfd in the kernel or the sandbox, a file-backed private mapping
+ * such as a program's .data), the pages move unprotected, and out->unprotected says why.
+ */
+struct move {
+	int fd;		     /* holds the copy, then backs the pages */
+	uintptr_t start;
+	size_t length;
+	void *copy_map;	     /* a mapping of fd to copy into (a page map), or NULL: pwrite */
+	int uffd;	     /* the write protection, or -1 */
+	int unprotected;     /* why there is none (errno), or 0 */
+	int err;
+};
+
+/* What UFFDIO_API offers in this kernel: asked once per process. */
+static uint64_t uffd_features;
+static pthread_once_t uffd_probe_once = PTHREAD_ONCE_INIT;
+
+static int uffd_open(void)
+{
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+	/* unprivileged: faults from user mode only (allowed since Linux 5.11) */
+	if (fd < 0 && errno == EPERM)
+		fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+	return fd;
+}
+
+static void uffd_probe(void)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	int fd = uffd_open();
+
+	if (fd < 0)
+		return;
+	if (!ioctl(fd, UFFDIO_API, &api))
+		uffd_features = api.features;
+	close(fd);
+}
+
+/*
+ * Write-protects [start, start + length) for the move: returns the userfaultfd holding the
+ * protection (armed by the helper, see protect_now) or -errno when the range cannot be
+ * protected.
+ */
+static int protect_prepare(uintptr_t start, size_t length)
+{
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .range = { start, length }, .mode = UFFDIO_REGISTER_MODE_WP };
+	int fd, err;
+
+	pthread_once(&uffd_probe_once, uffd_probe);
+	fd = uffd_open();
+	if (fd < 0)
+		return -errno;
+	/* pages never touched have no page table entry to protect: the kernel protects them
+	 * anyway where it can (6.4+), else they are populated (the zero page) first */
+	api.features = uffd_features & UFFD_FEATURE_WP_UNPOPULATED;
+	if (ioctl(fd, UFFDIO_API, &api) || ioctl(fd, UFFDIO_REGISTER, &reg)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	if (!(reg.ioctls & (1ULL << _UFFDIO_WRITEPROTECT))) {
+		close(fd);
+		return -EOPNOTSUPP;
+	}
+	if (!(api.features & UFFD_FEATURE_WP_UNPOPULATED) &&
+	    madvise((void *)start, length, MADV_POPULATE_READ)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static int protect_now(int uffd, uintptr_t start, size_t length, bool on)
+{
+	struct uffdio_writeprotect wp = {
+		.range = { start, length },
+		.mode = on ? UFFDIO_WRITEPROTECT_MODE_WP : 0,
+	};
+
+	return ioctl(uffd, UFFDIO_WRITEPROTECT, &wp) ? -errno : 0;
+}
+
+/*
+ * Whole pages go into the copy, bytes around the registered object included: that is the
+ * point of the move, not an overrun. The kernel copies them (a raw pwrite, or
+ * process_vm_readv into a page map), so no user-space checker mistakes the neighbouring
+ * bytes for an out-of-bounds read, and nothing here writes to the pages being copied.
+ */
+static int copy_pages(const struct move *m)
+{
+	size_t done = 0;
+
+	if (m->copy_map) {
+		struct iovec to = { m->copy_map, m->length };
+		struct iovec from = { (void *)m->start, m->length };
+
+		errno = 0;
+		if (process_vm_readv(getpid(), &to, 1, &from, 1, 0) != (ssize_t)m->length)
+			return errno ? -errno : -EIO;
+		return 0;
+	}
+	while (done < m->length) {
+		long n = syscall(SYS_pwrite64, m->fd, (const void *)(m->start + done),
+				 m->length - done, (off_t)done);
+
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+	}
+	return 0;
+}
+
+/*
+ * The window: protect, copy, map the copy in the pages' place, end the protection. It works
+ * on its own copy of the move and writes the outcome back only once the protection is gone:
+ * the caller's struct may sit on the very pages being moved (a buffer on its stack).
+ */
+static void *move_window(void *arg)
+{
+	struct move w = *(struct move *)arg;
+
+	if (w.uffd >= 0)
+		w.err = protect_now(w.uffd, w.start, w.length, true);
+	if (!w.err)
+		w.err = copy_pages(&w);
+	if (!w.err && mmap((void *)w.start, w.length, PROT_READ | PROT_WRITE,
+			   MAP_SHARED | MAP_FIXED, w.fd, 0) == MAP_FAILED)
+		w.err = -errno;
+	if (w.uffd >= 0) {
+		/* still the old pages if the copy or the map failed: not left protected */
+		if (w.err)
+			(void)protect_now(w.uffd, w.start, w.length, false);
+		close(w.uffd); /* wakes every writer that waited */
+		w.uffd = -1;
+	}
+	*(struct move *)arg = w;
+	return NULL;
+}
+
+/* Runs the window on a helper thread with every signal blocked; 0 or -errno. */
+static int run_window(struct move *m)
+{
+	sigset_t all, old;
+	pthread_t helper;
+	int err;
+
+	if (m->uffd >= 0) {
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old); /* the helper inherits the mask */
+		err = pthread_create(&helper, NULL, move_window, m);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (!err) {
+			pthread_join(helper, NULL);
+			return m->err;
+		}
+		/* no helper: unprotected, on this thread (nothing is protected yet) */
+		close(m->uffd);
+		m->uffd = -1;
+		m->unprotected = err;
+	}
+	move_window(m);
+	return m->err;
+}
+
+/* fd takes the place of the pages of [addr, addr + len), bytes unchanged. */
+static int move_pages(int fd, void *copy_map, void *addr, uintptr_t start, size_t length,
 		      struct mrc_shared_range *out)
 {
-	void *mapped = mmap((void *)start, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
-			    fd, 0);
+	struct move m = { fd, start, length, copy_map, -1, 0, 0 };
+	int prot = protect_prepare(start, length);
 
-	if (mapped == MAP_FAILED)
-		return -errno;
+	if (prot >= 0)
+		m.uffd = prot;
+	else
+		m.unprotected = -prot;
+	if (run_window(&m))
+		return m.err;
 	/* a child must not share these pages with us (nor the heap beside them on the same
 	 * pages): it gets none of them, as with ibv_fork_init on a real device */
-	if (madvise(mapped, length, MADV_DONTFORK))
+	if (madvise((void *)start, length, MADV_DONTFORK))
 		return -errno;
 	out->fd = fd;
-	out->base = mapped;
+	out->base = (void *)start;
 	out->length = length;
 	out->offset = (uintptr_t)addr - start;
+	out->unprotected = m.unprotected;
 	return 0;
 }
 
@@ -82,9 +259,7 @@ int mrc_share_range(void *addr, size_t len, struct mrc_shared_range *out)
 		close(fd);
 		return err;
 	}
-	err = copy_pages(fd, start, length);
-	if (!err)
-		err = take_place(fd, addr, start, length, out);
+	err = move_pages(fd, NULL, addr, start, length, out);
 	if (err)
 		close(fd);
 	return err;
@@ -94,7 +269,6 @@ int mrc_share_range_into(int fd, void *addr, size_t len, struct mrc_shared_range
 {
 	uintptr_t start;
 	size_t length;
-	struct iovec to, from;
 	void *copy;
 	int err;
 
@@ -104,15 +278,7 @@ int mrc_share_range_into(int fd, void *addr, size_t len, struct mrc_shared_range
 	copy = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (copy == MAP_FAILED)
 		return -errno;
-	/* the kernel copies, as for the memfd: no user-space checker sees the bytes around the
-	 * registered object read */
-	to = (struct iovec){ copy, length };
-	from = (struct iovec){ (void *)start, length };
-	errno = 0;
-	if (process_vm_readv(getpid(), &to, 1, &from, 1, 0) != (ssize_t)length)
-		err = errno ? -errno : -EIO;
+	err = move_pages(fd, copy, addr, start, length, out);
 	munmap(copy, length);
-	if (!err)
-		err = take_place(fd, addr, start, length, out);
 	return err;
 }

@@ -6,9 +6,10 @@
  * daemon maps the memfd it is handed and places one-sided data into it directly.
  *
  * The range grows to whole pages, so neighbouring bytes in those pages become shared too; the
- * daemon only ever writes inside the registered range. A write by another thread to the same
- * pages while the move is under way can be lost, so registration must not race with writes
- * to the memory being registered. The moved pages are MADV_DONTFORK: a child process gets
+ * daemon only ever writes inside the registered range. Other threads may go on writing to
+ * those pages meanwhile: the move write-protects them with userfaultfd while it copies and
+ * remaps, so a writer waits a moment instead of losing its write (share.c says where that
+ * protection is weaker or missing). The moved pages are MADV_DONTFORK: a child process gets
  * none of them (what ibv_fork_init gives on a real device), rather than sharing them, and
  * the heap data beside a registered object on the same pages, with its parent.
  */
@@ -22,6 +23,7 @@ struct mrc_shared_range {
 	void *base;	   /* first page */
 	size_t length;	   /* whole pages */
 	size_t offset;	   /* where the registered range starts inside the memfd */
+	int unprotected;   /* 0, or why other threads' writes were not held off (errno) */
 };
 
 /* Moves the pages of [addr, addr + len) under a sealed memfd. Returns 0 or -errno. */

@@ -113,6 +113,25 @@ static struct mrv_segment *segment_at_or_after(uintptr_t addr)
 }
 
 /*
+ * A move that could not hold off other threads' writes is said once per process: a
+ * multithreaded program may then lose a write to the pages around a region it registers.
+ */
+static void warn_unprotected(int why)
+{
+	static bool warned;
+
+	if (!why || warned)
+		return;
+	warned = true;
+	if (!getenv("METAROCE_QUIET"))
+		fprintf(stderr,
+			"libmetaroce: ibv_reg_mr moved pages without write protection "
+			"(userfaultfd: %s): another thread writing to the same pages at that "
+			"moment could lose its write\n",
+			strerror(why));
+}
+
+/*
  * Shares [at, at + len): into a page map from the daemon when its XDP fast path places
  * packets there (the bytes never pass through the daemon), else into a memfd. Whatever goes
  * wrong on the way (the daemon's quota, a sandbox refusing process_vm_readv) ends in a memfd:
@@ -122,20 +141,27 @@ static struct mrv_segment *segment_at_or_after(uintptr_t addr)
 static int share_pages(struct mrv_context *ctx, uintptr_t at, size_t len,
 		       struct mrc_shared_range *r)
 {
+	int err;
+
 	if (!strncmp(ctx->status.backend, "xdp", sizeof(ctx->status.backend))) {
 		struct mrc_ctl_pages req = { .length = len };
 		unsigned n_fds = 1;
-		int fd = -1, err;
+		int fd = -1;
 
 		err = mrv_request(ctx, MRC_CTL_PAGES, &req, sizeof(req), NULL, 0, NULL, 0, NULL,
 				  &fd, &n_fds);
 		if (!err && n_fds == 1) {
-			if (!mrc_share_range_into(fd, (void *)at, len, r))
+			if (!mrc_share_range_into(fd, (void *)at, len, r)) {
+				warn_unprotected(r->unprotected);
 				return 0;
+			}
 			close(fd);
 		}
 	}
-	return mrc_share_range((void *)at, len, r);
+	err = mrc_share_range((void *)at, len, r);
+	if (!err)
+		warn_unprotected(r->unprotected);
+	return err;
 }
 
 /* Covers [start, end) with segments, sharing the pages not yet shared. */
