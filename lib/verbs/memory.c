@@ -22,13 +22,25 @@ struct mrv_segment {
 	unsigned refs;
 	ino_t ino;	      /* the memfd's inode, to recognise its mapping in /proc/self/maps */
 	bool listed;	      /* in the registry (a stale segment leaves it, its MRs keep it) */
+	bool idle;	      /* listed, no region uses it: on the idle list */
+	struct mrv_segment *idle_prev, *idle_next;
 };
+
+/*
+ * Segments no region uses any more stay listed, up to this many, oldest dropped first: a
+ * program that registers the same buffers again and again (a collectives library creating
+ * its buffers per operation) finds their pages shared already instead of moving them again,
+ * which costs a copy and, out of a page map, cannot be write-protected (share.c).
+ */
+#define MRV_IDLE_SEGMENTS 256
 
 /* Segments sorted by address, never overlapping. */
 static struct {
 	pthread_mutex_t lock;
 	struct mrv_segment **v;
 	unsigned n, cap;
+	struct mrv_segment *idle_oldest, *idle_newest;
+	unsigned n_idle;
 } registry = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static int registry_insert(struct mrv_segment *s)
@@ -64,15 +76,60 @@ static void registry_remove(struct mrv_segment *s)
 	s->listed = false;
 }
 
-static void segment_put(struct mrv_segment *s)
+static void idle_unlink(struct mrv_segment *s)
 {
-	if (--s->refs)
-		return;
-	/* the pages stay memfd-backed and keep their bytes; only the registry forgets them */
+	if (s->idle_prev)
+		s->idle_prev->idle_next = s->idle_next;
+	else
+		registry.idle_oldest = s->idle_next;
+	if (s->idle_next)
+		s->idle_next->idle_prev = s->idle_prev;
+	else
+		registry.idle_newest = s->idle_prev;
+	s->idle_prev = s->idle_next = NULL;
+	s->idle = false;
+	registry.n_idle--;
+}
+
+/* The segment goes for good: the pages stay memfd-backed and keep their bytes; only the
+ * registry forgets them. */
+static void segment_drop(struct mrv_segment *s)
+{
 	if (s->listed)
 		registry_remove(s);
 	close(s->fd);
 	free(s);
+}
+
+static void segment_put(struct mrv_segment *s)
+{
+	if (--s->refs)
+		return;
+	if (!s->listed) {
+		segment_drop(s);
+		return;
+	}
+	s->idle = true;
+	s->idle_prev = registry.idle_newest;
+	s->idle_next = NULL;
+	if (registry.idle_newest)
+		registry.idle_newest->idle_next = s;
+	else
+		registry.idle_oldest = s;
+	registry.idle_newest = s;
+	if (++registry.n_idle > MRV_IDLE_SEGMENTS) {
+		struct mrv_segment *old = registry.idle_oldest;
+
+		idle_unlink(old);
+		segment_drop(old);
+	}
+}
+
+/* A region takes a segment: an idle one leaves the idle list. */
+static void segment_get(struct mrv_segment *s)
+{
+	if (!s->refs++ && s->idle)
+		idle_unlink(s);
 }
 
 /*
@@ -180,7 +237,13 @@ static int cover(struct mrv_context *ctx, uintptr_t start, uintptr_t end,
 			break;
 		}
 		if (s && s->start <= at && !segment_intact(s)) {
-			registry_remove(s); /* stale: its regions keep it; new ones move the pages */
+			/* stale: its regions keep it; new ones move the pages */
+			if (s->idle) {
+				idle_unlink(s);
+				segment_drop(s);
+			} else {
+				registry_remove(s);
+			}
 			continue;
 		}
 		if (!s || s->start > at) {
@@ -197,7 +260,8 @@ static int cover(struct mrv_context *ctx, uintptr_t start, uintptr_t end,
 				free(ns);
 				break;
 			}
-			*ns = (struct mrv_segment){ at, gap_end, r.fd, 0, 0, true };
+			*ns = (struct mrv_segment){ .start = at, .end = gap_end, .fd = r.fd,
+						    .listed = true };
 			{
 				struct stat st;
 
@@ -212,7 +276,7 @@ static int cover(struct mrv_context *ctx, uintptr_t start, uintptr_t end,
 			}
 			s = ns;
 		}
-		s->refs++;
+		segment_get(s);
 		out[n++] = s;
 		at = s->end;
 	}
