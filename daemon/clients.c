@@ -44,7 +44,7 @@ static uint32_t make_handle(struct mrcd_clients *c, unsigned slot)
 
 static struct mrcd_qp *qp_by_num(struct mrcd_clients *c, uint32_t qpn)
 {
-	struct mrcd_qp *qp = &c->qps[qpn & 0xfff];
+	struct mrcd_qp *qp = &c->qps[mrcd_qp_slot(qpn)];
 
 	return qp->owner >= 0 && qp->qpn == qpn ? qp : NULL;
 }
@@ -122,6 +122,10 @@ int mrcd_clients_init(struct mrcd *d)
 	if (mrc_rate_domain_init(&c->rate, d->cfg.rx_capacity_bps / 1000, MRCD_MAX_QPS)) {
 		free_tables(c);
 		memset(c, 0, sizeof(*c));
+		return -1;
+	}
+	if (mrcd_linger_init(&c->lingering, MRCD_MAX_QPS)) {
+		mrcd_clients_fini(d);
 		return -1;
 	}
 	/* its own seed: keys must not be predictable from anything on the wire */
@@ -617,11 +621,25 @@ static void on_complete(void *user, bool from_recv_queue, const struct mrc_compl
 
 static void apply_drains(const struct mrcd *d, struct mrcd_qp *qp);
 
+/*
+ * The application destroyed the QP, or its client went: the rings, the shadows and the slot
+ * go at once; the engine connection lingers (SPEC 11.4) so the peer hears every
+ * acknowledgement it still needs, then goes by itself (mrcd_clients_pump).
+ */
 static void qp_free(struct mrcd_clients *c, struct mrcd_qp *qp)
 {
 	if (qp->fast)
 		mrcd_fastpath_qp_clear(c->fast, qp->qpn);
-	mrc_conn_free(qp->conn);
+	if (qp->conn) {
+		struct mrcd_lingering l = { .qpn = qp->qpn, .conn = qp->conn,
+					    .peer_node = qp->peer_node, .peer_port = qp->peer_port,
+					    .peer_planes = qp->peer_planes };
+
+		memcpy(l.peer_addr, qp->peer_addr, sizeof(l.peer_addr));
+		mrc_conn_close(qp->conn, mrcd_now_ns());
+		mrcd_linger_add(&c->lingering, mrcd_qp_slot(qp->qpn), &l);
+		qp->conn = NULL;
+	}
 	free(qp->sq_wr_id);
 	free(qp->rq_wr_id);
 	munmap(qp->sq_mem, qp->sq_len);
@@ -668,7 +686,11 @@ static int create_qp(struct mrcd *d, unsigned owner, const uint8_t *payload, siz
 	if (!qp)
 		return -ENOSPC;
 	memset(qp, 0, sizeof(*qp));
+	/* not the number of a destroyed QP of this slot that still answers its peer [R-273]
+	 * (one lingers per slot at most: a second draw cannot meet it) */
 	qp->qpn = make_handle(c, slot);
+	if (mrcd_linger_find(&c->lingering, slot, qp->qpn))
+		qp->qpn = make_handle(c, slot);
 	qp->daemon = d;
 	err = ring_new(c, MRC_RING_SQ, ring_entries(r.max_send_wr), qp->qpn, &qp->sq_mem,
 		       &qp->sq_len, &qp->sq, &out_fds[0]);
@@ -1184,8 +1206,20 @@ bool mrcd_clients_recv(struct mrcd *d, const struct mrc_packet *pkt, const struc
 	struct mrc_rx_info rx = { .plane = g->plane, .sport = g->sport, .ce = g->ce,
 				  .placed = g->placed };
 
+	if (!qp) {
+		/* a destroyed QP may still owe its peer an acknowledgement (SPEC 11.4) */
+		struct mrcd_lingering *l = mrcd_linger_find(&d->clients.lingering,
+							    mrcd_qp_slot(pkt->dst_qpn),
+							    pkt->dst_qpn);
+
+		if (!l || g->plane >= MRC_MAX_PLANES || !(l->peer_planes >> g->plane & 1) ||
+		    memcmp(l->peer_addr[g->plane], g->peer.addr, 16))
+			return false;
+		mrc_conn_recv_packet(l->conn, &rx, pkt, now);
+		return true;
+	}
 	/* only the peer this QP is connected to, on a plane it has there, may speak to it */
-	if (!qp || !qp->conn || g->plane >= MRC_MAX_PLANES || !(qp->peer_planes >> g->plane & 1) ||
+	if (!qp->conn || g->plane >= MRC_MAX_PLANES || !(qp->peer_planes >> g->plane & 1) ||
 	    memcmp(qp->peer_addr[g->plane], g->peer.addr, 16))
 		return false;
 	int why = mrc_conn_recv_packet(qp->conn, &rx, pkt, now);
@@ -1294,6 +1328,72 @@ static void sync_fast_window(struct mrcd_clients *c, struct mrcd_qp *qp)
 	}
 }
 
+enum sent { SENT_NOTHING, SENT_SOME, SENT_BLOCKED };
+
+/*
+ * Up to 8 of a connection's packets into the transmit batch, to the peer's address on the
+ * plane each goes out of. SENT_BLOCKED: the local queues push back, the pump must stop.
+ */
+static enum sent send_some(struct mrcd *d, struct mrc_conn *conn, uint32_t peer_planes,
+			   const uint8_t (*peer_addr)[16], uint16_t peer_port, unsigned *budget,
+			   uint64_t now)
+{
+	struct mrcd_clients *c = &d->clients;
+	enum sent sent = SENT_NOTHING;
+	struct mrc_tx_info tx;
+	size_t len;
+
+	for (unsigned k = 0; k < 8 && *budget; k++) {
+		uint8_t *buf = c->tx_buf + (size_t)c->tx_queued * d->cfg.mtu;
+		struct mrcd_dgram *g = &c->tx_dgrams[c->tx_queued];
+
+		if (!mrc_conn_send(conn, buf, d->cfg.mtu, &tx, now, &len))
+			break;
+		if (tx.plane >= MRC_MAX_PLANES || !(peer_planes >> tx.plane & 1))
+			continue;
+		*g = (struct mrcd_dgram){ .data = buf, .len = (uint32_t)len, .plane = tx.plane,
+					  .sport = tx.sport, .peer_port = peer_port };
+		g->peer.family = memcmp(peer_addr[tx.plane], v4_mapped, 12) ? MRC_AF_INET6
+									  : MRC_AF_INET;
+		memcpy(g->peer.addr, peer_addr[tx.plane], 16);
+		(*budget)--;
+		sent = SENT_SOME;
+		if (++c->tx_queued == MRCD_TX_BATCH && !flush_tx(d, now))
+			return SENT_BLOCKED;
+	}
+	return sent;
+}
+
+/*
+ * Destroyed QPs still answering their peers (SPEC 11.4): their timers, their few packets
+ * (acknowledgements, probe replies, CLOSE), and their end once CLOSED with nothing left to
+ * send. False when the local queues push back.
+ */
+static bool pump_lingering(struct mrcd *d, unsigned *budget, uint64_t now)
+{
+	struct mrcd_linger_table *t = &d->clients.lingering;
+
+	for (unsigned i = 0; i < t->n;) {
+		struct mrcd_lingering *l = &t->by_slot[t->active[i]];
+
+		if (mrc_conn_next_timeout(l->conn) <= now)
+			mrc_conn_on_timeout(l->conn, now);
+		if (!*budget)
+			return true;
+		if (send_some(d, l->conn, l->peer_planes, (const uint8_t(*)[16])l->peer_addr,
+			      l->peer_port, budget, now) == SENT_BLOCKED)
+			return false;
+		/* budget left: send_some stopped because the connection had nothing more (a
+		 * CLOSED one owes at most a NAK and a CLOSE) */
+		if (mrc_conn_state(l->conn) == MRC_QPS_CLOSED && *budget) {
+			mrcd_linger_remove_at(t, i);
+			continue;
+		}
+		i++;
+	}
+	return true;
+}
+
 void mrcd_clients_pump(struct mrcd *d, uint64_t now)
 {
 	struct mrcd_clients *c = &d->clients;
@@ -1308,7 +1408,7 @@ void mrcd_clients_pump(struct mrcd *d, uint64_t now)
 		c->next_path_scan_ns = now + 100000000; /* monitors see path changes within 0.1 s */
 		report_path_changes(d);
 	}
-	if (!c->n_qps)
+	if (!c->n_qps && !c->lingering.n)
 		return;
 	for (unsigned j = 0; j < c->n_qps; j++) {
 		struct mrcd_qp *qp = &c->qps[c->active[j]];
@@ -1344,34 +1444,26 @@ void mrcd_clients_pump(struct mrcd *d, uint64_t now)
 		progress = false;
 		for (unsigned j = 0; j < c->n_qps && budget; j++) {
 			struct mrcd_qp *qp = &c->qps[c->active[j]];
-			struct mrc_tx_info tx;
-			size_t len;
 
 			if (!qp->conn)
 				continue;
-			for (unsigned k = 0; k < 8 && budget; k++) {
-				uint8_t *buf = c->tx_buf + (size_t)c->tx_queued * d->cfg.mtu;
-				struct mrcd_dgram *g = &c->tx_dgrams[c->tx_queued];
-
-				if (!mrc_conn_send(qp->conn, buf, d->cfg.mtu, &tx, now, &len))
-					break;
-				if (tx.plane >= MRC_MAX_PLANES || !(qp->peer_planes >> tx.plane & 1))
-					continue;
-				*g = (struct mrcd_dgram){ .data = buf, .len = (uint32_t)len,
-							  .plane = tx.plane, .sport = tx.sport,
-							  .peer_port = qp->peer_port };
-				g->peer.family = memcmp(qp->peer_addr[tx.plane], v4_mapped, 12)
-							 ? MRC_AF_INET6
-							 : MRC_AF_INET;
-				memcpy(g->peer.addr, qp->peer_addr[tx.plane], 16);
-				budget--;
+			switch (send_some(d, qp->conn, qp->peer_planes,
+					  (const uint8_t(*)[16])qp->peer_addr, qp->peer_port,
+					  &budget, now)) {
+			case SENT_BLOCKED:
+				c->more_to_send = false;
+				return;
+			case SENT_SOME:
 				progress = true;
-				if (++c->tx_queued == MRCD_TX_BATCH && !flush_tx(d, now)) {
-					c->more_to_send = false;
-					return;
-				}
+				break;
+			default:
+				break;
 			}
 		}
+	}
+	if (!pump_lingering(d, &budget, now)) {
+		c->more_to_send = false;
+		return;
 	}
 	if (c->tx_queued)
 		flush_tx(d, now);
@@ -1395,6 +1487,12 @@ uint64_t mrcd_clients_next_timeout(const struct mrcd *d)
 			t = mrc_conn_next_timeout(qp->conn);
 		else if (qp->state == MRC_CTL_QP_RESOLVING)
 			t = qp->resolve_deadline_ns;
+		if (t < next)
+			next = t;
+	}
+	for (unsigned j = 0; j < c->lingering.n; j++) {
+		uint64_t t = mrc_conn_next_timeout(c->lingering.by_slot[c->lingering.active[j]].conn);
+
 		if (t < next)
 			next = t;
 	}
@@ -1704,6 +1802,7 @@ void mrcd_clients_fini(struct mrcd *d)
 	if (c->qps)
 		for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
 			mrcd_clients_gone(d, i);
+	mrcd_linger_fini(&c->lingering);
 	free_tables(c);
 	mrc_rate_domain_fini(&c->rate);
 	memset(&c->rate, 0, sizeof(c->rate));

@@ -21,6 +21,7 @@
 #include <metaroce/ctl.h>
 #include <metaroce/shm.h>
 
+#include "linger.h"
 #include "proto/codec.h"
 #include "proto/conn.h"
 #include "proto/ratehint.h"
@@ -34,6 +35,13 @@ struct mrcd_dgram;
 #define MRCD_MAX_CQS 4096
 #define MRCD_MAX_MRS 16384
 #define MRCD_MAX_RING_ENTRIES 16384
+
+/* A QPN (and a CQ handle) is (generation << 12 | slot): the slot is its low bits. */
+_Static_assert(MRCD_MAX_QPS == 1u << 12, "a QPN's slot is its low 12 bits");
+static inline unsigned mrcd_qp_slot(uint32_t qpn)
+{
+	return qpn & (MRCD_MAX_QPS - 1);
+}
 
 /* A control connection; a library client once it has said HELLO. */
 struct mrcd_client {
@@ -119,6 +127,7 @@ struct mrcd_clients {
 	unsigned n_mrs, n_cqs, n_qps;
 	unsigned next_mr_slot; /* where the search for a free region slot starts */
 	uint16_t active[MRCD_MAX_QPS]; /* slots of the n_qps live QPs: the pump walks these */
+	struct mrcd_linger_table lingering; /* destroyed QPs still answering their peers */
 	struct mrc_rate_domain rate;   /* this host's receive capacity, shared by rate hints */
 	unsigned n_retired;  /* deregistered MRs still mapped */
 	unsigned n_notify_pending;

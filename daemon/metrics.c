@@ -111,6 +111,9 @@ size_t mrcd_metrics_render(const struct mrcd *d, char *buf, size_t cap)
 		for (unsigned i = 0; i < 5; i++)
 			put(&o, "metaroce_qps{state=\"%s\"} %u\n", names[i], qp_state[i]);
 	}
+	family(&o, "metaroce_qps_lingering", "gauge",
+	       "Destroyed queue pairs still answering their peers' resends.");
+	put(&o, "metaroce_qps_lingering %u\n", c->lingering.n);
 	family(&o, "metaroce_memory_regions", "gauge", "Memory regions registered.");
 	put(&o, "metaroce_memory_regions %u\n", c->n_mrs);
 	family(&o, "metaroce_mapped_bytes", "gauge", "Client memory the daemon maps.");

@@ -13,6 +13,7 @@
  * receive completions are delivered in RSN order.
  */
 #include "conn.h"
+#include "conn_impl.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -22,146 +23,6 @@
 #include "random.h"
 #include "sack.h"
 #include "seq.h"
-
-#define RNR_UNLIMITED 7
-#define MAX_PROBE_REPLIES 4
-#define RETRY_UNIT_NS 10000ull /* NAK retry_after unit: 10 us */
-#define ECHO_SLOTS 32
-#define REVERSE_PORTS 8
-
-enum msg_kind { MSG_SQ = 0, MSG_RR = 1 };
-
-/* An outbound message: a posted send work request, or a READ response owed to the peer. */
-struct msg {
-	struct mrc_send_wr wr; /* READ response: sge[0] is the source, rkey/raddr the sink */
-	uint32_t msn;
-	uint32_t rsn;
-	uint32_t len;
-	uint32_t first_psn;
-	uint32_t npkts;
-	uint32_t sent_pkts;  /* packets given a PSN so far */
-	uint32_t acked_pkts;
-	uint32_t read_placed; /* READ: response bytes placed here */
-	uint32_t req_psn;     /* READ response: PSN of the request; runs once cum_psn passes it */
-	uint64_t rnr_until_ns; /* after an RNR NAK: no packet of this message before this time */
-	uint8_t rnr_rounds;   /* RNR NAK rounds without success */
-	uint8_t kind;	     /* enum msg_kind */
-	bool resp_complete;  /* READ: every response byte placed (a 0-byte READ: its one
-				response packet arrived) */
-};
-
-/* A posted receive and the message that consumes it. */
-struct rq_entry {
-	struct mrc_recv_wr wr;
-	uint32_t capacity;
-	uint32_t msg_len;
-	uint32_t placed;
-	uint32_t imm;
-	uint8_t wc_opcode;
-	uint8_t wc_flags;
-	uint32_t last_psn;    /* PSN of the message's last packet, once it arrived */
-	uint8_t opcode;	      /* wire opcode of the message that consumes it */
-	bool started;
-	bool done;	      /* every byte placed; delivered once cum_psn passes last_psn */
-	uint8_t status;
-};
-
-struct echo {
-	uint16_t path_id;
-	uint32_t tx_ts;
-	uint64_t arrival_ns;
-	uint8_t plane;
-	uint16_t sport;
-	bool ce;
-};
-
-struct probe_reply {
-	uint64_t nonce;
-	bool ce;
-	uint32_t echo_ts;
-	uint16_t echo_path;
-	uint8_t plane;
-	uint16_t sport;
-};
-
-struct mrc_conn {
-	struct mrc_conn_config cfg;
-	struct mrc_conn_callbacks cb;
-	void *user;
-	uint8_t state;
-
-	/* sender */
-	/*
-	 * Rings are indexed by 32-bit counters (MSN, RSN, READ responses) modulo their
-	 * capacity, a power of two so the index stays continuous when a counter wraps; the
-	 * configured depths bound how many entries are live.
-	 */
-	struct msg *msgs; /* sq_cap send work requests, then rr_cap READ responses */
-	uint32_t sq_cap, rr_cap, rq_cap;
-	uint32_t rr_depth;
-	uint32_t sq_head, sq_pkt, sq_tail; /* MSNs: oldest incomplete, packetizing, next */
-	uint32_t rr_head, rr_pkt, rr_tail; /* READ-response counters, same roles */
-	int32_t cur_msg;		   /* message being packetized, -1 none */
-	uint32_t next_rsn;
-	uint32_t reads_outstanding;
-	uint32_t snd_una, snd_nxt;
-	struct mrc_tx_slot tx[MRC_SACK_BITS];
-	uint32_t lost_pending;
-	struct mrc_path *paths; /* n_paths of them */
-	unsigned n_paths;
-	unsigned cursor;
-	uint32_t rate_hint_kbps;
-	uint64_t pace_next_ns;
-	uint16_t ack_epoch;   /* bumped whenever a PSN is newly acknowledged */
-	uint32_t retries;     /* counted since the QP last made progress */
-	uint64_t retry_clock_ns; /* the last progress, the first send after none was
-				    outstanding, or the last retry counted [R-253] */
-	uint64_t rnr_wakeup_ns; /* earliest end of an RNR wait */
-	uint64_t retx_wakeup_ns; /* earliest a lost packet held back may go again */
-	uint64_t prng;
-	uint64_t last_now_ns; /* latest time the caller gave us */
-
-	/* receiver */
-	struct mrc_rx_window rxw;
-	uint32_t rx_highest; /* highest PSN accepted so far (rq_psn - 1 before any) */
-	struct rq_entry *rq;
-	uint32_t rq_head, rq_tail; /* RSNs: oldest undelivered, next to post */
-	int rate_entry;
-	bool ack_pending, ack_now;
-	uint32_t ack_unacked;
-	uint64_t ack_deadline_ns;
-	struct echo echo;
-	/* (plane, UDP source port) pairs the peer's packets came from lately: the ports our
-	 * answers rotate over [R-331] */
-	struct {
-		uint8_t plane;
-		uint16_t sport;
-	} rev[REVERSE_PORTS];
-	uint8_t n_rev, rev_insert, rev_next;
-	uint16_t acks_sent;
-	uint16_t echoed_at[ECHO_SLOTS]; /* acks_sent when a path_id (mod ECHO_SLOTS) was echoed */
-	uint16_t ce_count;
-	struct {
-		bool pending;
-		bool ce;
-		uint8_t kind;
-		uint32_t psn, msn;
-		uint16_t retry_after;
-		uint8_t plane;
-		uint16_t sport;
-	} nak;
-	uint32_t seq_nak_base; /* RoCEv2 mode: base a NAK(seq) was sent for */
-	bool seq_nak_sent;
-	struct probe_reply probe_replies[MAX_PROBE_REPLIES];
-	unsigned n_probe_replies;
-	bool close_pending;
-	bool last_nak_valid;	/* a NAK went out: where, for the CLOSE that follows */
-	uint8_t last_nak_plane;
-	uint16_t last_nak_sport;
-	uint32_t close_reason;
-
-	struct mrc_conn_stats stats;
-};
 
 /* --- small helpers ------------------------------------------------------------------- */
 
@@ -365,6 +226,9 @@ void mrc_conn_config_default(struct mrc_conn_config *cfg)
 	cfg->redraw_after_probes = 3;
 	cfg->ack_coalesce_packets = 8;
 	cfg->ack_delay_ns = 10000;	    /* 10 us */
+	/* a destroyed QP answers for two of the peer's longest resend intervals */
+	cfg->linger_quiet_ns = 2 * cfg->rto.max_rto_ns;
+	cfg->linger_max_ns = 2000000000ull; /* 2 s */
 	cfg->seed = 1;
 }
 
@@ -544,8 +408,8 @@ static void complete_messages(struct mrc_conn *c)
 static void enter_error(struct mrc_conn *c, const struct msg *culprit, uint8_t status,
 			bool tell_peer)
 {
-	if (c->state == MRC_QPS_ERR)
-		return;
+	if (c->state != MRC_QPS_RTS)
+		return; /* in error already, or destroyed: nobody to tell */
 	c->state = MRC_QPS_ERR;
 	for (uint32_t msn = c->sq_head; msn != c->sq_tail; msn++) {
 		struct msg *m = sq_msg(c, msn);
@@ -631,6 +495,8 @@ int mrc_conn_post_send(struct mrc_conn *c, const struct mrc_send_wr *wr)
 	     wr->opcode == MRC_WR_READ) &&
 	    len > UINT64_MAX - wr->raddr)
 		return -EINVAL;
+	if (c->state == MRC_QPS_CLOSING || c->state == MRC_QPS_CLOSED)
+		return -EINVAL; /* destroyed: it takes no work */
 	if (c->state == MRC_QPS_ERR) {
 		/* verbs: work posted to a QP in error completes at once, flushed */
 		complete_flushed_send(c, wr);
@@ -667,6 +533,8 @@ int mrc_conn_post_recv(struct mrc_conn *c, const struct mrc_recv_wr *wr)
 	for (unsigned i = 0; i < wr->num_sge; i++)
 		if (wr->sge[i].length && !wr->sge[i].host)
 			return -EINVAL;
+	if (c->state == MRC_QPS_CLOSING || c->state == MRC_QPS_CLOSED)
+		return -EINVAL;
 	if (c->state == MRC_QPS_ERR) {
 		struct rq_entry flushed = { .wr = *wr };
 
@@ -958,7 +826,7 @@ static uint16_t echo_age(const struct mrc_conn *c, uint16_t path_id)
  * was echoed longest ago: every path gets RTT samples, even when coalescing would otherwise
  * always pick the same path of a round-robin spray.
  */
-static void note_for_ack(struct mrc_conn *c, const struct mrc_rx_info *rx,
+void conn_note_for_ack(struct mrc_conn *c, const struct mrc_rx_info *rx,
 			 const struct mrc_packet *pkt, bool urgent, uint64_t now_ns)
 {
 	bool take = !c->ack_pending || (rx->ce && !c->echo.ce) ||
@@ -991,7 +859,7 @@ static bool rsn_posted(const struct mrc_conn *c, uint32_t rsn)
 	return mrc_seq_le(c->rq_head, rsn) && mrc_seq_lt(rsn, c->rq_tail);
 }
 
-static void note_reverse_port(struct mrc_conn *c, const struct mrc_rx_info *rx)
+void conn_note_reverse_port(struct mrc_conn *c, const struct mrc_rx_info *rx)
 {
 	for (unsigned i = 0; i < c->n_rev; i++)
 		if (c->rev[i].plane == rx->plane && c->rev[i].sport == rx->sport)
@@ -1189,18 +1057,18 @@ static int on_sequenced(struct mrc_conn *c, const struct mrc_rx_info *rx,
 	bool opens_gap, fills_gap;
 	int err;
 
-	note_reverse_port(c, rx);
+	conn_note_reverse_port(c, rx);
 	if (rx->ce) {
 		c->ce_count++;
 		c->stats.rx_ce_packets++;
 	}
 	if (v == MRC_RX_BELOW || v == MRC_RX_DUPLICATE) {
 		/* never placed twice; acknowledged at once so the sender stops resending */
-		note_for_ack(c, rx, pkt, true, now_ns);
+		conn_note_for_ack(c, rx, pkt, true, now_ns);
 		return MRC_DROP_DUPLICATE;
 	}
 	if (v == MRC_RX_ABOVE) {
-		note_for_ack(c, rx, pkt, true, now_ns);
+		conn_note_for_ack(c, rx, pkt, true, now_ns);
 		return MRC_DROP_ABOVE_WINDOW;
 	}
 	if (rocev2(c) && pkt->psn != c->rxw.base) {
@@ -1231,7 +1099,7 @@ static int on_sequenced(struct mrc_conn *c, const struct mrc_rx_info *rx,
 		mrc_rate_domain_on_rx(c->cfg.rate_domain, c->rate_entry, pkt->payload_len, rx->ce,
 				      now_ns);
 	/* at once on a new gap, a filled gap or a message's end; else coalesced */
-	note_for_ack(c, rx, pkt, last || opens_gap || fills_gap, now_ns);
+	conn_note_for_ack(c, rx, pkt, last || opens_gap || fills_gap, now_ns);
 	if (pkt->opcode == MRC_OP_READ_RESP)
 		complete_messages(c);
 	deliver_receives(c);
@@ -1277,6 +1145,23 @@ static int on_probe_reply(struct mrc_conn *c, const struct mrc_packet *pkt, uint
 	return MRC_DROP_NONE;
 }
 
+/* A probe is answered on the path it came by, whatever else is pending. */
+void conn_queue_probe_reply(struct mrc_conn *c, const struct mrc_rx_info *rx,
+			    const struct mrc_packet *pkt)
+{
+	conn_note_reverse_port(c, rx);
+	if (c->n_probe_replies < MAX_PROBE_REPLIES) {
+		struct probe_reply *r = &c->probe_replies[c->n_probe_replies++];
+
+		r->nonce = pkt->u.probe.nonce;
+		r->ce = rx->ce;
+		r->echo_ts = pkt->tx_ts;
+		r->echo_path = pkt->path_id;
+		r->plane = rx->plane;
+		r->sport = rx->sport;
+	}
+}
+
 int mrc_conn_recv_packet(struct mrc_conn *c, const struct mrc_rx_info *rx,
 			 const struct mrc_packet *pkt, uint64_t now_ns)
 {
@@ -1285,6 +1170,8 @@ int mrc_conn_recv_packet(struct mrc_conn *c, const struct mrc_rx_info *rx,
 	c->stats.rx_packets++;
 	if (pkt->dst_qpn != c->cfg.local_qpn) {
 		err = MRC_DROP_WRONG_QPN;
+	} else if (c->state == MRC_QPS_CLOSING || c->state == MRC_QPS_CLOSED) {
+		err = conn_closing_recv(c, rx, pkt, now_ns);
 	} else if (c->state != MRC_QPS_RTS) {
 		err = MRC_DROP_QP_STATE;
 	} else if (mrc_opcode_is_sequenced(pkt->opcode)) {
@@ -1298,17 +1185,7 @@ int mrc_conn_recv_packet(struct mrc_conn *c, const struct mrc_rx_info *rx,
 			err = on_nak(c, pkt, now_ns);
 			break;
 		case MRC_OP_PROBE:
-			note_reverse_port(c, rx);
-			if (c->n_probe_replies < MAX_PROBE_REPLIES) {
-				struct probe_reply *r = &c->probe_replies[c->n_probe_replies++];
-
-				r->nonce = pkt->u.probe.nonce;
-				r->ce = rx->ce;
-				r->echo_ts = pkt->tx_ts;
-				r->echo_path = pkt->path_id;
-				r->plane = rx->plane;
-				r->sport = rx->sport;
-			}
+			conn_queue_probe_reply(c, rx, pkt);
 			err = MRC_DROP_NONE;
 			break;
 		case MRC_OP_PROBE_REPLY:
@@ -1368,7 +1245,7 @@ static void init_packet(const struct mrc_conn *c, struct mrc_packet *pkt, uint8_
 	pkt->tx_ts = (uint32_t)now_ns;
 }
 
-static bool send_ack(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
+bool conn_send_ack(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
 		     uint64_t now_ns, size_t *len)
 {
 	struct mrc_packet pkt;
@@ -1397,7 +1274,7 @@ static bool send_ack(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_in
 	return true;
 }
 
-static bool send_nak(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
+bool conn_send_nak(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
 		     uint64_t now_ns, size_t *len)
 {
 	struct mrc_packet pkt;
@@ -1489,7 +1366,7 @@ static bool send_probe(struct mrc_conn *c, unsigned i, void *buf, size_t cap,
 	return true;
 }
 
-static bool send_probe_reply(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
+bool conn_send_probe_reply(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
 			     uint64_t now_ns, size_t *len)
 {
 	struct probe_reply r = c->probe_replies[0];
@@ -1509,7 +1386,7 @@ static bool send_probe_reply(struct mrc_conn *c, void *buf, size_t cap, struct m
 	return true;
 }
 
-static bool send_close(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
+bool conn_send_close(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
 		       uint64_t now_ns, size_t *len)
 {
 	struct mrc_packet pkt;
@@ -1830,19 +1707,21 @@ bool mrc_conn_send(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info
 		   uint64_t now_ns, size_t *len)
 {
 	c->last_now_ns = now_ns;
+	if (c->state == MRC_QPS_CLOSING || c->state == MRC_QPS_CLOSED)
+		return conn_closing_send(c, buf, cap, tx, now_ns, len);
 	if (c->state == MRC_QPS_ERR) {
 		if (c->nak.pending)
-			return send_nak(c, buf, cap, tx, now_ns, len);
+			return conn_send_nak(c, buf, cap, tx, now_ns, len);
 		if (c->close_pending)
-			return send_close(c, buf, cap, tx, now_ns, len);
+			return conn_send_close(c, buf, cap, tx, now_ns, len);
 		return false;
 	}
 	if (c->n_probe_replies)
-		return send_probe_reply(c, buf, cap, tx, now_ns, len);
+		return conn_send_probe_reply(c, buf, cap, tx, now_ns, len);
 	if (c->nak.pending)
-		return send_nak(c, buf, cap, tx, now_ns, len);
+		return conn_send_nak(c, buf, cap, tx, now_ns, len);
 	if (c->ack_now || (c->ack_pending && now_ns >= c->ack_deadline_ns))
-		return send_ack(c, buf, cap, tx, now_ns, len);
+		return conn_send_ack(c, buf, cap, tx, now_ns, len);
 	for (unsigned i = 0; i < c->n_paths; i++) {
 		struct mrc_path *p = &c->paths[i];
 
@@ -1914,6 +1793,8 @@ uint64_t mrc_conn_next_timeout(const struct mrc_conn *c)
 {
 	uint64_t t = UINT64_MAX;
 
+	if (c->state == MRC_QPS_CLOSING || c->state == MRC_QPS_CLOSED)
+		return conn_closing_next_timeout(c);
 	if (c->state == MRC_QPS_ERR)
 		return t;
 	if (c->ack_pending && c->ack_deadline_ns < t)
@@ -1939,6 +1820,10 @@ uint64_t mrc_conn_next_timeout(const struct mrc_conn *c)
 void mrc_conn_on_timeout(struct mrc_conn *c, uint64_t now_ns)
 {
 	c->last_now_ns = now_ns;
+	if (c->state == MRC_QPS_CLOSING || c->state == MRC_QPS_CLOSED) {
+		conn_closing_on_timeout(c, now_ns);
+		return;
+	}
 	if (c->state == MRC_QPS_ERR)
 		return;
 	if (c->ack_pending && now_ns >= c->ack_deadline_ns)

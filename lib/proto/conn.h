@@ -21,6 +21,9 @@
  * drops packets for QPs that have no connection [R-73]. A QP in RTR receives and acknowledges
  * but posts no sends [R-74]: the caller creates the connection at RTR with the receive
  * settings and gives the send settings with mrc_conn_set_send() when the QP reaches RTS.
+ * When the application destroys the QP, mrc_conn_close() lets the connection linger until
+ * the peer has heard every acknowledgement it needs (CLOSING); the caller keeps driving it
+ * and frees it once it is CLOSED and has nothing left to send.
  */
 #ifndef METAROCE_PROTO_CONN_H
 #define METAROCE_PROTO_CONN_H
@@ -47,8 +50,10 @@ enum mrc_mode {
 };
 
 enum mrc_qp_state {
-	MRC_QPS_RTS = 0, /* ready to send and receive */
-	MRC_QPS_ERR = 1, /* error: everything outstanding is flushed */
+	MRC_QPS_RTS = 0,     /* ready to send and receive */
+	MRC_QPS_ERR = 1,     /* error: everything outstanding is flushed */
+	MRC_QPS_CLOSING = 2, /* destroyed: acknowledges what it received, takes nothing new */
+	MRC_QPS_CLOSED = 3,  /* destroyed and done: free it once mrc_conn_send has nothing */
 };
 
 enum mrc_wr_opcode {
@@ -170,6 +175,8 @@ struct mrc_conn_config {
 	uint32_t redraw_after_probes;  /* unanswered probes before a new source port */
 	uint32_t ack_coalesce_packets; /* acknowledge at least every this many packets */
 	uint64_t ack_delay_ns;	       /* and no later than this after the first unacked one */
+	uint64_t linger_quiet_ns; /* a destroyed QP lingers until the peer is quiet this long */
+	uint64_t linger_max_ns;	  /* and no longer than this after it was destroyed */
 	struct mrc_rate_domain *rate_domain; /* receiver capacity shared with other QPs */
 	uint64_t seed;			     /* source-port redraws and probe nonces */
 };
@@ -280,6 +287,15 @@ void mrc_conn_on_timeout(struct mrc_conn *conn, uint64_t now_ns);
 
 /* Moves the QP to the error state: outstanding work completes with a flush status. */
 void mrc_conn_set_error(struct mrc_conn *conn, uint64_t now_ns);
+
+/*
+ * The application destroyed the QP (SPEC 11.4). Its work is dropped without completions, as
+ * verbs does; no callback runs from here on. A QP that was sending and receiving lingers in
+ * CLOSING: it acknowledges at once what it received, answers the peer's resends of it and
+ * its probes, and answers data it never received with CLOSE, until the peer has been quiet
+ * for linger_quiet_ns. Then, or at once for a QP in error, it is CLOSED.
+ */
+void mrc_conn_close(struct mrc_conn *conn, uint64_t now_ns);
 
 /* Operator drain of every path on a plane: no new packets there; in flight completes. */
 void mrc_conn_drain_plane(struct mrc_conn *conn, uint8_t plane, bool drained);

@@ -154,6 +154,19 @@ void sim_free(struct sim *sim)
 	free(sim);
 }
 
+void sim_destroy(struct sim_endpoint *ep, bool linger)
+{
+	if (!ep->conn)
+		return;
+	if (linger) {
+		mrc_conn_close(ep->conn, ep->sim->now_ns);
+		ep->dirty = true;
+		return;
+	}
+	mrc_conn_free(ep->conn);
+	ep->conn = NULL;
+}
+
 struct sim_stage *sim_core(struct sim *sim, unsigned plane, unsigned link)
 {
 	return &sim->core[plane][link];
@@ -419,7 +432,7 @@ static void deliver(struct sim *sim, struct sim_event *ev)
 		return;
 	}
 	ep = endpoint_at(sim, ev->dst_host, pkt.dst_qpn);
-	if (!ep) {
+	if (!ep || !ep->conn) {
 		sim->unroutable++;
 		free(ev);
 		return;
@@ -477,6 +490,8 @@ static void pump(struct sim *sim, struct sim_endpoint *ep)
 	size_t len;
 
 	ep->dirty = false;
+	if (!ep->conn)
+		return;
 	for (;;) {
 		if (uplink_backlog(sim, ep->host, &drain_at) >= SIM_TX_RING_BYTES) {
 			struct sim_event *wake = calloc(1, sizeof(*wake));
@@ -494,8 +509,15 @@ static void pump(struct sim *sim, struct sim_endpoint *ep)
 			heap_push(sim, wake);
 			return;
 		}
-		if (!mrc_conn_send(ep->conn, buf, sizeof(buf), &tx, sim->now_ns, &len))
+		if (!mrc_conn_send(ep->conn, buf, sizeof(buf), &tx, sim->now_ns, &len)) {
+			/* a destroyed QP done lingering and with nothing more to say is freed, as
+			 * the daemon frees it */
+			if (mrc_conn_state(ep->conn) == MRC_QPS_CLOSED) {
+				mrc_conn_free(ep->conn);
+				ep->conn = NULL;
+			}
 			return;
+		}
 		struct sim_event *ev = malloc(sizeof(*ev) + len);
 
 		if (!ev)
@@ -529,7 +551,11 @@ static bool blocked(const struct sim *sim, const struct sim_endpoint *ep)
 
 static uint64_t endpoint_timeout(const struct sim *sim, const struct sim_endpoint *ep)
 {
-	uint64_t t = mrc_conn_next_timeout(ep->conn);
+	uint64_t t;
+
+	if (!ep->conn)
+		return UINT64_MAX;
+	t = mrc_conn_next_timeout(ep->conn);
 
 	return blocked(sim, ep) && t < ep->blocked_until_ns ? ep->blocked_until_ns : t;
 }
@@ -574,6 +600,8 @@ void sim_run(struct sim *sim, uint64_t until_ns, bool (*stop)(struct sim *, void
 			for (unsigned i = 0; i < sim->n_eps; i++) {
 				struct mrc_conn_info in;
 
+				if (!sim->eps[i]->conn)
+					continue;
 				mrc_conn_get_info(sim->eps[i]->conn, &in);
 				fprintf(stderr,
 					"  endpoint %u: next timeout %llu, blocked until %llu, "
@@ -590,7 +618,7 @@ void sim_run(struct sim *sim, uint64_t until_ns, bool (*stop)(struct sim *, void
 			for (unsigned i = 0; i < sim->n_eps; i++) {
 				struct sim_endpoint *ep = sim->eps[i];
 
-				if (endpoint_timeout(sim, ep) <= sim->now_ns) {
+				if (ep->conn && endpoint_timeout(sim, ep) <= sim->now_ns) {
 					mrc_conn_on_timeout(ep->conn, sim->now_ns);
 					ep->dirty = true;
 				}

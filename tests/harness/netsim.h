@@ -73,7 +73,7 @@ struct sim_endpoint {
 	unsigned index;
 	unsigned host;
 	uint32_t qpn;
-	struct mrc_conn *conn;
+	struct mrc_conn *conn; /* NULL once destroyed (sim_destroy) and gone */
 	struct sim_mr mrs[SIM_MAX_MRS];
 	unsigned n_mrs;
 	/* completions seen */
@@ -135,6 +135,13 @@ struct sim_stage *sim_core(struct sim *sim, unsigned plane, unsigned link);
 void sim_connect(struct sim *sim, unsigned host_a, unsigned host_b,
 		 const struct mrc_conn_config *base, unsigned paths_per_plane,
 		 struct sim_endpoint **a, struct sim_endpoint **b);
+
+/*
+ * The application destroys an endpoint's QP. linger: as a daemon does (mrc_conn_close; the
+ * connection is freed once CLOSED and quiet); else its connection goes at once, and packets
+ * for it are unroutable from then on.
+ */
+void sim_destroy(struct sim_endpoint *ep, bool linger);
 
 /* The core link of a plane that ECMP picks for a flow. */
 unsigned sim_core_link_of(const struct sim *sim, unsigned src_host, unsigned dst_host,

@@ -25,6 +25,7 @@ int main(void)
 	srunner_add_suite(runner, share_suite());
 	srunner_add_suite(runner, backend_udp_suite());
 	srunner_add_suite(runner, conn_suite());
+	srunner_add_suite(runner, linger_suite());
 	srunner_run_all(runner, CK_ENV);
 	failed = srunner_ntests_failed(runner);
 	srunner_free(runner);

@@ -28,7 +28,8 @@ enum mrc_drop_reason {
 	MRC_DROP_NOT_ADMITTED = 44,   /* DISCOVER from outside the configured peer prefixes */
 	MRC_DROP_STALE_DISCOVER = 45, /* DISCOVER_REPLY matching no outstanding request */
 	MRC_DROP_PEERS_FULL = 46,     /* no room for another peer */
+	MRC_DROP_QP_CLOSED = 47,      /* data for a destroyed QP it never received: CLOSE */
 };
-#define MRC_DROP_REASON_MAX MRC_DROP_PEERS_FULL
+#define MRC_DROP_REASON_MAX MRC_DROP_QP_CLOSED
 
 #endif /* METAROCE_DROP_REASONS_H */

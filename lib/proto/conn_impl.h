@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The connection engine's inside, shared by its own files (conn.c, linger.c) and nobody
+ * else: callers see struct mrc_conn only as the opaque type of conn.h.
+ */
+#ifndef METAROCE_PROTO_CONN_IMPL_H
+#define METAROCE_PROTO_CONN_IMPL_H
+
+#include "conn.h"
+#include "loss.h"
+
+#define RNR_UNLIMITED 7
+#define MAX_PROBE_REPLIES 4
+#define RETRY_UNIT_NS 10000ull /* NAK retry_after unit: 10 us */
+#define ECHO_SLOTS 32
+#define REVERSE_PORTS 8
+
+enum msg_kind { MSG_SQ = 0, MSG_RR = 1 };
+
+/* An outbound message: a posted send work request, or a READ response owed to the peer. */
+struct msg {
+	struct mrc_send_wr wr; /* READ response: sge[0] is the source, rkey/raddr the sink */
+	uint32_t msn;
+	uint32_t rsn;
+	uint32_t len;
+	uint32_t first_psn;
+	uint32_t npkts;
+	uint32_t sent_pkts;  /* packets given a PSN so far */
+	uint32_t acked_pkts;
+	uint32_t read_placed; /* READ: response bytes placed here */
+	uint32_t req_psn;     /* READ response: PSN of the request; runs once cum_psn passes it */
+	uint64_t rnr_until_ns; /* after an RNR NAK: no packet of this message before this time */
+	uint8_t rnr_rounds;   /* RNR NAK rounds without success */
+	uint8_t kind;	     /* enum msg_kind */
+	bool resp_complete;  /* READ: every response byte placed (a 0-byte READ: its one
+				response packet arrived) */
+};
+
+/* A posted receive and the message that consumes it. */
+struct rq_entry {
+	struct mrc_recv_wr wr;
+	uint32_t capacity;
+	uint32_t msg_len;
+	uint32_t placed;
+	uint32_t imm;
+	uint8_t wc_opcode;
+	uint8_t wc_flags;
+	uint32_t last_psn;    /* PSN of the message's last packet, once it arrived */
+	uint8_t opcode;	      /* wire opcode of the message that consumes it */
+	bool started;
+	bool done;	      /* every byte placed; delivered once cum_psn passes last_psn */
+	uint8_t status;
+};
+
+struct echo {
+	uint16_t path_id;
+	uint32_t tx_ts;
+	uint64_t arrival_ns;
+	uint8_t plane;
+	uint16_t sport;
+	bool ce;
+};
+
+struct probe_reply {
+	uint64_t nonce;
+	bool ce;
+	uint32_t echo_ts;
+	uint16_t echo_path;
+	uint8_t plane;
+	uint16_t sport;
+};
+
+struct mrc_conn {
+	struct mrc_conn_config cfg;
+	struct mrc_conn_callbacks cb;
+	void *user;
+	uint8_t state;
+
+	/* sender */
+	/*
+	 * Rings are indexed by 32-bit counters (MSN, RSN, READ responses) modulo their
+	 * capacity, a power of two so the index stays continuous when a counter wraps; the
+	 * configured depths bound how many entries are live.
+	 */
+	struct msg *msgs; /* sq_cap send work requests, then rr_cap READ responses */
+	uint32_t sq_cap, rr_cap, rq_cap;
+	uint32_t rr_depth;
+	uint32_t sq_head, sq_pkt, sq_tail; /* MSNs: oldest incomplete, packetizing, next */
+	uint32_t rr_head, rr_pkt, rr_tail; /* READ-response counters, same roles */
+	int32_t cur_msg;		   /* message being packetized, -1 none */
+	uint32_t next_rsn;
+	uint32_t reads_outstanding;
+	uint32_t snd_una, snd_nxt;
+	struct mrc_tx_slot tx[MRC_SACK_BITS];
+	uint32_t lost_pending;
+	struct mrc_path *paths; /* n_paths of them */
+	unsigned n_paths;
+	unsigned cursor;
+	uint32_t rate_hint_kbps;
+	uint64_t pace_next_ns;
+	uint16_t ack_epoch;   /* bumped whenever a PSN is newly acknowledged */
+	uint32_t retries;     /* counted since the QP last made progress */
+	uint64_t retry_clock_ns; /* the last progress, the first send after none was
+				    outstanding, or the last retry counted [R-253] */
+	uint64_t rnr_wakeup_ns; /* earliest end of an RNR wait */
+	uint64_t retx_wakeup_ns; /* earliest a lost packet held back may go again */
+	uint64_t prng;
+	uint64_t last_now_ns; /* latest time the caller gave us */
+
+	/* receiver */
+	struct mrc_rx_window rxw;
+	uint32_t rx_highest; /* highest PSN accepted so far (rq_psn - 1 before any) */
+	struct rq_entry *rq;
+	uint32_t rq_head, rq_tail; /* RSNs: oldest undelivered, next to post */
+	int rate_entry;
+	bool ack_pending, ack_now;
+	uint32_t ack_unacked;
+	uint64_t ack_deadline_ns;
+	struct echo echo;
+	/* (plane, UDP source port) pairs the peer's packets came from lately: the ports our
+	 * answers rotate over [R-331] */
+	struct {
+		uint8_t plane;
+		uint16_t sport;
+	} rev[REVERSE_PORTS];
+	uint8_t n_rev, rev_insert, rev_next;
+	uint16_t acks_sent;
+	uint16_t echoed_at[ECHO_SLOTS]; /* acks_sent when a path_id (mod ECHO_SLOTS) was echoed */
+	uint16_t ce_count;
+	struct {
+		bool pending;
+		bool ce;
+		uint8_t kind;
+		uint32_t psn, msn;
+		uint16_t retry_after;
+		uint8_t plane;
+		uint16_t sport;
+	} nak;
+	uint32_t seq_nak_base; /* RoCEv2 mode: base a NAK(seq) was sent for */
+	bool seq_nak_sent;
+	struct probe_reply probe_replies[MAX_PROBE_REPLIES];
+	unsigned n_probe_replies;
+	bool close_pending;
+	bool last_nak_valid;	/* a NAK went out: where, for the CLOSE that follows */
+	uint8_t last_nak_plane;
+	uint16_t last_nak_sport;
+	uint32_t close_reason;
+	uint64_t linger_quiet_until_ns; /* CLOSING: CLOSED at this time unless the peer speaks */
+	uint64_t linger_end_ns;		/* CLOSING: CLOSED at this time whatever happens */
+
+	struct mrc_conn_stats stats;
+};
+
+/* Shared between conn.c and linger.c. */
+void conn_note_for_ack(struct mrc_conn *c, const struct mrc_rx_info *rx,
+		       const struct mrc_packet *pkt, bool urgent, uint64_t now_ns);
+void conn_note_reverse_port(struct mrc_conn *c, const struct mrc_rx_info *rx);
+void conn_queue_probe_reply(struct mrc_conn *c, const struct mrc_rx_info *rx,
+			    const struct mrc_packet *pkt);
+bool conn_send_ack(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
+		   uint64_t now_ns, size_t *len);
+bool conn_send_nak(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
+		   uint64_t now_ns, size_t *len);
+bool conn_send_probe_reply(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
+			   uint64_t now_ns, size_t *len);
+bool conn_send_close(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
+		     uint64_t now_ns, size_t *len);
+
+/* A destroyed QP's lingering (linger.c, SPEC 11.4): the engine's entry points hand a
+ * connection in MRC_QPS_CLOSING or MRC_QPS_CLOSED to these. */
+int conn_closing_recv(struct mrc_conn *c, const struct mrc_rx_info *rx,
+		      const struct mrc_packet *pkt, uint64_t now_ns);
+bool conn_closing_send(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
+		       uint64_t now_ns, size_t *len);
+uint64_t conn_closing_next_timeout(const struct mrc_conn *c);
+void conn_closing_on_timeout(struct mrc_conn *c, uint64_t now_ns);
+
+#endif /* METAROCE_PROTO_CONN_IMPL_H */
