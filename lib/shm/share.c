@@ -88,9 +88,9 @@ static void uffd_probe(void)
 }
 
 /*
- * Write-protects [start, start + length) for the move: returns the userfaultfd holding the
- * protection (armed by the helper, see protect_now) or -errno when the range cannot be
- * protected.
+ * Readies the write protection of [start, start + length): registers the range with a new
+ * userfaultfd, which it returns for the window to arm (protect_now), or -errno when the range
+ * cannot be protected.
  */
 static int protect_prepare(uintptr_t start, size_t length)
 {
