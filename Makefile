@@ -23,6 +23,7 @@ FUZZ := $(BUILD)/fuzz
 
 CC ?= cc
 CLANG ?= clang
+CXX ?= c++
 FUZZ_SECONDS ?= 30
 
 ifeq ($(V),1)
@@ -39,7 +40,10 @@ WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototy
 # always added, so warnings stay errors whatever is passed on the command line.
 CPPFLAGS += -I. -Ilib/include -Ilib -Itests -I$(BUILD)/bpf -D_GNU_SOURCE -DMETAROCE_VERSION='"$(VERSION)"'
 CFLAGS ?= -O2 -g
+CXXFLAGS ?= -O2 -g
 MRC_CFLAGS := -std=gnu11 $(WARNINGS) -fno-strict-aliasing
+# C++ only for the collectives benchmark, which links Gloo
+CXX_WARNINGS := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wvla -Wformat=2
 DEPFLAGS = -MMD -MP
 SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	     -fno-sanitize-recover=all
@@ -87,6 +91,8 @@ BPF_OBJS := $(BUILD)/bpf/impair.bpf.o $(BUILD)/bpf/metaroce_xdp.bpf.o \
 	    $(BUILD)/tests/bpf/xdp_neighbour.bpf.o
 BPF_TESTS := $(BUILD)/tests/bpf/test_impair $(BUILD)/tests/bpf/test_xdp
 XDP_COST := $(BUILD)/bench/xdp-cost
+# One rank of a Gloo collective job (bench/collectives): the benchmark and test_collectives
+GLOO_BENCH := $(BUILD)/bench/gloo-bench
 
 # libmetaroce.so.1: the libibverbs ABI (lib/verbs) plus the ring and page-sharing code it
 # shares with the daemon, built position independent.
@@ -102,12 +108,13 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 .PHONY: all programs deps check demo install deb unit unit-asan verbs-abi bpf-test fuzz integration \
 	integration-asan \
 	engine-report bench bench-quick bench-xdp bench-backend \
-	bench-udp-vs-tcp clean
+	bench-udp-vs-tcp bench-collectives clean
 .DEFAULT_GOAL := all
 
 all: $(LIBPROTO) $(UNIT_RUNNER) $(SAN_UNIT_RUNNER) $(FUZZ_BINS) $(CORPUS_GEN) $(HEADER_CHECK_OBJS) \
      $(ENGINE_REPORT) $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) \
-     $(METAROCE_RUN) $(VERBS_TESTS) $(SAN_METAROCED) $(BPF_OBJS) $(BPF_TESTS) $(XDP_COST)
+     $(METAROCE_RUN) $(VERBS_TESTS) $(SAN_METAROCED) $(BPF_OBJS) $(BPF_TESTS) $(XDP_COST) \
+     $(GLOO_BENCH)
 	@:
 
 # What an installation needs and no more (the Debian package build uses it).
@@ -116,11 +123,11 @@ programs: $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) $(METAROC
 
 # Debian packages, one per line in the order a reader would look for them.
 DEB_PACKAGES := \
-	gcc libc6-dev make pkg-config \
+	gcc g++ libc6-dev make pkg-config \
 	clang libclang-rt-14-dev \
 	linux-libc-dev \
 	check libsystemd-dev libbpf-dev libxdp-dev bpftool xdp-tools \
-	libibverbs-dev ibverbs-utils perftest \
+	libibverbs-dev ibverbs-utils perftest libgloo-dev \
 	iproute2 python3 iperf3 sockperf gnuplot-nox time groff-base curl \
 	dpkg-dev debhelper python3-yaml
 
@@ -189,7 +196,7 @@ integration-asan: $(SAN_METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN
 
 # Real processes in network namespaces (tests/integration/lib.sh draws the topology).
 integration: $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) $(METAROCE_RUN) \
-	     $(VERBS_TESTS) $(BPF_OBJS)
+	     $(VERBS_TESTS) $(BPF_OBJS) $(GLOO_BENCH)
 	$(call msg,TEST,integration)
 	$(Q)sh tests/integration/run.sh $(BUILD)
 
@@ -225,6 +232,14 @@ bench-quick bench:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory programs $(BPF_OBJS) $(XDP_COST)
 	$(Q)python3 bench/fabric_bench.py $(if $(filter bench,$@),--full,--quick) $(BUILD)
+
+# Gloo's all-reduce and all-to-all on 4 testbed hosts x 2 planes at 0, 1 and 10% loss, over
+# MetaRoCE, the RoCEv2 baseline and Gloo's TCP transport side by side; writes
+# build/bench-collectives.json and the collectives section of docs/BENCHMARKS.md.
+bench-collectives:
+	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)$(MAKE) --no-print-directory programs $(BPF_OBJS) $(GLOO_BENCH)
+	$(Q)python3 bench/collectives/collectives_bench.py $(BUILD)
 
 # The XDP fast path's cost per data packet, 64 B to 8 KiB, from BPF_PROG_TEST_RUN.
 bench-xdp: $(XDP_COST) $(BPF_OBJS)
@@ -358,6 +373,12 @@ $(LIBMETAROCE): $(VERBS_OBJS) lib/verbs/libmetaroce.map
 		-Wl,--version-script=lib/verbs/libmetaroce.map -Wl,--no-undefined-version \
 		-Wl,-z,defs -o $@ $(VERBS_OBJS) -lpthread
 	$(Q)ln -sf libmetaroce.so.1 $(@D)/libmetaroce.so
+
+$(GLOO_BENCH): bench/collectives/gloo_bench.cc
+	$(call msg,CXX-LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) -std=c++17 $(CXX_WARNINGS) $(CXXFLAGS) $(LDFLAGS) -rdynamic -o $@ $< \
+		-lgloo -libverbs -lpthread
 
 $(METAROCE_RUN): cli/metaroce-run
 	$(call msg,GEN,$@)

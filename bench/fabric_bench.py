@@ -114,7 +114,8 @@ class Bench:
         if r.returncode:
             raise Failed("impair %s: %s" % (" ".join(args), r.stderr.strip()))
 
-    def daemons(self, hosts, transport="metaroce", extra=()):
+    def daemons(self, hosts, transport="metaroce", extra=(), backend="udp"):
+        """metaroced on each host; the fabric figures are the udp backend's unless asked."""
         self.sockets = {}
         for h in hosts:
             sock = os.path.join(self.tmp, "h%d.sock" % h)
@@ -122,7 +123,7 @@ class Bench:
             argv = [os.path.join(self.build, "sbin", "metaroced"), "--set",
                     "peer_prefix=198.18.0.0/16", "--set", "control_socket=" + sock, "--set",
                     "mtu=%d" % self.tb["mtu"], "--set", "transport=" + transport,
-                    "--set", "backend=udp"]  # the figures below are the udp backend's
+                    "--set", "backend=" + backend]
             for p in range(self.tb["planes"]):
                 argv += ["--set", "plane=%d p%d %s" % (p, p, self.addr(p, h))]
             for e in extra:

@@ -27,12 +27,17 @@ struct mrv_segment {
 };
 
 /*
- * Segments no region uses any more stay listed, up to this many, oldest dropped first: a
- * program that registers the same buffers again and again (a collectives library creating
- * its buffers per operation) finds their pages shared already instead of moving them again,
- * which costs a copy and, out of a page map, cannot be write-protected (share.c).
+ * Segments no region uses any more stay listed, oldest dropped first: a program that
+ * registers the same buffers again and again (a collectives library creating its buffers per
+ * operation) finds their pages shared already instead of moving them again, which costs a
+ * copy and, out of a page map, cannot be write-protected (share.c). Only small ones, and not
+ * too many bytes of them: an idle segment's descriptor keeps its memfd alive, and a large
+ * buffer the program has since unmapped would be memory nobody uses. (Large buffers have
+ * their own mappings, which no other object shares.)
  */
 #define MRV_IDLE_SEGMENTS 256
+#define MRV_IDLE_MAX_SEGMENT (1u << 20)
+#define MRV_IDLE_BYTES (32u << 20)
 
 /* Segments sorted by address, never overlapping. */
 static struct {
@@ -41,6 +46,7 @@ static struct {
 	unsigned n, cap;
 	struct mrv_segment *idle_oldest, *idle_newest;
 	unsigned n_idle;
+	size_t idle_bytes;
 } registry = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static int registry_insert(struct mrv_segment *s)
@@ -89,6 +95,7 @@ static void idle_unlink(struct mrv_segment *s)
 	s->idle_prev = s->idle_next = NULL;
 	s->idle = false;
 	registry.n_idle--;
+	registry.idle_bytes -= s->end - s->start;
 }
 
 /* The segment goes for good: the pages stay memfd-backed and keep their bytes; only the
@@ -105,7 +112,7 @@ static void segment_put(struct mrv_segment *s)
 {
 	if (--s->refs)
 		return;
-	if (!s->listed) {
+	if (!s->listed || s->end - s->start > MRV_IDLE_MAX_SEGMENT) {
 		segment_drop(s);
 		return;
 	}
@@ -117,7 +124,9 @@ static void segment_put(struct mrv_segment *s)
 	else
 		registry.idle_oldest = s;
 	registry.idle_newest = s;
-	if (++registry.n_idle > MRV_IDLE_SEGMENTS) {
+	registry.n_idle++;
+	registry.idle_bytes += s->end - s->start;
+	while (registry.n_idle > MRV_IDLE_SEGMENTS || registry.idle_bytes > MRV_IDLE_BYTES) {
 		struct mrv_segment *old = registry.idle_oldest;
 
 		idle_unlink(old);
