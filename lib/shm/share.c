@@ -25,7 +25,7 @@ static int page_span(void *addr, size_t len, uintptr_t *start, size_t *length)
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	uintptr_t end;
 
-	if (!addr || !len || (uintptr_t)addr > UINTPTR_MAX - len - page)
+	if (!addr || !len || len > UINTPTR_MAX - page || (uintptr_t)addr > UINTPTR_MAX - page - len)
 		return -EINVAL;
 	*start = (uintptr_t)addr & ~(page - 1);
 	end = ((uintptr_t)addr + len + page - 1) & ~(page - 1);
@@ -39,23 +39,32 @@ static int page_span(void *addr, size_t len, uintptr_t *start, size_t *length)
  * counters, mutexes, malloc's own bookkeeping). A write that lands on the old pages after
  * the copy is lost with them. So, for the window from the copy to the new mapping, the pages
  * are write-protected with userfaultfd: a thread that writes there sleeps in the kernel until
- * the window closes, then retries its write on the new mapping. Reads go on undisturbed.
+ * the window closes, then retries its write on the new mapping. Reads go on undisturbed. The
+ * window lasts as long as the copy: microseconds for a few pages, some 100 ms for a GiB.
  *
- * Nobody reads the userfaultfd's messages: closing it wakes every waiter. The window runs on
- * a helper thread, so the thread that registers may have its own stack, its TLS or a signal
- * handler's data in the range: it sleeps through the window like any other writer.
+ * The new mapping is made elsewhere first (staged), marked MADV_DONTFORK there, and moved into
+ * place with one mremap: a fork at any moment gives the child either the old private pages
+ * or none, never a mapping it shares with us. Nobody reads the userfaultfd's messages: the
+ * window ends with UFFDIO_WAKE (a descriptor a concurrent fork duplicated would keep a mere
+ * close from waking anyone) and the close. The window runs on a helper thread while the
+ * registering thread waits with every signal blocked, so that thread may have its own stack
+ * or a signal handler's data in the range: it sleeps through the window like any writer.
  *
- * Without privilege (CAP_SYS_PTRACE) the kernel gives only UFFD_USER_MODE_ONLY: then a write
- * the kernel makes there on a thread's behalf during the window (read(2) into a buffer on
- * those pages) fails with EFAULT instead of waiting. Where userfaultfd cannot protect the
- * range at all (no userfaultfd in the kernel or the sandbox, a file-backed private mapping
- * such as a program's .data), the pages move unprotected, and out->unprotected says why.
+ * Without privilege (CAP_SYS_PTRACE) the kernel gives only UFFD_USER_MODE_ONLY: a write the
+ * kernel makes there for a thread during the window (read(2) into a buffer on those pages,
+ * an rseq update of a thread control block on them) then fails with EFAULT instead of
+ * waiting. Before Linux 6.4 pages never touched are populated first (MADV_POPULATE_READ) to
+ * be protectable, and one another thread discards in between (MADV_DONTNEED) escapes the
+ * protection. Where userfaultfd cannot protect the range at all (not in the kernel or the
+ * sandbox, a file-backed private mapping such as a program's .data, a BPF map's pages), the
+ * pages move unprotected, and out->unprotected says why.
  */
 struct move {
 	int fd;		     /* holds the copy, then backs the pages */
 	uintptr_t start;
 	size_t length;
-	void *copy_map;	     /* a mapping of fd to copy into (a page map), or NULL: pwrite */
+	void *staged;	     /* fd mapped elsewhere, MADV_DONTFORK, until it moves into place */
+	bool via_staged;     /* copy into the staged mapping (a page map), not with pwrite */
 	int uffd;	     /* the write protection, or -1 */
 	int unprotected;     /* why there is none (errno), or 0 */
 	int err;
@@ -143,8 +152,8 @@ static int copy_pages(const struct move *m)
 {
 	size_t done = 0;
 
-	if (m->copy_map) {
-		struct iovec to = { m->copy_map, m->length };
+	if (m->via_staged) {
+		struct iovec to = { m->staged, m->length };
 		struct iovec from = { (void *)m->start, m->length };
 
 		errno = 0;
@@ -164,9 +173,9 @@ static int copy_pages(const struct move *m)
 }
 
 /*
- * The window: protect, copy, map the copy in the pages' place, end the protection. It works
- * on its own copy of the move and writes the outcome back only once the protection is gone:
- * the caller's struct may sit on the very pages being moved (a buffer on its stack).
+ * The window: protect, copy, move the staged mapping into the pages' place, end the
+ * protection. It works on its own copy of the move and writes the outcome back only once the
+ * protection is gone: the caller's struct may sit on the very pages being moved.
  */
 static void *move_window(void *arg)
 {
@@ -176,36 +185,49 @@ static void *move_window(void *arg)
 		w.err = protect_now(w.uffd, w.start, w.length, true);
 	if (!w.err)
 		w.err = copy_pages(&w);
-	if (!w.err && mmap((void *)w.start, w.length, PROT_READ | PROT_WRITE,
-			   MAP_SHARED | MAP_FIXED, w.fd, 0) == MAP_FAILED)
-		w.err = -errno;
+	if (!w.err) {
+		if (mremap(w.staged, w.length, w.length, MREMAP_MAYMOVE | MREMAP_FIXED,
+			   (void *)w.start) == MAP_FAILED)
+			w.err = -errno;
+		else
+			w.staged = NULL; /* it is the pages now */
+	}
 	if (w.uffd >= 0) {
-		/* still the old pages if the copy or the map failed: not left protected */
+		struct uffdio_range all = { w.start, w.length };
+
+		/* still the old pages if the copy or the move failed: not left protected */
 		if (w.err)
 			(void)protect_now(w.uffd, w.start, w.length, false);
-		close(w.uffd); /* wakes every writer that waited */
+		(void)ioctl(w.uffd, UFFDIO_WAKE, &all);
+		close(w.uffd);
 		w.uffd = -1;
 	}
 	*(struct move *)arg = w;
 	return NULL;
 }
 
-/* Runs the window on a helper thread with every signal blocked; 0 or -errno. */
+/*
+ * Runs the window on a helper thread; 0 or -errno. The caller keeps every signal blocked and
+ * cannot be cancelled until the helper is done: a signal frame or a cancellation unwinding
+ * onto pages in the window would fault or leave the helper writing into a dead frame.
+ */
 static int run_window(struct move *m)
 {
 	sigset_t all, old;
 	pthread_t helper;
-	int err;
+	int cancel, err;
 
 	if (m->uffd >= 0) {
 		sigfillset(&all);
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 		pthread_sigmask(SIG_SETMASK, &all, &old); /* the helper inherits the mask */
 		err = pthread_create(&helper, NULL, move_window, m);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		if (!err) {
+		if (!err)
 			pthread_join(helper, NULL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		pthread_setcancelstate(cancel, NULL);
+		if (!err)
 			return m->err;
-		}
 		/* no helper: unprotected, on this thread (nothing is protected yet) */
 		close(m->uffd);
 		m->uffd = -1;
@@ -216,22 +238,33 @@ static int run_window(struct move *m)
 }
 
 /* fd takes the place of the pages of [addr, addr + len), bytes unchanged. */
-static int move_pages(int fd, void *copy_map, void *addr, uintptr_t start, size_t length,
+static int move_pages(int fd, bool via_staged, void *addr, uintptr_t start, size_t length,
 		      struct mrc_shared_range *out)
 {
-	struct move m = { fd, start, length, copy_map, -1, 0, 0 };
-	int prot = protect_prepare(start, length);
+	struct move m = { fd, start, length, NULL, via_staged, -1, 0, 0 };
+	int prot;
 
+	m.staged = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m.staged == MAP_FAILED)
+		return -errno;
+	/* a child must not share these pages with us (nor the heap beside them on the same
+	 * pages): it gets none of them, as with ibv_fork_init on a real device */
+	if (madvise(m.staged, length, MADV_DONTFORK)) {
+		int err = -errno;
+
+		munmap(m.staged, length);
+		return err;
+	}
+	prot = protect_prepare(start, length);
 	if (prot >= 0)
 		m.uffd = prot;
 	else
 		m.unprotected = -prot;
-	if (run_window(&m))
+	if (run_window(&m)) {
+		if (m.staged)
+			munmap(m.staged, length);
 		return m.err;
-	/* a child must not share these pages with us (nor the heap beside them on the same
-	 * pages): it gets none of them, as with ibv_fork_init on a real device */
-	if (madvise((void *)start, length, MADV_DONTFORK))
-		return -errno;
+	}
 	out->fd = fd;
 	out->base = (void *)start;
 	out->length = length;
@@ -259,7 +292,7 @@ int mrc_share_range(void *addr, size_t len, struct mrc_shared_range *out)
 		close(fd);
 		return err;
 	}
-	err = move_pages(fd, NULL, addr, start, length, out);
+	err = move_pages(fd, false, addr, start, length, out);
 	if (err)
 		close(fd);
 	return err;
@@ -269,16 +302,10 @@ int mrc_share_range_into(int fd, void *addr, size_t len, struct mrc_shared_range
 {
 	uintptr_t start;
 	size_t length;
-	void *copy;
 	int err;
 
 	err = page_span(addr, len, &start, &length);
 	if (err)
 		return err;
-	copy = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (copy == MAP_FAILED)
-		return -errno;
-	err = move_pages(fd, copy, addr, start, length, out);
-	munmap(copy, length);
-	return err;
+	return move_pages(fd, true, addr, start, length, out);
 }

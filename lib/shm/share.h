@@ -32,8 +32,7 @@ int mrc_share_range(void *addr, size_t len, struct mrc_shared_range *out);
 /*
  * The same into pages someone else made: fd (the daemon's page map for its XDP fast path,
  * which places packets into them) must hold at least the whole pages of the range. On
- * success out->fd is fd; on failure the caller still owns fd, and the pages may have moved
- * into it already (bytes unchanged) if only the final madvise failed.
+ * success out->fd is fd; on failure the caller still owns fd and the pages are as they were.
  */
 int mrc_share_range_into(int fd, void *addr, size_t len, struct mrc_shared_range *out);
 
