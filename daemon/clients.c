@@ -657,6 +657,35 @@ static void qp_free(struct mrcd_clients *c, struct mrcd_qp *qp)
 	qp->owner = -1;
 }
 
+/*
+ * A free QP slot, next-fit from the last one given, so a QP destroyed a moment ago lingers
+ * undisturbed (SPEC 11.4) while a client creates and destroys others: a slot where a
+ * destroyed QP lingers is taken only when no other is free, and that ends its lingering.
+ */
+static struct mrcd_qp *qp_slot_free(struct mrcd_clients *c, unsigned *slot_out)
+{
+	int fallback = -1;
+
+	for (unsigned k = 0; k < MRCD_MAX_QPS; k++) {
+		unsigned slot = (c->next_qp_slot + k) % MRCD_MAX_QPS;
+
+		if (c->qps[slot].owner >= 0)
+			continue;
+		if (c->lingering.by_slot[slot].conn) {
+			if (fallback < 0)
+				fallback = (int)slot;
+			continue;
+		}
+		fallback = (int)slot;
+		break;
+	}
+	if (fallback < 0)
+		return NULL;
+	*slot_out = (unsigned)fallback;
+	c->next_qp_slot = (unsigned)(fallback + 1) % MRCD_MAX_QPS;
+	return &c->qps[fallback];
+}
+
 static int create_qp(struct mrcd *d, unsigned owner, const uint8_t *payload, size_t len,
 		     struct mrc_ctl_qp_created *out, int *out_fds)
 {
@@ -678,11 +707,7 @@ static int create_qp(struct mrcd *d, unsigned owner, const uint8_t *payload, siz
 		return -EINVAL;
 	if (c->client[owner].n_qps >= MRCD_CLIENT_MAX_QPS)
 		return -ENOSPC;
-	for (slot = 0; slot < MRCD_MAX_QPS; slot++)
-		if (c->qps[slot].owner < 0) {
-			qp = &c->qps[slot];
-			break;
-		}
+	qp = qp_slot_free(c, &slot);
 	if (!qp)
 		return -ENOSPC;
 	memset(qp, 0, sizeof(*qp));
@@ -1439,6 +1464,12 @@ void mrcd_clients_pump(struct mrcd *d, uint64_t now)
 		c->more_to_send = false;
 		return;
 	}
+	/* destroyed QPs first: a few packets each at most (their last ACK, a CLOSE), and the
+	 * live QPs' traffic must not keep them from going */
+	if (!pump_lingering(d, &budget, now)) {
+		c->more_to_send = false;
+		return;
+	}
 	/* round robin, a few packets per QP per turn, so no QP starves the others */
 	while (progress && budget) {
 		progress = false;
@@ -1460,10 +1491,6 @@ void mrcd_clients_pump(struct mrcd *d, uint64_t now)
 				break;
 			}
 		}
-	}
-	if (!pump_lingering(d, &budget, now)) {
-		c->more_to_send = false;
-		return;
 	}
 	if (c->tx_queued)
 		flush_tx(d, now);

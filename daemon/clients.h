@@ -126,6 +126,7 @@ struct mrcd_clients {
 	uint32_t generation; /* mixed into new handles so a stale one never names a new object */
 	unsigned n_mrs, n_cqs, n_qps;
 	unsigned next_mr_slot; /* where the search for a free region slot starts */
+	unsigned next_qp_slot; /* and for a free QP slot */
 	uint16_t active[MRCD_MAX_QPS]; /* slots of the n_qps live QPs: the pump walks these */
 	struct mrcd_linger_table lingering; /* destroyed QPs still answering their peers */
 	struct mrc_rate_domain rate;   /* this host's receive capacity, shared by rate hints */

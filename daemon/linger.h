@@ -37,8 +37,9 @@ void mrcd_linger_fini(struct mrcd_linger_table *t);
 
 /*
  * Takes over e->conn (closed with mrc_conn_close) at the slot of e->qpn. A QP destroyed in
- * the same slot earlier and still lingering there is freed: its successor took its slot
- * and was destroyed in turn, so its peer has had its whole lifetime to hear it.
+ * the same slot earlier and still lingering there is freed: QP slots are handed out next-fit
+ * and a lingering one last, so its successor came only when every other slot was taken
+ * (SPEC R-272 lets room for a later-destroyed QP end a lingering one).
  */
 void mrcd_linger_add(struct mrcd_linger_table *t, unsigned slot, const struct mrcd_lingering *e);
 

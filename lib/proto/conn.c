@@ -252,6 +252,10 @@ static bool config_valid(const struct mrc_conn_config *cfg)
 		return false;
 	if (cfg->rto.min_rto_ns == 0 || cfg->rto.max_rto_ns < cfg->rto.min_rto_ns)
 		return false;
+	/* a destroyed QP owes at least its last ACK; a minute is plenty and overflows nothing */
+	if (cfg->linger_max_ns == 0 || cfg->linger_max_ns > 60000000000ull ||
+	    cfg->linger_quiet_ns > cfg->linger_max_ns)
+		return false;
 	return true;
 }
 
@@ -876,7 +880,7 @@ void conn_note_reverse_port(struct mrc_conn *c, const struct mrc_rx_info *rx)
  * answers spray over every reverse route like data does forward, and one dark link in the
  * reverse direction costs a share of the ACKs instead of every ACK of a path [R-238, R-331].
  */
-static uint16_t reverse_port(struct mrc_conn *c, uint8_t plane, uint16_t fallback)
+uint16_t conn_reverse_port(struct mrc_conn *c, uint8_t plane, uint16_t fallback)
 {
 	for (unsigned k = 0; k < c->n_rev; k++) {
 		unsigned i = (c->rev_next + k) % c->n_rev;
@@ -1264,8 +1268,8 @@ bool conn_send_ack(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info
 		mrc_rx_window_sack(&c->rxw, pkt.u.ack.sack);
 	if (!encode(&pkt, buf, cap, len))
 		return false;
-	set_tx(tx, c->echo.plane, reverse_port(c, c->echo.plane, c->echo.sport), c->echo.path_id,
-	       MRC_OP_ACK);
+	set_tx(tx, c->echo.plane, conn_reverse_port(c, c->echo.plane, c->echo.sport),
+	       c->echo.path_id, MRC_OP_ACK);
 	c->echoed_at[c->echo.path_id % ECHO_SLOTS] = ++c->acks_sent;
 	c->ack_pending = c->ack_now = false;
 	c->ack_unacked = 0;
@@ -1288,7 +1292,7 @@ bool conn_send_nak(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info
 	pkt.u.nak.retry_after = c->nak.kind == MRC_NAK_RNR ? c->nak.retry_after : 0;
 	if (!encode(&pkt, buf, cap, len))
 		return false;
-	set_tx(tx, c->nak.plane, reverse_port(c, c->nak.plane, c->nak.sport), 0, MRC_OP_NAK);
+	set_tx(tx, c->nak.plane, conn_reverse_port(c, c->nak.plane, c->nak.sport), 0, MRC_OP_NAK);
 	/* a CLOSE that follows takes the same route, so it cannot overtake the NAK */
 	c->last_nak_plane = tx->plane;
 	c->last_nak_sport = tx->sport;
@@ -1382,7 +1386,8 @@ bool conn_send_probe_reply(struct mrc_conn *c, void *buf, size_t cap, struct mrc
 	pkt.u.probe.echo_path = r.echo_path;
 	if (!encode(&pkt, buf, cap, len))
 		return false;
-	set_tx(tx, r.plane, reverse_port(c, r.plane, r.sport), r.echo_path, MRC_OP_PROBE_REPLY);
+	set_tx(tx, r.plane, conn_reverse_port(c, r.plane, r.sport), r.echo_path,
+	       MRC_OP_PROBE_REPLY);
 	return true;
 }
 

@@ -147,6 +147,9 @@ struct mrc_conn {
 	uint32_t close_reason;
 	uint64_t linger_quiet_until_ns; /* CLOSING: CLOSED at this time unless the peer speaks */
 	uint64_t linger_end_ns;		/* CLOSING: CLOSED at this time whatever happens */
+	uint64_t linger_quiet_ns;	/* CLOSING: how long the peer must be quiet */
+	bool close_ack_first;		/* CLOSING: an ACK on the CLOSE's path goes before it */
+	bool reads_dropped;		/* CLOSING: READ responses owed were discarded */
 
 	struct mrc_conn_stats stats;
 };
@@ -165,6 +168,8 @@ bool conn_send_probe_reply(struct mrc_conn *c, void *buf, size_t cap, struct mrc
 			   uint64_t now_ns, size_t *len);
 bool conn_send_close(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
 		     uint64_t now_ns, size_t *len);
+/* The next of the peer's recent source ports on a plane, or fallback (SPEC 5.5). */
+uint16_t conn_reverse_port(struct mrc_conn *c, uint8_t plane, uint16_t fallback);
 
 /* A destroyed QP's lingering (linger.c, SPEC 11.4): the engine's entry points hand a
  * connection in MRC_QPS_CLOSING or MRC_QPS_CLOSED to these. */

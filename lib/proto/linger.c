@@ -19,9 +19,47 @@
 #include "sack.h"
 #include "seq.h"
 
+/* A destroyed QP calls back nobody, even by mistake: its QP slot may hold another by now. */
+static int closed_mr_lookup(void *user, uint32_t key, uint64_t addr, uint32_t len,
+			    unsigned access, uint8_t **host)
+{
+	(void)user, (void)key, (void)addr, (void)len, (void)access, (void)host;
+	return -1;
+}
+
+static void closed_complete(void *user, bool from_recv_queue, const struct mrc_completion *wc)
+{
+	(void)user, (void)from_recv_queue, (void)wc;
+}
+
+/*
+ * CLOSE goes back by (plane, sport), after an ACK of everything received on the same path:
+ * the peer completes what was delivered before CLOSE flushes the rest [R-271].
+ */
+static void close_via(struct mrc_conn *c, uint8_t plane, uint16_t sport)
+{
+	c->close_pending = true;
+	c->close_reason = MRC_CLOSE_NORMAL;
+	c->close_ack_first = true;
+	c->last_nak_valid = true; /* where the CLOSE goes (send_close) */
+	c->last_nak_plane = plane;
+	c->last_nak_sport = sport;
+}
+
 void mrc_conn_close(struct mrc_conn *c, uint64_t now_ns)
 {
+	uint64_t quiet = c->cfg.linger_quiet_ns;
+	uint64_t rnr_wait = (uint64_t)c->cfg.rnr_retry_after * RETRY_UNIT_NS;
+	bool owed_reads = c->rr_head != c->rr_tail;
+
 	c->last_now_ns = now_ns;
+	c->cb = (struct mrc_conn_callbacks){ closed_mr_lookup, closed_complete };
+	c->user = NULL;
+	/* its share of the host's receive capacity goes to the QPs still working */
+	if (c->cfg.rate_domain && c->rate_entry >= 0) {
+		mrc_rate_domain_leave(c->cfg.rate_domain, c->rate_entry);
+		c->rate_entry = -1;
+	}
 	if (c->state != MRC_QPS_RTS) {
 		/* an error QP has nothing to answer for: what it still owes (its error NAK, its
 		 * CLOSE) goes out, then it is done */
@@ -42,13 +80,24 @@ void mrc_conn_close(struct mrc_conn *c, uint64_t now_ns)
 	memset(c->tx, 0, sizeof(c->tx));
 	c->snd_una = c->snd_nxt;
 	c->lost_pending = 0;
-	c->nak.pending = false; /* an RNR or sequence NAK asks for a resend nobody will take */
+	/* an RNR or sequence NAK asks for a resend nobody will take */
+	if (c->nak.kind < MRC_NAK_REMOTE_ACCESS)
+		c->nak.pending = false;
 	/* what arrived is acknowledged now, not after the delay */
 	if (c->ack_pending)
 		c->ack_now = true;
+	/* READ responses the peer waits for will never come, and its READ, acknowledged, has no
+	 * timer of its own left: it must hear CLOSE [R-271] */
+	c->reads_dropped = owed_reads;
+	if (owed_reads)
+		close_via(c, c->echo.plane, conn_reverse_port(c, c->echo.plane, c->echo.sport));
 	c->state = MRC_QPS_CLOSING;
+	/* a peer we held back with an RNR NAK waits that long before it resends */
+	if (rnr_wait + c->cfg.rto.max_rto_ns > quiet)
+		quiet = rnr_wait + c->cfg.rto.max_rto_ns;
 	c->linger_end_ns = now_ns + c->cfg.linger_max_ns;
-	c->linger_quiet_until_ns = now_ns + c->cfg.linger_quiet_ns;
+	c->linger_quiet_ns = quiet;
+	c->linger_quiet_until_ns = now_ns + quiet;
 	if (c->linger_quiet_until_ns > c->linger_end_ns)
 		c->linger_quiet_until_ns = c->linger_end_ns;
 }
@@ -61,23 +110,21 @@ int conn_closing_recv(struct mrc_conn *c, const struct mrc_rx_info *rx,
 	if (c->state == MRC_QPS_CLOSED)
 		return MRC_DROP_QP_STATE;
 	/* the peer still speaks: it may still lack an answer */
-	c->linger_quiet_until_ns = now_ns + c->cfg.linger_quiet_ns;
+	c->linger_quiet_until_ns = now_ns + c->linger_quiet_ns;
 	if (c->linger_quiet_until_ns > c->linger_end_ns)
 		c->linger_quiet_until_ns = c->linger_end_ns;
 	if (mrc_opcode_is_sequenced(pkt->opcode)) {
 		v = mrc_rx_window_classify(&c->rxw, pkt->psn);
 		conn_note_reverse_port(c, rx);
-		if (v == MRC_RX_BELOW || v == MRC_RX_DUPLICATE) {
+		conn_note_for_ack(c, rx, pkt, true, now_ns);
+		if ((v == MRC_RX_BELOW || v == MRC_RX_DUPLICATE) &&
+		    !(pkt->opcode == MRC_OP_READ_REQ && c->reads_dropped)) {
 			/* received before the QP went: acknowledged again, at once */
-			conn_note_for_ack(c, rx, pkt, true, now_ns);
 			return MRC_DROP_DUPLICATE;
 		}
-		/* nobody will ever take it: the peer's QP must fail it, not resend it */
-		c->close_pending = true;
-		c->close_reason = MRC_CLOSE_NORMAL;
-		c->last_nak_valid = true; /* the CLOSE goes back the way the data came */
-		c->last_nak_plane = rx->plane;
-		c->last_nak_sport = rx->sport;
+		/* nobody will ever take it (or answer the READ): the peer's QP must fail it,
+		 * not resend it [R-271] */
+		close_via(c, rx->plane, rx->sport);
 		return MRC_DROP_QP_CLOSED;
 	}
 	switch (pkt->opcode) {
@@ -89,7 +136,7 @@ int conn_closing_recv(struct mrc_conn *c, const struct mrc_rx_info *rx,
 		/* the peer's QP is gone too: nothing left to answer for, and no CLOSE in answer
 		 * to a CLOSE [R-77] */
 		c->state = MRC_QPS_CLOSED;
-		c->close_pending = false;
+		c->close_pending = c->close_ack_first = false;
 		c->ack_pending = c->ack_now = false;
 		c->n_probe_replies = 0;
 		return MRC_DROP_NONE;
@@ -103,6 +150,15 @@ bool conn_closing_send(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_
 		       uint64_t now_ns, size_t *len)
 {
 	if (c->state == MRC_QPS_CLOSING) {
+		if (c->close_pending && c->close_ack_first) {
+			/* the ACK the CLOSE follows, on the CLOSE's own path so it arrives first */
+			c->close_ack_first = false;
+			if (conn_send_ack(c, buf, cap, tx, now_ns, len)) {
+				tx->plane = c->last_nak_plane;
+				tx->sport = c->last_nak_sport;
+				return true;
+			}
+		}
 		if (c->n_probe_replies)
 			return conn_send_probe_reply(c, buf, cap, tx, now_ns, len);
 		if (c->ack_now || (c->ack_pending && now_ns >= c->ack_deadline_ns))
@@ -137,6 +193,7 @@ void conn_closing_on_timeout(struct mrc_conn *c, uint64_t now_ns)
 		/* quiet for longer than the peer waits between resends: it heard us */
 		c->state = MRC_QPS_CLOSED;
 		c->ack_pending = c->ack_now = false;
+		c->close_ack_first = false;
 		c->n_probe_replies = 0;
 	}
 }

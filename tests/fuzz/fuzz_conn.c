@@ -313,6 +313,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		case 8:
 			if ((op >> 4) == 0xf)
 				mrc_conn_set_error(sides[op & 1].conn, now);
+			else if ((op >> 4) == 0xe)
+				mrc_conn_close(sides[op & 1].conn, now); /* destroyed: it lingers */
 			else
 				mrc_conn_drain_plane(sides[op & 1].conn, (uint8_t)(op >> 5) % 3,
 						     (op >> 4) & 1);

@@ -406,8 +406,10 @@ static bool fast_path_place(struct sim_endpoint *ep, const struct mrc_packet *pk
 	const struct mrc_data *d = &pkt->u.data;
 	uint8_t *host;
 
+	/* the daemon takes a QP out of the program's maps when it is destroyed */
 	if ((pkt->opcode != MRC_OP_WRITE && pkt->opcode != MRC_OP_READ_RESP) ||
-	    !pkt->payload_len || mrc_conn_rx_verdict(ep->conn, pkt->psn) != MRC_RX_NEW)
+	    !pkt->payload_len || mrc_conn_state(ep->conn) != MRC_QPS_RTS ||
+	    mrc_conn_rx_verdict(ep->conn, pkt->psn) != MRC_RX_NEW)
 		return false;
 	if (ep_mr_lookup(ep, d->rkey, d->raddr, pkt->payload_len,
 			 pkt->opcode == MRC_OP_WRITE ? MRC_ACCESS_REMOTE_WRITE : 0, &host))

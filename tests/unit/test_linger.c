@@ -200,6 +200,125 @@ START_TEST(mrc_conn_close__new_data_answered_with_close)
 END_TEST
 
 /*
+ * The ACK of a delivered message is lost, the QP destroyed, and the peer's next message
+ * arrives before its resend of the first: the CLOSE that refuses the second follows an ACK of
+ * the first on the same path, so the first completes and only the second fails [R-271].
+ */
+START_TEST(mrc_conn_close__close_follows_an_ack_of_what_was_delivered)
+{
+	struct pair x;
+	uint64_t posted;
+
+	pair_init(&x);
+	send_one(&x, 0, true);
+	x.b_dark_on_receive = true;
+	sim_run(x.sim, 1000 * MS, b_received, &x);
+	x.b_dark_on_receive = false;
+	sim_run(x.sim, x.sim->now_ns + 20000, NULL, NULL); /* its ACK, into the dark */
+	ck_assert_uint_eq(x.a_ok + x.a_err, 0);
+	sim_destroy(x.b, true);
+	b_uplinks(x.sim, false);
+	posted = x.sim->now_ns;
+	send_one(&x, 1, false); /* before a's RTO resends the first */
+	sim_run(x.sim, posted + 10000 * MS, NULL, NULL);
+	ck_assert_msg(x.a_ok == 1 && x.a_err == 1, "requester: %u ok, %u failed", x.a_ok, x.a_err);
+	ck_assert_uint_eq(x.a_status, MRC_WC_WR_FLUSH_ERR);
+	ck_assert_uint_eq(mrc_conn_stats(x.a->conn)->tx_retransmits, 0); /* nothing resent */
+	sim_free(x.sim);
+}
+END_TEST
+
+static bool b_started_read(struct sim *sim, void *arg)
+{
+	struct pair *x = arg;
+	struct mrc_conn_info in;
+
+	(void)sim;
+	mrc_conn_get_info(x->b->conn, &in);
+	return in.rr_started > 0;
+}
+
+/*
+ * A QP destroyed while it owes READ responses: the requester's READ, acknowledged, has no
+ * timer left, and would wait for ever; it hears CLOSE and fails at once [R-271].
+ */
+START_TEST(mrc_conn_close__owed_read_responses_answered_with_close)
+{
+	static uint8_t src[1 << 20], sink[1 << 20];
+	struct mrc_send_wr wr = { .wr_id = 3, .opcode = MRC_WR_READ, .flags = MRC_SEND_SIGNALED,
+				  .num_sge = 1 };
+	struct pair x;
+	uint64_t closed;
+
+	pair_init(&x);
+	wr.sge[0] = (struct mrc_sge){ sink, (uintptr_t)sink, sizeof(sink),
+				      sim_register(x.a, sink, sizeof(sink), 0) };
+	wr.rkey = sim_register(x.b, src, sizeof(src), MRC_ACCESS_REMOTE_READ);
+	wr.raddr = (uintptr_t)src;
+	ck_assert_int_eq(mrc_conn_post_send(x.a->conn, &wr), 0);
+	x.a->dirty = true;
+	sim_run(x.sim, 1000 * MS, b_started_read, &x);
+	ck_assert(b_started_read(x.sim, &x));
+	closed = x.sim->now_ns;
+	sim_destroy(x.b, true);
+	sim_run(x.sim, closed + 30000 * MS, a_finished, &x);
+	ck_assert_msg(x.a_err == 1, "the READ is still waiting %.0f ms after the destroy",
+		      (x.sim->now_ns - closed) / 1e6);
+	ck_assert_uint_eq(x.a_status, MRC_WC_WR_FLUSH_ERR);
+	ck_assert_msg(x.a_done_at - closed < 5 * MS, "failed after %.3f ms",
+		      (x.a_done_at - closed) / 1e6);
+	sim_free(x.sim);
+}
+END_TEST
+
+/* The peer's QP goes too (its CLOSE arrives): nothing left to linger for. */
+START_TEST(mrc_conn_close__peer_close_ends_lingering)
+{
+	struct pair x;
+	uint64_t t0;
+
+	pair_init(&x);
+	send_one(&x, 0, true);
+	sim_run(x.sim, 1000 * MS, a_finished, &x);
+	t0 = x.sim->now_ns;
+	sim_destroy(x.b, true);
+	mrc_conn_set_error(x.a->conn, t0); /* sends CLOSE (error) */
+	x.a->dirty = true;
+	sim_run(x.sim, t0 + 10 * MS, NULL, NULL);
+	ck_assert_ptr_null(x.b->conn);
+	sim_free(x.sim);
+}
+END_TEST
+
+/* A probe from a peer that still has packets out is answered while the QP lingers. */
+START_TEST(mrc_conn_close__probe_answered_while_lingering)
+{
+	struct mrc_rx_info rx = { .plane = 1, .sport = 50000 };
+	struct mrc_packet probe, reply;
+	struct mrc_tx_info tx;
+	uint8_t buf[2048];
+	struct pair x;
+	size_t len;
+
+	pair_init(&x);
+	sim_destroy(x.b, true);
+	memset(&probe, 0, sizeof(probe));
+	probe.opcode = MRC_OP_PROBE;
+	probe.dst_qpn = x.b->qpn;
+	probe.path_id = 2;
+	probe.u.probe.nonce = 0x1234567890abcdefull;
+	ck_assert_int_eq(mrc_conn_recv_packet(x.b->conn, &rx, &probe, x.sim->now_ns),
+			 MRC_DROP_NONE);
+	ck_assert(mrc_conn_send(x.b->conn, buf, sizeof(buf), &tx, x.sim->now_ns, &len));
+	ck_assert_int_eq(mrc_decode(buf, len, &reply), MRC_WIRE_OK);
+	ck_assert_uint_eq(reply.opcode, MRC_OP_PROBE_REPLY);
+	ck_assert_uint_eq(reply.u.probe.nonce, probe.u.probe.nonce);
+	ck_assert_uint_eq(tx.plane, 1);
+	sim_free(x.sim);
+}
+END_TEST
+
+/*
  * How long it lingers: until the peer has been quiet for linger_quiet_ns, every packet from
  * the peer starting that wait again, but never beyond linger_max_ns [R-272].
  */
@@ -318,6 +437,10 @@ Suite *linger_suite(void)
 	tcase_add_test(tc, mrc_conn_close__resend_of_delivered_message_acknowledged);
 	tcase_add_test(tc, mrc_conn_close__without_linger_the_peer_fails);
 	tcase_add_test(tc, mrc_conn_close__new_data_answered_with_close);
+	tcase_add_test(tc, mrc_conn_close__close_follows_an_ack_of_what_was_delivered);
+	tcase_add_test(tc, mrc_conn_close__owed_read_responses_answered_with_close);
+	tcase_add_test(tc, mrc_conn_close__peer_close_ends_lingering);
+	tcase_add_test(tc, mrc_conn_close__probe_answered_while_lingering);
 	tcase_add_test(tc, mrc_conn_close__lingers_until_quiet_at_most_max);
 	tcase_add_test(tc, mrc_conn_close__no_completions_no_data_after_destroy);
 	tcase_add_test(tc, mrc_conn_close__from_error_sends_its_close);
