@@ -230,6 +230,29 @@ static int share_pages(struct mrv_context *ctx, uintptr_t at, size_t len,
 	return err;
 }
 
+/*
+ * Forgets the idle segments wholly inside [start, end): a region over many pages that small
+ * regions used before would otherwise be cut into more pieces than a registration carries.
+ * Their pages are then moved again, as one piece with the rest. True when any went.
+ */
+static bool drop_idle_within(uintptr_t start, uintptr_t end)
+{
+	bool dropped = false;
+
+	for (unsigned i = 0; i < registry.n;) {
+		struct mrv_segment *s = registry.v[i];
+
+		if (s->idle && s->start >= start && s->end <= end) {
+			idle_unlink(s);
+			segment_drop(s); /* leaves the registry: v[i] is the next one now */
+			dropped = true;
+			continue;
+		}
+		i++;
+	}
+	return dropped;
+}
+
 /* Covers [start, end) with segments, sharing the pages not yet shared. */
 static int cover(struct mrv_context *ctx, uintptr_t start, uintptr_t end,
 		 struct mrv_segment **out, unsigned *n_out)
@@ -336,10 +359,13 @@ static int register_range(struct mrv_context *ctx, struct mrv_mr *mr, void *addr
 	unsigned n;
 	int err;
 
-	if (!addr || !length || (uintptr_t)addr > UINTPTR_MAX - length - page)
+	if (!addr || !length || length > UINTPTR_MAX - page ||
+	    (uintptr_t)addr > UINTPTR_MAX - page - length)
 		return EINVAL;
 	pthread_mutex_lock(&registry.lock);
 	err = cover(ctx, start, end, segs, &n);
+	if (err == E2BIG && drop_idle_within(start, end))
+		err = cover(ctx, start, end, segs, &n); /* the idle pieces moved as one */
 	if (err) {
 		pthread_mutex_unlock(&registry.lock);
 		return err;
