@@ -60,7 +60,7 @@ BPFTOOL ?= bpftool
 # --- sources ---------------------------------------------------------------------------
 
 PROTO_SRCS := $(sort $(wildcard lib/proto/*.c lib/shm/*.c))
-DAEMON_SRCS := $(filter-out daemon/main.c,$(sort $(wildcard daemon/*.c)))
+DAEMON_SRCS := $(filter-out daemon/main.c,$(sort $(wildcard daemon/*.c daemon/*/*.c)))
 UNIT_SRCS := $(wildcard tests/unit/*.c) $(wildcard tests/harness/*.c)
 FUZZ_HARNESSES := codec conn config ctl cli
 HEADER_CHECKS_BPF := tests/headers/wire_bpf.c
@@ -455,7 +455,7 @@ $(SAN_UNIT_RUNNER): $(SAN_UNIT_OBJS) $(SAN_LIBDAEMON) $(SAN_LIBPROTO)
 # Harnesses compile the library sources themselves: libFuzzer needs its coverage
 # instrumentation in the code under test, not only in the harness.
 $(FUZZ)/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRCS) $(DAEMON_SRCS) $(XDP_SKEL) \
-		$(wildcard lib/include/metaroce/*.h lib/proto/*.h lib/shm/*.h daemon/*.h)
+		$(wildcard lib/include/metaroce/*.h lib/proto/*.h lib/shm/*.h daemon/*.h daemon/*/*.h)
 	$(call msg,FUZZ-LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) $(SAN_FLAGS) -fsanitize=fuzzer -o $@ \

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "control.h"
+#include "core/shm_map.h"
 #include "daemon.h"
 #include "log.h"
 #include "proto/random.h"
@@ -567,25 +568,20 @@ static void retry_notifications(struct mrcd_clients *c)
 	}
 }
 
-static void cq_push(struct mrcd *d, struct mrcd_qp *qp, bool recv, const struct mrc_completion *wc)
+static void cq_push(struct mrcd *d, struct mrcd_qp *qp, bool recv, struct mrc_cq_entry *e)
 {
 	struct mrcd_cq *cq = &d->clients.cqs[recv ? qp->recv_cq : qp->send_cq];
-	struct mrc_cq_entry e = { .wr_id = wc->wr_id, .status = wc->status,
-				  .opcode = wc->opcode, .flags = wc->flags,
-				  .byte_len = wc->byte_len, .imm = wc->imm, .qp_num = qp->qpn };
 
+	e->qp_num = qp->qpn;
 	qp->completions++;
-	if (wc->status != MRC_WC_SUCCESS && wc->status != MRC_WC_WR_FLUSH_ERR)
-		mrcd_log(LOG_DEBUG, "QP %u: work request %llu completed with %s", qp->qpn,
-			 (unsigned long long)wc->wr_id, mrc_wc_status_name(wc->status));
-	if (wc->status != MRC_WC_SUCCESS)
+	if (e->status != MRC_CQ_SUCCESS)
 		qp->error_completions++;
-	if (mrc_ring_produce(&cq->ring, &e)) {
+	if (mrc_ring_produce(&cq->ring, e)) {
 		cq->overruns++;
 		qp->cq_overrun = true; /* the pump fails the QP, outside the engine's callback */
 		return;
 	}
-	cq_notify(&d->clients, cq, (wc->flags & MRC_WC_SOLICITED) || wc->status != MRC_WC_SUCCESS);
+	cq_notify(&d->clients, cq, (e->flags & MRC_CQ_F_SOLICITED) || e->status != MRC_CQ_SUCCESS);
 }
 
 /*
@@ -609,12 +605,17 @@ static void on_complete(void *user, bool from_recv_queue, const struct mrc_compl
 	struct mrc_ring *ring = from_recv_queue ? &qp->rq : &qp->sq;
 	uint64_t *shadow = from_recv_queue ? qp->rq_wr_id : qp->sq_wr_id;
 	uint32_t idx = (uint32_t)wc->wr_id;
-	struct mrc_completion app = *wc;
+	struct mrc_cq_entry e = { 0 };
 
-	app.wr_id = shadow[idx & (ring->entries - 1)];
+	if (wc->status != MRC_WC_SUCCESS && wc->status != MRC_WC_WR_FLUSH_ERR)
+		mrcd_log(LOG_DEBUG, "QP %u: work request %llu completed with %s", qp->qpn,
+			 (unsigned long long)shadow[idx & (ring->entries - 1)],
+			 mrc_wc_status_name(wc->status));
+	mrcd_cq_from_completion(wc, &e);
+	e.wr_id = shadow[idx & (ring->entries - 1)];
 	/* the slot first: an application that sees the completion may post again at once */
 	release_through(ring, idx);
-	cq_push(qp->daemon, qp, from_recv_queue, &app);
+	cq_push(qp->daemon, qp, from_recv_queue, &e);
 }
 
 /* --- queue pairs ------------------------------------------------------------------------ */
@@ -1047,27 +1048,14 @@ void mrcd_clients_peer_event(struct mrcd *d, unsigned peer, int event)
 
 /* --- rings into the engine -------------------------------------------------------------- */
 
-/* A completion the daemon makes itself, for the entry at ring index idx. */
+/* A completion the daemon makes itself (MRC_CQ_*), for the entry at ring index idx. */
 static void complete_now(struct mrcd *d, struct mrcd_qp *qp, bool recv, uint64_t wr_id,
 			 uint32_t idx, uint8_t status, uint8_t opcode)
 {
-	struct mrc_completion wc = { .wr_id = wr_id, .status = status, .opcode = opcode };
+	struct mrc_cq_entry e = { .wr_id = wr_id, .status = status, .opcode = opcode };
 
 	release_through(recv ? &qp->rq : &qp->sq, idx);
-	cq_push(d, qp, recv, &wc);
-}
-
-static uint8_t wc_opcode_of(uint8_t wr_opcode)
-{
-	switch (wr_opcode) {
-	case MRC_WR_WRITE:
-	case MRC_WR_WRITE_IMM:
-		return MRC_WC_RDMA_WRITE;
-	case MRC_WR_READ:
-		return MRC_WC_RDMA_READ;
-	default:
-		return MRC_WC_SEND;
-	}
+	cq_push(d, qp, recv, &e);
 }
 
 /* Checks one send descriptor and turns it into an engine work request. */
@@ -1076,43 +1064,41 @@ static int sq_entry_to_wr(struct mrcd *d, struct mrcd_qp *qp, const struct mrc_s
 {
 	uint64_t total = 0;
 
-	if (e->opcode > MRC_WR_READ || e->num_sge > MRC_RING_MAX_SGE ||
-	    (e->flags & ~(MRC_SEND_SIGNALED | MRC_SEND_SOLICITED | MRC_SEND_FENCE)))
-		return MRC_WC_LOC_QP_OP_ERR;
 	memset(wr, 0, sizeof(*wr));
+	if (e->num_sge > MRC_RING_MAX_SGE ||
+	    !mrcd_wr_from_sq(e->opcode, e->flags, &wr->opcode, &wr->flags))
+		return MRC_CQ_LOC_QP_OP_ERR;
 	wr->wr_id = e->wr_id;
-	wr->opcode = e->opcode;
-	wr->flags = e->flags;
 	wr->num_sge = e->num_sge;
 	wr->imm = e->imm;
 	wr->rkey = e->rkey;
 	wr->raddr = e->raddr;
 	for (unsigned i = 0; i < e->num_sge; i++) {
-		if (local_sge(d, qp->owner, &e->sge[i], e->opcode == MRC_WR_READ, &wr->sge[i]))
-			return MRC_WC_LOC_PROT_ERR;
+		if (local_sge(d, qp->owner, &e->sge[i], e->opcode == MRC_SQ_READ, &wr->sge[i]))
+			return MRC_CQ_LOC_PROT_ERR;
 		total += e->sge[i].length;
 	}
 	/* the program places READ responses contiguously at the first element: a READ that
 	 * scatters takes the QP's READ responses off the fast path before it is ever sent */
-	if (qp->fast && e->opcode == MRC_WR_READ && e->num_sge > 1)
+	if (qp->fast && e->opcode == MRC_SQ_READ && e->num_sge > 1)
 		mrcd_fastpath_qp_clear_flags(d->clients.fast, qp->qpn, MRC_XDP_QP_PLACE_READ);
 	if (total > (1u << 31))
-		return MRC_WC_LOC_LEN_ERR;
-	return MRC_WC_SUCCESS;
+		return MRC_CQ_LOC_LEN_ERR;
+	return MRC_CQ_SUCCESS;
 }
 
 static int rq_entry_to_wr(struct mrcd *d, struct mrcd_qp *qp, const struct mrc_rq_entry *e,
 			  struct mrc_recv_wr *wr)
 {
 	if (e->num_sge > MRC_RING_MAX_SGE)
-		return MRC_WC_LOC_QP_OP_ERR;
+		return MRC_CQ_LOC_QP_OP_ERR;
 	memset(wr, 0, sizeof(*wr));
 	wr->wr_id = e->wr_id;
 	wr->num_sge = e->num_sge;
 	for (unsigned i = 0; i < e->num_sge; i++)
 		if (local_sge(d, qp->owner, &e->sge[i], true, &wr->sge[i]))
-			return MRC_WC_LOC_PROT_ERR;
-	return MRC_WC_SUCCESS;
+			return MRC_CQ_LOC_PROT_ERR;
+	return MRC_CQ_SUCCESS;
 }
 
 /* A ring whose indices the client corrupted: the QP fails, the daemon carries on. */
@@ -1149,11 +1135,11 @@ static void drain_rings(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 	if (qp->state == MRC_CTL_QP_ERR && (!qp->conn || mrc_conn_state(qp->conn) == MRC_QPS_ERR)) {
 		/* bounded: a client that keeps posting gets the rest flushed next turn */
 		for (uint32_t i = 0; i < qp->sq.entries && mrc_ring_take(&qp->sq, &s) == 1; i++)
-			complete_now(d, qp, false, s.wr_id, qp->sq.mine - 1, MRC_WC_WR_FLUSH_ERR,
-				     wc_opcode_of(s.opcode));
+			complete_now(d, qp, false, s.wr_id, qp->sq.mine - 1, MRC_CQ_WR_FLUSH_ERR,
+				     mrc_sq_cq_opcode(s.opcode));
 		for (uint32_t i = 0; i < qp->rq.entries && mrc_ring_take(&qp->rq, &r) == 1; i++)
-			complete_now(d, qp, true, r.wr_id, qp->rq.mine - 1, MRC_WC_WR_FLUSH_ERR,
-				     MRC_WC_RECV);
+			complete_now(d, qp, true, r.wr_id, qp->rq.mine - 1, MRC_CQ_WR_FLUSH_ERR,
+				     MRC_CQ_RECV);
 		mrc_ring_release(&qp->sq, qp->sq.mine);
 		mrc_ring_release(&qp->rq, qp->rq.mine);
 		return;
@@ -1164,14 +1150,14 @@ static void drain_rings(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 		struct mrc_recv_wr wr;
 		int status = rq_entry_to_wr(d, qp, &r, &wr);
 
-		if (status == MRC_WC_SUCCESS) {
+		if (status == MRC_CQ_SUCCESS) {
 			qp->rq_wr_id[(qp->rq.mine - 1) & (qp->rq.entries - 1)] = r.wr_id;
 			wr.wr_id = qp->rq.mine - 1;
 			if (mrc_conn_post_recv(qp->conn, &wr))
-				status = MRC_WC_LOC_QP_OP_ERR;
+				status = MRC_CQ_LOC_QP_OP_ERR;
 		}
-		if (status != MRC_WC_SUCCESS) {
-			fail_entry(d, qp, true, r.wr_id, (uint8_t)status, MRC_WC_RECV, now);
+		if (status != MRC_CQ_SUCCESS) {
+			fail_entry(d, qp, true, r.wr_id, (uint8_t)status, MRC_CQ_RECV, now);
 			return;
 		}
 	}
@@ -1184,14 +1170,14 @@ static void drain_rings(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 		struct mrc_send_wr wr;
 		int status = sq_entry_to_wr(d, qp, &s, &wr);
 
-		if (status == MRC_WC_SUCCESS) {
+		if (status == MRC_CQ_SUCCESS) {
 			qp->sq_wr_id[(qp->sq.mine - 1) & (qp->sq.entries - 1)] = s.wr_id;
 			wr.wr_id = qp->sq.mine - 1;
 			if (mrc_conn_post_send(qp->conn, &wr))
-				status = MRC_WC_LOC_QP_OP_ERR;
+				status = MRC_CQ_LOC_QP_OP_ERR;
 		}
-		if (status != MRC_WC_SUCCESS) {
-			fail_entry(d, qp, false, s.wr_id, (uint8_t)status, wc_opcode_of(s.opcode),
+		if (status != MRC_CQ_SUCCESS) {
+			fail_entry(d, qp, false, s.wr_id, (uint8_t)status, mrc_sq_cq_opcode(s.opcode),
 				   now);
 			return;
 		}

@@ -16,7 +16,6 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "proto/conn.h"
 
 /* --- channels ------------------------------------------------------------------------------ */
 
@@ -104,16 +103,16 @@ void ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 static enum ibv_wc_status wc_status(uint8_t s)
 {
 	switch (s) {
-	case MRC_WC_SUCCESS: return IBV_WC_SUCCESS;
-	case MRC_WC_LOC_LEN_ERR: return IBV_WC_LOC_LEN_ERR;
-	case MRC_WC_WR_FLUSH_ERR: return IBV_WC_WR_FLUSH_ERR;
-	case MRC_WC_REM_ACCESS_ERR: return IBV_WC_REM_ACCESS_ERR;
-	case MRC_WC_REM_INV_REQ_ERR: return IBV_WC_REM_INV_REQ_ERR;
-	case MRC_WC_REM_OP_ERR: return IBV_WC_REM_OP_ERR;
-	case MRC_WC_RETRY_EXC_ERR: return IBV_WC_RETRY_EXC_ERR;
-	case MRC_WC_RNR_RETRY_EXC_ERR: return IBV_WC_RNR_RETRY_EXC_ERR;
-	case MRC_WC_LOC_QP_OP_ERR: return IBV_WC_LOC_QP_OP_ERR;
-	case MRC_WC_LOC_PROT_ERR: return IBV_WC_LOC_PROT_ERR;
+	case MRC_CQ_SUCCESS: return IBV_WC_SUCCESS;
+	case MRC_CQ_LOC_LEN_ERR: return IBV_WC_LOC_LEN_ERR;
+	case MRC_CQ_WR_FLUSH_ERR: return IBV_WC_WR_FLUSH_ERR;
+	case MRC_CQ_REM_ACCESS_ERR: return IBV_WC_REM_ACCESS_ERR;
+	case MRC_CQ_REM_INV_REQ_ERR: return IBV_WC_REM_INV_REQ_ERR;
+	case MRC_CQ_REM_OP_ERR: return IBV_WC_REM_OP_ERR;
+	case MRC_CQ_RETRY_EXC_ERR: return IBV_WC_RETRY_EXC_ERR;
+	case MRC_CQ_RNR_RETRY_EXC_ERR: return IBV_WC_RNR_RETRY_EXC_ERR;
+	case MRC_CQ_LOC_QP_OP_ERR: return IBV_WC_LOC_QP_OP_ERR;
+	case MRC_CQ_LOC_PROT_ERR: return IBV_WC_LOC_PROT_ERR;
 	default: return IBV_WC_GENERAL_ERR;
 	}
 }
@@ -121,17 +120,17 @@ static enum ibv_wc_status wc_status(uint8_t s)
 static enum ibv_wc_opcode wc_opcode(uint8_t op)
 {
 	switch (op) {
-	case MRC_WC_RDMA_WRITE: return IBV_WC_RDMA_WRITE;
-	case MRC_WC_RDMA_READ: return IBV_WC_RDMA_READ;
-	case MRC_WC_RECV: return IBV_WC_RECV;
-	case MRC_WC_RECV_RDMA_WITH_IMM: return IBV_WC_RECV_RDMA_WITH_IMM;
+	case MRC_CQ_RDMA_WRITE: return IBV_WC_RDMA_WRITE;
+	case MRC_CQ_RDMA_READ: return IBV_WC_RDMA_READ;
+	case MRC_CQ_RECV: return IBV_WC_RECV;
+	case MRC_CQ_RECV_RDMA_WITH_IMM: return IBV_WC_RECV_RDMA_WITH_IMM;
 	default: return IBV_WC_SEND;
 	}
 }
 
 static unsigned wc_flags(const struct mrc_cq_entry *e)
 {
-	return e->flags & MRC_WC_WITH_IMM ? IBV_WC_WITH_IMM : 0;
+	return e->flags & MRC_CQ_F_WITH_IMM ? IBV_WC_WITH_IMM : 0;
 }
 
 static void to_wc(const struct mrc_cq_entry *e, struct ibv_wc *wc)

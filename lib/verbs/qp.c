@@ -11,7 +11,6 @@
 #include <unistd.h>
 
 #include "internal.h"
-#include "proto/conn.h"
 
 #define MRV_SEND_OPS                                                                          \
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |  \
@@ -32,20 +31,20 @@ static bool daemon_says_error(struct mrv_qp *qp)
 static int wr_opcode(enum ibv_wr_opcode op, uint8_t *out)
 {
 	switch (op) {
-	case IBV_WR_RDMA_WRITE: *out = MRC_WR_WRITE; return 0;
-	case IBV_WR_RDMA_WRITE_WITH_IMM: *out = MRC_WR_WRITE_IMM; return 0;
-	case IBV_WR_SEND: *out = MRC_WR_SEND; return 0;
-	case IBV_WR_SEND_WITH_IMM: *out = MRC_WR_SEND_IMM; return 0;
-	case IBV_WR_RDMA_READ: *out = MRC_WR_READ; return 0;
+	case IBV_WR_RDMA_WRITE: *out = MRC_SQ_WRITE; return 0;
+	case IBV_WR_RDMA_WRITE_WITH_IMM: *out = MRC_SQ_WRITE_IMM; return 0;
+	case IBV_WR_SEND: *out = MRC_SQ_SEND; return 0;
+	case IBV_WR_SEND_WITH_IMM: *out = MRC_SQ_SEND_IMM; return 0;
+	case IBV_WR_RDMA_READ: *out = MRC_SQ_READ; return 0;
 	default: return EOPNOTSUPP; /* atomics, memory windows, invalidation, TSO */
 	}
 }
 
 static uint8_t send_flags(unsigned flags)
 {
-	return (flags & IBV_SEND_SIGNALED ? MRC_SEND_SIGNALED : 0) |
-	       (flags & IBV_SEND_SOLICITED ? MRC_SEND_SOLICITED : 0) |
-	       (flags & IBV_SEND_FENCE ? MRC_SEND_FENCE : 0);
+	return (flags & IBV_SEND_SIGNALED ? MRC_SQ_F_SIGNALED : 0) |
+	       (flags & IBV_SEND_SOLICITED ? MRC_SQ_F_SOLICITED : 0) |
+	       (flags & IBV_SEND_FENCE ? MRC_SQ_F_FENCE : 0);
 }
 
 /* SQ ring slots free now: the daemon gives a slot back only when its work has completed. */
@@ -92,12 +91,12 @@ static int build_send(struct mrv_qp *qp, uint32_t at, const struct ibv_send_wr *
 	e->wr_id = wr->wr_id;
 	e->flags = send_flags(wr->send_flags);
 	e->imm = wr->imm_data;
-	if (e->opcode == MRC_WR_WRITE || e->opcode == MRC_WR_WRITE_IMM ||
-	    e->opcode == MRC_WR_READ) {
+	if (e->opcode == MRC_SQ_WRITE || e->opcode == MRC_SQ_WRITE_IMM ||
+	    e->opcode == MRC_SQ_READ) {
 		e->rkey = wr->wr.rdma.rkey;
 		e->raddr = wr->wr.rdma.remote_addr;
 	}
-	if ((wr->send_flags & IBV_SEND_INLINE) && e->opcode != MRC_WR_READ) {
+	if ((wr->send_flags & IBV_SEND_INLINE) && e->opcode != MRC_SQ_READ) {
 		struct ibv_data_buf bufs[MRC_RING_MAX_SGE];
 
 		for (int i = 0; i < wr->num_sge; i++)
@@ -223,27 +222,27 @@ static void wr_rdma(struct ibv_qp_ex *qpx, uint8_t op, uint32_t rkey, uint64_t r
 
 static void wr_rdma_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr)
 {
-	wr_rdma(qpx, MRC_WR_WRITE, rkey, raddr, 0);
+	wr_rdma(qpx, MRC_SQ_WRITE, rkey, raddr, 0);
 }
 
 static void wr_rdma_write_imm(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr, __be32 imm)
 {
-	wr_rdma(qpx, MRC_WR_WRITE_IMM, rkey, raddr, imm);
+	wr_rdma(qpx, MRC_SQ_WRITE_IMM, rkey, raddr, imm);
 }
 
 static void wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr)
 {
-	wr_rdma(qpx, MRC_WR_READ, rkey, raddr, 0);
+	wr_rdma(qpx, MRC_SQ_READ, rkey, raddr, 0);
 }
 
 static void wr_send(struct ibv_qp_ex *qpx)
 {
-	wr_begin(qpx, MRC_WR_SEND);
+	wr_begin(qpx, MRC_SQ_SEND);
 }
 
 static void wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm)
 {
-	struct mrc_sq_entry *e = wr_begin(qpx, MRC_WR_SEND_IMM);
+	struct mrc_sq_entry *e = wr_begin(qpx, MRC_SQ_SEND_IMM);
 
 	if (e)
 		e->imm = imm;
@@ -281,7 +280,7 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t n,
 	struct mrc_sq_entry *e = wr_current(qpx);
 
 	/* the entry will take ring index mine + its place in the batch */
-	if (e && (e->opcode == MRC_WR_READ ||
+	if (e && (e->opcode == MRC_SQ_READ ||
 		  copy_inline(qp, qp->sq.mine + qp->n_staged - 1, bufs, n, e)))
 		qp->wr_error = EINVAL;
 }

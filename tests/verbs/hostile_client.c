@@ -25,7 +25,6 @@
 #include <metaroce/ctl.h>
 #include <metaroce/shm.h>
 
-#include "proto/conn.h"
 #include "shm/fdpass.h"
 #include "shm/ring.h"
 
@@ -315,26 +314,26 @@ int main(int argc, char **argv)
 
 	{
 		struct qp qp = make_qp(ctl, true);
-		struct mrc_sq_entry e = { .wr_id = 1, .opcode = MRC_WR_WRITE,
-					  .flags = MRC_SEND_SIGNALED, .num_sge = 1,
+		struct mrc_sq_entry e = { .wr_id = 1, .opcode = MRC_SQ_WRITE,
+					  .flags = MRC_SQ_F_SIGNALED, .num_sge = 1,
 					  .rkey = keys.rkey, .raddr = 0x10000 + 512 };
 
 		e.sge[0] = (struct mrc_shm_sge){ 0x10000, 64, keys.lkey ^ 0x5a5a00 };
 		post(&qp, doorbell, &e);
-		CHECK(next_completion(&wc) && wc.wr_id == 1 && wc.status == MRC_WC_LOC_PROT_ERR,
+		CHECK(next_completion(&wc) && wc.wr_id == 1 && wc.status == MRC_CQ_LOC_PROT_ERR,
 		      "WRITE from a wrong lkey: local protection error completion (status %u)",
 		      wc.status);
 		CHECK(qp_in_error(&qp), "... and only that QP is in the error state");
 	}
 	{
 		struct qp qp = make_qp(ctl, true);
-		struct mrc_sq_entry e = { .wr_id = 2, .opcode = MRC_WR_WRITE,
-					  .flags = MRC_SEND_SIGNALED, .num_sge = 1,
+		struct mrc_sq_entry e = { .wr_id = 2, .opcode = MRC_SQ_WRITE,
+					  .flags = MRC_SQ_F_SIGNALED, .num_sge = 1,
 					  .rkey = keys.rkey, .raddr = 0x10000 };
 
 		e.sge[0] = (struct mrc_shm_sge){ 0x10000 + page - 16, 64, keys.lkey };
 		post(&qp, doorbell, &e);
-		CHECK(next_completion(&wc) && wc.wr_id == 2 && wc.status == MRC_WC_LOC_PROT_ERR,
+		CHECK(next_completion(&wc) && wc.wr_id == 2 && wc.status == MRC_CQ_LOC_PROT_ERR,
 		      "WRITE from a range past its region: local protection error (status %u)",
 		      wc.status);
 	}
@@ -345,13 +344,13 @@ int main(int argc, char **argv)
 
 		connect_qp(ctl, qp.qpn, target.qpn);
 		connect_qp(ctl, target.qpn, qp.qpn);
-		struct mrc_sq_entry e = { .wr_id = 3, .opcode = MRC_WR_WRITE,
-					  .flags = MRC_SEND_SIGNALED, .num_sge = 1,
+		struct mrc_sq_entry e = { .wr_id = 3, .opcode = MRC_SQ_WRITE,
+					  .flags = MRC_SQ_F_SIGNALED, .num_sge = 1,
 					  .rkey = keys.rkey ^ 0x5a5a00, .raddr = 0x10000 };
 
 		e.sge[0] = (struct mrc_shm_sge){ 0x10000, 64, keys.lkey };
 		post(&qp, doorbell, &e);
-		CHECK(next_completion(&wc) && wc.wr_id == 3 && wc.status == MRC_WC_REM_ACCESS_ERR,
+		CHECK(next_completion(&wc) && wc.wr_id == 3 && wc.status == MRC_CQ_REM_ACCESS_ERR,
 		      "WRITE to a wrong rkey: remote access error from the target (status %u)",
 		      wc.status);
 	}
@@ -361,7 +360,7 @@ int main(int argc, char **argv)
 		uint64_t one = 1;
 
 		post(&qp, doorbell, &e);
-		CHECK(next_completion(&wc) && wc.wr_id == 4 && wc.status == MRC_WC_LOC_QP_OP_ERR,
+		CHECK(next_completion(&wc) && wc.wr_id == 4 && wc.status == MRC_CQ_LOC_QP_OP_ERR,
 		      "descriptor with a bad opcode and SGE count: QP operation error (status %u)",
 		      wc.status);
 		qp = make_qp(ctl, true);
@@ -372,15 +371,15 @@ int main(int argc, char **argv)
 	}
 	{
 		struct qp qp = make_qp(ctl, true);
-		struct mrc_sq_entry e = { .wr_id = 5, .opcode = MRC_WR_WRITE,
-					  .flags = MRC_SEND_SIGNALED, .num_sge = 1,
+		struct mrc_sq_entry e = { .wr_id = 5, .opcode = MRC_SQ_WRITE,
+					  .flags = MRC_SQ_F_SIGNALED, .num_sge = 1,
 					  .rkey = keys.rkey, .raddr = 0x10000 + 1024 };
 
 		for (unsigned i = 0; i < 100; i++)
 			mem[i] = (uint8_t)(i * 7 + 1);
 		e.sge[0] = (struct mrc_shm_sge){ 0x10000, 100, keys.lkey };
 		post(&qp, doorbell, &e);
-		CHECK(next_completion(&wc) && wc.wr_id == 5 && wc.status == MRC_WC_SUCCESS &&
+		CHECK(next_completion(&wc) && wc.wr_id == 5 && wc.status == MRC_CQ_SUCCESS &&
 			      !memcmp(mem, mem + 1024, 100),
 		      "after all that, a valid WRITE on a new QP lands byte-exact (status %u)",
 		      wc.status);
@@ -398,8 +397,8 @@ int main(int argc, char **argv)
 		struct mrc_ring rq;
 		void *rq_mem;
 		struct mrc_rq_entry re = { .wr_id = 6, .num_sge = 1 };
-		struct mrc_sq_entry se = { .wr_id = 7, .opcode = MRC_WR_SEND,
-					   .flags = MRC_SEND_SIGNALED, .num_sge = 1 };
+		struct mrc_sq_entry se = { .wr_id = 7, .opcode = MRC_SQ_SEND,
+					   .flags = MRC_SQ_F_SIGNALED, .num_sge = 1 };
 		bool got_send = false, got_recv = false;
 		uint64_t one = 1;
 
@@ -428,7 +427,7 @@ int main(int argc, char **argv)
 		se.sge[0] = (struct mrc_shm_sge){ 0x10000, 200, keys.lkey };
 		post(&tx, doorbell, &se);
 		for (int i = 0; i < 2 && next_completion(&wc); i++) {
-			got_send |= wc.wr_id == 7 && wc.status == MRC_WC_SUCCESS;
+			got_send |= wc.wr_id == 7 && wc.status == MRC_CQ_SUCCESS;
 			got_recv |= wc.wr_id == 6;
 		}
 		CHECK(got_send && got_recv,

@@ -79,6 +79,58 @@ struct mrc_ring_index {
 #define MRC_RING_ENTRIES_OFF 192
 #define MRC_RING_BYTES(entries, entry_size) (MRC_RING_ENTRIES_OFF + (entries) * (entry_size))
 
+/*
+ * The values the entries carry, defined here and nowhere else: the library writes them from
+ * verbs' and reads them into verbs', the daemon maps them to and from its engine's (which
+ * neither side of this boundary includes).
+ */
+enum mrc_sq_opcode {
+	MRC_SQ_WRITE = 0,
+	MRC_SQ_WRITE_IMM = 1,
+	MRC_SQ_SEND = 2,
+	MRC_SQ_SEND_IMM = 3,
+	MRC_SQ_READ = 4,
+};
+
+#define MRC_SQ_F_SIGNALED 0x01u	 /* IBV_SEND_SIGNALED */
+#define MRC_SQ_F_SOLICITED 0x02u /* IBV_SEND_SOLICITED */
+#define MRC_SQ_F_FENCE 0x04u	 /* IBV_SEND_FENCE */
+#define MRC_SQ_F_ALL (MRC_SQ_F_SIGNALED | MRC_SQ_F_SOLICITED | MRC_SQ_F_FENCE)
+
+/* ibv_wc_status's meanings, our own numbers. */
+enum mrc_cq_status {
+	MRC_CQ_SUCCESS = 0,
+	MRC_CQ_LOC_LEN_ERR = 1,
+	MRC_CQ_WR_FLUSH_ERR = 2,
+	MRC_CQ_REM_ACCESS_ERR = 3,
+	MRC_CQ_REM_INV_REQ_ERR = 4,
+	MRC_CQ_REM_OP_ERR = 5,
+	MRC_CQ_RETRY_EXC_ERR = 6,
+	MRC_CQ_RNR_RETRY_EXC_ERR = 7,
+	MRC_CQ_LOC_QP_OP_ERR = 8,
+	MRC_CQ_LOC_PROT_ERR = 9,
+	MRC_CQ_GENERAL_ERR = 10, /* what the daemon could not map to a better one */
+};
+
+enum mrc_cq_opcode {
+	MRC_CQ_SEND = 0,
+	MRC_CQ_RDMA_WRITE = 1,
+	MRC_CQ_RDMA_READ = 2,
+	MRC_CQ_RECV = 3,		/* a SEND or SEND with immediate arrived */
+	MRC_CQ_RECV_RDMA_WITH_IMM = 4,	/* a WRITE with immediate arrived */
+};
+
+#define MRC_CQ_F_WITH_IMM 0x01u
+#define MRC_CQ_F_SOLICITED 0x02u
+
+/* The completion opcode of a send work request. */
+static inline __u8 mrc_sq_cq_opcode(__u8 sq_opcode)
+{
+	return sq_opcode == MRC_SQ_WRITE || sq_opcode == MRC_SQ_WRITE_IMM ? MRC_CQ_RDMA_WRITE
+	       : sq_opcode == MRC_SQ_READ				  ? MRC_CQ_RDMA_READ
+									  : MRC_CQ_SEND;
+}
+
 /* A scatter element as the application wrote it: addresses in the application's space. */
 struct mrc_shm_sge {
 	__u64 addr;
@@ -89,8 +141,8 @@ struct mrc_shm_sge {
 /* ibv_post_send, one work request. */
 struct mrc_sq_entry {
 	__u64 wr_id;
-	__u8 opcode;	/* enum mrc_wr_opcode (lib/proto/conn.h) */
-	__u8 flags;	/* MRC_SEND_* */
+	__u8 opcode;	/* enum mrc_sq_opcode */
+	__u8 flags;	/* MRC_SQ_F_* */
 	__u8 num_sge;	/* <= MRC_RING_MAX_SGE */
 	__u8 reserved;
 	__u32 imm;	/* *_IMM: host order as the application gave it */
@@ -111,9 +163,9 @@ struct mrc_rq_entry {
 /* One work completion. */
 struct mrc_cq_entry {
 	__u64 wr_id;
-	__u8 status;	/* enum mrc_wc_status */
-	__u8 opcode;	/* enum mrc_wc_opcode */
-	__u8 flags;	/* MRC_WC_* */
+	__u8 status;	/* enum mrc_cq_status */
+	__u8 opcode;	/* enum mrc_cq_opcode */
+	__u8 flags;	/* MRC_CQ_F_* */
 	__u8 reserved;
 	__u32 byte_len;
 	__u32 imm;
