@@ -287,7 +287,7 @@ int metaroce_xdp(struct xdp_md *ctx)
 	if (sizeof(*hdr) + sizeof(*ext) + payload < mrc_len || !payload)
 		return to_daemon(ctx, MRC_XDP_TO_DAEMON);	/* malformed: the decoder says why */
 	qpn = bpf_ntohl(hdr->dst_qpn);
-	slot = qpn % MRC_XDP_MAX_QPS;
+	slot = MRC_QP_SLOT(qpn);
 	qp = bpf_map_lookup_elem(&mrc_qps, &slot);
 	if (!qp || !qpn || READ_ONCE(qp->qpn) != qpn)
 		return to_daemon(ctx, MRC_XDP_UNKNOWN_QP);
@@ -327,7 +327,7 @@ int metaroce_xdp(struct xdp_md *ctx)
 	}
 	/* the region: its key, its owner, the access the opcode needs, the bounds */
 	key = bpf_ntohl(ext->rkey);
-	slot = key >> MRC_XDP_KEY_SLOT_SHIFT;
+	slot = MRC_KEY_SLOT(key);
 	mr = bpf_map_lookup_elem(&mrc_mrs, &slot);
 	need = hdr->opcode == MRC_OP_WRITE ? MRC_XDP_ACCESS_REMOTE_WRITE
 					   : MRC_XDP_ACCESS_LOCAL_WRITE;

@@ -34,7 +34,6 @@ static FILE *out;
 
 static const char *peer_states[] = { "discovering", "known", "unreachable" };
 static const char *qp_states[] = { "idle", "resolving", "rtr", "rts", "error" };
-static const char *path_states[] = { "up", "failed", "drained", "probing" };
 
 
 static const char *addr_str(uint8_t family, const uint8_t addr[16], char *buf, size_t len)
@@ -190,9 +189,7 @@ static int show_status(const char *path, bool json)
 
 static uint8_t family_of(const uint8_t addr[16])
 {
-	static const uint8_t v4_mapped[12] = MRC_V4_MAPPED_PREFIX;
-
-	return memcmp(addr, v4_mapped, 12) ? MRC_AF_INET6 : MRC_AF_INET;
+	return mrc_addr_family(addr);
 }
 
 static bool stats;   /* -s: counters too */
@@ -264,9 +261,9 @@ static int show_paths(const char *path, bool json)
 	for (long i = 0; i < n; i++) {
 		const struct mrc_ctl_path *p = &paths[i];
 		/* congested: an up path whose window ECN cut within the last RTT */
-		const char *state = p->state == 0 && p->congested ? "congested"
-				    : p->state < 4		    ? path_states[p->state]
-								    : "unknown";
+		const char *state = p->state == MRC_CTL_PATH_UP && p->congested
+					    ? "congested"
+					    : mrc_ctl_path_state_name(p->state);
 
 		if (json) {
 			fprintf(out, "%s{\"qpn\":%u,\"index\":%u,\"plane\":%u,\"sport\":%u,"

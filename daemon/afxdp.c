@@ -43,7 +43,6 @@ struct mrcd_xsk_queue {
 	unsigned n_free_tx;
 };
 
-static const uint8_t v4_mapped[12] = MRC_V4_MAPPED_PREFIX;
 
 /* --- rtnetlink ---------------------------------------------------------------------------- */
 
@@ -127,8 +126,9 @@ static int next_hop(struct mrcd_afxdp *x, const struct mrcd_xsk_plane *p, const 
 	memset(hop, 0, 16);
 	if (tb[RTA_GATEWAY] && RTA_PAYLOAD(tb[RTA_GATEWAY]) == alen) {
 		if (v4)
-			memcpy(hop, v4_mapped, 12);
-		memcpy(v4 ? hop + 12 : hop, RTA_DATA(tb[RTA_GATEWAY]), alen);
+			mrc_addr_from_v4(hop, RTA_DATA(tb[RTA_GATEWAY]));
+		else
+			memcpy(hop, RTA_DATA(tb[RTA_GATEWAY]), alen);
 	} else {
 		memcpy(hop, addr, 16);
 	}
@@ -469,8 +469,7 @@ static bool frame_to_dgram(const uint8_t *f, uint32_t len, uint8_t plane, struct
 		    mrc_csum_fold(mrc_csum_add(0, f + off, ip.ihl * 4u)) != 0xffff)
 			return false;
 		tos = ip.tos;
-		memcpy(g->peer.addr, v4_mapped, 12);
-		memcpy(g->peer.addr + 12, &ip.saddr, 4);
+		mrc_addr_from_v4(g->peer.addr, &ip.saddr);
 		g->peer.family = MRC_AF_INET;
 		off += ip.ihl * 4u;
 	} else if (eth.h_proto == htons(ETH_P_IPV6)) {

@@ -25,7 +25,6 @@
 #define ECN_CE 0x03
 #define RX_BATCH 64
 
-static const uint8_t v4_mapped[12] = MRC_V4_MAPPED_PREFIX;
 
 static socklen_t to_sockaddr(const struct mrcd_addr *a, uint16_t port,
 			     struct sockaddr_storage *ss)
@@ -55,8 +54,7 @@ static void from_sockaddr(const struct sockaddr_storage *ss, struct mrcd_addr *a
 		const struct sockaddr_in *in = (const struct sockaddr_in *)ss;
 
 		a->family = MRC_AF_INET;
-		memcpy(a->addr, v4_mapped, 12);
-		memcpy(a->addr + 12, &in->sin_addr, 4);
+		mrc_addr_from_v4(a->addr, &in->sin_addr);
 		*port = ntohs(in->sin_port);
 	} else {
 		const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)ss;

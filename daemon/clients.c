@@ -30,17 +30,23 @@
 #define MRCD_TX_BACKLOG 16 /* datagrams waiting on refusing queues before the engine waits */
 #define RESOLVE_TIMEOUT_NS 2000000000ull
 
-static const uint8_t v4_mapped[12] = MRC_V4_MAPPED_PREFIX;
+
+/* the engine's path states are what the control protocol reports */
+_Static_assert((int)MRC_PATH_ACTIVE == (int)MRC_CTL_PATH_UP &&
+		       (int)MRC_PATH_FAILED == (int)MRC_CTL_PATH_FAILED &&
+		       (int)MRC_PATH_DRAINED == (int)MRC_CTL_PATH_DRAINED &&
+		       (int)MRC_PATH_PROBING == (int)MRC_CTL_PATH_PROBING,
+	       "path states");
 
 /* --- handles ---------------------------------------------------------------------------- */
 
-/* A handle is (generation << 12 | slot): a stale handle of a reused slot never matches. */
+/* A stale handle of a reused slot never matches: a generation sits above the slot. */
 static uint32_t make_handle(struct mrcd_clients *c, unsigned slot)
 {
-	c->generation = (c->generation + 1) & 0xfff;
+	c->generation = (c->generation + 1) & ((1u << MRCD_HANDLE_SLOT_BITS) - 1);
 	if (!c->generation)
 		c->generation = 1;
-	return c->generation << 12 | slot;
+	return c->generation << MRCD_HANDLE_SLOT_BITS | slot;
 }
 
 static struct mrcd_qp *qp_by_num(struct mrcd_clients *c, uint32_t qpn)
@@ -52,7 +58,7 @@ static struct mrcd_qp *qp_by_num(struct mrcd_clients *c, uint32_t qpn)
 
 static struct mrcd_cq *cq_by_handle(struct mrcd_clients *c, int owner, uint32_t h)
 {
-	struct mrcd_cq *cq = &c->cqs[h & 0xfff];
+	struct mrcd_cq *cq = &c->cqs[h & (MRCD_MAX_CQS - 1)];
 
 	return cq->owner == owner && cq->handle == h ? cq : NULL;
 }
@@ -60,14 +66,11 @@ static struct mrcd_cq *cq_by_handle(struct mrcd_clients *c, int owner, uint32_t 
 /*
  * A key is the region's slot (14 bits) over 18 random bits drawn at each registration, so a
  * guesser has no better than a 2^-18 chance per try [R-120]; never 0, a common uninitialised
- * key.
+ * key. The layout is the XDP program's (MRC_KEY_SLOT).
  */
-#define MR_KEY_RANDOM_BITS 18
-_Static_assert(MRCD_MAX_MRS <= 1u << (32 - MR_KEY_RANDOM_BITS), "MR slots fit the key");
-
 static struct mrcd_mr *mr_by_key(struct mrcd_clients *c, int owner, uint32_t key)
 {
-	uint32_t slot = key >> MR_KEY_RANDOM_BITS;
+	uint32_t slot = MRC_KEY_SLOT(key);
 	struct mrcd_mr *mr;
 
 	if (slot >= MRCD_MAX_MRS)
@@ -350,8 +353,8 @@ static int reg_mr(struct mrcd *d, unsigned owner, const uint8_t *payload, size_t
 	err = mr_map(c, &r, seg, fds, &mr->span, &mr->span_len);
 	if (err)
 		return err;
-	mr->key = slot << MR_KEY_RANDOM_BITS |
-		  ((uint32_t)mrc_splitmix64(&c->seed) & ((1u << MR_KEY_RANDOM_BITS) - 1)) | 1;
+	mr->key = slot << MRC_XDP_KEY_SLOT_SHIFT |
+		  ((uint32_t)mrc_splitmix64(&c->seed) & MRC_KEY_RANDOM_MASK) | 1;
 	mr->owner = (int)owner;
 	mr->iova = r.iova;
 	mr->length = r.length;
@@ -954,7 +957,7 @@ static int connect_qp(struct mrcd *d, unsigned owner, const uint8_t *payload, si
 		qp_start(d, qp, now);
 		return 0;
 	}
-	addr.family = memcmp(r.dgid, v4_mapped, 12) ? MRC_AF_INET6 : MRC_AF_INET;
+	addr.family = mrc_addr_family(r.dgid);
 	memcpy(addr.addr, r.dgid, 16);
 	if (!mrcd_config_admits(&d->cfg, r.dgid))
 		return -EHOSTUNREACH; /* not a peer this daemon may talk to */
@@ -1188,8 +1191,6 @@ static void drain_rings(struct mrcd *d, struct mrcd_qp *qp, uint64_t now)
 /* Path state changes since the last scan, as monitor events. */
 static void report_path_changes(struct mrcd *d)
 {
-	static const char *names[4] = { "up", "failed", "drained", "probing" };
-
 	for (unsigned j = 0; j < d->clients.n_qps; j++) {
 		struct mrcd_qp *qp = &d->clients.qps[d->clients.active[j]];
 
@@ -1201,8 +1202,8 @@ static void report_path_changes(struct mrcd *d)
 			if (p->state == qp->path_seen[k] || p->state > 3)
 				continue;
 			mrcd_event(d, LOG_INFO, "qp %u path %u plane %u sport %u: %s -> %s", qp->qpn,
-				   k, p->plane, p->sport, names[qp->path_seen[k] & 3],
-				   names[p->state]);
+				   k, p->plane, p->sport, mrc_ctl_path_state_name(qp->path_seen[k]),
+				   mrc_ctl_path_state_name(p->state));
 			qp->path_seen[k] = p->state;
 		}
 	}
@@ -1364,8 +1365,7 @@ static enum sent send_some(struct mrcd *d, struct mrc_conn *conn, uint32_t peer_
 			continue;
 		*g = (struct mrcd_dgram){ .data = buf, .len = (uint32_t)len, .plane = tx.plane,
 					  .sport = tx.sport, .peer_port = peer_port };
-		g->peer.family = memcmp(peer_addr[tx.plane], v4_mapped, 12) ? MRC_AF_INET6
-									  : MRC_AF_INET;
+		g->peer.family = mrc_addr_family(peer_addr[tx.plane]);
 		memcpy(g->peer.addr, peer_addr[tx.plane], 16);
 		(*budget)--;
 		sent = SENT_SOME;

@@ -20,6 +20,7 @@
 
 #include <metaroce/ctl.h>
 #include <metaroce/shm.h>
+#include <metaroce/xdp.h>
 
 #include "linger.h"
 #include "proto/codec.h"
@@ -31,16 +32,19 @@ struct mrcd;
 struct mrcd_dgram;
 
 #define MRCD_MAX_CLIENTS 256
-#define MRCD_MAX_QPS 4096
+/* the XDP program's tables are indexed by the same slots (metaroce/xdp.h) */
+#define MRCD_MAX_QPS MRC_XDP_MAX_QPS
 #define MRCD_MAX_CQS 4096
-#define MRCD_MAX_MRS 16384
+#define MRCD_MAX_MRS MRC_XDP_MAX_MRS
 #define MRCD_MAX_RING_ENTRIES 16384
 
-/* A QPN (and a CQ handle) is (generation << 12 | slot): the slot is its low bits. */
-_Static_assert(MRCD_MAX_QPS == 1u << 12, "a QPN's slot is its low 12 bits");
+/* A QPN or a CQ handle is (generation << MRCD_HANDLE_SLOT_BITS | slot). */
+#define MRCD_HANDLE_SLOT_BITS 12
+_Static_assert(MRCD_MAX_QPS == 1u << MRCD_HANDLE_SLOT_BITS, "a QPN's slot is its low bits");
+_Static_assert(MRCD_MAX_CQS == 1u << MRCD_HANDLE_SLOT_BITS, "a CQ handle's slot is its low bits");
 static inline unsigned mrcd_qp_slot(uint32_t qpn)
 {
-	return qpn & (MRCD_MAX_QPS - 1);
+	return MRC_QP_SLOT(qpn);
 }
 
 /* A control connection; a library client once it has said HELLO. */

@@ -10,7 +10,6 @@
 
 #define MAX_LINE 1024
 
-static const uint8_t v4_mapped[12] = MRC_V4_MAPPED_PREFIX;
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -97,11 +96,10 @@ static int parse_addr(const char *s, struct mrcd_addr *out)
 	memset(out, 0, sizeof(*out));
 	if (inet_pton(AF_INET, s, &v4) == 1) {
 		out->family = MRC_AF_INET;
-		memcpy(out->addr, v4_mapped, 12);
-		memcpy(out->addr + 12, &v4, 4);
+		mrc_addr_from_v4(out->addr, &v4);
 		return 0;
 	}
-	if (inet_pton(AF_INET6, s, &v6) == 1 && memcmp(&v6, v4_mapped, 12) != 0) {
+	if (inet_pton(AF_INET6, s, &v6) == 1 && !mrc_addr_is_v4(v6.s6_addr)) {
 		out->family = MRC_AF_INET6;
 		memcpy(out->addr, &v6, 16);
 		return 0;

@@ -33,11 +33,10 @@ uint64_t mrcd_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static const uint8_t v4_mapped[12] = MRC_V4_MAPPED_PREFIX;
 
 static const char *addr_str(const uint8_t addr[16], char *buf, size_t len)
 {
-	if (!memcmp(addr, v4_mapped, 12))
+	if (mrc_addr_is_v4(addr))
 		inet_ntop(AF_INET, addr + 12, buf, (socklen_t)len);
 	else
 		inet_ntop(AF_INET6, addr, buf, (socklen_t)len);
@@ -311,7 +310,7 @@ static void send_daemon_packets(struct mrcd *d, uint64_t now)
 		uint16_t sports[1] = { 0 };
 
 		memcpy(g.peer.addr, dest.addr, 16);
-		g.peer.family = memcmp(dest.addr, v4_mapped, 12) ? MRC_AF_INET6 : MRC_AF_INET;
+		g.peer.family = mrc_addr_family(dest.addr);
 		mrcd_backend_sports(&d->backend, dest.plane, sports, 1);
 		g.sport = sports[0];
 		if (d->backend.ops->tx_batch(&d->backend, &g, 1) == 1)

@@ -479,7 +479,7 @@ void mrcd_fastpath_mr_clear(struct mrcd_fastpath *fp, uint32_t slot)
 
 static struct mrc_xdp_qp *slot_of(const struct mrcd_fastpath *fp, uint32_t qpn)
 {
-	struct mrc_xdp_qp *q = &fp->qps[qpn % MRC_XDP_MAX_QPS];
+	struct mrc_xdp_qp *q = &fp->qps[MRC_QP_SLOT(qpn)];
 
 	return __atomic_load_n(&q->qpn, __ATOMIC_ACQUIRE) == qpn ? q : NULL;
 }
@@ -511,7 +511,7 @@ void mrcd_fastpath_qp_set(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t owner
 			  uint32_t flags, uint32_t peer_planes,
 			  const uint8_t peer[MRC_MAX_PLANES][16])
 {
-	struct mrc_xdp_qp *q = &fp->qps[qpn % MRC_XDP_MAX_QPS];
+	struct mrc_xdp_qp *q = &fp->qps[MRC_QP_SLOT(qpn)];
 
 	/* whatever held the slot stops first; the QP number goes in last */
 	__atomic_store_n(&q->qpn, 0, __ATOMIC_RELEASE);

@@ -84,7 +84,7 @@ void mrcd_fastpath_mr_clear(struct mrcd_fastpath *fp, uint32_t slot);
 
 /* --- QPs -------------------------------------------------------------------------------- */
 
-/* The QP in slot qpn % MRC_XDP_MAX_QPS starts placing, its window at base. */
+/* The QP in slot MRC_QP_SLOT(qpn) starts placing, its window at base. */
 void mrcd_fastpath_qp_set(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t owner, uint32_t base,
 			  uint32_t flags, uint32_t peer_planes,
 			  const uint8_t peer[MRC_MAX_PLANES][16]);

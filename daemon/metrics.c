@@ -64,7 +64,6 @@ static void plane_counter(struct out *o, const struct mrcd *d, const struct plan
 
 size_t mrcd_metrics_render(const struct mrcd *d, char *buf, size_t cap)
 {
-	static const char *states[4] = { "up", "failed", "drained", "probing" };
 	struct plane_sums p[MRC_MAX_PLANES];
 	const struct mrcd_clients *c = &d->clients;
 	struct out o = { buf, cap, 0 };
@@ -161,9 +160,9 @@ size_t mrcd_metrics_render(const struct mrcd *d, char *buf, size_t cap)
 
 	family(&o, "metaroce_path_up", "gauge", "Paths of all QPs on the plane, by state.");
 	for (unsigned i = 0; i < d->cfg.n_planes; i++)
-		for (unsigned s = 0; s < 4; s++)
+		for (unsigned s = 0; s < MRC_CTL_PATH_STATES; s++)
 			put(&o, "metaroce_path_up{plane=\"%u\",state=\"%s\"} %u\n",
-			    d->cfg.planes[i].index, states[s],
+			    d->cfg.planes[i].index, mrc_ctl_path_state_name(s),
 			    p[d->cfg.planes[i].index].paths[s]);
 	plane_counter(&o, d, p, "metaroce_path_tx_packets_total",
 		      "Sequenced packets sent on the plane's paths, retransmissions included.",
@@ -192,7 +191,6 @@ int mrcd_metrics_open(struct mrcd *d, char *err, size_t errlen)
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int fd, one = 1;
-	static const uint8_t v4_mapped[12] = MRC_V4_MAPPED_PREFIX;
 
 	d->metrics_fd = -1;
 	for (unsigned i = 0; i < MRCD_MAX_HTTP; i++)
@@ -200,7 +198,7 @@ int mrcd_metrics_open(struct mrcd *d, char *err, size_t errlen)
 	if (!d->cfg.metrics)
 		return 0;
 	memset(&ss, 0, sizeof(ss));
-	if (!memcmp(d->cfg.metrics_addr.addr, v4_mapped, 12)) {
+	if (mrc_addr_is_v4(d->cfg.metrics_addr.addr)) {
 		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
 
 		in->sin_family = AF_INET;

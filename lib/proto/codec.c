@@ -219,7 +219,6 @@ static int check_data(const struct mrc_packet *pkt)
 static int check_discover(const struct mrc_packet *pkt)
 {
 	const struct mrc_discover *d = &pkt->u.discover;
-	static const uint8_t v4_mapped_prefix[12] = MRC_V4_MAPPED_PREFIX;
 	uint32_t planes_seen = 0;
 
 	if (pkt->payload_len != (size_t)d->n_addrs * sizeof(struct mrc_plane_addr))
@@ -229,7 +228,7 @@ static int check_discover(const struct mrc_packet *pkt)
 	if (d->udp_port == 0 || d->max_payload < MRC_MIN_PAYLOAD)
 		return MRC_WIRE_E_FIELD;
 	for (unsigned i = 0; i < d->n_addrs; i++) {
-		int mapped = !memcmp(d->addrs[i].addr, v4_mapped_prefix, sizeof(v4_mapped_prefix));
+		int mapped = mrc_addr_is_v4(d->addrs[i].addr);
 
 		if (d->addrs[i].plane >= MRC_MAX_PLANES || (planes_seen >> d->addrs[i].plane) & 1)
 			return MRC_WIRE_E_FIELD;

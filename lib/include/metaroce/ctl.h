@@ -215,13 +215,30 @@ struct mrc_ctl_qp {
 	__u64 error_completions;
 };
 
-/* Path states, as enum mrc_path_state in lib/proto/path.h. */
+/* Path states: the engine's enum mrc_path_state, whose values the daemon ties to these. */
+enum mrc_ctl_path_state {
+	MRC_CTL_PATH_UP = 0,
+	MRC_CTL_PATH_FAILED = 1,
+	MRC_CTL_PATH_DRAINED = 2,
+	MRC_CTL_PATH_PROBING = 3,
+	MRC_CTL_PATH_STATES
+};
+
+/* What metaroce-ctl, the metrics and the monitor events call them. */
+static inline const char *mrc_ctl_path_state_name(unsigned state)
+{
+	static const char *const names[MRC_CTL_PATH_STATES] = { "up", "failed", "drained",
+								"probing" };
+
+	return state < MRC_CTL_PATH_STATES ? names[state] : "unknown";
+}
+
 struct mrc_ctl_path {
 	__u32 qp_num;
 	__u8 index;
 	__u8 plane;
 	__u16 sport;
-	__u8 state;
+	__u8 state;	    /* enum mrc_ctl_path_state */
 	__u8 congested;	    /* 1: its window was cut for ECN within the last RTT */
 	__u8 reserved[2];
 	__u32 cwnd;	    /* packets */

@@ -207,6 +207,34 @@ MRC_STATIC_ASSERT(sizeof(struct mrc_discover_ext) == 16, "mrc_discover_ext is 16
 /* The first 12 bytes of an IPv4-mapped IPv6 address (::ffff:0:0/96): how IPv4 is carried. */
 #define MRC_V4_MAPPED_PREFIX { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff }
 
+/* Whether a 16-byte address is IPv4 (IPv4-mapped, ::ffff:a.b.c.d). */
+static inline int mrc_addr_is_v4(const __u8 addr[16])
+{
+	static const __u8 prefix[12] = MRC_V4_MAPPED_PREFIX;
+
+	for (int i = 0; i < 12; i++)
+		if (addr[i] != prefix[i])
+			return 0;
+	return 1;
+}
+
+/* The family field of a plane address record, for a 16-byte address. */
+static inline __u8 mrc_addr_family(const __u8 addr[16])
+{
+	return mrc_addr_is_v4(addr) ? MRC_AF_INET : MRC_AF_INET6;
+}
+
+/* addr becomes the IPv4-mapped form of the 4 bytes at v4 (network order). */
+static inline void mrc_addr_from_v4(__u8 addr[16], const void *v4)
+{
+	static const __u8 prefix[12] = MRC_V4_MAPPED_PREFIX;
+
+	for (int i = 0; i < 12; i++)
+		addr[i] = prefix[i];
+	for (int i = 0; i < 4; i++)
+		addr[12 + i] = ((const __u8 *)v4)[i];
+}
+
 /* One plane address in a DISCOVER payload [R-91]. IPv4 is stored IPv4-mapped (::ffff:a.b.c.d). */
 struct mrc_plane_addr {
 	__u8 family;   /* MRC_AF_INET or MRC_AF_INET6 */

@@ -3,14 +3,14 @@
  * The XDP fast path's maps, shared by the BPF program (bpf/metaroce_xdp.bpf.c), the daemon's
  * xdp backend and the tests. Layouts and codes are only ever appended to.
  *
- *   mrc_qps        ARRAY, mmapable: QP slot (QPN % MRC_XDP_MAX_QPS, as the daemon numbers
+ *   mrc_qps        ARRAY, mmapable: QP slot (MRC_QP_SLOT(QPN), as the daemon numbers
  *                         QPs) -> struct mrc_xdp_qp: which QP, its peer per plane, the receive
  *                         window (base + the 256-bit SACK ring the program test-and-sets),
  *                         counters. The daemon changes it in place, through its mapping and
  *                         with atomics, never by replacing an element (a replaced hash element
  *                         is recycled while the program may still hold it)
  *   mrc_planes     HASH   ifindex -> plane index: where a packet arrived
- *   mrc_mrs        ARRAY  key slot (rkey >> MRC_XDP_KEY_SLOT_SHIFT) -> struct mrc_xdp_mr
+ *   mrc_mrs        ARRAY  key slot (MRC_KEY_SLOT(rkey)) -> struct mrc_xdp_mr
  *   mrc_mr_pages   ARRAY_OF_MAPS, same index -> the region's pages: an mmapable ARRAY of
  *                         4096-byte values holding the region from byte `offset` on; the
  *                         daemon and the client map the same pages
@@ -50,10 +50,19 @@
 #include <metaroce/wire.h>
 
 #define MRC_XDP_PAGE 4096u
-/* Key slot in the high bits, random bits below; the daemon hands keys out this way. */
+/*
+ * How the daemon numbers regions and QPs, which the program indexes its maps by: the one
+ * definition both sides use. A key is the region's slot in the high bits over random bits
+ * [R-120]; a QPN's slot is its low bits, a generation above them.
+ */
 #define MRC_XDP_KEY_SLOT_SHIFT 18
 #define MRC_XDP_MAX_MRS 16384u
 #define MRC_XDP_MAX_QPS 4096u
+#define MRC_KEY_SLOT(key) ((key) >> MRC_XDP_KEY_SLOT_SHIFT)
+#define MRC_KEY_RANDOM_MASK ((1u << MRC_XDP_KEY_SLOT_SHIFT) - 1)
+#define MRC_QP_SLOT(qpn) ((qpn) & (MRC_XDP_MAX_QPS - 1))
+_Static_assert(MRC_XDP_MAX_MRS <= 1u << (32 - MRC_XDP_KEY_SLOT_SHIFT), "region slots fit a key");
+_Static_assert((MRC_XDP_MAX_QPS & (MRC_XDP_MAX_QPS - 1)) == 0, "a QPN's slot is its low bits");
 #define MRC_XDP_MAX_QUEUES 64u	/* receive queues per plane interface with an AF_XDP socket */
 /* A packet's payload spans at most this many pages of a region (9000-byte MTU, unaligned). */
 #define MRC_XDP_MAX_PAGES_PER_PACKET 4
