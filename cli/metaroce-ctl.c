@@ -612,7 +612,8 @@ static const struct object objects[] = {
 	{ "config", "  config [show]                 the running configuration, as a file reads\n"
 		    "  config reload                 reload the configuration file (as SIGHUP)\n" },
 	{ "stat", "  stat [show]                   the daemon's datagram counters\n"
-		  "  stat reset                    zero them and every QP's and path's counters\n" },
+		  "  stat reset                    count these, every QP's and path's from zero\n"
+		  "                                (exported metrics keep counting)\n" },
 	{ "xdp", "  xdp [show]                    the XDP fast path on each plane\n" },
 	{ "monitor", "  monitor                       stream events: paths failing and recovering, QP\n"
 		     "                                errors, clients coming and going, drains, peers\n" },

@@ -630,8 +630,24 @@ static void apply_drains(const struct mrcd *d, struct mrcd_qp *qp);
  * go at once; the engine connection lingers (SPEC 11.4) so the peer hears every
  * acknowledgement it still needs, then goes by itself (mrcd_clients_pump).
  */
+/* A QP's counts go into the totals of those gone before it. */
+static void qp_retire_counts(struct mrcd_clients *c, const struct mrcd_qp *qp)
+{
+	c->retired.completions += qp->completions;
+	c->retired.error_completions += qp->error_completions;
+	for (unsigned k = 0; qp->conn && k < mrc_conn_n_paths(qp->conn); k++) {
+		const struct mrc_path *p = mrc_conn_path(qp->conn, k);
+		unsigned plane = p->plane % MRC_MAX_PLANES;
+
+		c->retired.path_tx[plane] += p->stats.tx_packets;
+		c->retired.path_retx[plane] += p->stats.retransmits;
+		c->retired.path_ecn[plane] += p->stats.ecn_echoes;
+	}
+}
+
 static void qp_free(struct mrcd_clients *c, struct mrcd_qp *qp)
 {
+	qp_retire_counts(c, qp);
 	if (qp->fast)
 		mrcd_fastpath_qp_clear(c->fast, qp->qpn);
 	if (qp->conn) {
@@ -1524,12 +1540,26 @@ void mrcd_clients_drain_plane(struct mrcd *d)
 
 void mrcd_clients_reset_counters(struct mrcd *d)
 {
-	for (unsigned i = 0; i < MRCD_MAX_QPS; i++) {
-		struct mrcd_qp *qp = &d->clients.qps[i];
+	for (unsigned j = 0; j < d->clients.n_qps; j++) {
+		struct mrcd_qp *qp = &d->clients.qps[d->clients.active[j]];
+		struct mrcd_qp_base *b = &qp->base;
 
-		qp->completions = qp->error_completions = 0;
-		if (qp->conn)
-			mrc_conn_reset_counters(qp->conn);
+		memset(b, 0, sizeof(*b));
+		b->completions = qp->completions;
+		b->error_completions = qp->error_completions;
+		if (!qp->conn)
+			continue;
+		b->tx_packets = mrc_conn_stats(qp->conn)->tx_data_packets;
+		b->tx_retransmits = mrc_conn_stats(qp->conn)->tx_retransmits;
+		b->rx_packets = mrc_conn_stats(qp->conn)->rx_packets;
+		b->rx_bytes = mrc_conn_stats(qp->conn)->rx_placed_bytes;
+		for (unsigned k = 0; k < mrc_conn_n_paths(qp->conn) && k < MRC_MAX_PATHS; k++) {
+			const struct mrc_path *p = mrc_conn_path(qp->conn, k);
+
+			b->path_tx[k] = p->stats.tx_packets;
+			b->path_retx[k] = p->stats.retransmits;
+			b->path_ecn[k] = p->stats.ecn_echoes;
+		}
 	}
 }
 
@@ -1749,16 +1779,17 @@ size_t mrcd_clients_qps_reply(const struct mrcd *d, uint8_t *buf, size_t cap)
 		out.uid = d->clients.client[qp->owner].uid;
 		out.state = qp->state;
 		memcpy(out.peer, qp->req.dgid, 16);
-		out.completions = qp->completions;
-		out.error_completions = qp->error_completions;
+		/* since the last stat reset */
+		out.completions = qp->completions - qp->base.completions;
+		out.error_completions = qp->error_completions - qp->base.error_completions;
 		if (qp->conn) {
 			const struct mrc_conn_stats *s = mrc_conn_stats(qp->conn);
 
 			out.n_paths = (uint8_t)mrc_conn_n_paths(qp->conn);
-			out.tx_packets = s->tx_data_packets;
-			out.tx_retransmits = s->tx_retransmits;
-			out.rx_packets = s->rx_packets;
-			out.rx_bytes = s->rx_placed_bytes;
+			out.tx_packets = s->tx_data_packets - qp->base.tx_packets;
+			out.tx_retransmits = s->tx_retransmits - qp->base.tx_retransmits;
+			out.rx_packets = s->rx_packets - qp->base.rx_packets;
+			out.rx_bytes = s->rx_placed_bytes - qp->base.rx_bytes;
 		}
 		memcpy(buf + n, &out, sizeof(out));
 		n += sizeof(out);
@@ -1798,9 +1829,11 @@ size_t mrcd_clients_paths_reply(const struct mrcd *d, const uint32_t *qpn, uint8
 			out.congested = p->state == MRC_PATH_ACTIVE && p->cc.recovery_end_ns > now;
 			out.rate_hint_kbps = info.rate_hint_kbps;
 			out.min_rtt_us = (uint32_t)(p->rtt.min_ns / 1000);
-			out.tx_packets = p->stats.tx_packets;
-			out.retransmits = p->stats.retransmits;
-			out.ce_marks = p->stats.ecn_echoes;
+			if (k < MRC_MAX_PATHS) { /* since the last stat reset */
+				out.tx_packets = p->stats.tx_packets - qp->base.path_tx[k];
+				out.retransmits = p->stats.retransmits - qp->base.path_retx[k];
+				out.ce_marks = p->stats.ecn_echoes - qp->base.path_ecn[k];
+			}
 			memcpy(buf + n, &out, sizeof(out));
 			n += sizeof(out);
 		}

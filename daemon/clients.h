@@ -89,6 +89,22 @@ struct mrcd_cq {
 	bool notify_pending; /* an event its full channel socket did not take yet */
 };
 
+/*
+ * A QP's counters as they read at the last `stat reset`: the control replies show what came
+ * since, while the exported totals, which monitoring takes rates of, never go back.
+ */
+struct mrcd_qp_base {
+	uint64_t completions, error_completions;
+	uint64_t tx_packets, tx_retransmits, rx_packets, rx_bytes;
+	uint64_t path_tx[MRC_MAX_PATHS], path_retx[MRC_MAX_PATHS], path_ecn[MRC_MAX_PATHS];
+};
+
+/* The counts of QPs that are gone, so the exported totals do not fall when one goes. */
+struct mrcd_retired {
+	uint64_t completions, error_completions;
+	uint64_t path_tx[MRC_MAX_PLANES], path_retx[MRC_MAX_PLANES], path_ecn[MRC_MAX_PLANES];
+};
+
 struct mrcd_qp {
 	struct mrcd *daemon;	/* for the engine's callbacks */
 	int owner;
@@ -113,6 +129,7 @@ struct mrcd_qp {
 	uint32_t peer_drained;	/* bit i: the peer announced plane i drained */
 	uint8_t peer_addr[MRC_MAX_PLANES][16];
 	uint64_t completions, error_completions;
+	struct mrcd_qp_base base; /* at the last stat reset */
 	uint64_t resolve_deadline_ns;
 	bool cq_overrun;	/* a completion found its CQ full */
 	uint8_t path_seen[MRC_MAX_PATHS]; /* path states as last reported to monitors */
@@ -133,6 +150,7 @@ struct mrcd_clients {
 	unsigned next_qp_slot; /* and for a free QP slot */
 	uint16_t active[MRCD_MAX_QPS]; /* slots of the n_qps live QPs: the pump walks these */
 	struct mrcd_linger_table lingering; /* destroyed QPs still answering their peers */
+	struct mrcd_retired retired;	    /* what destroyed QPs had counted */
 	struct mrc_rate_domain rate;   /* this host's receive capacity, shared by rate hints */
 	unsigned n_retired;  /* deregistered MRs still mapped */
 	unsigned n_notify_pending;
@@ -184,7 +202,8 @@ void mrcd_clients_peer_event(struct mrcd *d, unsigned peer, int event);
  * follows. */
 void mrcd_clients_drain_plane(struct mrcd *d);
 
-/* stat reset: the per-QP completion counters the daemon keeps. */
+/* stat reset: every QP's counters as the control replies show them start again from zero;
+ * what the metrics export goes on counting. */
 void mrcd_clients_reset_counters(struct mrcd *d);
 
 /* Stopping: every QP enters the error state, so clients see flush completions. */

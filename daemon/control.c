@@ -185,10 +185,11 @@ void mrcd_control_status(const struct mrcd *d, uint8_t *buf, size_t cap, size_t 
 	memset(&s, 0, sizeof(s));
 	s.node_id = d->peers.local.node_id;
 	s.uptime_ns = mrcd_now_ns() - d->started_ns;
-	s.rx_datagrams = d->stats.rx_datagrams;
-	s.rx_malformed = d->stats.rx_malformed;
-	s.rx_no_qp = d->stats.rx_no_qp;
-	s.tx_datagrams = d->stats.tx_datagrams;
+	/* since the last stat reset */
+	s.rx_datagrams = d->stats.rx_datagrams - d->stats_base.rx_datagrams;
+	s.rx_malformed = d->stats.rx_malformed - d->stats_base.rx_malformed;
+	s.rx_no_qp = d->stats.rx_no_qp - d->stats_base.rx_no_qp;
+	s.tx_datagrams = d->stats.tx_datagrams - d->stats_base.tx_datagrams;
 	s.n_peers = d->peers.n_peers;
 	s.port = d->backend.port;
 	s.n_planes = d->cfg.n_planes;
@@ -406,8 +407,9 @@ static void serve(struct mrcd *d, unsigned slot)
 				rep.status = -EPERM;
 				break;
 			}
-			/* the daemon's counters, the QPs' and their paths' */
-			memset(&d->stats, 0, sizeof(d->stats));
+			/* what the control replies show starts from zero; the exported counters
+			 * go on, so monitoring never sees them fall */
+			d->stats_base = d->stats;
 			mrcd_clients_reset_counters(d);
 			mrcd_event(d, LOG_NOTICE, "counters reset by an operator");
 			break;

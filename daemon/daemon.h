@@ -50,7 +50,8 @@ struct mrcd {
 	uint64_t watchdog_usec;	    /* 0: no watchdog */
 	uint64_t next_watchdog_ns;
 	uint16_t drained_planes;    /* operator-drained planes (bit i = plane i) */
-	struct mrcd_stats stats;
+	struct mrcd_stats stats;    /* never reset: the metrics export them */
+	struct mrcd_stats stats_base; /* as they were at the last stat reset: status shows since */
 };
 
 /*

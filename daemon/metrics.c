@@ -96,6 +96,15 @@ size_t mrcd_metrics_render(const struct mrcd *d, char *buf, size_t cap)
 		}
 	}
 
+	/* the counts of QPs that are gone: the totals never fall */
+	completions += c->retired.completions;
+	errors += c->retired.error_completions;
+	for (unsigned i = 0; i < MRC_MAX_PLANES; i++) {
+		p[i].tx_packets += c->retired.path_tx[i];
+		p[i].retransmits += c->retired.path_retx[i];
+		p[i].ecn += c->retired.path_ecn[i];
+	}
+
 	family(&o, "metaroce_build_info", "gauge", "Version of metaroced, always 1.");
 	put(&o, "metaroce_build_info{version=\"%s\",backend=\"%s\",wire_protocol=\"%u\"} 1\n",
 	    METAROCE_VERSION, d->backend.ops->name, MRC_WIRE_VERSION);

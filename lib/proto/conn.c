@@ -1880,13 +1880,6 @@ enum mrc_rx_verdict mrc_conn_rx_verdict(const struct mrc_conn *c, uint32_t psn)
 	return mrc_rx_window_classify(&c->rxw, psn);
 }
 
-void mrc_conn_reset_counters(struct mrc_conn *c)
-{
-	memset(&c->stats, 0, sizeof(c->stats));
-	for (unsigned i = 0; i < c->n_paths; i++)
-		memset(&c->paths[i].stats, 0, sizeof(c->paths[i].stats));
-}
-
 const struct mrc_path *mrc_conn_path(const struct mrc_conn *c, unsigned i)
 {
 	return i < c->n_paths ? &c->paths[i] : NULL;

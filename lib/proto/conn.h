@@ -307,8 +307,6 @@ uint32_t mrc_conn_rcv_base(const struct mrc_conn *conn);
 /* What a sequenced packet with this PSN would be to the receive window right now. */
 enum mrc_rx_verdict mrc_conn_rx_verdict(const struct mrc_conn *conn, uint32_t psn);
 
-/* Zero the connection's and its paths' counters: the engine only ever adds to them. */
-void mrc_conn_reset_counters(struct mrc_conn *conn);
 unsigned mrc_conn_n_paths(const struct mrc_conn *conn);
 const struct mrc_path *mrc_conn_path(const struct mrc_conn *conn, unsigned i);
 void mrc_conn_get_info(const struct mrc_conn *conn, struct mrc_conn_info *info);

@@ -102,17 +102,31 @@ kill -0 "$cli" 2>/dev/null || transfer_ended "drain"
 sleep 1
 a3=$(plane_tx "$TMP/a.sock" 1)
 [ "$a3" -gt "$a2" ] || fail "plane 1 not used again after restore ($a2 -> $a3)"
-# stat reset zeroes the live QP's per-path counters too; they count on from zero. The client
-# is held meanwhile (SIGSTOP), so its QP is there to be seen however fast the transfer ran
+# metric_sum NAME: the sum of an exported family's samples
+metric_sum() {
+	# shellcheck disable=SC2086
+	"$CTL" $A metrics | awk -v n="$1" '$1 == n || index($1, n "{") == 1 {s += $2} END {print s + 0}'
+}
+# stat reset starts what the control replies show (the live QP's per-path counters too) from
+# zero; the exported counters go on and never fall, not at the reset nor when the QP goes.
+# The client is held meanwhile (SIGSTOP), so its QP is there to be seen however fast it ran
 kill -STOP "$cli" 2>/dev/null || transfer_ended "reset"
 before=$(( $(plane_tx "$TMP/a.sock" 0) + $(plane_tx "$TMP/a.sock" 1) ))
+exported=$(metric_sum metaroce_path_tx_packets_total)
 # shellcheck disable=SC2086
 "$CTL" $A stat reset | grep -q "counters reset" || fail "stat reset"
 after=$(( $(plane_tx "$TMP/a.sock" 0) + $(plane_tx "$TMP/a.sock" 1) ))
 [ "$after" -lt "$before" ] || fail "stat reset left the path counters ($before -> $after)"
+[ "$(metric_sum metaroce_path_tx_packets_total)" -ge "$exported" ] ||
+	fail "stat reset took the exported path counter back"
 kill -CONT "$cli"
 wait "$cli" || { cat "$TMP/d.client.log"; fail "the transfer across the drain failed"; }
 wait "$srv" || { cat "$TMP/d.server.log"; fail "its server failed"; }
+exported_end=$(metric_sum metaroce_path_tx_packets_total)
+[ "$exported_end" -gt "$exported" ] ||
+	fail "the exported path counter fell when the QP went ($exported -> $exported_end)"
+[ "$(metric_sum metaroce_completions_total)" -gt 0 ] ||
+	fail "the completions of a QP that is gone left the exported total"
 grep "verbs_check: OK" "$TMP/d.client.log"
 grep -q "plane 1 drained by an operator" "$TMP/a.log" || fail "no log of the drain"
 
