@@ -38,7 +38,7 @@ WARNINGS := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototy
 	    -Wpointer-arith -Wvla -Wformat=2
 # CFLAGS is the user's (make CFLAGS=-O0); what the project requires is in MRC_CFLAGS and is
 # always added, so warnings stay errors whatever is passed on the command line.
-CPPFLAGS += -I. -Ilib/include -Ilib -Itests -I$(BUILD)/bpf -D_GNU_SOURCE -DMETAROCE_VERSION='"$(VERSION)"'
+CPPFLAGS += -I. -Ilib/include -Ilib -Idaemon -Itests -I$(BUILD)/bpf -D_GNU_SOURCE -DMETAROCE_VERSION='"$(VERSION)"'
 CFLAGS ?= -O2 -g
 CXXFLAGS ?= -O2 -g
 MRC_CFLAGS := -std=gnu11 $(WARNINGS) -fno-strict-aliasing
@@ -329,7 +329,7 @@ XDP_SKEL := $(BUILD)/bpf/metaroce_xdp.skel.h
 $(XDP_SKEL): $(BUILD)/bpf/metaroce_xdp.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name metaroce_xdp > $@.tmp && mv $@.tmp $@
-$(OBJ)/daemon/fastpath.o $(SAN)/obj/daemon/fastpath.o: $(XDP_SKEL)
+$(OBJ)/daemon/io/fastpath.o $(SAN)/obj/daemon/io/fastpath.o: $(XDP_SKEL)
 
 $(BUILD)/bpf/%.bpf.o: testbed/bpf/%.bpf.c
 	$(call msg,BPF,$<)

@@ -18,7 +18,7 @@
 
 #include <metaroce/ctl.h>
 
-#include "daemon.h"
+#include "io/daemon.h"
 #include "log.h"
 
 #define MAX_DISCOVER 16
@@ -134,7 +134,7 @@ int main(int argc, char **argv)
 		mrcd_config_default(&tmp);
 		snprintf(plane, sizeof(plane), "0 x %s", discover[i]);
 		if (mrcd_config_set(&tmp, "plane", plane, err, sizeof(err)) ||
-		    mrcd_discover(&d, &tmp.planes[0].addr)) {
+		    mrcd_core_discover(&d.core, &tmp.planes[0].addr, mrcd_now_ns())) {
 			mrcd_log(LOG_ERR, "--discover %s: not an address, or the peer table is full",
 				 discover[i]);
 			mrcd_stop(&d);

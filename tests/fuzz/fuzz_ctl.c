@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * libFuzzer harness for the control-socket request check (daemon/control.c): whatever a
+ * libFuzzer harness for the control-socket request check (daemon/io/control.c): whatever a
  * local client sends, the check reads only the packet, and accepts only whole requests of the
  * types the daemon serves, queries without a payload (path queries with one QP's handle or
  * none); each handler then checks its payload's
- * exact shape (daemon/clients.c, exercised by tests/verbs/hostile_client.c).
+ * exact shape (daemon/core, exercised by tests/verbs/hostile_client.c).
  */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/control.h"
+#include "io/control.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * daemon/backend_udp.c on real sockets over loopback: datagrams, source ports, the ECN field,
+ * daemon/io/backend_udp.c on real sockets over loopback: datagrams, source ports, the ECN field,
  * and two real engine connections moving 8 MiB byte for byte in real time.
  */
 #include <arpa/inet.h>
@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "daemon/backend.h"
+#include "io/backend.h"
 #include "proto/conn.h"
 #include "suites.h"
 

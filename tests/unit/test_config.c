@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/config.h"
+#include "config.h"
 #include "suites.h"
 
 static char err[256];

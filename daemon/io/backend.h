@@ -7,27 +7,15 @@
  * batches and pushes the engine's output in batches; a backend knows planes, addresses and
  * ports, never QPs.
  */
-#ifndef METAROCE_DAEMON_BACKEND_H
-#define METAROCE_DAEMON_BACKEND_H
+#ifndef METAROCE_DAEMON_IO_BACKEND_H
+#define METAROCE_DAEMON_IO_BACKEND_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
-
-/* One datagram, received or to send. */
-struct mrcd_dgram {
-	uint8_t *data;
-	uint32_t len;	    /* rx: bytes received; tx: bytes to send */
-	uint32_t cap;	    /* rx: room in data */
-	uint8_t plane;	    /* the local plane it arrived on / leaves from */
-	uint16_t sport;	    /* rx: the sender's UDP source port; tx: ours (path entropy) */
-	struct mrcd_addr peer; /* rx: source address; tx: destination */
-	uint16_t peer_port;    /* rx: source port; tx: destination port */
-	bool ce;	    /* rx: the IP header carried ECN CE */
-	bool placed;	    /* rx: the fast path placed the payload; data holds the headers */
-};
+#include "core/dgram.h"
 
 struct mrcd_backend;
 struct mrcd_fastpath;
@@ -45,7 +33,6 @@ struct mrcd_backend_ops {
 	void (*close)(struct mrcd_backend *b);
 };
 
-#define MRCD_SPORTS_PER_PLANE 16
 /* The most fds a backend waits on: per plane a socket, and an AF_XDP socket per queue (64),
  * and the XDP event ring. */
 #define MRCD_BACKEND_MAX_FDS (MRC_MAX_PLANES * 65 + 1)
@@ -76,4 +63,4 @@ extern const struct mrcd_backend_ops mrcd_backend_xdp;
 unsigned mrcd_backend_sports(const struct mrcd_backend *b, uint8_t plane, uint16_t *ports,
 			     unsigned max);
 
-#endif /* METAROCE_DAEMON_BACKEND_H */
+#endif /* METAROCE_DAEMON_IO_BACKEND_H */

@@ -6,8 +6,8 @@
  * _total for counters); no label names a QP, so a host with thousands of QPs stays cheap to
  * scrape: per-path figures are summed or averaged per plane.
  */
-#ifndef METAROCE_DAEMON_METRICS_H
-#define METAROCE_DAEMON_METRICS_H
+#ifndef METAROCE_DAEMON_IO_METRICS_H
+#define METAROCE_DAEMON_IO_METRICS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -20,7 +20,5 @@ size_t mrcd_metrics_render(const struct mrcd *d, char *buf, size_t cap);
 /* The HTTP listener, when configured. Message in err on failure. */
 int mrcd_metrics_open(struct mrcd *d, char *err, size_t errlen);
 void mrcd_metrics_close(struct mrcd *d);
-/* Readiness on fd if it is the listener or one of its connections; false otherwise. */
-bool mrcd_metrics_event(struct mrcd *d, int fd);
 
-#endif /* METAROCE_DAEMON_METRICS_H */
+#endif /* METAROCE_DAEMON_IO_METRICS_H */

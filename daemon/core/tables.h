@@ -1,35 +1,26 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * What metaroced keeps for its library clients: memory regions, completion queues and QPs,
- * each owned by the control connection that created it and reclaimed when that connection
- * closes. The QPs are where the engine meets the backend: this file's loop feeds each QP's
- * send and receive rings into its mrc_conn, hands received datagrams to it, pushes its
- * packets out in batches and turns its completions into CQ entries.
- *
- * Everything a client wrote (ring indices, descriptors, keys, addresses) is checked before
- * use; a client's mistake ends in an error completion or a refused request for that client,
- * never in a fault of the daemon or an effect on another client.
+ * What the core keeps for its clients: each control connection (a client), and the memory
+ * regions, completion queues and QPs it created, all reclaimed when it goes. Everything a
+ * client wrote (ring indices, descriptors, keys, addresses) is checked before use; a
+ * client's mistake ends in an error completion or a refused request for that client, never
+ * in a fault of the daemon or an effect on another client.
  */
-#ifndef METAROCE_DAEMON_CLIENTS_H
-#define METAROCE_DAEMON_CLIENTS_H
+#ifndef METAROCE_DAEMON_CORE_TABLES_H
+#define METAROCE_DAEMON_CORE_TABLES_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 #include <metaroce/ctl.h>
 #include <metaroce/shm.h>
 #include <metaroce/xdp.h>
 
-#include "linger.h"
-#include "proto/codec.h"
+#include "core/linger.h"
 #include "proto/conn.h"
 #include "proto/ratehint.h"
 #include "shm/ring.h"
-
-struct mrcd;
-struct mrcd_dgram;
 
 #define MRCD_MAX_CLIENTS 256
 /* the XDP program's tables are indexed by the same slots (metaroce/xdp.h) */
@@ -49,12 +40,10 @@ static inline unsigned mrcd_qp_slot(uint32_t qpn)
 
 /* A control connection; a library client once it has said HELLO. */
 struct mrcd_client {
-	int fd;		/* -1: free slot */
-	int doorbell_fd; /* the library's eventfd, written after it posts; -1: none */
-	pid_t pid;
-	uid_t uid;
-	bool library;
-	bool monitor;	   /* subscribed to events (metaroce-ctl monitor) */
+	bool open;	/* the slot is a connection */
+	bool library;	/* said HELLO: has a doorbell, may create objects */
+	int32_t pid;
+	uint32_t uid;
 	unsigned channels; /* completion-channel sockets the daemon holds for it */
 	unsigned n_qps, n_cqs, n_mrs; /* n_mrs counts retired regions until they are unmapped */
 	unsigned n_retired;
@@ -62,7 +51,7 @@ struct mrcd_client {
 };
 
 /* What one client may hold: half of each table, so one cannot starve all the others. */
-#define MRCD_CLIENT_MAX_CHANNEL_FDS 256
+#define MRCD_CLIENT_MAX_CHANNELS 256
 #define MRCD_CLIENT_MAX_QPS (MRCD_MAX_QPS / 2)
 #define MRCD_CLIENT_MAX_CQS (MRCD_MAX_CQS / 2)
 #define MRCD_CLIENT_MAX_MRS (MRCD_MAX_MRS / 2)
@@ -84,9 +73,9 @@ struct mrcd_cq {
 	void *mem;
 	size_t mem_len;
 	struct mrc_ring ring;
-	int channel_fd;	   /* the client's completion channel socket; -1: none */
+	int channel;	   /* the client's completion channel, as io keeps it; -1: none */
 	uint64_t overruns; /* completions lost to a full CQ */
-	bool notify_pending; /* an event its full channel socket did not take yet */
+	bool notify_pending; /* an event its full channel did not take yet */
 };
 
 /*
@@ -105,8 +94,10 @@ struct mrcd_retired {
 	uint64_t path_tx[MRC_MAX_PLANES], path_retx[MRC_MAX_PLANES], path_ecn[MRC_MAX_PLANES];
 };
 
+struct mrcd_core;
+
 struct mrcd_qp {
-	struct mrcd *daemon;	/* for the engine's callbacks */
+	struct mrcd_core *core;	/* for the engine's callbacks */
 	int owner;
 	uint32_t qpn;
 	uint8_t state;		/* enum mrc_ctl_qp_state */
@@ -138,9 +129,10 @@ struct mrcd_qp {
 	uint32_t retire_sq, retire_rq, retire_rr;
 };
 
-struct mrcd_clients {
+struct mrcd_dgram;
+
+struct mrcd_tables {
 	struct mrcd_client client[MRCD_MAX_CLIENTS];
-	struct mrcd_fastpath *fast; /* the backend's XDP fast path; NULL: none */
 	struct mrcd_mr *mrs;
 	struct mrcd_cq *cqs;
 	struct mrcd_qp *qps;
@@ -161,7 +153,7 @@ struct mrcd_clients {
 	uint8_t *tx_buf;     /* MRCD_TX_BATCH packets of mtu bytes */
 	/* Datagrams the engine produced and the wire has not taken yet: a plane's local queue
 	 * refused them (ENOBUFS, EAGAIN) and they wait, so back-pressure never turns into
-	 * self-inflicted loss (flush_tx). Their bytes are in the first tx_queued slots of tx_buf. */
+	 * self-inflicted loss (pump.c). Their bytes are in the first tx_queued slots of tx_buf. */
 	struct mrcd_dgram *tx_dgrams;
 	unsigned tx_queued;
 	uint64_t tx_retry_ns; /* when to try a refused datagram again */
@@ -171,47 +163,4 @@ struct mrcd_clients {
 	bool more_to_send;   /* the last pump stopped at its budget */
 };
 
-int mrcd_clients_init(struct mrcd *d);
-void mrcd_clients_fini(struct mrcd *d);
-
-/* A control connection closed: everything it owned is reclaimed. */
-void mrcd_clients_gone(struct mrcd *d, unsigned slot);
-
-/*
- * One library request (the header already checked by mrcd_control_check). fds are what came
- * with it; the handler takes the ones it keeps and sets them to -1. Returns the reply status
- * (0 or -errno) and fills out/out_len and out_fds/n_out_fds.
- */
-int mrcd_clients_request(struct mrcd *d, unsigned slot, const struct mrc_ctl_hdr *req,
-			 const uint8_t *payload, int *fds, unsigned n_fds, uint8_t *out,
-			 size_t out_cap, size_t *out_len, int *out_fds, unsigned *n_out_fds);
-
-/* A sequenced or QP-addressed datagram arrived. Returns false when no QP took it. */
-bool mrcd_clients_recv(struct mrcd *d, const struct mrc_packet *pkt,
-		       const struct mrcd_dgram *g, uint64_t now);
-
-/* Rings in, timers, packets out: one turn for every QP. */
-void mrcd_clients_pump(struct mrcd *d, uint64_t now);
-
-uint64_t mrcd_clients_next_timeout(const struct mrcd *d);
-
-/* A peer's discovery finished, changed or failed: QPs waiting on it go on. */
-void mrcd_clients_peer_event(struct mrcd *d, unsigned peer, int event);
-
-/* An operator drained or restored a plane (d->drained_planes says which now): every QP
- * follows. */
-void mrcd_clients_drain_plane(struct mrcd *d);
-
-/* stat reset: every QP's counters as the control replies show them start again from zero;
- * what the metrics export goes on counting. */
-void mrcd_clients_reset_counters(struct mrcd *d);
-
-/* Stopping: every QP enters the error state, so clients see flush completions. */
-void mrcd_clients_flush_all(struct mrcd *d, uint64_t now);
-
-size_t mrcd_clients_qps_reply(const struct mrcd *d, uint8_t *buf, size_t cap);
-/* Every QP's paths, or only those of *qpn. */
-size_t mrcd_clients_paths_reply(const struct mrcd *d, const uint32_t *qpn, uint8_t *buf,
-				size_t cap);
-
-#endif /* METAROCE_DAEMON_CLIENTS_H */
+#endif /* METAROCE_DAEMON_CORE_TABLES_H */

@@ -7,8 +7,8 @@
  * nothing left to send. They belong to nobody: a client's quota and tables are free the moment
  * it destroys the QP.
  */
-#ifndef METAROCE_DAEMON_LINGER_H
-#define METAROCE_DAEMON_LINGER_H
+#ifndef METAROCE_DAEMON_CORE_LINGER_H
+#define METAROCE_DAEMON_CORE_LINGER_H
 
 #include <stdint.h>
 
@@ -50,4 +50,4 @@ struct mrcd_lingering *mrcd_linger_find(struct mrcd_linger_table *t, unsigned sl
 /* Frees the i-th entry in use (t->active[i]); the last one takes its place. */
 void mrcd_linger_remove_at(struct mrcd_linger_table *t, unsigned i);
 
-#endif /* METAROCE_DAEMON_LINGER_H */
+#endif /* METAROCE_DAEMON_CORE_LINGER_H */

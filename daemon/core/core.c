@@ -1,0 +1,548 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The core's entry points: its life, its clients' requests, what arrives on the wire, the
+ * peer table's glue, the operators' actions.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <metaroce/drop_reasons.h>
+
+#include "core/internal.h"
+
+#define PEER_CAP 1024
+
+/* --- telling ------------------------------------------------------------------------------- */
+
+__attribute__((format(printf, 4, 0))) static void tell(struct mrcd_core *c, bool event,
+							  int priority, const char *fmt,
+							  va_list ap)
+{
+	char line[512];
+
+	if (vsnprintf(line, sizeof(line), fmt, ap) < 0)
+		return;
+	if (event)
+		c->ops->event(c->io, priority, line);
+	else
+		c->ops->log(c->io, priority, line);
+}
+
+void core_log(struct mrcd_core *c, int priority, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	tell(c, false, priority, fmt, ap);
+	va_end(ap);
+}
+
+void core_event(struct mrcd_core *c, int priority, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	tell(c, true, priority, fmt, ap);
+	va_end(ap);
+}
+
+/* --- peers --------------------------------------------------------------------------------- */
+
+/* IP and UDP headers before the MetaRoCE header, on the largest header of any plane. */
+static uint16_t max_payload(const struct mrcd_config *cfg)
+{
+	unsigned ip = 20;
+
+	for (unsigned i = 0; i < cfg->n_planes; i++)
+		if (cfg->planes[i].addr.family == MRC_AF_INET6)
+			ip = 40;
+	return (uint16_t)(cfg->mtu - ip - 8 - sizeof(struct mrc_hdr) - sizeof(struct mrc_data_ext));
+}
+
+static void node_info(const struct mrcd_core *c, uint64_t node_id, struct mrc_node_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->node_id = node_id;
+	info->udp_port = c->port;
+	info->max_payload = max_payload(c->cfg);
+	info->n_addrs = c->cfg->n_planes;
+	for (unsigned i = 0; i < c->cfg->n_planes; i++) {
+		info->addrs[i].family = c->cfg->planes[i].addr.family;
+		info->addrs[i].plane = c->cfg->planes[i].index;
+		memcpy(info->addrs[i].addr, c->cfg->planes[i].addr.addr, 16);
+	}
+}
+
+static bool admit(void *user, const uint8_t addr[16])
+{
+	struct mrcd_core *c = user;
+
+	return mrcd_config_admits(c->cfg, addr);
+}
+
+/* An address as text, without the C library's network functions: the core does no I/O. */
+static const char *addr_str(const uint8_t a[16], char *buf, size_t len)
+{
+	if (mrc_addr_is_v4(a))
+		snprintf(buf, len, "%u.%u.%u.%u", a[12], a[13], a[14], a[15]);
+	else
+		snprintf(buf, len, "%x:%x:%x:%x:%x:%x:%x:%x", a[0] << 8 | a[1], a[2] << 8 | a[3],
+			 a[4] << 8 | a[5], a[6] << 8 | a[7], a[8] << 8 | a[9], a[10] << 8 | a[11],
+			 a[12] << 8 | a[13], a[14] << 8 | a[15]);
+	return buf;
+}
+
+static void peer_event(void *user, unsigned idx, enum mrc_peer_event ev, uint64_t old_node)
+{
+	struct mrcd_core *c = user;
+	const struct mrc_peer *p = &c->peers.peers[idx];
+	char a[48], planes[512] = "";
+	size_t off = 0;
+
+	for (unsigned i = 0; i < p->info.n_addrs && off < sizeof(planes); i++) {
+		char pa[48];
+		int n = snprintf(planes + off, sizeof(planes) - off, "%s%u=%s%s", i ? " " : "",
+				 p->info.addrs[i].plane, addr_str(p->info.addrs[i].addr, pa, sizeof(pa)),
+				 p->info.addrs[i].flags & MRC_PLANE_F_DRAINED ? "(drained)" : "");
+
+		if (n > 0)
+			off += (size_t)n;
+	}
+	addr_str(p->named, a, sizeof(a));
+	switch (ev) {
+	case MRC_PEER_EV_DISCOVERED:
+		core_event(c, MRCD_INFO, "peer %s discovered: node %016llx, port %u, planes %s", a,
+			   (unsigned long long)p->info.node_id, p->info.udp_port, planes);
+		break;
+	case MRC_PEER_EV_CHANGED:
+		core_event(c, MRCD_INFO, "peer %s changed: planes %s", a, planes);
+		break;
+	case MRC_PEER_EV_RESTARTED:
+		/* its QPs must fail: core_peers_changed below */
+		core_event(c, MRCD_NOTICE, "peer %s restarted: node %016llx replaces %016llx", a,
+			   (unsigned long long)p->info.node_id, (unsigned long long)old_node);
+		break;
+	case MRC_PEER_EV_UNREACHABLE:
+		core_event(c, MRCD_WARNING, "peer %s did not answer discovery", a);
+		break;
+	}
+	core_peers_changed(c, idx, (int)ev, c->now);
+}
+
+static const struct mrcd_plane *plane_for(const struct mrcd_config *cfg, const uint8_t addr[16])
+{
+	/* the plane whose subnet (/24, /64) holds the address; else the first */
+	for (unsigned i = 0; i < cfg->n_planes; i++) {
+		const struct mrcd_addr *a = &cfg->planes[i].addr;
+		unsigned bytes = a->family == MRC_AF_INET ? 15 : 8;
+
+		if (!memcmp(a->addr, addr, bytes))
+			return &cfg->planes[i];
+	}
+	return &cfg->planes[0];
+}
+
+int mrcd_core_discover(struct mrcd_core *c, const struct mrcd_addr *addr, uint64_t now)
+{
+	c->now = now;
+	const struct mrcd_plane *p = plane_for(c->cfg, addr->addr);
+
+	return mrc_peer_table_lookup(&c->peers, addr->addr, p->index, c->cfg->port, now) < 0
+		       ? -1
+		       : 0;
+}
+
+static void send_daemon_packets(struct mrcd_core *c, uint64_t now)
+{
+	uint8_t buf[1024];
+	struct mrc_peer_dest dest;
+	size_t len;
+
+	while (mrc_peer_table_send(&c->peers, buf, sizeof(buf), &dest, now, &len)) {
+		struct mrcd_dgram g = { .data = buf, .len = (uint32_t)len, .plane = dest.plane,
+					.peer_port = dest.port };
+		uint16_t sports[1] = { 0 };
+
+		memcpy(g.peer.addr, dest.addr, 16);
+		g.peer.family = mrc_addr_family(dest.addr);
+		c->ops->sports(c->io, dest.plane, sports, 1);
+		g.sport = sports[0];
+		if (c->ops->tx(c->io, &g, 1) == 1)
+			c->stats.tx_datagrams++;
+	}
+}
+
+/* --- life ---------------------------------------------------------------------------------- */
+
+static void free_tables(struct mrcd_tables *t)
+{
+	free(t->mrs);
+	free(t->cqs);
+	free(t->qps);
+	free(t->tx_buf);
+	free(t->tx_dgrams);
+	t->mrs = NULL;
+	t->cqs = NULL;
+	t->qps = NULL;
+	t->tx_buf = NULL;
+	t->tx_dgrams = NULL;
+}
+
+int mrcd_core_init(struct mrcd_core *c, const struct mrcd_core_params *p)
+{
+	static const struct mrc_peer_callbacks peer_cb = { admit, peer_event };
+	struct mrcd_tables *t = &c->t;
+	struct mrc_node_info info;
+
+	memset(c, 0, sizeof(*c));
+	c->cfg = p->cfg;
+	c->ops = p->ops;
+	c->fast = p->fast;
+	c->io = p->io;
+	c->port = p->port;
+	c->page_size = p->page_size;
+	c->page_map_quota = p->page_map_quota;
+	c->started_ns = c->now = p->now;
+	t->seed = p->seed;
+	t->mrs = calloc(MRCD_MAX_MRS, sizeof(*t->mrs));
+	t->cqs = calloc(MRCD_MAX_CQS, sizeof(*t->cqs));
+	t->qps = calloc(MRCD_MAX_QPS, sizeof(*t->qps));
+	t->tx_buf = malloc((size_t)MRCD_TX_BATCH * c->cfg->mtu);
+	t->tx_dgrams = calloc(MRCD_TX_BATCH, sizeof(*t->tx_dgrams));
+	if (!t->mrs || !t->cqs || !t->qps || !t->tx_buf || !t->tx_dgrams)
+		goto fail;
+	for (unsigned i = 0; i < MRCD_MAX_MRS; i++)
+		t->mrs[i].owner = -1;
+	for (unsigned i = 0; i < MRCD_MAX_CQS; i++)
+		t->cqs[i].owner = -1;
+	for (unsigned i = 0; i < MRCD_MAX_QPS; i++)
+		t->qps[i].owner = -1;
+	if (mrcd_linger_init(&t->lingering, MRCD_MAX_QPS))
+		goto fail;
+	/* every QP's receive side joins it; capacity 0 (the default) sends no hints, and a
+	 * reload may change it (rx_capacity) */
+	if (mrc_rate_domain_init(&t->rate, c->cfg->rx_capacity_bps / 1000, MRCD_MAX_QPS))
+		goto fail_linger;
+	node_info(c, p->node_id, &info);
+	if (mrc_peer_table_init(&c->peers, &info, PEER_CAP, &peer_cb, c, p->request_seed))
+		goto fail_rate;
+	return 0;
+
+fail_rate:
+	mrc_rate_domain_fini(&t->rate);
+fail_linger:
+	mrcd_linger_fini(&t->lingering);
+fail:
+	free_tables(t);
+	return -ENOMEM;
+}
+
+void mrcd_core_fini(struct mrcd_core *c)
+{
+	if (!c->t.qps)
+		return;
+	for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
+		if (c->t.client[i].open)
+			mrcd_core_client_close(c, i, c->now);
+	mrcd_linger_fini(&c->t.lingering);
+	mrc_rate_domain_fini(&c->t.rate);
+	mrc_peer_table_fini(&c->peers);
+	free_tables(&c->t);
+}
+
+/* --- clients ------------------------------------------------------------------------------- */
+
+int mrcd_core_client_open(struct mrcd_core *c, int pid, uint32_t uid)
+{
+	for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
+		if (!c->t.client[i].open) {
+			c->t.client[i] = (struct mrcd_client){ .open = true, .pid = pid, .uid = uid };
+			return (int)i;
+		}
+	return -ENOSPC;
+}
+
+const struct mrcd_client *mrcd_core_client(const struct mrcd_core *c, unsigned slot)
+{
+	return slot < MRCD_MAX_CLIENTS ? &c->t.client[slot] : NULL;
+}
+
+void mrcd_core_client_close(struct mrcd_core *c, unsigned slot, uint64_t now)
+{
+	struct mrcd_tables *t = &c->t;
+	struct mrcd_client *cl = &t->client[slot];
+	unsigned qps = 0, cqs = 0, mrs = 0;
+
+	for (unsigned j = 0; j < t->n_qps;) {
+		struct mrcd_qp *qp = &t->qps[t->active[j]];
+
+		if (qp->owner != (int)slot) {
+			j++;
+			continue;
+		}
+		core_qp_free(c, qp, now); /* the last active entry takes place j */
+		qps++;
+	}
+	for (unsigned i = 0; i < MRCD_MAX_CQS && cl->n_cqs; i++)
+		if (t->cqs[i].owner == (int)slot) {
+			core_cq_free(c, &t->cqs[i]);
+			cqs++;
+		}
+	for (unsigned i = 0; i < MRCD_MAX_MRS && cl->n_mrs; i++)
+		if (t->mrs[i].owner == (int)slot) {
+			if (t->mrs[i].retired) {
+				t->n_retired--;
+			} else {
+				t->n_mrs--;
+				mrs++;
+			}
+			cl->n_mrs--;
+			core_mr_unmap(c, &t->mrs[i]);
+		}
+	if (cl->library) {
+		core_event(c, MRCD_INFO, "client pid %d gone: reclaimed %u QPs, %u CQs, %u MRs",
+			   cl->pid, qps, cqs, mrs);
+		c->ops->close_doorbell(c->io, slot);
+	}
+	memset(cl, 0, sizeof(*cl));
+}
+
+static int handle_arg(const uint8_t *payload, size_t len, uint32_t *handle)
+{
+	struct mrc_ctl_handle h;
+
+	if (len != sizeof(h))
+		return -EINVAL;
+	memcpy(&h, payload, sizeof(h));
+	*handle = h.handle;
+	return 0;
+}
+
+static int hello(struct mrcd_core *c, unsigned slot, const uint8_t *payload, size_t len,
+		 unsigned n_desc)
+{
+	struct mrcd_client *cl = &c->t.client[slot];
+	struct mrc_ctl_hello h;
+	int err;
+
+	if (len != sizeof(h) || n_desc != 1 || cl->library)
+		return -EINVAL;
+	memcpy(&h, payload, sizeof(h));
+	if (h.abi != MRC_CTL_CLIENT_ABI)
+		return -EPROTONOSUPPORT;
+	err = c->ops->keep_doorbell(c->io, slot, 0);
+	if (err)
+		return err;
+	cl->library = true;
+	core_event(c, MRCD_INFO, "client pid %d uid %u connected", cl->pid, cl->uid);
+	return 0;
+}
+
+/* Page maps are the daemon's memory, allocated at once: a client gets at most its quota
+ * over its connection, then memfds (slower, never wrong). The program addresses 4 GiB of a
+ * page map; larger regions take memfds. */
+#define MRCD_PAGE_MAP_MAX (4ull << 30)
+
+static int pages(struct mrcd_core *c, unsigned slot, const uint8_t *payload)
+{
+	struct mrcd_client *cl = &c->t.client[slot];
+	struct mrc_ctl_pages pg;
+	int err;
+
+	if (!c->fast)
+		return -EOPNOTSUPP;
+	memcpy(&pg, payload, sizeof(pg));
+	if (!pg.length || pg.length % MRC_XDP_PAGE || pg.length > MRCD_PAGE_MAP_MAX)
+		return -EINVAL;
+	if (cl->page_bytes + pg.length > c->page_map_quota)
+		return -EDQUOT;
+	err = c->ops->new_page_map(c->io, pg.length);
+	if (err)
+		return err;
+	cl->page_bytes += pg.length;
+	return 0;
+}
+
+int mrcd_core_request(struct mrcd_core *c, unsigned slot, const struct mrc_ctl_hdr *req,
+		      const uint8_t *payload, unsigned n_desc, uint8_t *out, size_t cap,
+		      size_t *len, uint64_t now)
+{
+	struct mrcd_tables *t = &c->t;
+	uint32_t h = 0;
+	int err;
+
+	*len = 0;
+	c->now = now;
+	if (slot >= MRCD_MAX_CLIENTS || !t->client[slot].open)
+		return -ENOTCONN;
+	if (req->type == MRC_CTL_HELLO)
+		return hello(c, slot, payload, req->len, n_desc);
+	if (!t->client[slot].library)
+		return -ENOTCONN; /* HELLO first */
+	switch (req->type) {
+	case MRC_CTL_PAGES:
+		return req->len == sizeof(struct mrc_ctl_pages) ? pages(c, slot, payload) : -EINVAL;
+	case MRC_CTL_REG_MR:
+		if (cap < sizeof(struct mrc_ctl_mr))
+			return -ENOSPC;
+		err = core_reg_mr(c, slot, payload, req->len, n_desc, (struct mrc_ctl_mr *)out);
+		if (!err)
+			*len = sizeof(struct mrc_ctl_mr);
+		return err;
+	case MRC_CTL_DEREG_MR: {
+		struct mrcd_mr *mr;
+
+		if ((err = handle_arg(payload, req->len, &h)))
+			return err;
+		mr = core_mr_by_key(t, (int)slot, h);
+		if (!mr)
+			return -ENOENT;
+		core_mr_deregister(c, mr);
+		return 0;
+	}
+	case MRC_CTL_CREATE_CQ:
+		if (cap < sizeof(struct mrc_ctl_cq))
+			return -ENOSPC;
+		err = core_create_cq(c, slot, payload, req->len, n_desc, (struct mrc_ctl_cq *)out);
+		if (!err)
+			*len = sizeof(struct mrc_ctl_cq);
+		return err;
+	case MRC_CTL_DESTROY_CQ: {
+		struct mrcd_cq *cq;
+
+		if ((err = handle_arg(payload, req->len, &h)))
+			return err;
+		cq = core_cq_by_handle(t, (int)slot, h);
+		if (!cq)
+			return -ENOENT;
+		for (unsigned j = 0; j < t->n_qps; j++) {
+			const struct mrcd_qp *qp = &t->qps[t->active[j]];
+
+			if (qp->send_cq == (int)(cq - t->cqs) || qp->recv_cq == (int)(cq - t->cqs))
+				return -EBUSY; /* verbs: a CQ in use by a QP cannot go */
+		}
+		core_cq_free(c, cq);
+		return 0;
+	}
+	case MRC_CTL_CREATE_QP:
+		if (cap < sizeof(struct mrc_ctl_qp_created))
+			return -ENOSPC;
+		err = core_create_qp(c, slot, payload, req->len, (struct mrc_ctl_qp_created *)out);
+		if (!err)
+			*len = sizeof(struct mrc_ctl_qp_created);
+		return err;
+	case MRC_CTL_CONNECT_QP:
+		return core_connect_qp(c, slot, payload, req->len, now);
+	case MRC_CTL_READY_QP:
+		return core_ready_qp(c, slot, payload, req->len, now);
+	case MRC_CTL_ERROR_QP:
+	case MRC_CTL_DESTROY_QP: {
+		struct mrcd_qp *qp;
+
+		if ((err = handle_arg(payload, req->len, &h)))
+			return err;
+		qp = core_qp_by_num(t, h);
+		if (!qp || qp->owner != (int)slot)
+			return -ENOENT;
+		if (req->type == MRC_CTL_ERROR_QP) {
+			core_qp_error(c, qp, now);
+			core_drain_rings(c, qp, now);
+		} else {
+			core_qp_free(c, qp, now);
+		}
+		return 0;
+	}
+	default:
+		return -EOPNOTSUPP;
+	}
+}
+
+/* --- the wire and time --------------------------------------------------------------------- */
+
+void mrcd_core_rx(struct mrcd_core *c, const struct mrcd_dgram *g, uint64_t now)
+{
+	struct mrc_packet pkt;
+
+	c->now = now;
+	c->stats.rx_datagrams++;
+	if ((g->placed ? mrc_decode_placed(g->data, g->len, &pkt)
+		       : mrc_decode(g->data, g->len, &pkt)) != MRC_WIRE_OK) {
+		c->stats.rx_malformed++; /* never answered */
+		return;
+	}
+	if (pkt.dst_qpn != MRC_QPN_DAEMON) {
+		if (!core_qp_rx(c, &pkt, g, now))
+			c->stats.rx_no_qp++; /* dropped unanswered */
+		return;
+	}
+	if (mrc_peer_table_recv(&c->peers, &pkt, g->peer.addr, g->peer_port, g->plane, now) !=
+	    MRC_DROP_NONE)
+		c->stats.rx_daemon_refused++;
+}
+
+void mrcd_core_pump(struct mrcd_core *c, uint64_t now)
+{
+	c->now = now;
+	mrc_peer_table_on_timeout(&c->peers, now);
+	send_daemon_packets(c, now);
+	core_qps_pump(c, now);
+}
+
+uint64_t mrcd_core_next_timeout(const struct mrcd_core *c)
+{
+	uint64_t next = mrc_peer_table_next_timeout(&c->peers);
+	uint64_t qps = core_qps_next_timeout(c);
+
+	return qps < next ? qps : next;
+}
+
+/* --- operators ----------------------------------------------------------------------------- */
+
+int mrcd_core_drain_plane(struct mrcd_core *c, unsigned plane, bool drained)
+{
+	struct mrc_node_info info = c->peers.local;
+	bool known = false;
+
+	for (unsigned i = 0; i < c->cfg->n_planes; i++)
+		known |= c->cfg->planes[i].index == plane;
+	if (!known)
+		return -ENOENT;
+	if (drained)
+		c->drained_planes |= (uint16_t)(1u << plane);
+	else
+		c->drained_planes &= (uint16_t)~(1u << plane);
+	/* our QPs stop sending there; the peers hear it and stop sending to us there */
+	for (unsigned j = 0; j < c->t.n_qps; j++) {
+		struct mrcd_qp *qp = &c->t.qps[c->t.active[j]];
+
+		if (qp->conn)
+			core_apply_drains(c, qp);
+	}
+	for (unsigned i = 0; i < info.n_addrs; i++)
+		if (info.addrs[i].plane == plane)
+			info.addrs[i].flags = drained ? info.addrs[i].flags | MRC_PLANE_F_DRAINED
+						      : info.addrs[i].flags & ~MRC_PLANE_F_DRAINED;
+	mrc_peer_table_set_local(&c->peers, &info);
+	core_event(c, MRCD_NOTICE, "plane %u %s by an operator", plane,
+		   drained ? "drained" : "restored");
+	return 0;
+}
+
+void mrcd_core_reload(struct mrcd_core *c)
+{
+	c->t.rate.capacity_kbps = c->cfg->rx_capacity_bps / 1000;
+	c->t.rate.stale = true; /* recompute the shares at the next hint */
+}
+
+void mrcd_core_flush_all(struct mrcd_core *c, uint64_t now)
+{
+	for (unsigned j = 0; j < c->t.n_qps; j++) {
+		struct mrcd_qp *qp = &c->t.qps[c->t.active[j]];
+
+		core_qp_error(c, qp, now);
+		core_drain_rings(c, qp, now);
+	}
+}

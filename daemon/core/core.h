@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * metaroced's logic, with no I/O and no clock: the clients and what they own (memory regions,
+ * completion queues, queue pairs), the QP state machine, the pump that feeds the clients'
+ * rings to the engine and the engine's packets to the transmit queue with back-pressure, the
+ * peer table, destroyed QPs that still answer their peers, statistics.
+ *
+ *   in:   requests from clients (their descriptors stay with the caller, named by index),
+ *         datagrams, `now`
+ *   out:  struct mrcd_core_ops: datagrams to send, completion events, memory to map or
+ *         unmap, lines for the log and for monitors, the XDP fast path's maps
+ *
+ * daemon/io implements the ops over sockets, memfds and BPF maps; tests/unit implements them
+ * over plain memory and a simulated network. Nothing here opens, reads, writes or closes a
+ * file descriptor or reads a clock.
+ */
+#ifndef METAROCE_DAEMON_CORE_CORE_H
+#define METAROCE_DAEMON_CORE_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <metaroce/ctl.h>
+#include <metaroce/xdp.h>
+
+#include "config.h"
+#include "core/dgram.h"
+#include "core/tables.h"
+#include "proto/peer.h"
+
+/* Priorities of log lines and events, as syslog(3) numbers them. */
+enum mrcd_priority {
+	MRCD_ERR = 3,
+	MRCD_WARNING = 4,
+	MRCD_NOTICE = 5,
+	MRCD_INFO = 6,
+	MRCD_DEBUG = 7,
+};
+
+/* Where the segments of a region landed: one span, the segments back to back. */
+struct mrcd_region_map {
+	uint8_t *base;
+	size_t len;
+	bool page_map; /* one segment, a page map of the fast path: the program may place there */
+};
+
+struct mrcd_core_ops {
+	/* --- the wire ---------------------------------------------------------------------- */
+	/* Sends up to n datagrams, in order; returns how many went (the rest come again). */
+	int (*tx)(void *io, const struct mrcd_dgram *d, unsigned n);
+	/* The UDP source ports a plane sends from: the entropy a QP's paths choose among. */
+	unsigned (*sports)(void *io, uint8_t plane, uint16_t *ports, unsigned max);
+
+	/* --- descriptors that came with the request being handled, by index ---------------- */
+	/* Descriptor i is the client's doorbell (an eventfd), watched from now on. */
+	int (*keep_doorbell)(void *io, unsigned client, unsigned i);
+	/* Descriptor i is a completion channel (a datagram socket), kept as *channel. */
+	int (*keep_channel)(void *io, unsigned i, int *channel);
+	/* Segment k lies in descriptor k: checks them and maps them back to back. */
+	int (*map_region)(void *io, const struct mrc_ctl_mr_segment *seg, unsigned n,
+			  struct mrcd_region_map *out);
+	/* New shared memory for a ring, mapped at *mem; its descriptor goes with the reply. */
+	int (*new_ring_memory)(void *io, size_t bytes, void **mem);
+	/* A new page map of the fast path for a region's pages; it goes with the reply. */
+	int (*new_page_map)(void *io, uint64_t bytes);
+	void (*unmap)(void *io, void *mem, size_t bytes);
+
+	/* --- what the core keeps for clients ----------------------------------------------- */
+	/* One event byte on a completion channel, never waiting; false when it took none. */
+	bool (*notify)(void *io, int channel);
+	void (*close_channel)(void *io, int channel);
+	void (*close_doorbell)(void *io, unsigned client);
+
+	/* --- telling ----------------------------------------------------------------------- */
+	void (*log)(void *io, int priority, const char *line);
+	/* A line for `metaroce-ctl monitor` subscribers, also logged. */
+	void (*event)(void *io, int priority, const char *line);
+};
+
+/* The XDP program's maps, kept in step with the QPs and regions (fastpath.h says how). */
+struct mrcd_fast_ops {
+	void (*qp_set)(void *io, uint32_t qpn, uint32_t owner, uint32_t base, uint32_t flags,
+		       uint32_t peer_planes, const uint8_t peer[MRC_MAX_PLANES][16]);
+	void (*qp_peer)(void *io, uint32_t qpn, uint32_t peer_planes,
+			const uint8_t peer[MRC_MAX_PLANES][16]);
+	void (*qp_advance)(void *io, uint32_t qpn, uint32_t old_base, uint32_t base);
+	void (*qp_clear_flags)(void *io, uint32_t qpn, uint32_t flags);
+	void (*qp_clear)(void *io, uint32_t qpn);
+	/* The region at `slot` is in the page map that came as descriptor 0 of the request. */
+	int (*mr_set)(void *io, uint32_t slot, uint32_t key, uint32_t access, uint32_t owner,
+		      uint64_t iova, uint64_t len, uint64_t offset);
+	void (*mr_clear)(void *io, uint32_t slot);
+};
+
+struct mrcd_stats {
+	uint64_t rx_datagrams;
+	uint64_t rx_malformed;	   /* refused by the codec */
+	uint64_t rx_no_qp;	   /* addressed to a QP this daemon does not have */
+	uint64_t rx_daemon_refused; /* daemon-level packets the peer table refused */
+	uint64_t tx_datagrams;
+	uint64_t tx_held_dropped;   /* refused by the local queue for MRCD_TX_HOLD_NS: given up */
+};
+
+struct mrcd_core_params {
+	const struct mrcd_config *cfg; /* the caller's, changed by reloads (mrcd_core_reload) */
+	const struct mrcd_core_ops *ops;
+	const struct mrcd_fast_ops *fast; /* NULL: the backend has no XDP fast path */
+	void *io;
+	uint64_t node_id;      /* random per start: what peers know this daemon by */
+	uint64_t seed;	       /* keys' random bits */
+	uint64_t request_seed; /* discovery's request ids, apart from the node id */
+	uint16_t port;	       /* the MetaRoCE port the backend bound */
+	size_t page_size;
+	uint64_t page_map_quota; /* page-map bytes one client connection may have */
+	uint64_t now;
+};
+
+struct mrcd_core {
+	const struct mrcd_config *cfg;
+	const struct mrcd_core_ops *ops;
+	const struct mrcd_fast_ops *fast;
+	void *io;
+	uint16_t port;
+	size_t page_size;
+	uint64_t page_map_quota;
+	uint64_t started_ns;
+	uint64_t now;		 /* the latest time the caller gave: the peer table's callbacks */
+	uint16_t drained_planes; /* operator-drained planes (bit i = plane i) */
+	struct mrc_peer_table peers;
+	struct mrcd_tables t;	 /* clients and what they own */
+	struct mrcd_stats stats; /* never reset: the metrics export them */
+	struct mrcd_stats stats_base; /* at the last stat reset: the control replies show since */
+};
+
+/* Returns 0, or -ENOMEM with nothing allocated. */
+int mrcd_core_init(struct mrcd_core *c, const struct mrcd_core_params *p);
+void mrcd_core_fini(struct mrcd_core *c);
+
+/* --- clients --------------------------------------------------------------------------- */
+
+/* A control connection opened: its slot, or -ENOSPC. */
+int mrcd_core_client_open(struct mrcd_core *c, int pid, uint32_t uid);
+/* It closed (exit, kill): everything it owned is reclaimed, its QPs linger. */
+void mrcd_core_client_close(struct mrcd_core *c, unsigned slot, uint64_t now);
+/* What the core knows of a connection (pid, uid, whether it said HELLO). */
+const struct mrcd_client *mrcd_core_client(const struct mrcd_core *c, unsigned slot);
+
+/*
+ * A library request (HELLO, REG_MR ... DESTROY_QP; the header already checked), with n_desc
+ * descriptors the caller holds and the ops take by index. Returns the reply status (0 or
+ * -errno) with the reply payload in out[0..*len).
+ */
+int mrcd_core_request(struct mrcd_core *c, unsigned slot, const struct mrc_ctl_hdr *req,
+		      const uint8_t *payload, unsigned n_desc, uint8_t *out, size_t cap,
+		      size_t *len, uint64_t now);
+
+/* --- the wire and time ----------------------------------------------------------------- */
+
+/* One received datagram (DISCOVER or a QP's packet). */
+void mrcd_core_rx(struct mrcd_core *c, const struct mrcd_dgram *g, uint64_t now);
+/* Timers, rings, transmit: the work due now. */
+void mrcd_core_pump(struct mrcd_core *c, uint64_t now);
+/* When mrcd_core_pump must run next at the latest (0: at once, UINT64_MAX: never). */
+uint64_t mrcd_core_next_timeout(const struct mrcd_core *c);
+
+/* --- operators and the daemon ---------------------------------------------------------- */
+
+/* Asks the peer at addr for its planes (what a QP naming that GID does; --discover). */
+int mrcd_core_discover(struct mrcd_core *c, const struct mrcd_addr *addr, uint64_t now);
+/* Drains (or restores) a local plane; -ENOENT for a plane not configured. */
+int mrcd_core_drain_plane(struct mrcd_core *c, unsigned plane, bool drained);
+/* The configuration changed what may change at run time (peer prefixes, rx capacity). */
+void mrcd_core_reload(struct mrcd_core *c);
+/* What the control replies count starts from zero; the exported totals go on. */
+void mrcd_core_stat_reset(struct mrcd_core *c);
+/* Stopping: every QP enters ERR, clients see flushes, peers hear CLOSE at the next pump. */
+void mrcd_core_flush_all(struct mrcd_core *c, uint64_t now);
+
+/* --- reports (core/report.c) ----------------------------------------------------------- */
+
+/* The parts of a status reply the core knows; the caller adds backend, uptime, planes. */
+void mrcd_core_status(const struct mrcd_core *c, struct mrc_ctl_status *s);
+size_t mrcd_core_peers_reply(const struct mrcd_core *c, uint8_t *buf, size_t cap);
+size_t mrcd_core_qps_reply(const struct mrcd_core *c, uint8_t *buf, size_t cap);
+/* Every QP's paths, or only those of *qpn. */
+size_t mrcd_core_paths_reply(const struct mrcd_core *c, const uint32_t *qpn, uint8_t *buf,
+			     size_t cap, uint64_t now);
+/* The core's metric families, Prometheus text; returns the bytes written. */
+size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap);
+
+#endif /* METAROCE_DAEMON_CORE_CORE_H */

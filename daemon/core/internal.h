@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* What the core's files share among themselves; daemon/io sees only core.h. */
+#ifndef METAROCE_DAEMON_CORE_INTERNAL_H
+#define METAROCE_DAEMON_CORE_INTERNAL_H
+
+#include "core/core.h"
+
+#define MRCD_TX_BATCH 32 /* datagrams the pump hands the backend at once */
+
+/* --- telling (core.c) ---------------------------------------------------------------------- */
+
+void core_log(struct mrcd_core *c, int priority, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* A monitor event, also logged. */
+void core_event(struct mrcd_core *c, int priority, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* --- objects.c: handles, regions, completion queues ---------------------------------------- */
+
+uint32_t core_make_handle(struct mrcd_tables *t, unsigned slot);
+struct mrcd_qp *core_qp_by_num(struct mrcd_tables *t, uint32_t qpn);
+struct mrcd_cq *core_cq_by_handle(struct mrcd_tables *t, int owner, uint32_t handle);
+struct mrcd_mr *core_mr_by_key(struct mrcd_tables *t, int owner, uint32_t key);
+int core_reg_mr(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
+		unsigned n_desc, struct mrc_ctl_mr *out);
+void core_mr_deregister(struct mrcd_core *c, struct mrcd_mr *mr);
+void core_mr_unmap(struct mrcd_core *c, struct mrcd_mr *mr);
+/* Retired regions whose work is done are unmapped, at most once a millisecond. */
+void core_reap_retired(struct mrcd_core *c, uint64_t now);
+int core_create_cq(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
+		   unsigned n_desc, struct mrc_ctl_cq *out);
+void core_cq_free(struct mrcd_core *c, struct mrcd_cq *cq);
+/* Events a full channel did not take, sent again. */
+void core_retry_notifications(struct mrcd_core *c);
+/* A ring this core formats in shared memory the client gets. */
+int core_ring_new(struct mrcd_core *c, uint16_t kind, uint32_t entries, uint32_t qpn,
+		  void **mem, size_t *len, struct mrc_ring *ring);
+uint32_t core_ring_entries(uint32_t want);
+/* A client's scatter element to host memory; `write` when the daemon will store into it. */
+int core_local_sge(struct mrcd_core *c, int owner, const struct mrc_shm_sge *in, bool write,
+		   struct mrc_sge *out);
+/* The engine's callbacks, user = the QP. */
+int core_mr_lookup(void *user, uint32_t key, uint64_t addr, uint32_t len, unsigned access,
+		   uint8_t **host);
+void core_on_complete(void *user, bool from_recv_queue, const struct mrc_completion *wc);
+/* A completion the core makes itself (MRC_CQ_*), for the entry at ring index idx. */
+void core_complete_now(struct mrcd_core *c, struct mrcd_qp *qp, bool recv, uint64_t wr_id,
+		       uint32_t idx, uint8_t status, uint8_t opcode);
+
+/* --- qp.c: queue pairs ------------------------------------------------------------------- */
+
+int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
+		   struct mrc_ctl_qp_created *out);
+int core_connect_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
+		    uint64_t now);
+int core_ready_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
+		  uint64_t now);
+void core_qp_error(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now);
+/* Destroyed, or its client went: its connection lingers (SPEC 11.4). */
+void core_qp_free(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now);
+/* Ring entries into the engine, and flushes once in error. */
+void core_drain_rings(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now);
+void core_apply_drains(const struct mrcd_core *c, struct mrcd_qp *qp);
+/* A peer's discovery finished, changed or failed: QPs waiting on it go on. */
+void core_peers_changed(struct mrcd_core *c, unsigned peer, int event, uint64_t now);
+
+/* --- pump.c -------------------------------------------------------------------------------- */
+
+/* A QP-level packet for one of ours (or one lingering). False when none took it. */
+bool core_qp_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct mrcd_dgram *g,
+		uint64_t now);
+void core_qps_pump(struct mrcd_core *c, uint64_t now);
+uint64_t core_qps_next_timeout(const struct mrcd_core *c);
+
+#endif /* METAROCE_DAEMON_CORE_INTERNAL_H */

@@ -1,0 +1,582 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Queue pairs: created with their rings, connected (RTR: the engine connection, resolved to
+ * every plane the peer shares), made ready (RTS: the send half), failed, destroyed (their
+ * connection lingers), and fed: ring entries checked and turned into engine work requests.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "core/shm_map.h"
+#include "proto/random.h"
+
+#define RESOLVE_TIMEOUT_NS 2000000000ull
+
+/* A QP's counts go into the totals of those gone before it. */
+static void qp_retire_counts(struct mrcd_core *c, const struct mrcd_qp *qp)
+{
+	c->t.retired.completions += qp->completions;
+	c->t.retired.error_completions += qp->error_completions;
+	for (unsigned k = 0; qp->conn && k < mrc_conn_n_paths(qp->conn); k++) {
+		const struct mrc_path *p = mrc_conn_path(qp->conn, k);
+		unsigned plane = p->plane % MRC_MAX_PLANES;
+
+		c->t.retired.path_tx[plane] += p->stats.tx_packets;
+		c->t.retired.path_retx[plane] += p->stats.retransmits;
+		c->t.retired.path_ecn[plane] += p->stats.ecn_echoes;
+	}
+}
+
+/*
+ * The application destroyed the QP, or its client went: the rings, the shadows and the slot
+ * go at once; the engine connection lingers (SPEC 11.4) so the peer hears every
+ * acknowledgement it still needs, then goes by itself (pump.c).
+ */
+void core_qp_free(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
+{
+	qp_retire_counts(c, qp);
+	if (qp->fast)
+		c->fast->qp_clear(c->io, qp->qpn);
+	if (qp->conn) {
+		struct mrcd_lingering l = { .qpn = qp->qpn, .conn = qp->conn,
+					    .peer_node = qp->peer_node, .peer_port = qp->peer_port,
+					    .peer_planes = qp->peer_planes };
+
+		memcpy(l.peer_addr, qp->peer_addr, sizeof(l.peer_addr));
+		mrc_conn_close(qp->conn, now);
+		mrcd_linger_add(&c->t.lingering, mrcd_qp_slot(qp->qpn), &l);
+		qp->conn = NULL;
+	}
+	free(qp->sq_wr_id);
+	free(qp->rq_wr_id);
+	c->ops->unmap(c->io, qp->sq_mem, qp->sq_len);
+	c->ops->unmap(c->io, qp->rq_mem, qp->rq_len);
+	c->t.mapped_bytes -= qp->sq_len + qp->rq_len;
+	/* out of the active list: the last entry takes its place */
+	for (unsigned j = 0; j < c->t.n_qps; j++)
+		if (c->t.active[j] == (uint16_t)(qp - c->t.qps)) {
+			c->t.active[j] = c->t.active[c->t.n_qps - 1];
+			break;
+		}
+	c->t.n_qps--;
+	c->t.client[qp->owner].n_qps--;
+	memset(qp, 0, sizeof(*qp));
+	qp->owner = -1;
+}
+
+/*
+ * A free QP slot, next-fit from the last one given, so a QP destroyed a moment ago lingers
+ * undisturbed (SPEC 11.4) while a client creates and destroys others: a slot where a
+ * destroyed QP lingers is taken only when no other is free, and that ends its lingering.
+ */
+static struct mrcd_qp *qp_slot_free(struct mrcd_core *c, unsigned *slot_out)
+{
+	int fallback = -1;
+
+	for (unsigned k = 0; k < MRCD_MAX_QPS; k++) {
+		unsigned slot = (c->t.next_qp_slot + k) % MRCD_MAX_QPS;
+
+		if (c->t.qps[slot].owner >= 0)
+			continue;
+		if (c->t.lingering.by_slot[slot].conn) {
+			if (fallback < 0)
+				fallback = (int)slot;
+			continue;
+		}
+		fallback = (int)slot;
+		break;
+	}
+	if (fallback < 0)
+		return NULL;
+	*slot_out = (unsigned)fallback;
+	c->t.next_qp_slot = (unsigned)(fallback + 1) % MRCD_MAX_QPS;
+	return &c->t.qps[fallback];
+}
+
+int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
+		   struct mrc_ctl_qp_created *out)
+{
+	struct mrc_ctl_create_qp r;
+	struct mrcd_cq *scq, *rcq;
+	struct mrcd_qp *qp = NULL;
+	unsigned slot;
+	int err;
+
+	if (len != sizeof(r))
+		return -EINVAL;
+	memcpy(&r, payload, sizeof(r));
+	scq = core_cq_by_handle(&c->t, (int)owner, r.send_cq);
+	rcq = core_cq_by_handle(&c->t, (int)owner, r.recv_cq);
+	if (!scq || !rcq || !r.max_send_wr || !r.max_recv_wr ||
+	    r.max_send_wr > MRCD_MAX_RING_ENTRIES || r.max_recv_wr > MRCD_MAX_RING_ENTRIES ||
+	    r.sq_sig_all > 1)
+		return -EINVAL;
+	if (c->t.client[owner].n_qps >= MRCD_CLIENT_MAX_QPS)
+		return -ENOSPC;
+	qp = qp_slot_free(c, &slot);
+	if (!qp)
+		return -ENOSPC;
+	memset(qp, 0, sizeof(*qp));
+	/* not the number of a destroyed QP of this slot that still answers its peer [R-273]
+	 * (one lingers per slot at most: a second draw cannot meet it) */
+	qp->qpn = core_make_handle(&c->t, slot);
+	if (mrcd_linger_find(&c->t.lingering, slot, qp->qpn))
+		qp->qpn = core_make_handle(&c->t, slot);
+	qp->core = c;
+	qp->owner = -1;
+	/* the two rings' memory goes with the reply: the send queue's first */
+	err = core_ring_new(c, MRC_RING_SQ, core_ring_entries(r.max_send_wr), qp->qpn,
+			    &qp->sq_mem, &qp->sq_len, &qp->sq);
+	if (err)
+		return err;
+	err = core_ring_new(c, MRC_RING_RQ, core_ring_entries(r.max_recv_wr), qp->qpn,
+			    &qp->rq_mem, &qp->rq_len, &qp->rq);
+	if (err) {
+		c->ops->unmap(c->io, qp->sq_mem, qp->sq_len);
+		c->t.mapped_bytes -= qp->sq_len;
+		return err;
+	}
+	qp->sq_wr_id = calloc(qp->sq.entries, sizeof(*qp->sq_wr_id));
+	qp->rq_wr_id = calloc(qp->rq.entries, sizeof(*qp->rq_wr_id));
+	if (!qp->sq_wr_id || !qp->rq_wr_id) {
+		free(qp->sq_wr_id);
+		free(qp->rq_wr_id);
+		c->ops->unmap(c->io, qp->sq_mem, qp->sq_len);
+		c->ops->unmap(c->io, qp->rq_mem, qp->rq_len);
+		c->t.mapped_bytes -= qp->sq_len + qp->rq_len;
+		return -ENOMEM;
+	}
+	qp->owner = (int)owner;
+	qp->send_cq = (int)(scq - c->t.cqs);
+	qp->recv_cq = (int)(rcq - c->t.cqs);
+	qp->sq_sig_all = r.sq_sig_all;
+	qp->state = MRC_CTL_QP_IDLE;
+	c->t.active[c->t.n_qps++] = (uint16_t)slot;
+	c->t.client[owner].n_qps++;
+	out->qp_num = qp->qpn;
+	out->sq_entries = qp->sq.entries;
+	out->rq_entries = qp->rq.entries;
+	return 0;
+}
+
+static bool is_local_addr(const struct mrcd_config *cfg, const uint8_t addr[16])
+{
+	for (unsigned i = 0; i < cfg->n_planes; i++)
+		if (!memcmp(cfg->planes[i].addr.addr, addr, 16))
+			return true;
+	return false;
+}
+
+/* The peer's address on each of our planes, from what discovery learned (or ourselves). */
+static void qp_learn_peer(struct mrcd_core *c, struct mrcd_qp *qp,
+			  const struct mrc_node_info *info)
+{
+	qp->peer_planes = 0;
+	qp->peer_node = info->node_id;
+	qp->peer_port = info->udp_port;
+	qp->peer_max_payload = info->max_payload;
+	for (unsigned i = 0; i < c->cfg->n_planes; i++) {
+		const struct mrcd_plane *p = &c->cfg->planes[i];
+
+		for (unsigned k = 0; k < info->n_addrs; k++) {
+			const struct mrc_plane_rec *a = &info->addrs[k];
+
+			if (a->plane == p->index && a->family == p->addr.family &&
+			    !(a->flags & MRC_PLANE_F_DRAINED)) {
+				memcpy(qp->peer_addr[p->index], a->addr, 16);
+				qp->peer_planes |= 1u << p->index;
+			}
+		}
+	}
+	if (qp->fast)
+		c->fast->qp_peer(c->io, qp->qpn, qp->peer_planes,
+				 (const uint8_t(*)[16])qp->peer_addr);
+}
+
+void core_qp_error(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
+{
+	if (qp->state != MRC_CTL_QP_ERR)
+		core_event(c, MRCD_INFO, "qp %u error (client pid %d)", qp->qpn,
+			   c->t.client[qp->owner].pid);
+	qp->state = MRC_CTL_QP_ERR;
+	if (qp->fast) {
+		c->fast->qp_clear(c->io, qp->qpn); /* nothing lands after an error */
+		qp->fast = false;
+	}
+	__atomic_store_n(&qp->sq.consumer->aux, MRC_QP_AUX_ERROR, __ATOMIC_RELEASE);
+	if (qp->conn)
+		mrc_conn_set_error(qp->conn, now);
+}
+
+/*
+ * The RNR wait a QP asks of its peer [R-69], in 10 us units, from verbs' min_rnr_timer (the
+ * IB encoding: 0 is 655.36 ms, then 0.01 ms up to 491.52 ms).
+ */
+static uint16_t rnr_wait_units(uint8_t min_rnr_timer)
+{
+	static const uint32_t us[32] = {
+		655360, 10,    20,    30,    40,    60,     80,     120,    160,    240,    320,
+		480,	640,   960,   1280,  1920,  2560,   3840,   5120,   7680,   10240,  15360,
+		20480,	30720, 40960, 61440, 81920, 122880, 163840, 245760, 327680, 491520,
+	};
+	uint32_t units = us[min_rnr_timer & 31] / 10;
+
+	return (uint16_t)(units > UINT16_MAX ? UINT16_MAX : units);
+}
+
+/* RTS: the send half starts. */
+static void qp_ready(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
+{
+	qp->ready_pending = false;
+	if (mrc_conn_set_send(qp->conn, qp->ready.retry_cnt,
+			      mrc_verbs_timeout_ns(qp->ready.timeout), qp->ready.rnr_retry,
+			      qp->ready.max_rd_atomic)) {
+		core_log(c, MRCD_WARNING, "QP %u: RTS after sending began", qp->qpn);
+		core_qp_error(c, qp, now);
+		return;
+	}
+	qp->state = MRC_CTL_QP_RTS;
+}
+
+/* The peer's planes are known: build the engine connection with a path per (plane, port). */
+static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
+{
+	static const struct mrc_conn_callbacks cb = { core_mr_lookup, core_on_complete };
+	struct mrc_conn_config cc;
+	uint16_t ports[MRCD_SPORTS_PER_PLANE];
+	unsigned per_plane = qp->req.paths_per_plane ? qp->req.paths_per_plane
+						      : c->cfg->paths_per_plane;
+	unsigned n_planes = 0;
+	uint16_t payload = c->peers.local.max_payload;
+	/* the application may narrow the planes it sends on (metaroce_qp_set_paths); it still
+	 * hears the peer on every plane they share, whatever the peer chose */
+	uint32_t send_planes = qp->peer_planes & (qp->req.plane_mask ? qp->req.plane_mask : ~0u);
+
+	mrc_conn_config_default(&cc);
+	cc.mode = c->cfg->rocev2 ? MRC_MODE_ROCEV2 : MRC_MODE_METAROCE;
+	for (unsigned p = 0; p < MRC_MAX_PLANES; p++)
+		n_planes += (send_planes >> p) & 1;
+	if (!n_planes) {
+		core_log(c, MRCD_WARNING, "QP %u: no plane shared with the peer%s", qp->qpn,
+			 qp->req.plane_mask ? " within the QP's plane mask" : "");
+		core_qp_error(c, qp, now);
+		return;
+	}
+	/* every shared plane gets paths, within the engine's limit */
+	if (per_plane * n_planes > MRC_MAX_PATHS)
+		per_plane = MRC_MAX_PATHS / n_planes;
+	if (per_plane > MRCD_SPORTS_PER_PLANE)
+		per_plane = MRCD_SPORTS_PER_PLANE;
+	cc.n_paths = 0;
+	for (unsigned p = 0; p < MRC_MAX_PLANES; p++) {
+		unsigned got;
+
+		if (!(send_planes >> p & 1))
+			continue;
+		got = c->ops->sports(c->io, (uint8_t)p, ports, per_plane);
+		for (unsigned k = 0; k < got; k++)
+			cc.paths[cc.n_paths++] = (struct mrc_path_config){ (uint8_t)p, ports[k] };
+	}
+	if (qp->peer_max_payload && qp->peer_max_payload < payload)
+		payload = qp->peer_max_payload;
+	if (qp->req.path_mtu && qp->req.path_mtu < payload)
+		payload = qp->req.path_mtu; /* a path MTU below the port's caps it */
+	cc.max_payload = payload;
+	cc.local_qpn = qp->qpn;
+	cc.remote_qpn = qp->req.dest_qp_num;
+	/* verbs' PSNs stay with the application: the wire's come from the node ids and QPNs
+	 * [R-116] */
+	{
+		/* a peer whose node id discovery never learned: 0 for both ends, as its daemon
+		 * uses when it cannot learn ours either [R-116] */
+		uint64_t mine = qp->peer_node ? c->peers.local.node_id : 0;
+
+		cc.sq_psn = mrc_initial_psn(mine, qp->qpn, qp->peer_node, qp->req.dest_qp_num);
+		cc.rq_psn = mrc_initial_psn(qp->peer_node, qp->req.dest_qp_num, mine, qp->qpn);
+	}
+	cc.sq_depth = qp->sq.entries;
+	cc.rq_depth = qp->rq.entries;
+	cc.max_rd_atomic = 1;
+	cc.max_dest_rd_atomic = qp->req.max_dest_rd_atomic;
+	cc.qp_access = (qp->req.access & MRC_CTL_ACCESS_REMOTE_WRITE ? MRC_ACCESS_REMOTE_WRITE : 0) |
+		       (qp->req.access & MRC_CTL_ACCESS_REMOTE_READ ? MRC_ACCESS_REMOTE_READ : 0);
+	cc.sq_sig_all = qp->sq_sig_all;
+	cc.rnr_retry_after = rnr_wait_units(qp->req.min_rnr_timer);
+	cc.rate_domain = &c->t.rate;
+	cc.seed = mrc_splitmix64(&c->t.seed);
+	qp->conn = mrc_conn_new(&cc, &cb, qp, now);
+	if (!qp->conn) {
+		core_log(c, MRCD_ERR, "QP %u: engine refused the connection: %s", qp->qpn,
+			 strerror(errno));
+		core_qp_error(c, qp, now);
+		return;
+	}
+	qp->state = MRC_CTL_QP_RTR;
+	if (c->fast) {
+		/* from here on the program places this QP's WRITEs and READ responses */
+		qp->fast = true;
+		qp->fast_base = cc.rq_psn;
+		c->fast->qp_set(c->io, qp->qpn, (uint32_t)qp->owner + 1, cc.rq_psn,
+				MRC_XDP_QP_PLACE | MRC_XDP_QP_PLACE_READ, qp->peer_planes,
+				(const uint8_t(*)[16])qp->peer_addr);
+	}
+	core_apply_drains(c, qp);
+	core_log(c, MRCD_DEBUG, "QP %u -> %u: %u paths over %u planes", qp->qpn, cc.remote_qpn,
+		 cc.n_paths, n_planes);
+	if (qp->ready_pending)
+		qp_ready(c, qp, now);
+}
+
+int core_connect_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
+		    uint64_t now)
+{
+	struct mrc_ctl_connect_qp r;
+	struct mrcd_qp *qp;
+	struct mrcd_addr addr;
+	int idx;
+
+	if (len != sizeof(r))
+		return -EINVAL;
+	memcpy(&r, payload, sizeof(r));
+	qp = core_qp_by_num(&c->t, r.qp_num);
+	if (!qp || qp->owner != (int)owner)
+		return -ENOENT;
+	if (qp->state != MRC_CTL_QP_IDLE)
+		return -EBUSY;
+	if (r.dest_qp_num > MRC_QPN_MAX || r.dest_qp_num == MRC_QPN_DAEMON ||
+	    r.min_rnr_timer > 31 || !r.max_dest_rd_atomic || (r.access & ~MRC_CTL_ACCESS_ALL) ||
+	    r.paths_per_plane > MRCD_SPORTS_PER_PLANE ||
+	    (r.path_mtu && (r.path_mtu < 256 || r.path_mtu > 4096)))
+		return -EINVAL;
+	qp->req = r;
+	if (is_local_addr(c->cfg, r.dgid)) {
+		qp_learn_peer(c, qp, &c->peers.local);
+		qp_start(c, qp, now);
+		return 0;
+	}
+	addr.family = mrc_addr_family(r.dgid);
+	memcpy(addr.addr, r.dgid, 16);
+	if (!mrcd_config_admits(c->cfg, r.dgid))
+		return -EHOSTUNREACH; /* not a peer this daemon may talk to */
+	if (mrcd_core_discover(c, &addr, now))
+		return -ENOMEM;
+	idx = mrc_peer_table_find(&c->peers, r.dgid);
+	if (idx >= 0 && c->peers.peers[idx].state == MRC_PEER_KNOWN) {
+		qp_learn_peer(c, qp, &c->peers.peers[idx].info);
+		qp_start(c, qp, now);
+	} else {
+		qp->state = MRC_CTL_QP_RESOLVING;
+		qp->resolve_deadline_ns = now + RESOLVE_TIMEOUT_NS;
+	}
+	return 0;
+}
+
+int core_ready_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
+		  uint64_t now)
+{
+	struct mrc_ctl_ready_qp r;
+	struct mrcd_qp *qp;
+
+	if (len != sizeof(r))
+		return -EINVAL;
+	memcpy(&r, payload, sizeof(r));
+	qp = core_qp_by_num(&c->t, r.qp_num);
+	if (!qp || qp->owner != (int)owner)
+		return -ENOENT;
+	if (r.retry_cnt > 7 || r.rnr_retry > 7 || !r.max_rd_atomic || r.timeout > 31)
+		return -EINVAL;
+	if (qp->state != MRC_CTL_QP_RTR && qp->state != MRC_CTL_QP_RESOLVING)
+		return -EBUSY;
+	qp->ready = r;
+	qp->ready_pending = true;
+	if (qp->state == MRC_CTL_QP_RTR)
+		qp_ready(c, qp, now);
+	return 0;
+}
+
+/* A plane carries nothing new while either end has drained it. */
+void core_apply_drains(const struct mrcd_core *c, struct mrcd_qp *qp)
+{
+	uint32_t drained = c->drained_planes | qp->peer_drained;
+
+	for (unsigned p = 0; p < MRC_MAX_PLANES; p++)
+		mrc_conn_drain_plane(qp->conn, (uint8_t)p, drained >> p & 1);
+}
+
+/* The peer drained or restored planes (its announcement changed): follow it. */
+static void follow_peer_drains(const struct mrcd_core *c, struct mrcd_qp *qp,
+			       const struct mrc_node_info *info)
+{
+	qp->peer_drained = 0;
+	for (unsigned k = 0; k < info->n_addrs; k++)
+		if (info->addrs[k].flags & MRC_PLANE_F_DRAINED)
+			qp->peer_drained |= 1u << (info->addrs[k].plane % MRC_MAX_PLANES);
+	core_apply_drains(c, qp);
+}
+
+void core_peers_changed(struct mrcd_core *c, unsigned peer, int event, uint64_t now)
+{
+	const struct mrc_peer *p = &c->peers.peers[peer];
+
+	for (unsigned j = 0; j < c->t.n_qps; j++) {
+		struct mrcd_qp *qp = &c->t.qps[c->t.active[j]];
+
+		if (memcmp(qp->req.dgid, p->named, 16))
+			continue;
+		if (qp->state == MRC_CTL_QP_RESOLVING &&
+		    (event == MRC_PEER_EV_DISCOVERED || event == MRC_PEER_EV_CHANGED)) {
+			qp_learn_peer(c, qp, &p->info);
+			qp_start(c, qp, now);
+		} else if (qp->state == MRC_CTL_QP_RESOLVING && event == MRC_PEER_EV_UNREACHABLE) {
+			/* the named address is all we know: one plane, the one that reaches it */
+			qp->peer_planes = 1u << p->via_plane;
+			memcpy(qp->peer_addr[p->via_plane], p->named, 16);
+			qp->peer_port = p->named_port;
+			qp->peer_max_payload = 0;
+			qp->peer_node = 0; /* unknown: the peer must not know ours either */
+			qp_start(c, qp, now);
+		} else if ((qp->state == MRC_CTL_QP_RTS || qp->state == MRC_CTL_QP_RTR) &&
+			   event == MRC_PEER_EV_CHANGED && qp->conn) {
+			follow_peer_drains(c, qp, &p->info);
+		} else if ((qp->state == MRC_CTL_QP_RTS || qp->state == MRC_CTL_QP_RTR) &&
+			   event == MRC_PEER_EV_RESTARTED) {
+			/* its QPs are gone; ours cannot continue */
+			core_qp_error(c, qp, now);
+		}
+	}
+}
+
+/* --- rings into the engine -------------------------------------------------------------- */
+
+/* Checks one send descriptor and turns it into an engine work request. */
+static int sq_entry_to_wr(struct mrcd_core *c, struct mrcd_qp *qp,
+			  const struct mrc_sq_entry *e, struct mrc_send_wr *wr)
+{
+	uint64_t total = 0;
+
+	memset(wr, 0, sizeof(*wr));
+	if (e->num_sge > MRC_RING_MAX_SGE ||
+	    !mrcd_wr_from_sq(e->opcode, e->flags, &wr->opcode, &wr->flags))
+		return MRC_CQ_LOC_QP_OP_ERR;
+	wr->wr_id = e->wr_id;
+	wr->num_sge = e->num_sge;
+	wr->imm = e->imm;
+	wr->rkey = e->rkey;
+	wr->raddr = e->raddr;
+	for (unsigned i = 0; i < e->num_sge; i++) {
+		if (core_local_sge(c, qp->owner, &e->sge[i], e->opcode == MRC_SQ_READ,
+				   &wr->sge[i]))
+			return MRC_CQ_LOC_PROT_ERR;
+		total += e->sge[i].length;
+	}
+	/* the program places READ responses contiguously at the first element: a READ that
+	 * scatters takes the QP's READ responses off the fast path before it is ever sent */
+	if (qp->fast && e->opcode == MRC_SQ_READ && e->num_sge > 1)
+		c->fast->qp_clear_flags(c->io, qp->qpn, MRC_XDP_QP_PLACE_READ);
+	if (total > (1u << 31))
+		return MRC_CQ_LOC_LEN_ERR;
+	return MRC_CQ_SUCCESS;
+}
+
+static int rq_entry_to_wr(struct mrcd_core *c, struct mrcd_qp *qp,
+			  const struct mrc_rq_entry *e, struct mrc_recv_wr *wr)
+{
+	if (e->num_sge > MRC_RING_MAX_SGE)
+		return MRC_CQ_LOC_QP_OP_ERR;
+	memset(wr, 0, sizeof(*wr));
+	wr->wr_id = e->wr_id;
+	wr->num_sge = e->num_sge;
+	for (unsigned i = 0; i < e->num_sge; i++)
+		if (core_local_sge(c, qp->owner, &e->sge[i], true, &wr->sge[i]))
+			return MRC_CQ_LOC_PROT_ERR;
+	return MRC_CQ_SUCCESS;
+}
+
+/* A ring whose indices the client corrupted: the QP fails, the daemon carries on. */
+static void ring_corrupt(struct mrcd_core *c, struct mrcd_qp *qp, const char *which,
+			 uint64_t now)
+{
+	core_log(c, MRCD_NOTICE, "client pid %d: QP %u %s ring indices corrupt, QP to error",
+		 c->t.client[qp->owner].pid, qp->qpn, which);
+	core_qp_error(c, qp, now);
+}
+
+/*
+ * A request the engine refused although the ring guarantees it room, or one that failed the
+ * checks: the engine's earlier work flushes first (completions stay in order), then this one
+ * completes with the status.
+ */
+static void fail_entry(struct mrcd_core *c, struct mrcd_qp *qp, bool recv, uint64_t wr_id,
+		       uint8_t status, uint8_t opcode, uint64_t now)
+{
+	core_qp_error(c, qp, now);
+	core_complete_now(c, qp, recv, wr_id, (recv ? qp->rq.mine : qp->sq.mine) - 1, status,
+			  opcode);
+}
+
+/*
+ * Ring entries into the engine. A slot goes back only when its work completes, so the
+ * engine (as deep as the ring) always has room for what the ring holds.
+ */
+void core_drain_rings(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
+{
+	struct mrc_sq_entry s;
+	struct mrc_rq_entry r;
+	int got;
+
+	/* in the error state every posted request completes flushed */
+	if (qp->state == MRC_CTL_QP_ERR && (!qp->conn || mrc_conn_state(qp->conn) == MRC_QPS_ERR)) {
+		/* bounded: a client that keeps posting gets the rest flushed next turn */
+		for (uint32_t i = 0; i < qp->sq.entries && mrc_ring_take(&qp->sq, &s) == 1; i++)
+			core_complete_now(c, qp, false, s.wr_id, qp->sq.mine - 1,
+					  MRC_CQ_WR_FLUSH_ERR, mrc_sq_cq_opcode(s.opcode));
+		for (uint32_t i = 0; i < qp->rq.entries && mrc_ring_take(&qp->rq, &r) == 1; i++)
+			core_complete_now(c, qp, true, r.wr_id, qp->rq.mine - 1,
+					  MRC_CQ_WR_FLUSH_ERR, MRC_CQ_RECV);
+		mrc_ring_release(&qp->sq, qp->sq.mine);
+		mrc_ring_release(&qp->rq, qp->rq.mine);
+		return;
+	}
+	if (!qp->conn)
+		return; /* receives wait in the ring until the QP is connected */
+	while ((got = mrc_ring_take(&qp->rq, &r)) == 1) {
+		struct mrc_recv_wr wr;
+		int status = rq_entry_to_wr(c, qp, &r, &wr);
+
+		if (status == MRC_CQ_SUCCESS) {
+			qp->rq_wr_id[(qp->rq.mine - 1) & (qp->rq.entries - 1)] = r.wr_id;
+			wr.wr_id = qp->rq.mine - 1;
+			if (mrc_conn_post_recv(qp->conn, &wr))
+				status = MRC_CQ_LOC_QP_OP_ERR;
+		}
+		if (status != MRC_CQ_SUCCESS) {
+			fail_entry(c, qp, true, r.wr_id, (uint8_t)status, MRC_CQ_RECV, now);
+			return;
+		}
+	}
+	if (got < 0) {
+		ring_corrupt(c, qp, "receive", now);
+		return;
+	}
+	/* sends wait in the ring until RTS */
+	while (qp->state == MRC_CTL_QP_RTS && (got = mrc_ring_take(&qp->sq, &s)) == 1) {
+		struct mrc_send_wr wr;
+		int status = sq_entry_to_wr(c, qp, &s, &wr);
+
+		if (status == MRC_CQ_SUCCESS) {
+			qp->sq_wr_id[(qp->sq.mine - 1) & (qp->sq.entries - 1)] = s.wr_id;
+			wr.wr_id = qp->sq.mine - 1;
+			if (mrc_conn_post_send(qp->conn, &wr))
+				status = MRC_CQ_LOC_QP_OP_ERR;
+		}
+		if (status != MRC_CQ_SUCCESS) {
+			fail_entry(c, qp, false, s.wr_id, (uint8_t)status, mrc_sq_cq_opcode(s.opcode),
+				   now);
+			return;
+		}
+	}
+	if (got < 0)
+		ring_corrupt(c, qp, "send", now);
+}

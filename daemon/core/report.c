@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * What the core tells operators: the control protocol's replies (status, peers, QPs, paths)
+ * and its metric families. Counters shown in replies start from the last stat reset; the
+ * exported ones only ever grow.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/internal.h"
+
+/* --- control replies ----------------------------------------------------------------------- */
+
+static void fill_plane(struct mrc_ctl_plane *out, uint8_t index, uint8_t family, uint16_t flags,
+		       const uint8_t addr[16], const char *ifname)
+{
+	memset(out, 0, sizeof(*out));
+	out->index = index;
+	out->family = family;
+	out->flags = flags;
+	memcpy(out->addr, addr, 16);
+	if (ifname)
+		snprintf(out->ifname, sizeof(out->ifname), "%s", ifname);
+}
+
+void mrcd_core_status(const struct mrcd_core *c, struct mrc_ctl_status *s)
+{
+	unsigned clients = 0;
+
+	s->node_id = c->peers.local.node_id;
+	/* since the last stat reset */
+	s->rx_datagrams = c->stats.rx_datagrams - c->stats_base.rx_datagrams;
+	s->rx_malformed = c->stats.rx_malformed - c->stats_base.rx_malformed;
+	s->rx_no_qp = c->stats.rx_no_qp - c->stats_base.rx_no_qp;
+	s->tx_datagrams = c->stats.tx_datagrams - c->stats_base.tx_datagrams;
+	s->n_peers = c->peers.n_peers;
+	s->port = c->port;
+	s->n_planes = c->cfg->n_planes;
+	s->paths_per_plane = c->cfg->paths_per_plane;
+	for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
+		clients += c->t.client[i].library;
+	s->n_clients = clients;
+	s->n_qps = c->t.n_qps;
+	s->n_cqs = c->t.n_cqs;
+	s->n_mrs = c->t.n_mrs;
+	s->mapped_bytes = c->t.mapped_bytes;
+	s->max_payload = c->peers.local.max_payload;
+	s->drained_planes = c->drained_planes;
+	for (unsigned i = 0; i < c->cfg->n_planes; i++)
+		fill_plane(&s->planes[i], c->cfg->planes[i].index, c->cfg->planes[i].addr.family, 0,
+			   c->cfg->planes[i].addr.addr, c->cfg->planes[i].ifname);
+}
+
+size_t mrcd_core_peers_reply(const struct mrcd_core *c, uint8_t *buf, size_t cap)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < c->peers.n_peers && n + sizeof(struct mrc_ctl_peer) <= cap; i++) {
+		const struct mrc_peer *p = &c->peers.peers[i];
+		struct mrc_ctl_peer out;
+
+		memset(&out, 0, sizeof(out));
+		out.node_id = p->info.node_id;
+		memcpy(out.named, p->named, 16);
+		out.state = (uint8_t)p->state;
+		out.port = p->info.udp_port;
+		out.n_planes = p->state == MRC_PEER_KNOWN ? p->info.n_addrs : 0;
+		for (unsigned k = 0; k < out.n_planes; k++)
+			fill_plane(&out.planes[k], p->info.addrs[k].plane, p->info.addrs[k].family,
+				   p->info.addrs[k].flags, p->info.addrs[k].addr, NULL);
+		memcpy(buf + n, &out, sizeof(out));
+		n += sizeof(out);
+	}
+	return n;
+}
+
+size_t mrcd_core_qps_reply(const struct mrcd_core *c, uint8_t *buf, size_t cap)
+{
+	const struct mrcd_tables *t = &c->t;
+	size_t n = 0;
+
+	for (unsigned i = 0; i < MRCD_MAX_QPS && n + sizeof(struct mrc_ctl_qp) <= cap; i++) {
+		const struct mrcd_qp *qp = &t->qps[i];
+		struct mrc_ctl_qp out;
+
+		if (qp->owner < 0)
+			continue;
+		memset(&out, 0, sizeof(out));
+		out.qp_num = qp->qpn;
+		out.dest_qp_num = qp->req.dest_qp_num;
+		out.pid = t->client[qp->owner].pid;
+		out.uid = t->client[qp->owner].uid;
+		out.state = qp->state;
+		memcpy(out.peer, qp->req.dgid, 16);
+		/* since the last stat reset */
+		out.completions = qp->completions - qp->base.completions;
+		out.error_completions = qp->error_completions - qp->base.error_completions;
+		if (qp->conn) {
+			const struct mrc_conn_stats *s = mrc_conn_stats(qp->conn);
+
+			out.n_paths = (uint8_t)mrc_conn_n_paths(qp->conn);
+			out.tx_packets = s->tx_data_packets - qp->base.tx_packets;
+			out.tx_retransmits = s->tx_retransmits - qp->base.tx_retransmits;
+			out.rx_packets = s->rx_packets - qp->base.rx_packets;
+			out.rx_bytes = s->rx_placed_bytes - qp->base.rx_bytes;
+		}
+		memcpy(buf + n, &out, sizeof(out));
+		n += sizeof(out);
+	}
+	return n;
+}
+
+size_t mrcd_core_paths_reply(const struct mrcd_core *c, const uint32_t *qpn, uint8_t *buf,
+			     size_t cap, uint64_t now)
+{
+	size_t n = 0;
+
+	for (unsigned i = 0; i < MRCD_MAX_QPS; i++) {
+		const struct mrcd_qp *qp = &c->t.qps[i];
+		struct mrc_conn_info info;
+
+		if (qp->owner < 0 || !qp->conn || (qpn && qp->qpn != *qpn))
+			continue;
+		mrc_conn_get_info(qp->conn, &info);
+		for (unsigned k = 0; k < mrc_conn_n_paths(qp->conn); k++) {
+			const struct mrc_path *p = mrc_conn_path(qp->conn, k);
+			struct mrc_ctl_path out;
+
+			if (n + sizeof(out) > cap)
+				return n;
+			memset(&out, 0, sizeof(out));
+			out.qp_num = qp->qpn;
+			out.index = (uint8_t)k;
+			out.plane = p->plane;
+			out.sport = p->sport;
+			out.state = p->state;
+			out.cwnd = p->cc.cwnd;
+			out.inflight = p->inflight;
+			out.srtt_ns = p->rtt.srtt_ns;
+			out.congested = p->state == MRC_PATH_ACTIVE && p->cc.recovery_end_ns > now;
+			out.rate_hint_kbps = info.rate_hint_kbps;
+			out.min_rtt_us = (uint32_t)(p->rtt.min_ns / 1000);
+			if (k < MRC_MAX_PATHS) { /* since the last stat reset */
+				out.tx_packets = p->stats.tx_packets - qp->base.path_tx[k];
+				out.retransmits = p->stats.retransmits - qp->base.path_retx[k];
+				out.ce_marks = p->stats.ecn_echoes - qp->base.path_ecn[k];
+			}
+			memcpy(buf + n, &out, sizeof(out));
+			n += sizeof(out);
+		}
+	}
+	return n;
+}
+
+void mrcd_core_stat_reset(struct mrcd_core *c)
+{
+	c->stats_base = c->stats;
+	for (unsigned j = 0; j < c->t.n_qps; j++) {
+		struct mrcd_qp *qp = &c->t.qps[c->t.active[j]];
+		struct mrcd_qp_base *b = &qp->base;
+
+		memset(b, 0, sizeof(*b));
+		b->completions = qp->completions;
+		b->error_completions = qp->error_completions;
+		if (!qp->conn)
+			continue;
+		b->tx_packets = mrc_conn_stats(qp->conn)->tx_data_packets;
+		b->tx_retransmits = mrc_conn_stats(qp->conn)->tx_retransmits;
+		b->rx_packets = mrc_conn_stats(qp->conn)->rx_packets;
+		b->rx_bytes = mrc_conn_stats(qp->conn)->rx_placed_bytes;
+		for (unsigned k = 0; k < mrc_conn_n_paths(qp->conn) && k < MRC_MAX_PATHS; k++) {
+			const struct mrc_path *p = mrc_conn_path(qp->conn, k);
+
+			b->path_tx[k] = p->stats.tx_packets;
+			b->path_retx[k] = p->stats.retransmits;
+			b->path_ecn[k] = p->stats.ecn_echoes;
+		}
+	}
+	core_event(c, MRCD_NOTICE, "counters reset by an operator");
+}
+
+/* --- metrics ------------------------------------------------------------------------------- */
+
+struct out {
+	char *buf;
+	size_t cap, len;
+};
+
+__attribute__((format(printf, 2, 3))) static void put(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (o->len >= o->cap)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(o->buf + o->len, o->cap - o->len, fmt, ap);
+	va_end(ap);
+	if (n > 0)
+		o->len = o->len + (size_t)n < o->cap ? o->len + (size_t)n : o->cap;
+}
+
+static void family(struct out *o, const char *name, const char *type, const char *help)
+{
+	put(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+struct plane_sums {
+	unsigned paths[MRC_CTL_PATH_STATES];
+	uint64_t tx_packets, retransmits, ecn;
+	double srtt_sum;
+	unsigned srtt_n;
+};
+
+/* One counter family with a sample per configured plane; `field` is a uint64_t of plane_sums. */
+static void plane_counter(struct out *o, const struct mrcd_config *cfg,
+			  const struct plane_sums *p, const char *name, const char *help,
+			  size_t field)
+{
+	family(o, name, "counter", help);
+	for (unsigned i = 0; i < cfg->n_planes; i++) {
+		uint64_t v;
+
+		memcpy(&v, (const uint8_t *)&p[cfg->planes[i].index] + field, sizeof(v));
+		put(o, "%s{plane=\"%u\"} %llu\n", name, cfg->planes[i].index,
+		    (unsigned long long)v);
+	}
+}
+
+size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
+{
+	static const char *qp_states[5] = { "idle", "resolving", "rtr", "rts", "error" };
+	const struct mrcd_tables *t = &c->t;
+	const struct mrcd_config *cfg = c->cfg;
+	struct plane_sums p[MRC_MAX_PLANES];
+	struct out o = { buf, cap, 0 };
+	unsigned clients = 0, qp_state[5] = { 0 };
+	uint64_t completions = t->retired.completions, errors = t->retired.error_completions;
+
+	memset(p, 0, sizeof(p));
+	/* the counts of QPs that are gone: the totals never fall */
+	for (unsigned i = 0; i < MRC_MAX_PLANES; i++) {
+		p[i].tx_packets = t->retired.path_tx[i];
+		p[i].retransmits = t->retired.path_retx[i];
+		p[i].ecn = t->retired.path_ecn[i];
+	}
+	for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
+		clients += t->client[i].library;
+	for (unsigned j = 0; j < t->n_qps; j++) {
+		const struct mrcd_qp *qp = &t->qps[t->active[j]];
+
+		qp_state[qp->state < 5 ? qp->state : 4]++;
+		completions += qp->completions;
+		errors += qp->error_completions;
+		for (unsigned k = 0; qp->conn && k < mrc_conn_n_paths(qp->conn); k++) {
+			const struct mrc_path *path = mrc_conn_path(qp->conn, k);
+			struct plane_sums *s = &p[path->plane % MRC_MAX_PLANES];
+
+			s->paths[path->state < MRC_CTL_PATH_STATES ? path->state : 0]++;
+			s->tx_packets += path->stats.tx_packets;
+			s->retransmits += path->stats.retransmits;
+			s->ecn += path->stats.ecn_echoes;
+			if (path->rtt.srtt_ns) {
+				s->srtt_sum += path->rtt.srtt_ns / 1e9;
+				s->srtt_n++;
+			}
+		}
+	}
+
+	family(&o, "metaroce_clients", "gauge", "Library clients connected.");
+	put(&o, "metaroce_clients %u\n", clients);
+	family(&o, "metaroce_qps", "gauge", "Queue pairs of all clients, by state.");
+	for (unsigned i = 0; i < 5; i++)
+		put(&o, "metaroce_qps{state=\"%s\"} %u\n", qp_states[i], qp_state[i]);
+	family(&o, "metaroce_qps_lingering", "gauge",
+	       "Destroyed queue pairs still answering their peers' resends.");
+	put(&o, "metaroce_qps_lingering %u\n", t->lingering.n);
+	family(&o, "metaroce_memory_regions", "gauge", "Memory regions registered.");
+	put(&o, "metaroce_memory_regions %u\n", t->n_mrs);
+	family(&o, "metaroce_mapped_bytes", "gauge", "Client memory the daemon maps.");
+	put(&o, "metaroce_mapped_bytes %llu\n", (unsigned long long)t->mapped_bytes);
+	family(&o, "metaroce_peers", "gauge", "Peer daemons known or being discovered.");
+	put(&o, "metaroce_peers %u\n", c->peers.n_peers);
+	family(&o, "metaroce_rx_datagrams_total", "counter", "Datagrams received.");
+	put(&o, "metaroce_rx_datagrams_total %llu\n", (unsigned long long)c->stats.rx_datagrams);
+	family(&o, "metaroce_rx_malformed_total", "counter",
+	       "Datagrams the decoder refused (never answered).");
+	put(&o, "metaroce_rx_malformed_total %llu\n", (unsigned long long)c->stats.rx_malformed);
+	family(&o, "metaroce_rx_no_qp_total", "counter",
+	       "Datagrams for a QP this daemon does not have, or from an address not its peer's.");
+	put(&o, "metaroce_rx_no_qp_total %llu\n", (unsigned long long)c->stats.rx_no_qp);
+	family(&o, "metaroce_tx_datagrams_total", "counter", "Datagrams sent.");
+	put(&o, "metaroce_tx_datagrams_total %llu\n", (unsigned long long)c->stats.tx_datagrams);
+	family(&o, "metaroce_tx_held_dropped_total", "counter",
+	       "Datagrams given up to loss recovery after the local queue took nothing for 2 ms.");
+	put(&o, "metaroce_tx_held_dropped_total %llu\n",
+	    (unsigned long long)c->stats.tx_held_dropped);
+	family(&o, "metaroce_completions_total", "counter", "Work completions delivered.");
+	put(&o, "metaroce_completions_total %llu\n", (unsigned long long)completions);
+	family(&o, "metaroce_error_completions_total", "counter",
+	       "Work completions with an error status.");
+	put(&o, "metaroce_error_completions_total %llu\n", (unsigned long long)errors);
+
+	family(&o, "metaroce_path_up", "gauge", "Paths of all QPs on the plane, by state.");
+	for (unsigned i = 0; i < cfg->n_planes; i++)
+		for (unsigned s = 0; s < MRC_CTL_PATH_STATES; s++)
+			put(&o, "metaroce_path_up{plane=\"%u\",state=\"%s\"} %u\n",
+			    cfg->planes[i].index, mrc_ctl_path_state_name(s),
+			    p[cfg->planes[i].index].paths[s]);
+	plane_counter(&o, cfg, p, "metaroce_path_tx_packets_total",
+		      "Sequenced packets sent on the plane's paths, retransmissions included.",
+		      offsetof(struct plane_sums, tx_packets));
+	plane_counter(&o, cfg, p, "metaroce_path_retransmits_total",
+		      "Retransmissions on the plane's paths.", offsetof(struct plane_sums, retransmits));
+	plane_counter(&o, cfg, p, "metaroce_path_ecn_marks_total",
+		      "Acknowledgements that echoed ECN CE, on the plane's paths.",
+		      offsetof(struct plane_sums, ecn));
+	family(&o, "metaroce_path_rtt_seconds", "gauge",
+	       "Mean smoothed RTT of the plane's paths that have one.");
+	for (unsigned i = 0; i < cfg->n_planes; i++) {
+		const struct plane_sums *s = &p[cfg->planes[i].index];
+
+		put(&o, "metaroce_path_rtt_seconds{plane=\"%u\"} %.9f\n", cfg->planes[i].index,
+		    s->srtt_n ? s->srtt_sum / s->srtt_n : 0.0);
+	}
+	return o.len;
+}

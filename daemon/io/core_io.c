@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The core's ops over real descriptors: the backend's sockets, the clients' memfds, eventfds
+ * and channel sockets, the fast path's BPF maps. Descriptors that came with a request wait in
+ * d->req while the core handles it; those it does not take are closed once it is answered.
+ */
+#include <errno.h>
+#include <linux/magic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#include "io/control.h"
+#include "io/daemon.h"
+#include "io/fastpath.h"
+#include "log.h"
+#include "shm/ring.h"
+
+static struct mrcd *daemon_of(void *io)
+{
+	return io;
+}
+
+static int tx(void *io, const struct mrcd_dgram *g, unsigned n)
+{
+	struct mrcd *d = daemon_of(io);
+
+	return d->backend.ops->tx_batch(&d->backend, g, n);
+}
+
+static unsigned sports(void *io, uint8_t plane, uint16_t *ports, unsigned max)
+{
+	return mrcd_backend_sports(&daemon_of(io)->backend, plane, ports, max);
+}
+
+/* A descriptor of the request being served, taken: it is no longer closed after the reply. */
+static int take_fd(struct mrcd *d, unsigned i)
+{
+	int fd;
+
+	if (i >= d->req.n_in || d->req.in[i] < 0)
+		return -1;
+	fd = d->req.in[i];
+	d->req.in[i] = -1;
+	return fd;
+}
+
+/* The doorbell must be an eventfd: a pipe or socket could stay readable (EOF) forever. */
+static bool is_eventfd(int fd)
+{
+	char path[64], target[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, target, sizeof(target) - 1);
+	if (n < 0)
+		return false;
+	target[n] = '\0';
+	return !strcmp(target, "anon_inode:[eventfd]");
+}
+
+static bool is_unix_datagram(int fd)
+{
+	int type = 0, domain = 0;
+	socklen_t len = sizeof(type);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len))
+		return false;
+	len = sizeof(domain);
+	return !getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) && domain == AF_UNIX &&
+	       type == SOCK_DGRAM;
+}
+
+/* The pump reads the rings every turn: a doorbell only wakes the loop. */
+static void doorbell_rang(struct mrcd *d, struct mrcd_watch *w, uint32_t events)
+{
+	(void)d, (void)w, (void)events;
+}
+
+/*
+ * A client's doorbell eventfd: edge-triggered, so every write wakes the loop and the daemon
+ * never reads it. A read could block: the client shares the file and can clear O_NONBLOCK,
+ * then empty the counter between our wakeup and our read.
+ */
+static int keep_doorbell(void *io, unsigned client, unsigned i)
+{
+	struct mrcd *d = daemon_of(io);
+	struct mrcd_watch *w = &d->conn[client].doorbell;
+
+	if (i >= d->req.n_in || !is_eventfd(d->req.in[i]))
+		return -EBADF;
+	*w = (struct mrcd_watch){ doorbell_rang, d->req.in[i], client };
+	if (mrcd_watch(d, w, true)) {
+		w->fd = -1;
+		return -errno;
+	}
+	take_fd(d, i);
+	return 0;
+}
+
+static int keep_channel(void *io, unsigned i, int *channel)
+{
+	struct mrcd *d = daemon_of(io);
+
+	/* a completion channel is the library's datagram socket */
+	if (i >= d->req.n_in || !is_unix_datagram(d->req.in[i]))
+		return -EBADF;
+	*channel = take_fd(d, i);
+	return 0;
+}
+
+/*
+ * Maps the client's segments back to back into one reserved span, so the region is one
+ * contiguous range here as it is in the client. Each segment must be ordinary shmem sealed
+ * against shrinking and as long as it claims (hugetlbfs pages could be missing at fault time:
+ * SIGBUS in the daemon), or a page map of the fast path, whose size is fixed at creation.
+ */
+static int map_region(void *io, const struct mrc_ctl_mr_segment *seg, unsigned n,
+		      struct mrcd_region_map *out)
+{
+	struct mrcd *d = daemon_of(io);
+	size_t span = 0, at = 0;
+	bool page_map = false;
+	uint8_t *base;
+
+	if (n > d->req.n_in)
+		return -EINVAL;
+	for (unsigned i = 0; i < n; i++) {
+		int fd = d->req.in[i];
+		uint64_t bytes;
+		struct statfs fs;
+		int err;
+
+		if (d->backend.fast && mrcd_fastpath_is_page_map(d->backend.fast, fd, &bytes)) {
+			if (seg[i].fd_offset + seg[i].length > bytes)
+				return -EINVAL;
+			page_map = n == 1;
+			span += seg[i].length;
+			continue;
+		}
+		err = mrc_shm_check(fd, seg[i].fd_offset + seg[i].length);
+		if (err)
+			return err;
+		if (fstatfs(fd, &fs) || fs.f_type != TMPFS_MAGIC)
+			return -EINVAL;
+		span += seg[i].length;
+	}
+	base = mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (base == MAP_FAILED)
+		return -ENOMEM;
+	for (unsigned i = 0; i < n; i++) {
+		if (mmap(base + at, seg[i].length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+			 d->req.in[i], (off_t)seg[i].fd_offset) == MAP_FAILED) {
+			int err = -errno;
+
+			munmap(base, span);
+			return err;
+		}
+		at += seg[i].length;
+	}
+	*out = (struct mrcd_region_map){ base, span, page_map };
+	return 0;
+}
+
+static int reply_fd(struct mrcd *d, int fd)
+{
+	if (d->req.n_out >= sizeof(d->req.out) / sizeof(d->req.out[0])) {
+		close(fd);
+		return -EOVERFLOW;
+	}
+	d->req.out[d->req.n_out++] = fd;
+	return 0;
+}
+
+static int new_ring_memory(void *io, size_t bytes, void **mem)
+{
+	struct mrcd *d = daemon_of(io);
+	int fd = mrc_shm_create("metaroce-ring", bytes), err;
+	void *m;
+
+	if (fd < 0)
+		return fd;
+	m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED) {
+		close(fd);
+		return -ENOMEM;
+	}
+	err = reply_fd(d, fd);
+	if (err) {
+		munmap(m, bytes);
+		return err;
+	}
+	*mem = m;
+	return 0;
+}
+
+static int new_page_map(void *io, uint64_t bytes)
+{
+	struct mrcd *d = daemon_of(io);
+	int fd = mrcd_fastpath_page_map(d->backend.fast, bytes / MRC_XDP_PAGE);
+
+	return fd < 0 ? fd : reply_fd(d, fd);
+}
+
+static void unmap(void *io, void *mem, size_t bytes)
+{
+	(void)io;
+	munmap(mem, bytes);
+}
+
+/* The send never waits: a client cannot stall the daemon through its channel. */
+static bool notify(void *io, int channel)
+{
+	char one = 1;
+
+	(void)io;
+	return send(channel, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1;
+}
+
+static void close_channel(void *io, int channel)
+{
+	(void)io;
+	close(channel);
+}
+
+static void close_doorbell(void *io, unsigned client)
+{
+	struct mrcd *d = daemon_of(io);
+	struct mrcd_watch *w = &d->conn[client].doorbell;
+
+	if (w->fd < 0)
+		return;
+	/* the epoll entry belongs to the open file, which the client may still hold */
+	epoll_ctl(d->epoll_fd, EPOLL_CTL_DEL, w->fd, NULL);
+	close(w->fd);
+	w->fd = -1;
+}
+
+static void log_line(void *io, int priority, const char *line)
+{
+	(void)io;
+	mrcd_log(priority, "%s", line);
+}
+
+static void event(void *io, int priority, const char *line)
+{
+	mrcd_log(priority, "%s", line);
+	mrcd_control_broadcast(daemon_of(io), line);
+}
+
+const struct mrcd_core_ops mrcd_core_io_ops = {
+	.tx = tx,
+	.sports = sports,
+	.keep_doorbell = keep_doorbell,
+	.keep_channel = keep_channel,
+	.map_region = map_region,
+	.new_ring_memory = new_ring_memory,
+	.new_page_map = new_page_map,
+	.unmap = unmap,
+	.notify = notify,
+	.close_channel = close_channel,
+	.close_doorbell = close_doorbell,
+	.log = log_line,
+	.event = event,
+};
+
+/* --- the fast path's maps ------------------------------------------------------------------ */
+
+static struct mrcd_fastpath *fast_of(void *io)
+{
+	return daemon_of(io)->backend.fast;
+}
+
+static void qp_set(void *io, uint32_t qpn, uint32_t owner, uint32_t base, uint32_t flags,
+		   uint32_t peer_planes, const uint8_t peer[MRC_MAX_PLANES][16])
+{
+	mrcd_fastpath_qp_set(fast_of(io), qpn, owner, base, flags, peer_planes, peer);
+}
+
+static void qp_peer(void *io, uint32_t qpn, uint32_t peer_planes,
+		    const uint8_t peer[MRC_MAX_PLANES][16])
+{
+	mrcd_fastpath_qp_peer(fast_of(io), qpn, peer_planes, peer);
+}
+
+static void qp_advance(void *io, uint32_t qpn, uint32_t old_base, uint32_t base)
+{
+	mrcd_fastpath_qp_advance(fast_of(io), qpn, old_base, base);
+}
+
+static void qp_clear_flags(void *io, uint32_t qpn, uint32_t flags)
+{
+	mrcd_fastpath_qp_clear_flags(fast_of(io), qpn, flags);
+}
+
+static void qp_clear(void *io, uint32_t qpn)
+{
+	mrcd_fastpath_qp_clear(fast_of(io), qpn);
+}
+
+/* The page map is the request's descriptor 0, still open while the core handles it. */
+static int mr_set(void *io, uint32_t slot, uint32_t key, uint32_t access, uint32_t owner,
+		  uint64_t iova, uint64_t len, uint64_t offset)
+{
+	struct mrcd *d = daemon_of(io);
+
+	if (!d->req.n_in || d->req.in[0] < 0)
+		return -EBADF;
+	return mrcd_fastpath_mr_set(fast_of(io), slot, key, access, owner, iova, len,
+				    d->req.in[0], offset);
+}
+
+static void mr_clear(void *io, uint32_t slot)
+{
+	mrcd_fastpath_mr_clear(fast_of(io), slot);
+}
+
+const struct mrcd_fast_ops mrcd_core_io_fast_ops = {
+	.qp_set = qp_set,
+	.qp_peer = qp_peer,
+	.qp_advance = qp_advance,
+	.qp_clear_flags = qp_clear_flags,
+	.qp_clear = qp_clear,
+	.mr_set = mr_set,
+	.mr_clear = mr_clear,
+};

@@ -1,0 +1,324 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The event loop: the backend, the core, signals, systemd. Each descriptor's handler sits in
+ * its epoll entry; the loop never scans for who woke it.
+ */
+#include "io/daemon.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <systemd/sd-daemon.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "io/control.h"
+#include "io/fastpath.h"
+#include "io/metrics.h"
+#include "log.h"
+
+#define RX_BATCH 32
+
+uint64_t mrcd_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int mrcd_watch(struct mrcd *d, struct mrcd_watch *w, bool edge)
+{
+	struct epoll_event ev = { .events = EPOLLIN | (edge ? EPOLLET : 0u), .data.ptr = w };
+
+	return epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, w->fd, &ev);
+}
+
+/* Every client may hold completion-channel sockets here: take the hard limit, not 1024. */
+static void raise_fd_limit(void)
+{
+	struct rlimit r;
+
+	if (!getrlimit(RLIMIT_NOFILE, &r) && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
+/*
+ * backend = xdp must attach or the start fails; auto takes xdp when it attaches and otherwise
+ * runs udp, with the reason in the log and in status; udp is udp.
+ */
+static int open_backend(struct mrcd *d, char *err, size_t errlen)
+{
+	char why[320];
+
+	d->backend.cfg = &d->cfg;
+	d->backend_note[0] = '\0';
+	if (d->cfg.backend != MRCD_BACKEND_UDP) {
+		d->backend.ops = &mrcd_backend_xdp;
+		if (!d->backend.ops->open(&d->backend, why, sizeof(why))) {
+			snprintf(d->backend_note, sizeof(d->backend_note), "%s",
+				 d->backend.fast->note);
+			return 0;
+		}
+		if (d->cfg.backend == MRCD_BACKEND_XDP) {
+			snprintf(err, errlen, "backend xdp: %s", why);
+			return -1;
+		}
+		mrcd_log(LOG_NOTICE, "backend auto: xdp unavailable (%s); using udp", why);
+		snprintf(d->backend_note, sizeof(d->backend_note), "auto: xdp failed: %.45s", why);
+	}
+	d->backend.ops = &mrcd_backend_udp;
+	return d->backend.ops->open(&d->backend, err, errlen);
+}
+
+/* A backend descriptor is readable: its datagrams are read after this turn's events, as
+ * every turn (receive below). */
+static void backend_ready(struct mrcd *d, struct mrcd_watch *w, uint32_t events)
+{
+	(void)d, (void)w, (void)events;
+}
+
+static void handle_signals(struct mrcd *d, struct mrcd_watch *w, uint32_t events)
+{
+	struct signalfd_siginfo si;
+
+	(void)events;
+	while (read(w->fd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			mrcd_reload(d);
+		} else {
+			mrcd_log(LOG_INFO, "%s: stopping", strsignal((int)si.ssi_signo));
+			d->stopping = true;
+		}
+	}
+}
+
+static int start_core(struct mrcd *d, char *err, size_t errlen)
+{
+	struct mrcd_core_params p = {
+		.cfg = &d->cfg, .ops = &mrcd_core_io_ops, .io = d, .port = d->backend.port,
+		.page_size = (size_t)sysconf(_SC_PAGESIZE), .now = d->started_ns,
+	};
+	long pages = sysconf(_SC_PHYS_PAGES);
+
+	if (d->backend.fast) {
+		p.fast = &mrcd_core_io_fast_ops;
+		/* page maps are the daemon's memory: a client gets at most half the machine */
+		p.page_map_quota = pages > 0 ? (uint64_t)pages * p.page_size / 2 : 4ull << 30;
+	}
+	/* the request-id seed is drawn apart from the node id, which every DISCOVER carries;
+	 * keys have a seed of their own, nothing on the wire tells it [R-120] */
+	if (getrandom(&p.node_id, sizeof(p.node_id), 0) != sizeof(p.node_id) ||
+	    getrandom(&p.request_seed, sizeof(p.request_seed), 0) != sizeof(p.request_seed) ||
+	    getrandom(&p.seed, sizeof(p.seed), 0) != sizeof(p.seed)) {
+		snprintf(err, errlen, "getrandom: %s", strerror(errno));
+		return -1;
+	}
+	if (mrcd_core_init(&d->core, &p)) {
+		snprintf(err, errlen, "out of memory for the daemon's tables");
+		return -1;
+	}
+	d->core_up = true;
+	return 0;
+}
+
+int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config_path,
+	       char *err, size_t errlen)
+{
+	static int fds[MRCD_BACKEND_MAX_FDS];
+	sigset_t mask;
+	unsigned n;
+
+	memset(d, 0, sizeof(*d));
+	d->cfg = *cfg;
+	d->config_path = config_path;
+	d->epoll_fd = d->reserve_fd = -1;
+	d->signals.fd = d->control.fd = d->metrics.fd = -1;
+	for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
+		d->conn[i].sock.fd = d->conn[i].doorbell.fd = -1;
+	for (unsigned i = 0; i < MRCD_MAX_HTTP; i++)
+		d->http[i].watch.fd = -1;
+	raise_fd_limit();
+	d->started_ns = mrcd_now_ns();
+	if (mrcd_config_check(&d->cfg, err, errlen))
+		return -1;
+	if (open_backend(d, err, errlen))
+		return -1;
+	if (start_core(d, err, errlen))
+		goto fail_backend;
+	d->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	d->signals = (struct mrcd_watch){ handle_signals,
+					  signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK), 0 };
+	if (d->epoll_fd < 0 || d->signals.fd < 0 || mrcd_watch(d, &d->signals, false)) {
+		snprintf(err, errlen, "epoll/signalfd: %s", strerror(errno));
+		goto fail_all;
+	}
+	n = d->backend.ops->poll_fds(&d->backend, fds, MRCD_BACKEND_MAX_FDS);
+	for (unsigned i = 0; i < n; i++) {
+		d->backend_fds[i] = (struct mrcd_watch){ backend_ready, fds[i], i };
+		if (mrcd_watch(d, &d->backend_fds[i], false)) {
+			snprintf(err, errlen, "epoll: %s", strerror(errno));
+			goto fail_all;
+		}
+	}
+	d->n_backend_fds = n;
+	if (mrcd_control_open(d, err, errlen) || mrcd_metrics_open(d, err, errlen))
+		goto fail_all;
+	d->systemd = getenv("NOTIFY_SOCKET") != NULL;
+	if (d->systemd && sd_watchdog_enabled(0, &d->watchdog_usec) <= 0)
+		d->watchdog_usec = 0;
+	mrcd_log(LOG_INFO, "node %016llx: backend %s%s%s%s, port %u, %u plane%s, max payload %u",
+		 (unsigned long long)d->core.peers.local.node_id, d->backend.ops->name,
+		 d->backend_note[0] ? " (" : "", d->backend_note, d->backend_note[0] ? ")" : "",
+		 d->backend.port, d->cfg.n_planes, d->cfg.n_planes == 1 ? "" : "s",
+		 d->core.peers.local.max_payload);
+	return 0;
+
+fail_all:
+	mrcd_metrics_close(d);
+	mrcd_control_close(d);
+	if (d->signals.fd >= 0)
+		close(d->signals.fd);
+	if (d->epoll_fd >= 0)
+		close(d->epoll_fd);
+	mrcd_core_fini(&d->core);
+	d->core_up = false;
+fail_backend:
+	d->backend.ops->close(&d->backend);
+	return -1;
+}
+
+void mrcd_stop(struct mrcd *d)
+{
+	mrcd_metrics_close(d);
+	mrcd_control_close(d); /* its clients' objects go with the core's */
+	mrcd_core_fini(&d->core);
+	d->core_up = false;
+	close(d->signals.fd);
+	close(d->epoll_fd);
+	d->backend.ops->close(&d->backend);
+}
+
+static int reload(struct mrcd *d)
+{
+	struct mrcd_config next = d->cfg;
+	char err[512];
+
+	if (!d->config_path) {
+		mrcd_log(LOG_INFO, "reload: no configuration file, nothing to do");
+		return 0;
+	}
+	/* only what can change at run time: who may discover us; planes and ports need a
+	 * restart */
+	mrcd_config_default(&next);
+	if (mrcd_config_load(&next, d->config_path, err, sizeof(err)) ||
+	    mrcd_config_check(&next, err, sizeof(err))) {
+		mrcd_log(LOG_ERR, "reload failed, keeping the running configuration: %s", err);
+		return -EINVAL;
+	}
+	d->cfg.n_prefixes = next.n_prefixes;
+	memcpy(d->cfg.prefixes, next.prefixes, sizeof(next.prefixes));
+	d->cfg.rx_capacity_bps = next.rx_capacity_bps;
+	mrcd_core_reload(&d->core);
+	mrcd_log(LOG_INFO, "reloaded %s: %u peer prefix%s", d->config_path, next.n_prefixes,
+		 next.n_prefixes == 1 ? "" : "es");
+	return 0;
+}
+
+int mrcd_reload(struct mrcd *d)
+{
+	int rc;
+
+	if (d->systemd)
+		sd_notify(0, "RELOADING=1");
+	rc = reload(d);
+	if (d->systemd)
+		sd_notify(0, "READY=1");
+	return rc;
+}
+
+/* Everything the backend has: a burst is bounded per turn so the rest of the loop runs. */
+static void receive(struct mrcd *d, uint64_t now)
+{
+	static uint8_t bufs[RX_BATCH][MRC_WIRE_MAX_PACKET + 1];
+	struct mrcd_dgram g[RX_BATCH];
+	int n;
+
+	for (unsigned i = 0; i < RX_BATCH; i++) {
+		g[i].data = bufs[i];
+		g[i].cap = sizeof(bufs[i]);
+	}
+	while ((n = d->backend.ops->rx_batch(&d->backend, g, RX_BATCH)) > 0)
+		for (int i = 0; i < n; i++)
+			mrcd_core_rx(&d->core, &g[i], now);
+}
+
+int mrcd_run(struct mrcd *d)
+{
+	if (d->systemd)
+		sd_notifyf(0, "READY=1\nSTATUS=backend %s, %u planes, port %u",
+			   d->backend.ops->name, d->cfg.n_planes, d->backend.port);
+	while (!d->stopping) {
+		struct epoll_event ev[8];
+		uint64_t now = mrcd_now_ns(), next;
+		struct timespec wait;
+		int n;
+
+		mrcd_core_pump(&d->core, now);
+		if (d->watchdog_usec && now >= d->next_watchdog_ns) {
+			sd_notify(0, "WATCHDOG=1");
+			d->next_watchdog_ns = now + d->watchdog_usec * 1000 / 2;
+		}
+		next = mrcd_core_next_timeout(&d->core);
+		if (d->watchdog_usec && d->next_watchdog_ns < next)
+			next = d->next_watchdog_ns;
+		/* the engine's timers are microseconds apart: wait to the nanosecond, not the
+		 * millisecond epoll_wait would round up to */
+		if (d->cfg.busy_poll || next <= now)
+			wait = (struct timespec){ 0, 0 };
+		else if (next != UINT64_MAX)
+			wait = (struct timespec){ (time_t)((next - now) / 1000000000u),
+						  (long)((next - now) % 1000000000u) };
+		n = epoll_pwait2(d->epoll_fd, ev, 8, next == UINT64_MAX && !d->cfg.busy_poll
+							     ? NULL
+							     : &wait,
+				 NULL);
+		if (n < 0 && errno != EINTR) {
+			mrcd_log(LOG_ERR, "epoll_pwait2: %s", strerror(errno));
+			return -1;
+		}
+		for (int i = 0; i < n; i++) {
+			struct mrcd_watch *w = ev[i].data.ptr;
+
+			w->ready(d, w, ev[i].events);
+		}
+		/* the backend's sockets are read every turn: the fast path's event ring and the
+		 * AF_XDP rings have data their descriptors do not always signal */
+		receive(d, mrcd_now_ns());
+	}
+	if (d->systemd)
+		sd_notify(0, "STOPPING=1");
+	/* clients see their outstanding work flushed with an error status, not a hang, and
+	 * the peers' QPs hear CLOSE [R-75] instead of waiting out their retry budget */
+	mrcd_core_flush_all(&d->core, mrcd_now_ns());
+	mrcd_core_pump(&d->core, mrcd_now_ns());
+	mrcd_log(LOG_INFO, "stopped: %llu datagrams in (%llu malformed, %llu for no QP), %llu out",
+		 (unsigned long long)d->core.stats.rx_datagrams,
+		 (unsigned long long)d->core.stats.rx_malformed,
+		 (unsigned long long)d->core.stats.rx_no_qp,
+		 (unsigned long long)d->core.stats.tx_datagrams);
+	return 0;
+}
