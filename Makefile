@@ -93,6 +93,8 @@ BPF_TESTS := $(BUILD)/tests/bpf/test_impair $(BUILD)/tests/bpf/test_xdp
 XDP_COST := $(BUILD)/bench/xdp-cost
 # One rank of a Gloo collective job (bench/collectives): the benchmark and test_collectives
 GLOO_BENCH := $(BUILD)/bench/gloo-bench
+# Connected RC QPs that carry nothing, beside a stream (bench/core: make bench-core)
+IDLE_QPS := $(BUILD)/bench/idle-qps
 
 # libmetaroce.so.1: the libibverbs ABI (lib/verbs) plus the ring and page-sharing code it
 # shares with the daemon, built position independent.
@@ -108,13 +110,13 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 .PHONY: all programs deps check demo install deb unit unit-asan verbs-abi bpf-test fuzz integration \
 	integration-asan \
 	engine-report bench bench-quick bench-xdp bench-backend \
-	bench-udp-vs-tcp bench-collectives clean
+	bench-udp-vs-tcp bench-collectives bench-core clean
 .DEFAULT_GOAL := all
 
 all: $(LIBPROTO) $(UNIT_RUNNER) $(SAN_UNIT_RUNNER) $(FUZZ_BINS) $(CORPUS_GEN) $(HEADER_CHECK_OBJS) \
      $(ENGINE_REPORT) $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) \
      $(METAROCE_RUN) $(VERBS_TESTS) $(SAN_METAROCED) $(BPF_OBJS) $(BPF_TESTS) $(XDP_COST) \
-     $(GLOO_BENCH)
+     $(GLOO_BENCH) $(IDLE_QPS)
 	@:
 
 # What an installation needs and no more (the Debian package build uses it).
@@ -129,7 +131,7 @@ DEB_PACKAGES := \
 	check libsystemd-dev libbpf-dev libxdp-dev bpftool xdp-tools \
 	libibverbs-dev ibverbs-utils perftest libgloo-dev \
 	iproute2 python3 iperf3 sockperf gnuplot-nox time groff-base curl \
-	dpkg-dev debhelper python3-yaml
+	dpkg-dev debhelper python3-yaml linux-perf
 
 deps:
 	$(Q)missing=$$(for p in $(DEB_PACKAGES); do \
@@ -240,6 +242,14 @@ bench-collectives:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory programs $(BPF_OBJS) $(GLOO_BENCH)
 	$(Q)python3 bench/collectives/collectives_bench.py $(BUILD)
+
+# One QP's goodput alone and beside 4,000 idle QPs in the same daemons, and the daemons' and
+# clients' system calls and wakeups per GB; writes build/bench-core.json. COMPARE=DIR runs
+# the same on another build (the "before" of a change) in the same run.
+bench-core:
+	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)$(MAKE) --no-print-directory programs $(IDLE_QPS)
+	$(Q)python3 bench/core/core_bench.py $(BUILD) $(if $(COMPARE),--compare $(COMPARE))
 
 # The XDP fast path's cost per data packet, 64 B to 8 KiB, from BPF_PROG_TEST_RUN.
 bench-xdp: $(XDP_COST) $(BPF_OBJS)
@@ -373,6 +383,11 @@ $(LIBMETAROCE): $(VERBS_OBJS) lib/verbs/libmetaroce.map
 		-Wl,--version-script=lib/verbs/libmetaroce.map -Wl,--no-undefined-version \
 		-Wl,-z,defs -o $@ $(VERBS_OBJS) -lpthread
 	$(Q)ln -sf libmetaroce.so.1 $(@D)/libmetaroce.so
+
+$(IDLE_QPS): bench/core/idle_qps.c
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(MRC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -libverbs
 
 $(GLOO_BENCH): bench/collectives/gloo_bench.cc
 	$(call msg,CXX-LD,$@)

@@ -27,7 +27,7 @@
 #define MRCD_MAX_QPS MRC_XDP_MAX_QPS
 #define MRCD_MAX_CQS 4096
 #define MRCD_MAX_MRS MRC_XDP_MAX_MRS
-#define MRCD_MAX_RING_ENTRIES 16384
+#define MRCD_MAX_RING_ENTRIES MRC_CTL_MAX_RING_ENTRIES
 
 /* A QPN or a CQ handle is (generation << MRCD_HANDLE_SLOT_BITS | slot). */
 #define MRCD_HANDLE_SLOT_BITS 12
@@ -52,9 +52,12 @@ struct mrcd_client {
 
 /* What one client may hold: half of each table, so one cannot starve all the others. */
 #define MRCD_CLIENT_MAX_CHANNELS 256
-#define MRCD_CLIENT_MAX_QPS (MRCD_MAX_QPS / 2)
-#define MRCD_CLIENT_MAX_CQS (MRCD_MAX_CQS / 2)
-#define MRCD_CLIENT_MAX_MRS (MRCD_MAX_MRS / 2)
+#define MRCD_CLIENT_MAX_QPS MRC_CTL_CLIENT_MAX_QPS
+#define MRCD_CLIENT_MAX_CQS MRC_CTL_CLIENT_MAX_CQS
+#define MRCD_CLIENT_MAX_MRS MRC_CTL_CLIENT_MAX_MRS
+_Static_assert(MRCD_CLIENT_MAX_QPS <= MRCD_MAX_QPS / 2 && MRCD_CLIENT_MAX_CQS <= MRCD_MAX_CQS / 2 &&
+		       MRCD_CLIENT_MAX_MRS <= MRCD_MAX_MRS / 2,
+	       "one client cannot take the daemon's whole table");
 
 struct mrcd_mr {
 	int owner;	/* client slot; -1: free */

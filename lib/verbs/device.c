@@ -14,9 +14,6 @@
 
 #include "internal.h"
 
-#define MRV_MAX_QP 4096
-#define MRV_MAX_WR 16384
-#define MRV_MAX_MR 16384
 #define MRV_MAX_RD_ATOM 16
 
 static struct mrv_device the_device;
@@ -102,18 +99,18 @@ static int mrv_query_device(struct ibv_context *context, struct ibv_device_attr 
 	a->sys_image_guid = a->node_guid;
 	a->max_mr_size = 1ull << 40;
 	a->page_size_cap = (uint64_t)sysconf(_SC_PAGESIZE);
-	a->max_qp = MRV_MAX_QP;
-	a->max_qp_wr = MRV_MAX_WR;
+	a->max_qp = MRC_CTL_CLIENT_MAX_QPS;
+	a->max_qp_wr = MRC_CTL_MAX_RING_ENTRIES;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT;
 	a->max_sge = MRC_RING_MAX_SGE;
 	a->max_sge_rd = MRC_RING_MAX_SGE;
-	a->max_cq = MRV_MAX_QP;
-	a->max_cqe = MRV_MAX_WR;
-	a->max_mr = MRV_MAX_MR;
+	a->max_cq = MRC_CTL_CLIENT_MAX_CQS;
+	a->max_cqe = MRC_CTL_MAX_RING_ENTRIES;
+	a->max_mr = MRC_CTL_CLIENT_MAX_MRS;
 	a->max_pd = 1 << 20;
 	a->max_qp_rd_atom = MRV_MAX_RD_ATOM;
 	a->max_qp_init_rd_atom = MRV_MAX_RD_ATOM;
-	a->max_res_rd_atom = MRV_MAX_QP * MRV_MAX_RD_ATOM;
+	a->max_res_rd_atom = MRC_CTL_CLIENT_MAX_QPS * MRV_MAX_RD_ATOM;
 	a->atomic_cap = IBV_ATOMIC_NONE;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 0;

@@ -66,6 +66,13 @@ struct mrc_ctl_hello {
 	__u32 reserved;
 };
 
+/* What one client connection may hold (the daemon refuses more with -ENOSPC); the library
+ * reports them as the device's limits. */
+#define MRC_CTL_CLIENT_MAX_QPS 2048u
+#define MRC_CTL_CLIENT_MAX_CQS 2048u
+#define MRC_CTL_CLIENT_MAX_MRS 8192u
+#define MRC_CTL_MAX_RING_ENTRIES 16384u /* per SQ, RQ or CQ */
+
 /* Access a memory region grants, as IBV_ACCESS_* (same bit values). */
 #define MRC_CTL_ACCESS_LOCAL_WRITE 0x1u
 #define MRC_CTL_ACCESS_REMOTE_WRITE 0x2u

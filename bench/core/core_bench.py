@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""What the daemon's own work costs: one QP's goodput with no other QP in the daemons and with
+thousands of connected idle ones, and the system calls and wakeups per GB moved.
+
+  bench/core/core_bench.py BUILD_DIR [--compare OTHER_BUILD] [--idle N] [--seconds S]
+                           [--backend auto|udp|xdp] [--json FILE]        (make bench-core)
+
+Two network namespaces joined by one veth pair per plane (2 planes, MTU 1500), a metaroced in
+each (the backend it chose is read back from `metaroce-ctl -j status`). One metaroce-perf
+WRITE stream (1 QP, 64 KiB messages, 16 in flight, sleeping on a completion channel) runs
+twice in the same daemons: first alone, then with N connected RC QPs (bench/core/idle_qps.c)
+that carry nothing. idle_ratio = goodput with them / goodput without. During each run
+`perf stat` counts the system calls of the daemons and of the two metaroce-perf processes,
+and the times each went to sleep (voluntary context switches, i.e. wakeups), per GB moved.
+
+--compare runs the same on another build (e.g. a worktree of an older commit, built with
+`make all`), one after the other in this run: the before/after of a change to the daemon.
+Writes FILE (default BUILD_DIR/bench-core.json). A report, not a test: nothing here fails on
+a figure. Root; the namespaces and every process are removed at the end.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GOAL_IDLE_RATIO = 0.95
+PLANES = 2
+
+
+def log(msg):
+    print(msg, flush=True)
+
+
+class Failed(Exception):
+    pass
+
+
+class Pair:
+    """Two hosts in network namespaces, a veth pair per plane, a daemon on each."""
+
+    def __init__(self, build, tool_build, tag):
+        self.build = os.path.abspath(build)
+        self.tool_build = os.path.abspath(tool_build)
+        self.tag = tag
+        self.tmp = tempfile.mkdtemp(prefix="metaroce-core.")
+        self.procs = []
+        self.ns = [tag + "a", tag + "b"]
+        self.port = 18900
+
+    @staticmethod
+    def addr(plane, host):
+        return "198.18.%d.%d" % (32 * plane, host + 1)
+
+    def sh(self, *argv):
+        r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        if r.returncode:
+            raise Failed("%s: %s" % (" ".join(argv), r.stderr.strip()))
+        return r.stdout
+
+    def up(self):
+        for n in self.ns:
+            self.sh("ip", "netns", "add", n)
+        for p in range(PLANES):
+            self.sh("ip", "link", "add", "p%d" % p, "netns", self.ns[0], "type", "veth", "peer",
+                    "p%d" % p, "netns", self.ns[1])
+            for h in (0, 1):
+                self.sh("ip", "-n", self.ns[h], "addr", "add", self.addr(p, h) + "/24", "dev",
+                        "p%d" % p)
+                self.sh("ip", "-n", self.ns[h], "link", "set", "p%d" % p, "up")
+        for n in self.ns:
+            self.sh("ip", "-n", n, "link", "set", "lo", "up")
+
+    def down(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        self.procs = []
+        for n in self.ns:
+            subprocess.run(["ip", "netns", "del", n], stderr=subprocess.DEVNULL)
+        subprocess.run(["rm", "-rf", self.tmp])
+
+    def spawn(self, host, argv, name, stdin=None, env=None):
+        out = open(os.path.join(self.tmp, name + ".log"), "w")
+        cmd = ["ip", "netns", "exec", self.ns[host], "env"] + \
+            ["%s=%s" % kv for kv in (env or {}).items()] + argv
+        p = subprocess.Popen(cmd, stdin=stdin or subprocess.DEVNULL, stdout=out,
+                             stderr=subprocess.STDOUT, text=True)
+        self.procs.append(p)
+        return p
+
+    def logtext(self, name):
+        try:
+            return open(os.path.join(self.tmp, name + ".log")).read()
+        except OSError:
+            return ""
+
+    def wait_for(self, what, cond, seconds):
+        deadline = time.monotonic() + seconds
+        while not cond():
+            if time.monotonic() > deadline:
+                raise Failed("no %s after %d s" % (what, seconds))
+            time.sleep(0.05)
+
+    def sock(self, host):
+        return os.path.join(self.tmp, "h%d.sock" % host)
+
+    def ctl(self, host, *args):
+        out = self.sh(os.path.join(self.build, "bin", "metaroce-ctl"), "-S", self.sock(host),
+                      "-j", *args)
+        return json.loads(out)
+
+    def daemons(self, backend):
+        self.daemon = []
+        for h in (0, 1):
+            argv = [os.path.join(self.build, "sbin", "metaroced"), "--set",
+                    "peer_prefix=198.18.0.0/16", "--set", "control_socket=" + self.sock(h),
+                    "--set", "backend=" + backend]
+            for p in range(PLANES):
+                argv += ["--set", "plane=%d p%d %s" % (p, p, self.addr(p, h))]
+            self.daemon.append(self.spawn(h, argv, "h%d" % h))
+        for h in (0, 1):
+            self.wait_for("daemon %d" % h, lambda: os.path.exists(self.sock(h)) and
+                          "backend " in self.logtext("h%d" % h), 15)
+        return self.ctl(0, "status")
+
+    def verbs(self, host, argv):
+        """argv through this build's metaroce-run, on host's daemon."""
+        return [os.path.join(self.build, "bin", "metaroce-run")] + argv, \
+            {"METAROCE_SOCKET": self.sock(host), "METAROCE_QUIET": "1"}
+
+    def counted(self, argv, out):
+        return ["perf", "stat", "-x,", "-o", out, "-e", "raw_syscalls:sys_enter", "-e",
+                "sched:sched_switch", "--filter", "prev_state != 0", "--"] + argv
+
+
+def read_counts(path):
+    """(system calls, voluntary switches) from a `perf stat -x,` file."""
+    sc = sw = 0
+    for line in open(path):
+        f = line.strip().split(",")
+        if len(f) > 2 and f[0].isdigit():
+            if f[2] == "raw_syscalls:sys_enter":
+                sc += int(f[0])
+            elif f[2] == "sched:sched_switch":
+                sw += int(f[0])
+    return sc, sw
+
+
+def stream(pair, seconds, tag):
+    """One metaroce-perf WRITE stream, host 0 to host 1, with everything counted."""
+    pair.port += 1
+    perf = os.path.join(pair.build, "bin", "metaroce-perf")
+    files = {k: os.path.join(pair.tmp, "%s.%s.perf" % (tag, k)) for k in ("d", "s", "c")}
+    pids = ",".join(str(p.pid) for p in pair.daemon)
+    argv, env = pair.verbs(1, [perf, "-e", "-p", str(pair.port)])
+    srv = pair.spawn(1, pair.counted(argv, files["s"]), tag + ".server", env=env)
+    dstat = subprocess.Popen(["perf", "stat", "-x,", "-o", files["d"], "-p", pids, "-e",
+                              "raw_syscalls:sys_enter", "-e", "sched:sched_switch", "--filter",
+                              "prev_state != 0"], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    pair.procs.append(dstat)
+    argv, env = pair.verbs(0, [perf, "-j", "-e", "-p", str(pair.port), "-t", "write", "-s",
+                               "64K", "-q", "1", "-Q", "16", "-D", str(seconds),
+                               pair.addr(0, 1)])
+    cli = pair.spawn(0, pair.counted(argv, files["c"]), tag + ".client", env=env)
+    if cli.wait(timeout=seconds + 120) or srv.wait(timeout=30):
+        raise Failed("metaroce-perf %s: %s" % (tag, pair.logtext(tag + ".client")[-400:]))
+    dstat.send_signal(2)
+    dstat.wait(timeout=10)
+    text = pair.logtext(tag + ".client")
+    summary = json.loads(text[text.index("{"):text.rindex("}") + 1])
+    gb = summary["bytes"] / 1e9
+    d = read_counts(files["d"])
+    c = [a + b for a, b in zip(read_counts(files["s"]), read_counts(files["c"]))]
+    return {
+        "gbps": summary["gbps"],
+        "bytes": summary["bytes"],
+        "errors": summary["errors"],
+        "daemon_syscalls_per_gb": d[0] / gb,
+        "daemon_wakeups_per_gb": d[1] / gb,
+        "client_syscalls_per_gb": c[0] / gb,
+        "client_wakeups_per_gb": c[1] / gb,
+    }
+
+
+def measure(build, tool_build, backend, idle, seconds, tag):
+    pair = Pair(build, tool_build, tag)
+    try:
+        pair.up()
+        st = pair.daemons(backend)
+        log("  %s: backend %s" % (build, st.get("backend", "?")))
+        alone = stream(pair, seconds, "alone")
+        log("    1 QP alone:          %7.3f Gbit/s" % alone["gbps"])
+        idle_bin = os.path.join(pair.tool_build, "bench", "idle-qps")
+        argv, env = pair.verbs(1, [idle_bin, "-n", str(idle), "-c", "2000"])
+        srv = pair.spawn(1, argv, "idle.server", env=env)
+        argv, env = pair.verbs(0, [idle_bin, "-n", str(idle), "-c", "2000", pair.addr(0, 1)])
+        cli = pair.spawn(0, argv, "idle.client", stdin=subprocess.PIPE, env=env)
+        pair.wait_for("idle QPs at RTS", lambda: "at RTS" in pair.logtext("idle.client") and
+                      "at RTS" in pair.logtext("idle.server") or
+                      cli.poll() is not None or srv.poll() is not None, 300)
+        if cli.poll() is not None or srv.poll() is not None:
+            raise Failed("idle-qps: %s %s" % (pair.logtext("idle.client")[-300:],
+                                               pair.logtext("idle.server")[-300:]))
+        qps = [pair.ctl(h, "status").get("qps", 0) for h in (0, 1)]
+        if min(qps) < idle:
+            raise Failed("the daemons hold %s QPs, not %d" % (qps, idle))
+        busy = stream(pair, seconds, "idle")
+        log("    1 QP + %d idle:    %7.3f Gbit/s" % (idle, busy["gbps"]))
+        cli.stdin.close()
+        cli.wait(timeout=120)
+        srv.wait(timeout=120)
+        return {"backend": st.get("backend"), "idle_qps": idle, "alone": alone, "with_idle": busy,
+                "idle_ratio": busy["gbps"] / alone["gbps"] if alone["gbps"] else 0.0}
+    finally:
+        pair.down()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("build")
+    ap.add_argument("--compare", help="another build to run the same on (the 'before')")
+    ap.add_argument("--idle", type=int, default=4000)
+    ap.add_argument("--seconds", type=int, default=5)
+    ap.add_argument("--backend", default="auto")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    if os.geteuid():
+        sys.exit("bench-core needs root (network namespaces, perf)")
+    tag = "mcb%d" % (os.getpid() % 100000)
+    res = {"goal_idle_ratio": GOAL_IDLE_RATIO, "seconds": a.seconds}
+    try:
+        log("one metaroce-perf WRITE stream, 1 QP, %d s, alone and beside %d idle QPs"
+            % (a.seconds, a.idle))
+        res["this"] = measure(a.build, a.build, a.backend, a.idle, a.seconds, tag)
+        if a.compare:
+            res["compare"] = measure(a.compare, a.build, a.backend, a.idle, a.seconds, tag)
+    except Failed as e:
+        sys.exit("bench-core: %s" % e)
+    res["idle_ratio"] = res["this"]["idle_ratio"]
+    rows = [("this", res["this"])] + ([("compare", res["compare"])] if a.compare else [])
+    log("")
+    log("%-8s %-7s %9s %9s %6s %13s %13s %13s %13s" % (
+        "build", "backend", "alone", "+idle", "ratio", "daemon sc/GB", "daemon wk/GB",
+        "client sc/GB", "client wk/GB"))
+    for name, r in rows:
+        w = r["with_idle"]
+        log("%-8s %-7s %9.3f %9.3f %6.3f %13.0f %13.0f %13.0f %13.0f" % (
+            name, r["backend"], r["alone"]["gbps"], w["gbps"], r["idle_ratio"],
+            r["alone"]["daemon_syscalls_per_gb"], r["alone"]["daemon_wakeups_per_gb"],
+            r["alone"]["client_syscalls_per_gb"], r["alone"]["client_wakeups_per_gb"]))
+    log("idle_ratio %.3f (goal >= %.2f)" % (res["idle_ratio"], GOAL_IDLE_RATIO))
+    path = a.json or os.path.join(a.build, "bench-core.json")
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+    log("wrote " + path)
+
+
+if __name__ == "__main__":
+    main()
