@@ -222,10 +222,14 @@ int mrcd_core_init(struct mrcd_core *c, const struct mrcd_core_params *p)
 		t->qps[i].owner = -1;
 	if (mrcd_linger_init(&t->lingering, MRCD_MAX_QPS))
 		goto fail;
+	if (mrcd_sched_init(&t->sched, MRCD_MAX_QPS))
+		goto fail_linger;
 	/* every QP's receive side joins it; capacity 0 (the default) sends no hints, and a
 	 * reload may change it (rx_capacity) */
-	if (mrc_rate_domain_init(&t->rate, c->cfg->rx_capacity_bps / 1000, MRCD_MAX_QPS))
+	if (mrc_rate_domain_init(&t->rate, c->cfg->rx_capacity_bps / 1000, MRCD_MAX_QPS)) {
+		mrcd_sched_fini(&t->sched);
 		goto fail_linger;
+	}
 	node_info(c, p->node_id, &info);
 	if (mrc_peer_table_init(&c->peers, &info, PEER_CAP, &peer_cb, c, p->request_seed))
 		goto fail_rate;
@@ -233,6 +237,7 @@ int mrcd_core_init(struct mrcd_core *c, const struct mrcd_core_params *p)
 
 fail_rate:
 	mrc_rate_domain_fini(&t->rate);
+	mrcd_sched_fini(&t->sched);
 fail_linger:
 	mrcd_linger_fini(&t->lingering);
 fail:
@@ -248,6 +253,7 @@ void mrcd_core_fini(struct mrcd_core *c)
 		if (c->t.client[i].open)
 			mrcd_core_client_close(c, i, c->now);
 	mrcd_linger_fini(&c->t.lingering);
+	mrcd_sched_fini(&c->t.sched);
 	mrc_rate_domain_fini(&c->t.rate);
 	mrc_peer_table_fini(&c->peers);
 	free_tables(&c->t);
@@ -306,6 +312,8 @@ void mrcd_core_client_close(struct mrcd_core *c, unsigned slot, uint64_t now)
 		core_event(c, MRCD_INFO, "client pid %d gone: reclaimed %u QPs, %u CQs, %u MRs",
 			   cl->pid, qps, cqs, mrs);
 		c->ops->close_doorbell(c->io, slot);
+		c->ops->unmap(c->io, cl->doorbells, sizeof(*cl->doorbells));
+		c->t.mapped_bytes -= sizeof(*cl->doorbells);
 	}
 	memset(cl, 0, sizeof(*cl));
 }
@@ -325,7 +333,9 @@ static int hello(struct mrcd_core *c, unsigned slot, const uint8_t *payload, siz
 		 unsigned n_desc)
 {
 	struct mrcd_client *cl = &c->t.client[slot];
+	struct mrc_doorbell_page *page;
 	struct mrc_ctl_hello h;
+	void *mem;
 	int err;
 
 	if (len != sizeof(h) || n_desc != 1 || cl->library)
@@ -333,9 +343,22 @@ static int hello(struct mrcd_core *c, unsigned slot, const uint8_t *payload, siz
 	memcpy(&h, payload, sizeof(h));
 	if (h.abi != MRC_CTL_CLIENT_ABI)
 		return -EPROTONOSUPPORT;
-	err = c->ops->keep_doorbell(c->io, slot, 0);
+	/* the page first: a failure leaves nothing watched */
+	err = c->ops->new_shared_memory(c->io, sizeof(*page), &mem);
 	if (err)
 		return err;
+	page = mem;
+	memset(page, 0, sizeof(*page));
+	page->magic = MRC_DOORBELL_MAGIC;
+	page->version = MRC_DOORBELL_VERSION;
+	page->bits = MRC_DOORBELL_BITS;
+	err = c->ops->keep_doorbell(c->io, slot, 0);
+	if (err) {
+		c->ops->unmap(c->io, mem, sizeof(*page));
+		return err;
+	}
+	cl->doorbells = page;
+	c->t.mapped_bytes += sizeof(*page);
 	cl->library = true;
 	core_event(c, MRCD_INFO, "client pid %d uid %u connected", cl->pid, cl->uid);
 	return 0;
@@ -418,12 +441,8 @@ int mrcd_core_request(struct mrcd_core *c, unsigned slot, const struct mrc_ctl_h
 		cq = core_cq_by_handle(t, (int)slot, h);
 		if (!cq)
 			return -ENOENT;
-		for (unsigned j = 0; j < t->n_qps; j++) {
-			const struct mrcd_qp *qp = &t->qps[t->active[j]];
-
-			if (qp->send_cq == (int)(cq - t->cqs) || qp->recv_cq == (int)(cq - t->cqs))
-				return -EBUSY; /* verbs: a CQ in use by a QP cannot go */
-		}
+		if (cq->n_users)
+			return -EBUSY; /* verbs: a CQ in use by a QP cannot go */
 		core_cq_free(c, cq);
 		return 0;
 	}
@@ -481,6 +500,36 @@ void mrcd_core_rx(struct mrcd_core *c, const struct mrcd_dgram *g, uint64_t now)
 	if (mrc_peer_table_recv(&c->peers, &pkt, g->peer.addr, g->peer_port, g->plane, now) !=
 	    MRC_DROP_NONE)
 		c->stats.rx_daemon_refused++;
+}
+
+void mrcd_core_doorbell(struct mrcd_core *c, unsigned slot, uint64_t now)
+{
+	struct mrcd_client *cl = slot < MRCD_MAX_CLIENTS ? &c->t.client[slot] : NULL;
+
+	c->now = now;
+	if (!cl || !cl->library)
+		return;
+	for (unsigned w = 0; w < MRC_DOORBELL_BITS / 64; w++) {
+		uint64_t bits;
+
+		if (!__atomic_load_n(&cl->doorbells->rung[w], __ATOMIC_RELAXED))
+			continue;
+		/* acquire: the entries published before a bit was set are visible */
+		bits = __atomic_exchange_n(&cl->doorbells->rung[w], 0, __ATOMIC_ACQUIRE);
+		while (bits) {
+			unsigned qp_slot = w * 64 + (unsigned)__builtin_ctzll(bits);
+
+			bits &= bits - 1;
+			/* a bit names a QP of this client or nothing */
+			if (qp_slot < MRCD_MAX_QPS && c->t.qps[qp_slot].owner == (int)slot)
+				core_qp_touch(c, &c->t.qps[qp_slot]);
+		}
+	}
+}
+
+bool mrcd_core_idle(struct mrcd_core *c)
+{
+	return core_qps_idle(c);
 }
 
 void mrcd_core_pump(struct mrcd_core *c, uint64_t now)

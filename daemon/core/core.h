@@ -60,8 +60,9 @@ struct mrcd_core_ops {
 	/* Segment k lies in descriptor k: checks them and maps them back to back. */
 	int (*map_region)(void *io, const struct mrc_ctl_mr_segment *seg, unsigned n,
 			  struct mrcd_region_map *out);
-	/* New shared memory for a ring, mapped at *mem; its descriptor goes with the reply. */
-	int (*new_ring_memory)(void *io, size_t bytes, void **mem);
+	/* New shared memory (a ring, a doorbell page), mapped at *mem; its descriptor goes
+	 * with the reply. */
+	int (*new_shared_memory)(void *io, size_t bytes, void **mem);
 	/* A new page map of the fast path for a region's pages; it goes with the reply. */
 	int (*new_page_map)(void *io, uint64_t bytes);
 	void (*unmap)(void *io, void *mem, size_t bytes);
@@ -163,6 +164,13 @@ void mrcd_core_rx(struct mrcd_core *c, const struct mrcd_dgram *g, uint64_t now)
 void mrcd_core_pump(struct mrcd_core *c, uint64_t now);
 /* When mrcd_core_pump must run next at the latest (0: at once, UINT64_MAX: never). */
 uint64_t mrcd_core_next_timeout(const struct mrcd_core *c);
+/* A client's doorbell rang: the QPs it marked in its doorbell page are visited next pump. */
+void mrcd_core_doorbell(struct mrcd_core *c, unsigned client, uint64_t now);
+/*
+ * The caller is about to sleep until the next timeout or an event: the work queues the core
+ * read every turn want their doorbells again. False when work arrived meanwhile: pump first.
+ */
+bool mrcd_core_idle(struct mrcd_core *c);
 
 /* --- operators and the daemon ---------------------------------------------------------- */
 

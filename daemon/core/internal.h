@@ -6,6 +6,7 @@
 #include "core/core.h"
 
 #define MRCD_TX_BATCH 32 /* datagrams the pump hands the backend at once */
+#define MRCD_NOTIFY_RETRY_NS 1000000 /* an event a full channel refused is sent again after */
 
 /* --- telling (core.c) ---------------------------------------------------------------------- */
 
@@ -60,16 +61,25 @@ void core_qp_error(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now);
 void core_qp_free(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now);
 /* Ring entries into the engine, and flushes once in error. */
 void core_drain_rings(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now);
-void core_apply_drains(const struct mrcd_core *c, struct mrcd_qp *qp);
+void core_apply_drains(struct mrcd_core *c, struct mrcd_qp *qp);
 /* A peer's discovery finished, changed or failed: QPs waiting on it go on. */
 void core_peers_changed(struct mrcd_core *c, unsigned peer, int event, uint64_t now);
 
 /* --- pump.c -------------------------------------------------------------------------------- */
+
+/* Something changed for the QP outside its visit (a request, a peer, an operator): the pump
+ * visits it at its next turn. */
+static inline void core_qp_touch(struct mrcd_core *c, const struct mrcd_qp *qp)
+{
+	mrcd_sched_ready(&c->t.sched, (unsigned)(qp - c->t.qps));
+}
 
 /* A QP-level packet for one of ours (or one lingering). False when none took it. */
 bool core_qp_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct mrcd_dgram *g,
 		uint64_t now);
 void core_qps_pump(struct mrcd_core *c, uint64_t now);
 uint64_t core_qps_next_timeout(const struct mrcd_core *c);
+/* The daemon is about to sleep: doorbells wanted again; false if work came meanwhile. */
+bool core_qps_idle(struct mrcd_core *c);
 
 #endif /* METAROCE_DAEMON_CORE_INTERNAL_H */

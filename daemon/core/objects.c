@@ -277,7 +277,7 @@ int core_ring_new(struct mrcd_core *c, uint16_t kind, uint32_t entries, uint32_t
 {
 	size_t bytes = MRC_RING_BYTES((size_t)entries, mrc_ring_entry_size(kind));
 	void *m;
-	int err = c->ops->new_ring_memory(c->io, bytes, &m);
+	int err = c->ops->new_shared_memory(c->io, bytes, &m);
 
 	if (err)
 		return err;
@@ -297,7 +297,11 @@ void core_cq_free(struct mrcd_core *c, struct mrcd_cq *cq)
 	struct mrcd_tables *t = &c->t;
 
 	if (cq->notify_pending)
-		t->n_notify_pending--;
+		for (unsigned i = 0; i < t->n_notify_pending; i++)
+			if (t->notify_list[i] == (uint16_t)(cq - t->cqs)) {
+				t->notify_list[i] = t->notify_list[--t->n_notify_pending];
+				break;
+			}
 	c->ops->unmap(c->io, cq->mem, cq->mem_len);
 	t->mapped_bytes -= cq->mem_len;
 	if (cq->channel >= 0) {
@@ -383,18 +387,24 @@ static void cq_notify(struct mrcd_core *c, struct mrcd_cq *cq, bool solicited_or
 		/* the client is not reading its channel: the event is counted, the byte that
 		 * wakes it is sent again from the pump */
 		cq->notify_pending = true;
-		c->t.n_notify_pending++;
+		if (!c->t.n_notify_pending)
+			c->t.next_notify_ns = c->now + MRCD_NOTIFY_RETRY_NS;
+		c->t.notify_list[c->t.n_notify_pending++] = (uint16_t)(cq - c->t.cqs);
 	}
 }
 
 void core_retry_notifications(struct mrcd_core *c)
 {
-	for (unsigned i = 0; i < MRCD_MAX_CQS && c->t.n_notify_pending; i++) {
-		struct mrcd_cq *cq = &c->t.cqs[i];
+	struct mrcd_tables *t = &c->t;
 
-		if (cq->owner >= 0 && cq->notify_pending && c->ops->notify(c->io, cq->channel)) {
+	for (unsigned i = 0; i < t->n_notify_pending;) {
+		struct mrcd_cq *cq = &t->cqs[t->notify_list[i]];
+
+		if (c->ops->notify(c->io, cq->channel)) {
 			cq->notify_pending = false;
-			c->t.n_notify_pending--;
+			t->notify_list[i] = t->notify_list[--t->n_notify_pending];
+		} else {
+			i++;
 		}
 	}
 }

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The pump: each turn, the clients' rings into the engine, the engines' timers, and their
- * packets out in batches, round robin over the QPs so none starves the others, with the
- * local queues' back-pressure honoured; QP-level packets in; path changes to monitors.
+ * The pump: each turn, the QPs that have work (sched.h: a doorbell, a packet, a deadline, a
+ * state change) take their rings into the engine, run their timers and send their packets
+ * in batches, round robin so none starves the others, with the local queues' back-pressure
+ * honoured; QPs without work cost nothing. QP-level packets in; path changes to monitors.
  */
 #include <string.h>
 
@@ -14,15 +15,32 @@
 #define MRCD_TX_DEAD_TRIES 64	 /* ... if it was tried this often in that time */
 #define MRCD_TX_BACKLOG 16 /* datagrams waiting on refusing queues before the engine waits */
 
-/* Path state changes since the last scan, as monitor events. */
+/* A visited QP whose paths changed state is told to monitors at the next report. */
+static void note_path_changes(struct mrcd_core *c, struct mrcd_qp *qp)
+{
+	struct mrcd_tables *t = &c->t;
+
+	if (qp->path_report_listed || !qp->conn)
+		return;
+	for (unsigned k = 0; k < mrc_conn_n_paths(qp->conn) && k < MRC_MAX_PATHS; k++)
+		if (mrc_conn_path(qp->conn, k)->state != qp->path_seen[k]) {
+			qp->path_report_listed = true;
+			t->path_report[t->n_path_report++] = (uint16_t)(qp - t->qps);
+			return;
+		}
+}
+
+/* Path states as they stand now, for the QPs whose paths changed since the last report. */
 static void report_path_changes(struct mrcd_core *c)
 {
-	for (unsigned j = 0; j < c->t.n_qps; j++) {
-		struct mrcd_qp *qp = &c->t.qps[c->t.active[j]];
+	struct mrcd_tables *t = &c->t;
 
-		if (!qp->conn)
-			continue;
-		for (unsigned k = 0; k < mrc_conn_n_paths(qp->conn) && k < MRC_MAX_PATHS; k++) {
+	for (unsigned j = 0; j < t->n_path_report; j++) {
+		struct mrcd_qp *qp = &t->qps[t->path_report[j]];
+
+		qp->path_report_listed = false;
+		for (unsigned k = 0; qp->conn && k < mrc_conn_n_paths(qp->conn) && k < MRC_MAX_PATHS;
+		     k++) {
 			const struct mrc_path *p = mrc_conn_path(qp->conn, k);
 
 			if (p->state == qp->path_seen[k] || p->state > 3)
@@ -33,6 +51,7 @@ static void report_path_changes(struct mrcd_core *c)
 			qp->path_seen[k] = p->state;
 		}
 	}
+	t->n_path_report = 0;
 }
 
 /* --- packets ---------------------------------------------------------------------------- */
@@ -54,6 +73,7 @@ bool core_qp_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 		    memcmp(l->peer_addr[g->plane], g->peer.addr, 16))
 			return false;
 		mrc_conn_recv_packet(l->conn, &rx, pkt, now);
+		mrcd_sched_ready(&c->t.sched, mrcd_qp_slot(pkt->dst_qpn));
 		return true;
 	}
 	/* only the peer this QP is connected to, on a plane it has there, may speak to it */
@@ -61,6 +81,8 @@ bool core_qp_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 	    memcmp(qp->peer_addr[g->plane], g->peer.addr, 16))
 		return false;
 	int why = mrc_conn_recv_packet(qp->conn, &rx, pkt, now);
+
+	mrcd_sched_ready(&c->t.sched, mrcd_qp_slot(qp->qpn));
 
 	if (mrc_conn_state(qp->conn) == MRC_QPS_ERR && qp->state != MRC_CTL_QP_ERR) {
 		core_log(c, MRCD_DEBUG,
@@ -167,27 +189,31 @@ static void sync_fast_window(struct mrcd_core *c, struct mrcd_qp *qp)
 	}
 }
 
-enum sent { SENT_NOTHING, SENT_SOME, SENT_BLOCKED };
+enum sent { SENT_ALL, SENT_MORE, SENT_BLOCKED };
+
+#define MRCD_SEND_PER_VISIT 8 /* packets a connection sends before the next one's turn */
 
 /*
- * Up to 8 of a connection's packets into the transmit batch, to the peer's address on the
- * plane each goes out of. SENT_BLOCKED: the local queues push back, the pump must stop.
+ * Up to MRCD_SEND_PER_VISIT of a connection's packets into the transmit batch, to the peer's
+ * address on the plane each goes out of. SENT_ALL: it has nothing more now; SENT_MORE: it
+ * may have (its turn or the budget ended); SENT_BLOCKED: the local queues push back.
  */
 static enum sent send_some(struct mrcd_core *c, struct mrc_conn *conn, uint32_t peer_planes,
 			   const uint8_t (*peer_addr)[16], uint16_t peer_port, unsigned *budget,
 			   uint64_t now)
 {
 	struct mrcd_tables *t = &c->t;
-	enum sent sent = SENT_NOTHING;
 	struct mrc_tx_info tx;
 	size_t len;
 
-	for (unsigned k = 0; k < 8 && *budget; k++) {
+	for (unsigned k = 0; k < MRCD_SEND_PER_VISIT; k++) {
 		uint8_t *buf = t->tx_buf + (size_t)t->tx_queued * c->cfg->mtu;
 		struct mrcd_dgram *g = &t->tx_dgrams[t->tx_queued];
 
+		if (!*budget)
+			return SENT_MORE;
 		if (!mrc_conn_send(conn, buf, c->cfg->mtu, &tx, now, &len))
-			break;
+			return SENT_ALL;
 		if (tx.plane >= MRC_MAX_PLANES || !(peer_planes >> tx.plane & 1))
 			continue;
 		*g = (struct mrcd_dgram){ .data = buf, .len = (uint32_t)len, .plane = tx.plane,
@@ -195,147 +221,214 @@ static enum sent send_some(struct mrcd_core *c, struct mrc_conn *conn, uint32_t 
 		g->peer.family = mrc_addr_family(peer_addr[tx.plane]);
 		memcpy(g->peer.addr, peer_addr[tx.plane], 16);
 		(*budget)--;
-		sent = SENT_SOME;
 		if (++t->tx_queued == MRCD_TX_BATCH && !flush_tx(c, now))
 			return SENT_BLOCKED;
+	}
+	return SENT_MORE;
+}
+
+/*
+ * A destroyed QP still answering its peer (SPEC 11.4): its timers, its few packets
+ * (acknowledgements, probe replies, CLOSE), and its end once CLOSED with nothing left to
+ * send.
+ */
+static enum sent visit_lingering(struct mrcd_core *c, struct mrcd_lingering *l, unsigned *budget,
+				 uint64_t now)
+{
+	struct mrcd_linger_table *t = &c->t.lingering;
+	enum sent sent;
+
+	if (mrc_conn_next_timeout(l->conn) <= now)
+		mrc_conn_on_timeout(l->conn, now);
+	sent = send_some(c, l->conn, l->peer_planes, (const uint8_t(*)[16])l->peer_addr,
+			 l->peer_port, budget, now);
+	/* a CLOSED one owes at most a NAK and a CLOSE, and has sent them */
+	if (sent == SENT_ALL && mrc_conn_state(l->conn) == MRC_QPS_CLOSED)
+		mrcd_linger_remove_at(t, l->at);
+	return sent;
+}
+
+/* The rings' doorbells are off while the daemon reads them each turn (until it sleeps). */
+static void watch_rings(struct mrcd_core *c, struct mrcd_qp *qp)
+{
+	if (mrcd_sched_watch(&c->t.sched, (unsigned)(qp - c->t.qps))) {
+		mrc_ring_want_doorbell(&qp->sq, false);
+		mrc_ring_want_doorbell(&qp->rq, false);
+	}
+}
+
+static enum sent visit_qp(struct mrcd_core *c, struct mrcd_qp *qp, unsigned *budget,
+			  uint64_t now)
+{
+	enum sent sent = SENT_ALL;
+
+	watch_rings(c, qp);
+	if (qp->cq_overrun && qp->state != MRC_CTL_QP_ERR) {
+		/* a completion was lost: like a device, fail the QP rather than let the
+		 * application wait for it forever */
+		core_log(c, MRCD_WARNING, "client pid %d: QP %u to error: its CQ overran",
+			 c->t.client[qp->owner].pid, qp->qpn);
+		core_qp_error(c, qp, now);
+	}
+	if (qp->state == MRC_CTL_QP_RESOLVING && now >= qp->resolve_deadline_ns) {
+		core_log(c, MRCD_WARNING, "QP %u: peer did not answer discovery in time", qp->qpn);
+		core_qp_error(c, qp, now);
+	}
+	core_drain_rings(c, qp, now);
+	if (!qp->conn)
+		return SENT_ALL;
+	if (mrc_conn_next_timeout(qp->conn) <= now)
+		mrc_conn_on_timeout(qp->conn, now);
+	if (mrc_conn_state(qp->conn) == MRC_QPS_ERR && qp->state != MRC_CTL_QP_ERR)
+		core_qp_error(c, qp, now);
+	if (qp->fast)
+		sync_fast_window(c, qp);
+	sent = send_some(c, qp->conn, qp->peer_planes, (const uint8_t(*)[16])qp->peer_addr,
+			 qp->peer_port, budget, now);
+	note_path_changes(c, qp);
+	return sent;
+}
+
+/* When the slot must be visited again at the latest, whatever arrives meanwhile. */
+static uint64_t slot_deadline(const struct mrcd_core *c, unsigned slot)
+{
+	const struct mrcd_qp *qp = &c->t.qps[slot];
+	const struct mrcd_lingering *l = &c->t.lingering.by_slot[slot];
+	uint64_t at = UINT64_MAX;
+
+	if (qp->owner >= 0) {
+		if (qp->conn)
+			at = mrc_conn_next_timeout(qp->conn);
+		else if (qp->state == MRC_CTL_QP_RESOLVING)
+			at = qp->resolve_deadline_ns;
+	}
+	if (l->conn) {
+		uint64_t at_l = mrc_conn_next_timeout(l->conn);
+
+		at = at_l < at ? at_l : at;
+	}
+	return at;
+}
+
+/*
+ * One slot's turn: the live QP there and the destroyed one lingering there, if any (a slot
+ * holds both only when every other slot was taken). Returns what the sending came to.
+ */
+static enum sent visit(struct mrcd_core *c, unsigned slot, unsigned *budget, uint64_t now)
+{
+	struct mrcd_qp *qp = &c->t.qps[slot];
+	struct mrcd_lingering *l = &c->t.lingering.by_slot[slot];
+	enum sent sent = SENT_ALL, s;
+
+	/* the destroyed one first: its packets are few (a last ACK, a CLOSE) and the live
+	 * QP's traffic must not keep them from going */
+	if (l->conn && (sent = visit_lingering(c, l, budget, now)) == SENT_BLOCKED)
+		return sent;
+	if (qp->owner >= 0) {
+		s = visit_qp(c, qp, budget, now);
+		sent = s > sent ? s : sent;
 	}
 	return sent;
 }
 
-/*
- * Destroyed QPs still answering their peers (SPEC 11.4): their timers, their few packets
- * (acknowledgements, probe replies, CLOSE), and their end once CLOSED with nothing left to
- * send. False when the local queues push back.
- */
-static bool pump_lingering(struct mrcd_core *c, unsigned *budget, uint64_t now)
+/* Entries the QP would take now: sends from RTS on, receives once connected, all in error. */
+static bool rings_have_work(const struct mrcd_qp *qp)
 {
-	struct mrcd_linger_table *t = &c->t.lingering;
+	bool err = qp->state == MRC_CTL_QP_ERR;
 
-	for (unsigned i = 0; i < t->n;) {
-		struct mrcd_lingering *l = &t->by_slot[t->active[i]];
+	return ((qp->state == MRC_CTL_QP_RTS || err) && mrc_ring_pending(&qp->sq)) ||
+	       ((qp->conn || err) && mrc_ring_pending(&qp->rq));
+}
 
-		if (mrc_conn_next_timeout(l->conn) <= now)
-			mrc_conn_on_timeout(l->conn, now);
-		if (!*budget)
-			return true;
-		if (send_some(c, l->conn, l->peer_planes, (const uint8_t(*)[16])l->peer_addr,
-			      l->peer_port, budget, now) == SENT_BLOCKED)
-			return false;
-		/* budget left: send_some stopped because the connection had nothing more (a
-		 * CLOSED one owes at most a NAK and a CLOSE) */
-		if (mrc_conn_state(l->conn) == MRC_QPS_CLOSED && *budget) {
-			mrcd_linger_remove_at(t, i);
-			continue;
-		}
-		i++;
+/* Due deadlines, and the watched rings that have entries, make their slots ready. */
+static void gather_ready(struct mrcd_core *c, uint64_t now)
+{
+	struct mrcd_sched *s = &c->t.sched;
+	unsigned slot;
+
+	while (mrcd_sched_pop_due(s, now, &slot))
+		mrcd_sched_ready(s, slot);
+	for (unsigned i = 0; i < mrcd_sched_n_watched(s); i++) {
+		struct mrcd_qp *qp = &c->t.qps[mrcd_sched_watched(s, i)];
+
+		if (rings_have_work(qp))
+			mrcd_sched_ready(s, mrcd_sched_watched(s, i));
 	}
-	return true;
 }
 
 void core_qps_pump(struct mrcd_core *c, uint64_t now)
 {
 	struct mrcd_tables *t = &c->t;
-	unsigned budget = MRCD_PUMP_BUDGET;
-	bool progress = true;
+	struct mrcd_sched *s = &t->sched;
+	unsigned budget = MRCD_PUMP_BUDGET, slot;
 
 	if (t->n_retired)
 		core_reap_retired(c, now);
-	if (t->n_notify_pending)
+	if (t->n_notify_pending && now >= t->next_notify_ns) {
+		t->next_notify_ns = now + MRCD_NOTIFY_RETRY_NS;
 		core_retry_notifications(c);
-	if (now >= t->next_path_scan_ns) {
-		t->next_path_scan_ns = now + 100000000; /* monitors see path changes within 0.1 s */
+	}
+	if (t->n_path_report && now >= t->next_path_report_ns) {
+		t->next_path_report_ns = now + 100000000; /* monitors hear within 0.1 s */
 		report_path_changes(c);
 	}
-	if (!t->n_qps && !t->lingering.n)
-		return;
-	for (unsigned j = 0; j < t->n_qps; j++) {
-		struct mrcd_qp *qp = &t->qps[t->active[j]];
-
-		if (qp->cq_overrun && qp->state != MRC_CTL_QP_ERR) {
-			/* a completion was lost: like a device, fail the QP rather than let the
-			 * application wait for it forever */
-			core_log(c, MRCD_WARNING, "client pid %d: QP %u to error: its CQ overran",
-				 t->client[qp->owner].pid, qp->qpn);
-			core_qp_error(c, qp, now);
-		}
-		if (qp->state == MRC_CTL_QP_RESOLVING && now >= qp->resolve_deadline_ns) {
-			core_log(c, MRCD_WARNING, "QP %u: peer did not answer discovery in time",
-				 qp->qpn);
-			core_qp_error(c, qp, now);
-		}
-		core_drain_rings(c, qp, now);
-		if (qp->conn && mrc_conn_next_timeout(qp->conn) <= now)
-			mrc_conn_on_timeout(qp->conn, now);
-		if (qp->conn && mrc_conn_state(qp->conn) == MRC_QPS_ERR &&
-		    qp->state != MRC_CTL_QP_ERR)
-			core_qp_error(c, qp, now);
-		if (qp->fast)
-			sync_fast_window(c, qp);
-	}
+	gather_ready(c, now);
 	/* what the local queue refused last time goes first; nothing new until it is out */
-	if (t->tx_queued && !flush_tx(c, now)) {
-		t->more_to_send = false;
+	if (t->tx_queued && !flush_tx(c, now))
 		return;
-	}
-	/* destroyed QPs first: a few packets each at most (their last ACK, a CLOSE), and the
-	 * live QPs' traffic must not keep them from going */
-	if (!pump_lingering(c, &budget, now)) {
-		t->more_to_send = false;
-		return;
-	}
-	/* round robin, a few packets per QP per turn, so no QP starves the others */
-	while (progress && budget) {
-		progress = false;
-		for (unsigned j = 0; j < t->n_qps && budget; j++) {
-			struct mrcd_qp *qp = &t->qps[t->active[j]];
+	/* round robin, a few packets per slot per turn, so no QP starves the others: a slot
+	 * that may have more goes to the back of the queue */
+	while (budget && mrcd_sched_next_ready(s, &slot)) {
+		enum sent sent = visit(c, slot, &budget, now);
 
-			if (!qp->conn)
-				continue;
-			switch (send_some(c, qp->conn, qp->peer_planes,
-					  (const uint8_t(*)[16])qp->peer_addr, qp->peer_port,
-					  &budget, now)) {
-			case SENT_BLOCKED:
-				t->more_to_send = false;
-				return;
-			case SENT_SOME:
-				progress = true;
-				break;
-			default:
-				break;
-			}
-		}
+		if (sent != SENT_ALL && (t->qps[slot].owner >= 0 || t->lingering.by_slot[slot].conn))
+			mrcd_sched_ready(s, slot);
+		mrcd_sched_timer(s, slot, slot_deadline(c, slot));
+		if (sent == SENT_BLOCKED)
+			return;
 	}
 	if (t->tx_queued)
 		flush_tx(c, now);
-	t->more_to_send = !budget;
+}
+
+/*
+ * The daemon is about to sleep: the rings it was reading each turn want their doorbells
+ * again. A ring that filled meanwhile makes its QP ready instead (the library's check of the
+ * flag and this check of the ring cannot both miss: each side fences between its write and
+ * its read). False when the daemon must not sleep.
+ */
+bool core_qps_idle(struct mrcd_core *c)
+{
+	struct mrcd_sched *s = &c->t.sched;
+	unsigned slot;
+
+	while (mrcd_sched_unwatch_any(s, &slot)) {
+		struct mrcd_qp *qp = &c->t.qps[slot];
+
+		if (qp->owner < 0)
+			continue;
+		mrc_ring_want_doorbell(&qp->sq, true);
+		mrc_ring_want_doorbell(&qp->rq, true);
+		if (rings_have_work(qp))
+			mrcd_sched_ready(s, slot);
+	}
+	return !mrcd_sched_n_ready(s);
 }
 
 uint64_t core_qps_next_timeout(const struct mrcd_core *c)
 {
 	const struct mrcd_tables *t = &c->t;
-	uint64_t next = UINT64_MAX;
+	uint64_t next = mrcd_sched_next_deadline(&t->sched);
 
-	if (t->more_to_send)
-		return 0;
 	if (t->tx_queued)
-		next = t->tx_retry_ns;
-	for (unsigned j = 0; j < t->n_qps; j++) {
-		const struct mrcd_qp *qp = &t->qps[t->active[j]];
-		uint64_t at = UINT64_MAX;
-
-		if (qp->conn)
-			at = mrc_conn_next_timeout(qp->conn);
-		else if (qp->state == MRC_CTL_QP_RESOLVING)
-			at = qp->resolve_deadline_ns;
-		if (at < next)
-			next = at;
-	}
-	for (unsigned j = 0; j < t->lingering.n; j++) {
-		const struct mrcd_lingering *l = &t->lingering.by_slot[t->lingering.active[j]];
-		uint64_t at = mrc_conn_next_timeout(l->conn);
-
-		if (at < next)
-			next = at;
-	}
+		return t->tx_retry_ns < next ? t->tx_retry_ns : next; /* the queue, not the QPs */
+	if (mrcd_sched_n_ready(&t->sched))
+		return 0;
+	if (t->n_path_report && t->next_path_report_ns < next)
+		next = t->next_path_report_ns;
+	if (t->n_retired && t->next_reap_ns < next)
+		next = t->next_reap_ns;
+	if (t->n_notify_pending && t->next_notify_ns < next)
+		next = t->next_notify_ns;
 	return next;
 }

@@ -36,7 +36,19 @@ static void qp_retire_counts(struct mrcd_core *c, const struct mrcd_qp *qp)
  */
 void core_qp_free(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 {
+	unsigned slot = (unsigned)(qp - c->t.qps);
+	struct mrcd_cq *scq = &c->t.cqs[qp->send_cq], *rcq = &c->t.cqs[qp->recv_cq];
+
 	qp_retire_counts(c, qp);
+	mrcd_sched_forget(&c->t.sched, slot);
+	if (qp->path_report_listed)
+		for (unsigned j = 0; j < c->t.n_path_report; j++)
+			if (c->t.path_report[j] == slot) {
+				c->t.path_report[j] = c->t.path_report[--c->t.n_path_report];
+				break;
+			}
+	scq->n_users--;
+	rcq->n_users--;
 	if (qp->fast)
 		c->fast->qp_clear(c->io, qp->qpn);
 	if (qp->conn) {
@@ -46,8 +58,9 @@ void core_qp_free(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 
 		memcpy(l.peer_addr, qp->peer_addr, sizeof(l.peer_addr));
 		mrc_conn_close(qp->conn, now);
-		mrcd_linger_add(&c->t.lingering, mrcd_qp_slot(qp->qpn), &l);
+		mrcd_linger_add(&c->t.lingering, slot, &l);
 		qp->conn = NULL;
+		mrcd_sched_ready(&c->t.sched, slot); /* it acknowledges what it holds at once */
 	}
 	free(qp->sq_wr_id);
 	free(qp->rq_wr_id);
@@ -55,12 +68,8 @@ void core_qp_free(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 	c->ops->unmap(c->io, qp->rq_mem, qp->rq_len);
 	c->t.mapped_bytes -= qp->sq_len + qp->rq_len;
 	/* out of the active list: the last entry takes its place */
-	for (unsigned j = 0; j < c->t.n_qps; j++)
-		if (c->t.active[j] == (uint16_t)(qp - c->t.qps)) {
-			c->t.active[j] = c->t.active[c->t.n_qps - 1];
-			break;
-		}
-	c->t.n_qps--;
+	c->t.active[qp->active_at] = c->t.active[--c->t.n_qps];
+	c->t.qps[c->t.active[qp->active_at]].active_at = qp->active_at;
 	c->t.client[qp->owner].n_qps--;
 	memset(qp, 0, sizeof(*qp));
 	qp->owner = -1;
@@ -153,11 +162,16 @@ int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 	qp->recv_cq = (int)(rcq - c->t.cqs);
 	qp->sq_sig_all = r.sq_sig_all;
 	qp->state = MRC_CTL_QP_IDLE;
+	qp->active_at = c->t.n_qps;
 	c->t.active[c->t.n_qps++] = (uint16_t)slot;
 	c->t.client[owner].n_qps++;
+	scq->n_users++;
+	rcq->n_users++;
 	out->qp_num = qp->qpn;
 	out->sq_entries = qp->sq.entries;
 	out->rq_entries = qp->rq.entries;
+	out->doorbell_bit = slot;
+	_Static_assert(MRCD_MAX_QPS <= MRC_DOORBELL_BITS, "a doorbell bit per QP slot");
 	return 0;
 }
 
@@ -205,9 +219,10 @@ void core_qp_error(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 		c->fast->qp_clear(c->io, qp->qpn); /* nothing lands after an error */
 		qp->fast = false;
 	}
-	__atomic_store_n(&qp->sq.consumer->aux, MRC_QP_AUX_ERROR, __ATOMIC_RELEASE);
+	__atomic_fetch_or(&qp->sq.consumer->aux, MRC_QP_AUX_ERROR, __ATOMIC_RELEASE);
 	if (qp->conn)
 		mrc_conn_set_error(qp->conn, now);
+	core_qp_touch(c, qp); /* posted work completes flushed */
 }
 
 /*
@@ -238,6 +253,7 @@ static void qp_ready(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 		return;
 	}
 	qp->state = MRC_CTL_QP_RTS;
+	core_qp_touch(c, qp); /* sends posted before RTS go now */
 }
 
 /* The peer's planes are known: build the engine connection with a path per (plane, port). */
@@ -397,16 +413,17 @@ int core_ready_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, s
 }
 
 /* A plane carries nothing new while either end has drained it. */
-void core_apply_drains(const struct mrcd_core *c, struct mrcd_qp *qp)
+void core_apply_drains(struct mrcd_core *c, struct mrcd_qp *qp)
 {
 	uint32_t drained = c->drained_planes | qp->peer_drained;
 
 	for (unsigned p = 0; p < MRC_MAX_PLANES; p++)
 		mrc_conn_drain_plane(qp->conn, (uint8_t)p, drained >> p & 1);
+	core_qp_touch(c, qp); /* a new connection, or paths that moved: it may send */
 }
 
 /* The peer drained or restored planes (its announcement changed): follow it. */
-static void follow_peer_drains(const struct mrcd_core *c, struct mrcd_qp *qp,
+static void follow_peer_drains(struct mrcd_core *c, struct mrcd_qp *qp,
 			       const struct mrc_node_info *info)
 {
 	qp->peer_drained = 0;

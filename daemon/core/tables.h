@@ -18,6 +18,7 @@
 #include <metaroce/xdp.h>
 
 #include "core/linger.h"
+#include "core/sched.h"
 #include "proto/conn.h"
 #include "proto/ratehint.h"
 #include "shm/ring.h"
@@ -42,6 +43,7 @@ static inline unsigned mrcd_qp_slot(uint32_t qpn)
 struct mrcd_client {
 	bool open;	/* the slot is a connection */
 	bool library;	/* said HELLO: has a doorbell, may create objects */
+	struct mrc_doorbell_page *doorbells; /* shared with it: which QPs it rang for */
 	int32_t pid;
 	uint32_t uid;
 	unsigned channels; /* completion-channel sockets the daemon holds for it */
@@ -78,7 +80,8 @@ struct mrcd_cq {
 	struct mrc_ring ring;
 	int channel;	   /* the client's completion channel, as io keeps it; -1: none */
 	uint64_t overruns; /* completions lost to a full CQ */
-	bool notify_pending; /* an event its full channel did not take yet */
+	bool notify_pending; /* an event its full channel did not take yet (on notify_list) */
+	uint32_t n_users;  /* QPs completing into it: it cannot be destroyed before them */
 };
 
 /*
@@ -126,7 +129,9 @@ struct mrcd_qp {
 	struct mrcd_qp_base base; /* at the last stat reset */
 	uint64_t resolve_deadline_ns;
 	bool cq_overrun;	/* a completion found its CQ full */
+	bool path_report_listed; /* on path_report: a path's state differs from path_seen */
 	uint8_t path_seen[MRC_MAX_PATHS]; /* path states as last reported to monitors */
+	unsigned active_at;	/* its place in the tables' active list */
 	/* where this QP stood at its client's latest ibv_dereg_mr: work taken before it may
 	 * point into the region, so the region stays mapped until all of it is done */
 	uint32_t retire_sq, retire_rq, retire_rr;
@@ -143,14 +148,22 @@ struct mrcd_tables {
 	unsigned n_mrs, n_cqs, n_qps;
 	unsigned next_mr_slot; /* where the search for a free region slot starts */
 	unsigned next_qp_slot; /* and for a free QP slot */
-	uint16_t active[MRCD_MAX_QPS]; /* slots of the n_qps live QPs: the pump walks these */
+	uint16_t active[MRCD_MAX_QPS]; /* slots of the n_qps live QPs (reports, operators) */
 	struct mrcd_linger_table lingering; /* destroyed QPs still answering their peers */
 	struct mrcd_retired retired;	    /* what destroyed QPs had counted */
 	struct mrc_rate_domain rate;   /* this host's receive capacity, shared by rate hints */
+	struct mrcd_sched sched; /* which QP slots the pump visits (sched.h) */
 	unsigned n_retired;  /* deregistered MRs still mapped */
-	unsigned n_notify_pending;
 	uint64_t next_reap_ns;
-	uint64_t next_path_scan_ns;
+	/* CQs whose channel refused an event, tried again each pump */
+	uint16_t notify_list[MRCD_MAX_CQS];
+	unsigned n_notify_pending;
+	uint64_t next_notify_ns;
+	/* QPs with path state changes not yet told to monitors: told together every 100 ms,
+	 * so a path that fails and recovers within that time is not an event */
+	uint16_t path_report[MRCD_MAX_QPS];
+	unsigned n_path_report;
+	uint64_t next_path_report_ns;
 	uint64_t mapped_bytes;
 	uint64_t seed;
 	uint8_t *tx_buf;     /* MRCD_TX_BATCH packets of mtu bytes */
@@ -163,7 +176,6 @@ struct mrcd_tables {
 	uint64_t tx_held_since_ns[MRC_MAX_PLANES]; /* the plane's queue took nothing since */
 	uint32_t tx_refusals[MRC_MAX_PLANES];	    /* ... and refused this many tries since */
 	uint64_t tx_held_logged_ns;
-	bool more_to_send;   /* the last pump stopped at its budget */
 };
 
 #endif /* METAROCE_DAEMON_CORE_TABLES_H */

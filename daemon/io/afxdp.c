@@ -666,6 +666,17 @@ int mrcd_afxdp_tx(struct mrcd_afxdp *x, const struct mrcd_dgram *g, uint64_t now
 	return 1;
 }
 
+bool mrcd_afxdp_tx_pending(struct mrcd_afxdp *x)
+{
+	for (unsigned i = 0; i < MRC_MAX_PLANES; i++) {
+		struct mrcd_xsk_queue *q = x->planes[i].n_queues ? &x->planes[i].queues[0] : NULL;
+
+		if (q && (reclaim(q), q->n_free_tx < MRCD_XSK_TX_FRAMES))
+			return true;
+	}
+	return false;
+}
+
 /*
  * Tells the kernel to send what the transmit rings hold. In copy mode one call sends at most a
  * batch (32 today) and says EAGAIN while more is left, so it is asked again, within a bound;

@@ -88,6 +88,8 @@ unsigned mrcd_afxdp_rx(struct mrcd_afxdp *x, struct mrcd_dgram *d, unsigned n, u
 int mrcd_afxdp_tx(struct mrcd_afxdp *x, const struct mrcd_dgram *d, uint64_t now_ns);
 /* Tells the kernel to send what the transmit rings hold, and takes back finished frames. */
 void mrcd_afxdp_kick(struct mrcd_afxdp *x);
+/* Frames the kernel has not finished with: the loop must kick again soon. */
+bool mrcd_afxdp_tx_pending(struct mrcd_afxdp *x);
 
 /* The fds to wait on for receive readiness. */
 unsigned mrcd_afxdp_poll_fds(const struct mrcd_afxdp *x, int *fds, unsigned max);

@@ -26,10 +26,19 @@ struct mrcd_backend_ops {
 	int (*open)(struct mrcd_backend *b, char *err, size_t errlen);
 	/* Sends up to n datagrams; returns how many left (the rest may be retried). */
 	int (*tx_batch)(struct mrcd_backend *b, const struct mrcd_dgram *d, unsigned n);
-	/* Receives up to n datagrams without blocking; returns how many (0: none now). */
+	/*
+	 * Receives up to n datagrams without blocking; returns how many (0: nothing more now).
+	 * Sockets are read only once fd_ready said so: an empty read is a system call for
+	 * nothing.
+	 */
 	int (*rx_batch)(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n);
 	/* The fds the loop waits on for receive readiness; returns how many. */
 	unsigned (*poll_fds)(const struct mrcd_backend *b, int *fds, unsigned max);
+	/* The loop saw one of them readable. */
+	void (*fd_ready)(struct mrcd_backend *b, int fd);
+	/* Transmit work the kernel has not taken yet that needs rx_batch called again soon
+	 * (AF_XDP rings to kick); NULL: never. */
+	bool (*tx_pending)(struct mrcd_backend *b);
 	void (*close)(struct mrcd_backend *b);
 };
 
@@ -49,6 +58,7 @@ struct mrcd_backend {
 	const struct mrcd_config *cfg;
 	uint16_t port; /* the listening port actually bound (cfg->port, or chosen when 0) */
 	struct mrcd_udp_plane udp[MRC_MAX_PLANES];
+	uint32_t udp_ready; /* bit i: plane i's receiving socket may hold datagrams */
 	struct mrcd_fastpath *fast; /* xdp: the program and its maps; NULL otherwise */
 	uint64_t tx_errors, rx_errors, rx_truncated;
 	/* xdp: its AF_XDP sockets (0: none), what they moved, and what went another way */
@@ -58,6 +68,9 @@ struct mrcd_backend {
 
 extern const struct mrcd_backend_ops mrcd_backend_udp;
 extern const struct mrcd_backend_ops mrcd_backend_xdp;
+
+/* The udp backend's fd_ready, which the xdp backend shares for the same sockets. */
+void mrcd_backend_udp_fd_ready(struct mrcd_backend *b, int fd);
 
 /* The source ports a plane can send from: the entropy the engine's paths choose among. */
 unsigned mrcd_backend_sports(const struct mrcd_backend *b, uint8_t plane, uint16_t *ports,

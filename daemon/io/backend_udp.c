@@ -273,7 +273,7 @@ static int udp_rx_batch(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n
 		unsigned want = n - got < RX_BATCH ? n - got : RX_BATCH, base = got;
 		int r;
 
-		if (u->rx_fd < 0)
+		if (u->rx_fd < 0 || !(b->udp_ready >> pl & 1))
 			continue;
 		for (unsigned i = 0; i < want; i++) {
 			iov[i].iov_base = d[got + i].data;
@@ -287,6 +287,8 @@ static int udp_rx_batch(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n
 			msgs[i].msg_hdr.msg_controllen = sizeof(ctl[i].buf);
 		}
 		r = recvmmsg(u->rx_fd, msgs, want, MSG_DONTWAIT, NULL);
+		if (r < (int)want)
+			b->udp_ready &= ~(1u << pl); /* empty now: epoll says when it is not */
 		if (r < 0) {
 			if (errno != EAGAIN)
 				b->rx_errors++;
@@ -338,6 +340,13 @@ static unsigned udp_poll_fds(const struct mrcd_backend *b, int *fds, unsigned ma
 	return n;
 }
 
+void mrcd_backend_udp_fd_ready(struct mrcd_backend *b, int fd)
+{
+	for (unsigned pl = 0; pl < MRC_MAX_PLANES; pl++)
+		if (b->udp[pl].rx_fd == fd && fd >= 0)
+			b->udp_ready |= 1u << pl;
+}
+
 unsigned mrcd_backend_sports(const struct mrcd_backend *b, uint8_t plane, uint16_t *ports,
 			     unsigned max)
 {
@@ -356,5 +365,6 @@ const struct mrcd_backend_ops mrcd_backend_udp = {
 	.tx_batch = udp_tx_batch,
 	.rx_batch = udp_rx_batch,
 	.poll_fds = udp_poll_fds,
+	.fd_ready = mrcd_backend_udp_fd_ready,
 	.close = udp_close,
 };

@@ -17,21 +17,16 @@
 #include "fastpath.h"
 #include "log.h"
 
+/*
+ * With AF_XDP sockets on every queue the UDP sockets see almost nothing (a queue without
+ * one, the moments before they opened): like the udp backend's, they are read only when the
+ * loop saw them readable, so they cost no system call otherwise.
+ */
 struct mrcd_xdp_state {
 	struct mrcd_fastpath fp;
 	struct mrcd_afxdp xsk;
 	bool have_xsk;
-	bool udp_every_turn; /* a plane without AF_XDP sockets: its datagrams reach the UDP ones */
-	unsigned rx_calls;
 };
-
-/*
- * With AF_XDP sockets on every queue the UDP sockets see almost nothing (a queue without
- * one, the moments before they opened), and asking each of them costs a system call every
- * turn: they are read every UDP_EVERY turns. Their fds stay in the loop's epoll set, which
- * is level-triggered, so a datagram there is read within that many turns.
- */
-#define UDP_EVERY 16u
 
 static struct mrcd_xdp_state *state(const struct mrcd_backend *b)
 {
@@ -84,7 +79,6 @@ static int xdp_open(struct mrcd_backend *b, char *err, size_t errlen)
 	if (planes > 0 && (unsigned)planes < b->cfg->n_planes) {
 		size_t n = strlen(s->fp.note);
 
-		s->udp_every_turn = true;
 		mrcd_log(LOG_NOTICE, "AF_XDP on %d of %u planes; the others use UDP sockets for "
 				     "control packets and transmit (%s)", planes, b->cfg->n_planes, why);
 		snprintf(s->fp.note + n, sizeof(s->fp.note) - n, "; AF_XDP on %d/%u", planes,
@@ -134,10 +128,15 @@ static int xdp_rx_batch(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n
 		got += x;
 		b->xsk_rx += x;
 	}
-	more = got < n && (!s->have_xsk || s->udp_every_turn || ++s->rx_calls % UDP_EVERY == 0)
-		       ? mrcd_backend_udp.rx_batch(b, d + got, n - got)
-		       : 0;
+	more = got < n && b->udp_ready ? mrcd_backend_udp.rx_batch(b, d + got, n - got) : 0;
 	return (int)got + (more > 0 ? more : 0);
+}
+
+static bool xdp_tx_pending(struct mrcd_backend *b)
+{
+	struct mrcd_xdp_state *s = state(b);
+
+	return s->have_xsk && mrcd_afxdp_tx_pending(&s->xsk);
 }
 
 static unsigned xdp_poll_fds(const struct mrcd_backend *b, int *fds, unsigned max)
@@ -183,5 +182,7 @@ const struct mrcd_backend_ops mrcd_backend_xdp = {
 	.tx_batch = xdp_tx_batch,
 	.rx_batch = xdp_rx_batch,
 	.poll_fds = xdp_poll_fds,
+	.fd_ready = mrcd_backend_udp_fd_ready, /* the event ring and AF_XDP rings are read anyway */
+	.tx_pending = xdp_tx_pending,
 	.close = xdp_close,
 };

@@ -75,10 +75,11 @@ static bool is_unix_datagram(int fd)
 	       type == SOCK_DGRAM;
 }
 
-/* The pump reads the rings every turn: a doorbell only wakes the loop. */
+/* The QPs the client marked in its doorbell page get their turn at the next pump. */
 static void doorbell_rang(struct mrcd *d, struct mrcd_watch *w, uint32_t events)
 {
-	(void)d, (void)w, (void)events;
+	(void)events;
+	mrcd_core_doorbell(&d->core, w->slot, mrcd_now_ns());
 }
 
 /*
@@ -176,7 +177,7 @@ static int reply_fd(struct mrcd *d, int fd)
 	return 0;
 }
 
-static int new_ring_memory(void *io, size_t bytes, void **mem)
+static int new_shared_memory(void *io, size_t bytes, void **mem)
 {
 	struct mrcd *d = daemon_of(io);
 	int fd = mrc_shm_create("metaroce-ring", bytes), err;
@@ -258,7 +259,7 @@ const struct mrcd_core_ops mrcd_core_io_ops = {
 	.keep_doorbell = keep_doorbell,
 	.keep_channel = keep_channel,
 	.map_region = map_region,
-	.new_ring_memory = new_ring_memory,
+	.new_shared_memory = new_shared_memory,
 	.new_page_map = new_page_map,
 	.unmap = unmap,
 	.notify = notify,

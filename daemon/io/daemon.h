@@ -65,6 +65,7 @@ struct mrcd {
 	int reserve_fd;		    /* /dev/null, given up to refuse a client when out of fds */
 	struct mrcd_watch backend_fds[MRCD_BACKEND_MAX_FDS];
 	unsigned n_backend_fds;
+	bool rx_due;		    /* a backend descriptor was readable: read it this turn */
 	struct mrcd_conn conn[MRCD_MAX_CLIENTS];
 	struct mrcd_request_fds req;
 	struct mrcd_watch metrics;  /* the HTTP listener for /metrics; fd -1: off */

@@ -24,6 +24,7 @@
 #include "log.h"
 
 #define RX_BATCH 32
+#define TX_KICK_NS 20000 /* transmit rings the kernel has not taken are kicked again after */
 
 uint64_t mrcd_now_ns(void)
 {
@@ -79,11 +80,12 @@ static int open_backend(struct mrcd *d, char *err, size_t errlen)
 	return d->backend.ops->open(&d->backend, err, errlen);
 }
 
-/* A backend descriptor is readable: its datagrams are read after this turn's events, as
- * every turn (receive below). */
+/* A backend descriptor is readable: its datagrams are read after this turn's events. */
 static void backend_ready(struct mrcd *d, struct mrcd_watch *w, uint32_t events)
 {
-	(void)d, (void)w, (void)events;
+	(void)events;
+	d->backend.ops->fd_ready(&d->backend, w->fd);
+	d->rx_due = true;
 }
 
 static void handle_signals(struct mrcd *d, struct mrcd_watch *w, uint32_t events)
@@ -274,7 +276,8 @@ int mrcd_run(struct mrcd *d)
 	while (!d->stopping) {
 		struct epoll_event ev[8];
 		uint64_t now = mrcd_now_ns(), next;
-		struct timespec wait;
+		struct timespec wait = { 0, 0 };
+		bool tx_pending, sleep;
 		int n;
 
 		mrcd_core_pump(&d->core, now);
@@ -285,16 +288,18 @@ int mrcd_run(struct mrcd *d)
 		next = mrcd_core_next_timeout(&d->core);
 		if (d->watchdog_usec && d->next_watchdog_ns < next)
 			next = d->next_watchdog_ns;
+		tx_pending = d->backend.ops->tx_pending && d->backend.ops->tx_pending(&d->backend);
+		if (tx_pending && next > now + TX_KICK_NS)
+			next = now + TX_KICK_NS;
+		/* going to sleep: the clients' work queues want their doorbells again, unless
+		 * one filled meanwhile */
+		sleep = !d->cfg.busy_poll && next > now && mrcd_core_idle(&d->core);
 		/* the engine's timers are microseconds apart: wait to the nanosecond, not the
 		 * millisecond epoll_wait would round up to */
-		if (d->cfg.busy_poll || next <= now)
-			wait = (struct timespec){ 0, 0 };
-		else if (next != UINT64_MAX)
+		if (sleep && next != UINT64_MAX)
 			wait = (struct timespec){ (time_t)((next - now) / 1000000000u),
 						  (long)((next - now) % 1000000000u) };
-		n = epoll_pwait2(d->epoll_fd, ev, 8, next == UINT64_MAX && !d->cfg.busy_poll
-							     ? NULL
-							     : &wait,
+		n = epoll_pwait2(d->epoll_fd, ev, 8, sleep && next == UINT64_MAX ? NULL : &wait,
 				 NULL);
 		if (n < 0 && errno != EINTR) {
 			mrcd_log(LOG_ERR, "epoll_pwait2: %s", strerror(errno));
@@ -305,9 +310,12 @@ int mrcd_run(struct mrcd *d)
 
 			w->ready(d, w, ev[i].events);
 		}
-		/* the backend's sockets are read every turn: the fast path's event ring and the
-		 * AF_XDP rings have data their descriptors do not always signal */
-		receive(d, mrcd_now_ns());
+		/* the backend is read when one of its descriptors said so, or while it has
+		 * transmit rings to kick (reading kicks them) */
+		if (d->rx_due || tx_pending) {
+			d->rx_due = false;
+			receive(d, mrcd_now_ns());
+		}
 	}
 	if (d->systemd)
 		sd_notify(0, "STOPPING=1");

@@ -42,6 +42,10 @@ int mrc_ring_format(void *mem, size_t size, uint16_t kind, uint32_t entries, uin
 	h->entry_size = es;
 	h->entries = entries;
 	h->qp_num = qp_num;
+	/* nobody reads a new work queue each turn: its producer rings until told otherwise */
+	if (kind == MRC_RING_SQ || kind == MRC_RING_RQ)
+		((struct mrc_ring_index *)((uint8_t *)mem + MRC_RING_CONSUMER_OFF))->aux =
+			MRC_RING_AUX_NEED_WAKEUP;
 	return 0;
 }
 
@@ -120,6 +124,22 @@ void mrc_ring_release(struct mrc_ring *r, uint32_t upto)
 {
 	r->released = upto;
 	__atomic_store_n(&r->consumer->value, upto, __ATOMIC_RELEASE);
+}
+
+void mrc_ring_want_doorbell(struct mrc_ring *r, int want)
+{
+	uint32_t aux = __atomic_load_n(&r->consumer->aux, __ATOMIC_RELAXED); /* ours alone */
+
+	aux = want ? aux | MRC_RING_AUX_NEED_WAKEUP : aux & ~MRC_RING_AUX_NEED_WAKEUP;
+	__atomic_store_n(&r->consumer->aux, aux, __ATOMIC_RELEASE);
+	if (want)
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+int mrc_ring_doorbell_wanted(const struct mrc_ring *r)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return !!(__atomic_load_n(&r->consumer->aux, __ATOMIC_ACQUIRE) & MRC_RING_AUX_NEED_WAKEUP);
 }
 
 int mrc_shm_create(const char *name, size_t size)

@@ -54,6 +54,22 @@ int mrc_ring_take(struct mrc_ring *r, void *out);
 /* Gives back every slot before index upto (released <= upto <= taken). */
 void mrc_ring_release(struct mrc_ring *r, uint32_t upto);
 
+/* Consumer: entries published and not yet taken. */
+static inline int mrc_ring_pending(const struct mrc_ring *r)
+{
+	return __atomic_load_n(&r->producer->value, __ATOMIC_ACQUIRE) != r->mine;
+}
+
+/*
+ * Consumer (the daemon): whether the producer must ring the doorbell after producing
+ * (MRC_RING_AUX_NEED_WAKEUP). Turning it on fences, so a check of mrc_ring_pending after it
+ * sees any entry the producer published before it read the flag off.
+ */
+void mrc_ring_want_doorbell(struct mrc_ring *r, int want);
+
+/* Producer (the library), after producing: whether the consumer asked for the doorbell. */
+int mrc_ring_doorbell_wanted(const struct mrc_ring *r);
+
 /*
  * A memfd of `size` bytes sealed against shrinking, growing and further sealing: what the
  * creating side hands over. Returns the fd or -errno.

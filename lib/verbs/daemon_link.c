@@ -6,12 +6,14 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include "internal.h"
 #include "shm/fdpass.h"
+#include "shm/ring.h"
 
 #define MAX_REPLY_FDS 2
 
@@ -92,13 +94,38 @@ static int transact(int fd, uint32_t seq, uint16_t type, const void *payload, ui
 	return err;
 }
 
-int mrv_link_open(struct mrc_ctl_status *status, int doorbell_fd, int *fd_out)
+/* The doorbell page the daemon handed over, mapped and checked. */
+static int map_doorbells(int fd, struct mrc_doorbell_page **out)
+{
+	struct mrc_doorbell_page *page;
+	int err = mrc_shm_check(fd, sizeof(*page));
+
+	if (err) {
+		close(fd);
+		return -err;
+	}
+	page = mmap(NULL, sizeof(*page), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (page == MAP_FAILED)
+		return errno;
+	if (page->magic != MRC_DOORBELL_MAGIC || page->version != MRC_DOORBELL_VERSION ||
+	    page->bits != MRC_DOORBELL_BITS) {
+		munmap(page, sizeof(*page));
+		return EPROTO;
+	}
+	*out = page;
+	return 0;
+}
+
+int mrv_link_open(struct mrc_ctl_status *status, int doorbell_fd,
+		  struct mrc_doorbell_page **doorbells, int *fd_out)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	const char *path = mrv_socket_path();
 	struct mrc_ctl_hello hello = { .abi = MRC_CTL_CLIENT_ABI };
 	uint32_t len = 0;
-	int fd, err;
+	unsigned n_page = 1;
+	int fd, err, page_fd = -1;
 
 	if (strlen(path) >= sizeof(sun.sun_path))
 		return ENAMETOOLONG;
@@ -111,12 +138,17 @@ int mrv_link_open(struct mrc_ctl_status *status, int doorbell_fd, int *fd_out)
 		close(fd);
 		return err;
 	}
-	if (doorbell_fd >= 0)
+	if (doorbell_fd >= 0) {
 		err = transact(fd, 1, MRC_CTL_HELLO, &hello, sizeof(hello), &doorbell_fd, 1, status,
-			       sizeof(*status), &len, NULL, NULL);
-	else
+			       sizeof(*status), &len, &page_fd, &n_page);
+		if (!err && len == sizeof(*status))
+			err = n_page == 1 ? map_doorbells(page_fd, doorbells) : EPROTO;
+		else if (!err && n_page == 1)
+			close(page_fd);
+	} else {
 		err = transact(fd, 1, MRC_CTL_STATUS, NULL, 0, NULL, 0, status, sizeof(*status),
 			       &len, NULL, NULL);
+	}
 	if (!err && len != sizeof(*status))
 		err = EPROTO; /* a daemon of another version */
 	if (err) {
@@ -154,10 +186,19 @@ int mrv_request(struct mrv_context *ctx, uint16_t type, const void *payload, uin
 	return err;
 }
 
-void mrv_ring_doorbell(struct mrv_context *ctx)
+void mrv_ring_doorbell(struct mrv_qp *qp, const struct mrc_ring *ring)
 {
-	uint64_t one = 1;
+	struct mrv_context *ctx = qp->ctx;
+	uint64_t one = 1, mask = 1ull << (qp->doorbell_bit % 64);
 
+	/* the daemon reads the ring every turn until it sleeps, and says when it does */
+	if (!mrc_ring_doorbell_wanted(ring))
+		return;
+	/* release: what was produced is visible to the daemon that takes the bit; a bit
+	 * already set has its wakeup on the way */
+	if (__atomic_fetch_or(&ctx->doorbells->rung[qp->doorbell_bit / 64], mask,
+			      __ATOMIC_RELEASE) & mask)
+		return;
 	/* a full eventfd counter still wakes the daemon: nothing to retry */
 	if (write(ctx->doorbell_fd, &one, sizeof(one)) < 0)
 		return;

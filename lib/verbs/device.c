@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -42,7 +43,7 @@ struct ibv_device **ibv_get_device_list(int *num_devices)
 		errno = ENOMEM;
 		return NULL;
 	}
-	err = mrv_link_open(&status, -1, &fd);
+	err = mrv_link_open(&status, -1, NULL, &fd);
 	if (err) {
 		warn_once(mrv_socket_path(), err);
 		return list; /* an empty list, as libibverbs gives without devices */
@@ -320,7 +321,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		err = errno;
 		goto fail;
 	}
-	err = mrv_link_open(&ctx->status, ctx->doorbell_fd, &ctx->ctl_fd);
+	err = mrv_link_open(&ctx->status, ctx->doorbell_fd, &ctx->doorbells, &ctx->ctl_fd);
 	if (err)
 		goto fail;
 	pthread_mutex_init(&ctx->ctl_lock, NULL);
@@ -357,6 +358,7 @@ int ibv_close_device(struct ibv_context *context)
 
 	close(ctx->ctl_fd);
 	close(ctx->doorbell_fd);
+	munmap(ctx->doorbells, sizeof(*ctx->doorbells));
 	close(context->async_fd);
 	pthread_mutex_destroy(&ctx->ctl_lock);
 	free(ctx);

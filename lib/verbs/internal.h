@@ -5,11 +5,13 @@
  * through context->ops and verbs_context) reach this library, and a pointer the application
  * holds converts back with a cast.
  *
- *     ibv_open_device   one control connection to the daemon (HELLO with a doorbell eventfd)
+ *     ibv_open_device   one control connection to the daemon (HELLO with a doorbell eventfd,
+ *                       answered with the doorbell page)
  *     ibv_reg_mr        the pages move under sealed memfds the daemon maps (shm/share.c)
  *     ibv_create_cq     a CQ ring the daemon produces into; a channel is a datagram socket
  *                       pair, the daemon holding one end and sending a byte per event
- *     ibv_create_qp     SQ and RQ rings this library produces into, doorbell after each post
+ *     ibv_create_qp     SQ and RQ rings this library produces into; the doorbell after a
+ *                       post only when the daemon is not reading the ring (need-wakeup)
  *     ibv_modify_qp     verbs states are kept here; RTR connects the QP in the daemon, RTS
  *                       starts its send half
  */
@@ -41,7 +43,8 @@ struct mrv_device {
 struct mrv_context {
 	struct verbs_context vctx; /* ends in struct ibv_context */
 	int ctl_fd;		   /* this context's control connection */
-	int doorbell_fd;	   /* written after each post; the daemon waits on it */
+	int doorbell_fd;	   /* written when a post needs the daemon woken */
+	struct mrc_doorbell_page *doorbells; /* which QPs the wakeup is for (shm.h) */
 	pthread_mutex_t ctl_lock;  /* one request at a time on ctl_fd */
 	uint32_t seq;
 	struct mrc_ctl_status status;
@@ -104,6 +107,7 @@ struct mrv_qp {
 	int wr_error;		 /* first error of the current ibv_wr_start batch */
 	uint8_t paths_per_plane; /* metaroce_qp_set_paths; 0: the daemon's choice */
 	uint16_t plane_mask;	 /* 0: every plane */
+	uint32_t doorbell_bit;	 /* its bit in the context's doorbell page */
 };
 
 static inline struct mrv_context *to_ctx(struct ibv_context *c)
@@ -113,7 +117,12 @@ static inline struct mrv_context *to_ctx(struct ibv_context *c)
 }
 
 /* --- the control connection (daemon_link.c) --- */
-int mrv_link_open(struct mrc_ctl_status *status, int doorbell_fd, int *fd_out);
+/*
+ * A control connection: with a doorbell eventfd it says HELLO and maps the doorbell page the
+ * daemon answers with (*doorbells; pass NULL without one), else it only asks for the status.
+ */
+int mrv_link_open(struct mrc_ctl_status *status, int doorbell_fd,
+		  struct mrc_doorbell_page **doorbells, int *fd_out);
 /*
  * One request and its reply on the context's connection. fds go with the request; up to
  * *n_rfds come back. Returns 0 or a positive errno (the daemon's, or of the socket).
@@ -121,7 +130,8 @@ int mrv_link_open(struct mrc_ctl_status *status, int doorbell_fd, int *fd_out);
 int mrv_request(struct mrv_context *ctx, uint16_t type, const void *payload, uint32_t len,
 		const int *fds, unsigned n_fds, void *reply, uint32_t reply_cap,
 		uint32_t *reply_len, int *rfds, unsigned *n_rfds);
-void mrv_ring_doorbell(struct mrv_context *ctx);
+/* After producing into one of the QP's rings: wakes the daemon if it asked to be woken. */
+void mrv_ring_doorbell(struct mrv_qp *qp, const struct mrc_ring *ring);
 
 /*
  * Exported symbols rdma-core declares only in its private headers (driver.h): perftest and

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * RC queue pairs. Posting writes descriptors into the SQ or RQ ring and rings the doorbell;
- * the daemon validates and executes them. The verbs state machine (RESET, INIT, RTR, RTS,
- * ERR) is kept here: the daemon learns of a QP's peer at RTR, of its send settings at RTS.
+ * RC queue pairs. Posting writes descriptors into the SQ or RQ ring, and rings the doorbell
+ * only if the daemon asked for it (it is going to sleep); the daemon validates and executes
+ * them. The verbs state machine (RESET, INIT, RTR, RTS, ERR) is kept here: the daemon learns
+ * of a QP's peer at RTR, of its send settings at RTS.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -23,7 +24,7 @@ static struct mrv_qp *to_qp(struct ibv_qp *qp)
 
 static bool daemon_says_error(struct mrv_qp *qp)
 {
-	return __atomic_load_n(&qp->sq.consumer->aux, __ATOMIC_ACQUIRE) == MRC_QP_AUX_ERROR;
+	return __atomic_load_n(&qp->sq.consumer->aux, __ATOMIC_ACQUIRE) & MRC_QP_AUX_ERROR;
 }
 
 /* --- posting ------------------------------------------------------------------------------- */
@@ -136,7 +137,7 @@ int mrv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 	}
 	pthread_spin_unlock(&qp->lock);
 	if (posted)
-		mrv_ring_doorbell(qp->ctx);
+		mrv_ring_doorbell(qp, &qp->sq);
 	return err;
 }
 
@@ -174,7 +175,7 @@ int mrv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_w
 	}
 	pthread_spin_unlock(&qp->lock);
 	if (posted)
-		mrv_ring_doorbell(qp->ctx);
+		mrv_ring_doorbell(qp, &qp->rq);
 	return err;
 }
 
@@ -317,7 +318,7 @@ static int wr_complete(struct ibv_qp_ex *qpx)
 	qp->n_staged = 0;
 	pthread_spin_unlock(&qp->lock);
 	if (!err)
-		mrv_ring_doorbell(qp->ctx);
+		mrv_ring_doorbell(qp, &qp->sq);
 	return err;
 }
 
@@ -429,6 +430,7 @@ struct ibv_qp *mrv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 	}
 	qp->ctx = ctx;
 	qp->ibqpx.qp_base.qp_num = rep.qp_num;
+	qp->doorbell_bit = rep.doorbell_bit % MRC_DOORBELL_BITS;
 	err = map_ring(fds[0], MRC_RING_SQ, rep.sq_entries, &qp->sq_mem, &qp->sq_len, &qp->sq);
 	if (err)
 		close(fds[1]);

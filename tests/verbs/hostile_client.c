@@ -105,6 +105,7 @@ static int reg_mr(int ctl, int fd, uint64_t seg_len, uint64_t iova, uint64_t off
 
 struct qp {
 	uint32_t qpn;
+	uint32_t doorbell_bit;
 	struct mrc_ring sq, cq_unused;
 	void *sq_mem;
 };
@@ -154,17 +155,29 @@ static struct qp make_qp(int ctl, bool connect_self)
 	close(fds[0]);
 	close(fds[1]);
 	qp.qpn = rep.qp_num;
+	qp.doorbell_bit = rep.doorbell_bit % MRC_DOORBELL_BITS;
 	if (connect_self)
 		connect_qp(ctl, qp.qpn, qp.qpn);
 	return qp;
 }
 
-static void post(struct qp *qp, int doorbell, const struct mrc_sq_entry *e)
+static struct mrc_doorbell_page *doorbells;
+
+/* Rings whether or not the daemon asked: a client may always wake it for its own QPs. */
+static void ring(uint32_t bit, int doorbell)
 {
 	uint64_t one = 1;
 
-	if (mrc_ring_produce(&qp->sq, e) || write(doorbell, &one, sizeof(one)) != sizeof(one))
+	__atomic_fetch_or(&doorbells->rung[bit / 64], 1ull << (bit % 64), __ATOMIC_RELEASE);
+	if (write(doorbell, &one, sizeof(one)) != sizeof(one))
 		exit(2);
+}
+
+static void post(struct qp *qp, int doorbell, const struct mrc_sq_entry *e)
+{
+	if (mrc_ring_produce(&qp->sq, e))
+		exit(2);
+	ring(qp->doorbell_bit, doorbell);
 }
 
 /* The next completion within 5 s; false when none came. */
@@ -181,7 +194,7 @@ static bool next_completion(struct mrc_cq_entry *e)
 static bool qp_in_error(struct qp *qp)
 {
 	for (int i = 0; i < 1000; i++) {
-		if (__atomic_load_n(&qp->sq.consumer->aux, __ATOMIC_ACQUIRE) == MRC_QP_AUX_ERROR)
+		if (__atomic_load_n(&qp->sq.consumer->aux, __ATOMIC_ACQUIRE) & MRC_QP_AUX_ERROR)
 			return true;
 		usleep(1000);
 	}
@@ -195,7 +208,7 @@ int main(int argc, char **argv)
 	struct mrc_ctl_mr keys;
 	struct mrc_ctl_cq cqr;
 	struct mrc_cq_entry wc;
-	int ctl, doorbell, fd, rfd = -1, err;
+	int ctl, doorbell, fd, rfd = -1, page_fd = -1, err;
 	uint8_t *mem;
 
 	if (argc != 2) {
@@ -206,11 +219,17 @@ int main(int argc, char **argv)
 	ctl = connect_daemon();
 	doorbell = eventfd(0, EFD_CLOEXEC);
 	err = request(ctl, MRC_CTL_HELLO, &hello, sizeof(hello), &doorbell, 1, &status,
-		      sizeof(status), NULL, 0);
-	if (err) {
-		printf("FAIL  hello: %s\n", strerror(-err));
+		      sizeof(status), &page_fd, 1);
+	if (err || page_fd < 0) {
+		printf("FAIL  hello: %s\n", err ? strerror(-err) : "no doorbell page");
 		return 1;
 	}
+	doorbells = mmap(NULL, sizeof(*doorbells), PROT_READ | PROT_WRITE, MAP_SHARED, page_fd, 0);
+	if (doorbells == MAP_FAILED)
+		return 2;
+	close(page_fd);
+	CHECK(doorbells->magic == MRC_DOORBELL_MAGIC && doorbells->bits == MRC_DOORBELL_BITS,
+	      "HELLO hands over a doorbell page");
 
 	{
 		/* the doorbell must be an eventfd: a pipe at EOF would wake the daemon forever */
@@ -357,7 +376,6 @@ int main(int argc, char **argv)
 	{
 		struct qp qp = make_qp(ctl, true);
 		struct mrc_sq_entry e = { .wr_id = 4, .opcode = 77, .num_sge = 9 };
-		uint64_t one = 1;
 
 		post(&qp, doorbell, &e);
 		CHECK(next_completion(&wc) && wc.wr_id == 4 && wc.status == MRC_CQ_LOC_QP_OP_ERR,
@@ -365,9 +383,13 @@ int main(int argc, char **argv)
 		      wc.status);
 		qp = make_qp(ctl, true);
 		__atomic_store_n(&qp.sq.producer->value, qp.sq.mine + 1000000, __ATOMIC_RELEASE);
-		if (write(doorbell, &one, sizeof(one)) != sizeof(one))
-			return 2;
+		ring(qp.doorbell_bit, doorbell);
 		CHECK(qp_in_error(&qp), "SQ producer index a million ahead: that QP to error");
+		/* bits name slots, not this client's QPs: the daemon must only look at its own */
+		for (uint32_t bit = 0; bit < MRC_DOORBELL_BITS; bit++)
+			ring(bit, doorbell);
+		CHECK(request(ctl, MRC_CTL_STATUS, NULL, 0, NULL, 0, &status, sizeof(status), NULL, 0) == 0,
+		      "every doorbell bit rung at once: the daemon still answers");
 	}
 	{
 		struct qp qp = make_qp(ctl, true);
@@ -400,7 +422,6 @@ int main(int argc, char **argv)
 		struct mrc_sq_entry se = { .wr_id = 7, .opcode = MRC_SQ_SEND,
 					   .flags = MRC_SQ_F_SIGNALED, .num_sge = 1 };
 		bool got_send = false, got_recv = false;
-		uint64_t one = 1;
 
 		/* the receiving QP: this test needs its RQ ring */
 		err = request(ctl, MRC_CTL_CREATE_QP, &cq_req, sizeof(cq_req), NULL, 0, &rep,
@@ -417,9 +438,9 @@ int main(int argc, char **argv)
 		err = reg_mr(ctl, fd2, page, 0x40000, 0, page, &k2);
 		close(fd2);
 		re.sge[0] = (struct mrc_shm_sge){ 0x40000, 256, k2.lkey };
-		if (err || mrc_ring_produce(&rq, &re) ||
-		    write(doorbell, &one, sizeof(one)) != sizeof(one))
+		if (err || mrc_ring_produce(&rq, &re))
 			return 2;
+		ring(rep.doorbell_bit % MRC_DOORBELL_BITS, doorbell);
 		usleep(100000); /* the receive is in the engine now */
 		err = request(ctl, MRC_CTL_DEREG_MR, &(struct mrc_ctl_handle){ k2.lkey, 0 },
 			      sizeof(struct mrc_ctl_handle), NULL, 0, NULL, 0, NULL, 0);

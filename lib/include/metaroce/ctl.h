@@ -28,7 +28,8 @@
 enum mrc_ctl_type {
 	MRC_CTL_STATUS = 1,	/* request: no payload; reply: struct mrc_ctl_status */
 	MRC_CTL_PEERS = 2,	/* request: no payload; reply: n x struct mrc_ctl_peer */
-	MRC_CTL_HELLO = 3,	/* request: mrc_ctl_hello + doorbell eventfd; reply: mrc_ctl_status */
+	MRC_CTL_HELLO = 3,	/* request: mrc_ctl_hello + doorbell eventfd; reply: mrc_ctl_status +
+				 * the doorbell page's memfd (shm.h) */
 	MRC_CTL_REG_MR = 4,	/* request: mrc_ctl_reg_mr, segments + their memfds; reply: mrc_ctl_mr */
 	MRC_CTL_DEREG_MR = 5,	/* request: mrc_ctl_handle (the lkey); reply: empty */
 	MRC_CTL_CREATE_CQ = 6,	/* request: mrc_ctl_create_cq [+ channel eventfd];
@@ -58,8 +59,9 @@ enum mrc_ctl_type {
 };
 
 /* The shared-memory and request layout this library speaks (bumped on any change; 2: the
- * ready request carries verbs' timeout, which a library of 1 left zero, "infinite"). */
-#define MRC_CTL_CLIENT_ABI 2
+ * ready request carries verbs' timeout, which a library of 1 left zero, "infinite"; 3: the
+ * HELLO reply carries the doorbell page, the work queues' need-wakeup flag). */
+#define MRC_CTL_CLIENT_ABI 3
 
 struct mrc_ctl_hello {
 	__u32 abi; /* MRC_CTL_CLIENT_ABI */
@@ -166,7 +168,7 @@ struct mrc_ctl_qp_created {
 	__u32 qp_num;
 	__u32 sq_entries;
 	__u32 rq_entries;
-	__u32 reserved;
+	__u32 doorbell_bit; /* the QP's bit in the client's doorbell page (shm.h) */
 };
 
 /*

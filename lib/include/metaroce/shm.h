@@ -60,8 +60,17 @@ struct mrc_ring_hdr {
  *     CQ consumer line (library)  arm request: 0 none, MRC_CQ_ARM_NEXT, MRC_CQ_ARM_SOLICITED
  *                                 (ibv_req_notify_cq); the daemon clears it when it fires
  *     CQ producer line (daemon)   completion events raised so far (ibv_get_cq_event counts)
- *     SQ consumer line (daemon)   MRC_QP_AUX_ERROR once the QP has entered the error state
+ *     SQ consumer line (daemon)   MRC_QP_AUX_ERROR once the QP has entered the error state,
+ *                                 and MRC_RING_AUX_NEED_WAKEUP (below)
+ *     RQ consumer line (daemon)   MRC_RING_AUX_NEED_WAKEUP
  *     SQ, RQ producer lines       unused, 0
+ *
+ * MRC_RING_AUX_NEED_WAKEUP is the doorbell's suppression, as AF_XDP's and io_uring's
+ * need-wakeup flags: clear while the daemon reads the ring on every turn of its loop, set
+ * before it sleeps. After publishing entries the library fences (sequentially consistent)
+ * and reads the flag; only when it is set does it mark the QP in its doorbell page and write
+ * its doorbell eventfd. The daemon sets the flag, fences, then looks at the producer index
+ * once more: one of the two always sees the other's write.
  */
 struct mrc_ring_index {
 	__u32 value;
@@ -72,6 +81,28 @@ struct mrc_ring_index {
 #define MRC_CQ_ARM_NEXT 1u
 #define MRC_CQ_ARM_SOLICITED 2u
 #define MRC_QP_AUX_ERROR 1u
+#define MRC_RING_AUX_NEED_WAKEUP 2u
+
+/*
+ * A client's doorbell page: one per control connection, created by the daemon and handed
+ * over with the HELLO reply. Before it writes its doorbell eventfd the library sets the QP's
+ * bit here (the one the CREATE_QP reply names), so a wakeup tells the daemon which QPs to
+ * look at; the daemon takes each word with an atomic exchange. A bit already set means a
+ * doorbell is on its way: the eventfd need not be written again. Bits name no QP of another
+ * client: the daemon checks each against its owner.
+ */
+#define MRC_DOORBELL_MAGIC 0x4d524442u /* "MRDB" */
+#define MRC_DOORBELL_VERSION 1
+#define MRC_DOORBELL_BITS 4096u
+
+struct mrc_doorbell_page {
+	__u32 magic;   /* MRC_DOORBELL_MAGIC */
+	__u16 version; /* MRC_DOORBELL_VERSION */
+	__u16 reserved0;
+	__u32 bits;    /* MRC_DOORBELL_BITS */
+	__u32 reserved[13];
+	__u64 rung[MRC_DOORBELL_BITS / 64]; /* bit b: word b / 64, mask 1 << (b % 64) */
+};
 
 /* Offsets of the parts of a ring region. */
 #define MRC_RING_PRODUCER_OFF 64
