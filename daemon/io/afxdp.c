@@ -9,7 +9,6 @@
 #include <linux/if_link.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
-#include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
 #include <linux/udp.h>
 #include <net/if.h>
@@ -31,7 +30,6 @@
 
 #define ECN_ECT0 0x02
 #define ECN_CE 0x03
-#define NEIGH_RECHECK_NS 1000000000ull
 
 struct mrcd_xsk_queue {
 	struct xsk_socket *xsk;
@@ -43,176 +41,6 @@ struct mrcd_xsk_queue {
 	unsigned n_free_tx;
 };
 
-
-/* --- rtnetlink ---------------------------------------------------------------------------- */
-
-/* One request, one answer of `type`; the answer's attributes go to tb[]. Returns 0 or -errno. */
-static int nl_ask(struct mrcd_afxdp *x, struct nlmsghdr *req, uint16_t type, size_t hdr_len,
-		  void *hdr_out, struct rtattr **tb, unsigned max_attr, uint8_t *buf, size_t cap)
-{
-	ssize_t n;
-
-	req->nlmsg_seq = ++x->nl_seq;
-	if (send(x->nl_fd, req, req->nlmsg_len, 0) < 0)
-		return -errno;
-	for (;;) {
-		n = recv(x->nl_fd, buf, cap, 0);
-		if (n < 0)
-			return -errno;
-		for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, (unsigned)n);
-		     h = NLMSG_NEXT(h, n)) {
-			if (h->nlmsg_seq != x->nl_seq)
-				continue;
-			if (h->nlmsg_type == NLMSG_ERROR) {
-				struct nlmsgerr *e = NLMSG_DATA(h);
-
-				return e->error ? e->error : -ENOENT;
-			}
-			if (h->nlmsg_type != type)
-				continue;
-			memcpy(hdr_out, NLMSG_DATA(h), hdr_len);
-			memset(tb, 0, (max_attr + 1) * sizeof(*tb));
-			int len = (int)h->nlmsg_len - (int)NLMSG_LENGTH(hdr_len);
-
-			for (struct rtattr *a = (struct rtattr *)((uint8_t *)NLMSG_DATA(h) +
-								  NLMSG_ALIGN(hdr_len));
-			     RTA_OK(a, len); a = RTA_NEXT(a, len))
-				if (a->rta_type <= max_attr)
-					tb[a->rta_type] = a;
-			return 0;
-		}
-	}
-}
-
-static void add_attr(struct nlmsghdr *n, uint16_t type, const void *data, size_t len)
-{
-	struct rtattr *a = (struct rtattr *)((uint8_t *)n + NLMSG_ALIGN(n->nlmsg_len));
-
-	a->rta_type = type;
-	a->rta_len = (unsigned short)RTA_LENGTH(len);
-	memcpy(RTA_DATA(a), data, len);
-	n->nlmsg_len = NLMSG_ALIGN(n->nlmsg_len) + RTA_ALIGN(a->rta_len);
-}
-
-/* The next hop toward addr leaving from the plane's interface: the gateway, or addr itself. */
-static int next_hop(struct mrcd_afxdp *x, const struct mrcd_xsk_plane *p, const uint8_t *addr,
-		    uint8_t hop[16])
-{
-	struct {
-		struct nlmsghdr n;
-		struct rtmsg r;
-		uint8_t attrs[64];
-	} req = { 0 };
-	uint8_t buf[4096];
-	struct rtattr *tb[RTA_MAX + 1];
-	struct rtmsg r;
-	bool v4 = p->family == MRC_AF_INET;
-	size_t alen = v4 ? 4 : 16;
-	int err;
-
-	req.n.nlmsg_len = NLMSG_LENGTH(sizeof(req.r));
-	req.n.nlmsg_type = RTM_GETROUTE;
-	req.n.nlmsg_flags = NLM_F_REQUEST;
-	req.r.rtm_family = v4 ? AF_INET : AF_INET6;
-	req.r.rtm_dst_len = (unsigned char)(alen * 8);
-	add_attr(&req.n, RTA_DST, v4 ? addr + 12 : addr, alen);
-	add_attr(&req.n, RTA_SRC, v4 ? p->addr + 12 : p->addr, alen);
-	add_attr(&req.n, RTA_OIF, &p->ifindex, sizeof(p->ifindex));
-	err = nl_ask(x, &req.n, RTM_NEWROUTE, sizeof(r), &r, tb, RTA_MAX, buf, sizeof(buf));
-	if (err)
-		return err;
-	if (tb[RTA_OIF] && *(int *)RTA_DATA(tb[RTA_OIF]) != p->ifindex)
-		return -ENETUNREACH; /* the kernel would send it elsewhere: not this plane's to do */
-	memset(hop, 0, 16);
-	if (tb[RTA_GATEWAY] && RTA_PAYLOAD(tb[RTA_GATEWAY]) == alen) {
-		if (v4)
-			mrc_addr_from_v4(hop, RTA_DATA(tb[RTA_GATEWAY]));
-		else
-			memcpy(hop, RTA_DATA(tb[RTA_GATEWAY]), alen);
-	} else {
-		memcpy(hop, addr, 16);
-	}
-	return 0;
-}
-
-/*
- * The neighbour's MAC: 0 when the kernel has it confirmed (reachable, permanent, no ARP), 1
- * when it has it unconfirmed (stale, delaying, probing: still usable, but the kernel must be
- * given a reason to confirm it, as AF_XDP traffic gives none), -errno when it has none.
- */
-static int neighbour_mac(struct mrcd_afxdp *x, const struct mrcd_xsk_plane *p,
-			 const uint8_t hop[16], uint8_t mac[6])
-{
-	struct {
-		struct nlmsghdr n;
-		struct ndmsg nd;
-		uint8_t attrs[64];
-	} req = { 0 };
-	uint8_t buf[4096];
-	struct rtattr *tb[NDA_MAX + 1];
-	struct ndmsg nd;
-	bool v4 = p->family == MRC_AF_INET;
-	int err;
-
-	req.n.nlmsg_len = NLMSG_LENGTH(sizeof(req.nd));
-	req.n.nlmsg_type = RTM_GETNEIGH;
-	req.n.nlmsg_flags = NLM_F_REQUEST;
-	req.nd.ndm_family = v4 ? AF_INET : AF_INET6;
-	req.nd.ndm_ifindex = p->ifindex;
-	add_attr(&req.n, NDA_DST, v4 ? hop + 12 : hop, v4 ? 4 : 16);
-	err = nl_ask(x, &req.n, RTM_NEWNEIGH, sizeof(nd), &nd, tb, NDA_MAX, buf, sizeof(buf));
-	if (err)
-		return err;
-	if (!(nd.ndm_state & (NUD_REACHABLE | NUD_STALE | NUD_DELAY | NUD_PROBE | NUD_PERMANENT |
-			      NUD_NOARP)) ||
-	    !tb[NDA_LLADDR] || RTA_PAYLOAD(tb[NDA_LLADDR]) != 6)
-		return -EAGAIN;
-	memcpy(mac, RTA_DATA(tb[NDA_LLADDR]), 6);
-	return nd.ndm_state & (NUD_REACHABLE | NUD_PERMANENT | NUD_NOARP) ? 0 : 1;
-}
-
-/*
- * The entry for addr, looked up again when a second old; NULL when this datagram must go by
- * the UDP socket: the next hop is unresolved, or known but unconfirmed (the socket's send is
- * what makes the kernel confirm it, and notice a changed MAC).
- */
-static const struct mrcd_neigh *neighbour(struct mrcd_afxdp *x, struct mrcd_xsk_plane *p,
-					  const uint8_t addr[16], uint64_t now)
-{
-	struct mrcd_neigh *e = NULL;
-	uint8_t hop[16];
-	int r;
-
-	for (unsigned i = 0; i < p->n_neigh; i++)
-		if (!memcmp(p->neigh[i].addr, addr, 16)) {
-			e = &p->neigh[i];
-			break;
-		}
-	if (!e) {
-		unsigned k = 0;
-
-		if (p->n_neigh < MRCD_NEIGH_PER_PLANE)
-			k = p->n_neigh++;
-		else /* a full table recycles its oldest entry */
-			for (unsigned i = 1; i < MRCD_NEIGH_PER_PLANE; i++)
-				if (p->neigh[i].checked_ns < p->neigh[k].checked_ns)
-					k = i;
-		e = &p->neigh[k];
-		memset(e, 0, sizeof(*e));
-		memcpy(e->addr, addr, 16);
-	} else if (now - e->checked_ns < NEIGH_RECHECK_NS) {
-		return e->valid ? e : NULL;
-	}
-	e->checked_ns = now;
-	r = next_hop(x, p, addr, hop);
-	if (!r)
-		r = neighbour_mac(x, p, hop, e->mac);
-	e->valid = r >= 0;
-	/* being resolved: looked up again in a millisecond; no route here: in a second */
-	if (r == -EAGAIN || r == -ENOENT)
-		e->checked_ns = now - NEIGH_RECHECK_NS + 1000000;
-	return r == 0 ? e : NULL;
-}
 
 /* --- sockets ------------------------------------------------------------------------------ */
 
@@ -351,16 +179,13 @@ int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsk
 {
 	memset(x, 0, sizeof(*x));
 	err[0] = '\0';
-	x->nl_fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);
+	/* never waited on: questions go out and answers come in as the loop finds it ready */
+	x->nl_fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC | SOCK_NONBLOCK, NETLINK_ROUTE);
 	if (x->nl_fd < 0) {
 		snprintf(err, errlen, "rtnetlink: %s", strerror(errno));
 		return -1;
 	}
-	{
-		struct timeval tv = { 0, 200000 }; /* a kernel that does not answer is not waited on */
-
-		setsockopt(x->nl_fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	}
+	mrcd_neigh_init(&x->neigh);
 	for (unsigned i = 0; i < cfg->n_planes; i++) {
 		const struct mrcd_plane *pl = &cfg->planes[i];
 		struct mrcd_xsk_plane *p = &x->planes[pl->index];
@@ -420,8 +245,10 @@ int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsk
 				break;
 			}
 		}
-		if (p->n_queues)
+		if (p->n_queues) {
 			x->n_planes++;
+			mrcd_neigh_plane(&x->neigh, pl->index, p->ifindex, p->family, p->addr);
+		}
 	}
 	if (!x->n_planes) {
 		mrcd_afxdp_close(x);
@@ -437,7 +264,47 @@ unsigned mrcd_afxdp_poll_fds(const struct mrcd_afxdp *x, int *fds, unsigned max)
 	for (unsigned i = 0; i < MRC_MAX_PLANES; i++)
 		for (unsigned k = 0; k < x->planes[i].n_queues && n < max; k++)
 			fds[n++] = xsk_socket__fd(x->planes[i].queues[k].xsk);
+	if (n < max)
+		fds[n++] = x->nl_fd;
 	return n;
+}
+
+/* --- the next hops' MACs (neigh.h) --------------------------------------------------------- */
+
+void mrcd_afxdp_fd_ready(struct mrcd_afxdp *x, int fd)
+{
+	if (fd == x->nl_fd)
+		x->nl_ready = true;
+}
+
+void mrcd_afxdp_neigh_send(struct mrcd_afxdp *x, uint64_t now_ns)
+{
+	uint8_t req[MRCD_NEIGH_REQUEST_MAX];
+	size_t len;
+
+	/* a question the socket refuses is lost, and asked again when its answer is overdue */
+	while ((len = mrcd_neigh_request(&x->neigh, req, sizeof(req), now_ns)))
+		if (send(x->nl_fd, req, len, MSG_DONTWAIT) < 0 && errno != EINTR)
+			break;
+}
+
+void mrcd_afxdp_neigh_receive(struct mrcd_afxdp *x, uint64_t now_ns)
+{
+	uint8_t buf[8192] __attribute__((aligned(NLMSG_ALIGNTO)));
+
+	if (!x->nl_ready)
+		return;
+	for (unsigned i = 0; i < 64; i++) {
+		ssize_t n = recv(x->nl_fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n < 0 && errno == ENOBUFS)
+			continue; /* answers overran the socket: those questions are asked again */
+		if (n <= 0) {
+			x->nl_ready = n < 0 && errno == EINTR;
+			return;
+		}
+		mrcd_neigh_answer(&x->neigh, buf, (size_t)n, now_ns);
+	}
 }
 
 /* --- receive ------------------------------------------------------------------------------ */
@@ -634,7 +501,7 @@ int mrcd_afxdp_tx(struct mrcd_afxdp *x, const struct mrcd_dgram *g, uint64_t now
 {
 	struct mrcd_xsk_plane *p;
 	struct mrcd_xsk_queue *q;
-	const struct mrcd_neigh *nb;
+	const uint8_t *mac;
 	struct xdp_desc *desc;
 	uint32_t idx;
 	uint64_t addr;
@@ -645,8 +512,8 @@ int mrcd_afxdp_tx(struct mrcd_afxdp *x, const struct mrcd_dgram *g, uint64_t now
 	q = &p->queues[0];
 	if (g->len + 14 + 40 + 8 > MRCD_XSK_FRAME)
 		return -2;
-	nb = neighbour(x, p, g->peer.addr, now_ns);
-	if (!nb)
+	mac = mrcd_neigh_mac(&x->neigh, g->plane, g->peer.addr, now_ns);
+	if (!mac)
 		return -1;
 	if (!q->n_free_tx)
 		reclaim(q);
@@ -660,7 +527,7 @@ int mrcd_afxdp_tx(struct mrcd_afxdp *x, const struct mrcd_dgram *g, uint64_t now
 	addr = q->free_tx[--q->n_free_tx];
 	desc = xsk_ring_prod__tx_desc(&q->tx, idx);
 	desc->addr = addr;
-	desc->len = build_frame(p, nb->mac, g, xsk_umem__get_data(q->area, addr));
+	desc->len = build_frame(p, mac, g, xsk_umem__get_data(q->area, addr));
 	desc->options = 0;
 	xsk_ring_prod__submit(&q->tx, 1);
 	return 1;

@@ -4,16 +4,18 @@
  * the XDP program redirects what it does not place (control packets, SENDs, refusals), and
  * through which the daemon transmits whole frames it builds itself (Ethernet, IPv4 or IPv6
  * with ECT(0) and DF, UDP with its checksum). The next hop's MAC comes from the kernel over
- * rtnetlink (route, then neighbour); while a neighbour is unknown the datagram goes out of
- * the plane's UDP socket instead, which makes the kernel resolve it: resolved, never guessed.
+ * rtnetlink (route, then neighbour: neigh.h), asked without waiting; while a neighbour is
+ * unknown the datagram goes out of the plane's UDP socket instead, which makes the kernel
+ * resolve it: resolved, never guessed.
  *
  * Frames are 4096 bytes (XDP_PACKET_HEADROOM of them in front) with no multi-buffer support:
- * when any plane's MTU does not fit, or any socket cannot be opened, the backend runs without
- * AF_XDP on every plane (the reason is in the status note), and what the program does not
- * place passes up to the UDP sockets. Each socket pins 8 MiB of frames (RLIMIT_MEMLOCK).
+ * a plane whose MTU does not fit, or whose sockets cannot be opened, runs without AF_XDP (the
+ * reason is in the status note), and what the program does not place there passes up to the
+ * UDP sockets. Each socket pins 8 MiB of frames (RLIMIT_MEMLOCK).
  *
- * Transmit rings are kicked at every loop turn while frames are in flight: in copy mode one
- * kick sends a batch at a time.
+ * Transmit rings are kicked in every turn that transmits or receives, and while frames are in
+ * flight at least every 20 µs (the loop's TX_KICK_NS): in copy mode one kick sends a batch at
+ * a time.
  */
 #ifndef METAROCE_DAEMON_AFXDP_H
 #define METAROCE_DAEMON_AFXDP_H
@@ -25,6 +27,7 @@
 #include <metaroce/xdp.h>
 
 #include "config.h"
+#include "neigh.h"
 
 struct mrcd_dgram;
 struct xsk_socket;
@@ -33,15 +36,6 @@ struct xsk_umem;
 #define MRCD_XSK_FRAME 4096u
 #define MRCD_XSK_RX_FRAMES 1024u
 #define MRCD_XSK_TX_FRAMES 1024u
-#define MRCD_NEIGH_PER_PLANE 64
-
-struct mrcd_neigh {
-	uint8_t addr[16];	/* the peer (IPv4-mapped) */
-	uint8_t mac[6];
-	bool valid;
-	uint64_t checked_ns;	/* looked up then; again after a second */
-};
-
 struct mrcd_xsk_queue;
 
 struct mrcd_xsk_plane {
@@ -52,16 +46,15 @@ struct mrcd_xsk_plane {
 	uint8_t addr[16];	/* the plane's address */
 	unsigned n_queues;
 	struct mrcd_xsk_queue *queues; /* [0] also transmits */
-	struct mrcd_neigh neigh[MRCD_NEIGH_PER_PLANE];
-	unsigned n_neigh;
 	uint16_t ip_id;
 };
 
 struct mrcd_afxdp {
 	struct mrcd_xsk_plane planes[MRC_MAX_PLANES];
 	unsigned n_planes;
-	int nl_fd;		/* rtnetlink, for routes and neighbours */
-	uint32_t nl_seq;
+	int nl_fd;		/* rtnetlink, for routes and neighbours; never blocks */
+	bool nl_ready;		/* the loop saw it readable */
+	struct mrcd_neigh_cache neigh;
 	unsigned rx_cursor;	/* the plane the next receive starts at */
 };
 
@@ -91,7 +84,12 @@ void mrcd_afxdp_kick(struct mrcd_afxdp *x);
 /* Frames the kernel has not finished with: the loop must kick again soon. */
 bool mrcd_afxdp_tx_pending(struct mrcd_afxdp *x);
 
-/* The fds to wait on for receive readiness. */
+/* The fds to wait on for receive readiness: the sockets' and rtnetlink's. */
 unsigned mrcd_afxdp_poll_fds(const struct mrcd_afxdp *x, int *fds, unsigned max);
+/* The loop saw fd readable. */
+void mrcd_afxdp_fd_ready(struct mrcd_afxdp *x, int fd);
+/* The questions about next hops that lookups queued go out; answers that came are taken. */
+void mrcd_afxdp_neigh_send(struct mrcd_afxdp *x, uint64_t now_ns);
+void mrcd_afxdp_neigh_receive(struct mrcd_afxdp *x, uint64_t now_ns);
 
 #endif /* METAROCE_DAEMON_AFXDP_H */

@@ -121,6 +121,7 @@ static int xdp_rx_batch(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n
 	if (s->have_xsk) {
 		/* frames a kick left in a transmit ring go out now, whatever else happens */
 		mrcd_afxdp_kick(&s->xsk);
+		mrcd_afxdp_neigh_receive(&s->xsk, mrcd_now_ns());
 	}
 	if (s->have_xsk && got < n) {
 		unsigned x = mrcd_afxdp_rx(&s->xsk, d + got, n - got, &b->xsk_rx_bad);
@@ -173,7 +174,19 @@ static int xdp_tx_batch(struct mrcd_backend *b, const struct mrcd_dgram *d, unsi
 		done++;
 	}
 	mrcd_afxdp_kick(&s->xsk);
+	mrcd_afxdp_neigh_send(&s->xsk, now);
 	return (int)done;
+}
+
+static void xdp_fd_ready(struct mrcd_backend *b, int fd)
+{
+	struct mrcd_xdp_state *s = state(b);
+
+	/* the event ring and the AF_XDP rings are read anyway; rtnetlink and the UDP sockets
+	 * only once they are ready */
+	if (s->have_xsk)
+		mrcd_afxdp_fd_ready(&s->xsk, fd);
+	mrcd_backend_udp_fd_ready(b, fd);
 }
 
 const struct mrcd_backend_ops mrcd_backend_xdp = {
@@ -182,7 +195,7 @@ const struct mrcd_backend_ops mrcd_backend_xdp = {
 	.tx_batch = xdp_tx_batch,
 	.rx_batch = xdp_rx_batch,
 	.poll_fds = xdp_poll_fds,
-	.fd_ready = mrcd_backend_udp_fd_ready, /* the event ring and AF_XDP rings are read anyway */
+	.fd_ready = xdp_fd_ready,
 	.tx_pending = xdp_tx_pending,
 	.close = xdp_close,
 };

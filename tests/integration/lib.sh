@@ -23,7 +23,7 @@ cleanup() {
 	ip netns del "$NS_A" 2>/dev/null
 	ip netns del "$NS_B" 2>/dev/null
 	[ -z "$TESTBED" ] || "$TESTBED_TOOL" -n "$TESTBED" down
-	rm -rf "$TMP"
+	[ -n "${KEEP_TMP:-}" ] || rm -rf "$TMP" # KEEP_TMP=1 keeps the logs of a failing run
 }
 trap cleanup EXIT INT TERM
 

@@ -14,6 +14,7 @@ Suite *conn_suite(void);
 Suite *core_sched_suite(void);
 Suite *linger_suite(void);
 Suite *loss_suite(void);
+Suite *neigh_suite(void);
 Suite *peer_suite(void);
 Suite *ratehint_suite(void);
 Suite *ring_suite(void);
