@@ -1039,6 +1039,9 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 			sge_scatter(m->wr.sge, m->wr.num_sge, d->msg_off, pkt->payload,
 				    pkt->payload_len);
 		m->read_placed += pkt->payload_len;
+		/* the responder is alive and answering: the READ watchdog starts over */
+		c->retries = 0;
+		c->retry_clock_ns = now_ns;
 		if (m->read_placed == m->len) {
 			/* The response proves the request arrived, even if its ACK did not: the
 			 * request's PSN is acknowledged here, before the READ completes and its
@@ -1794,6 +1797,23 @@ static void path_timeout(struct mrc_conn *c, unsigned i, uint64_t now_ns)
 		start_probing(c, p, now_ns);
 }
 
+/*
+ * READs whose requests were all acknowledged wait on the responder's responses, which no RTO
+ * of ours covers: a responder that died (its daemon restarted) after acknowledging would leave
+ * them waiting forever. Each retry timeout without a response byte or an acknowledgement
+ * costs a retry, and the retry budget ends the QP [R-320].
+ */
+static bool read_watchdog_armed(const struct mrc_conn *c)
+{
+	return c->reads_outstanding && c->snd_una == c->snd_nxt && c->cfg.retry_timeout_ns;
+}
+
+static void read_watchdog(struct mrc_conn *c, uint64_t now_ns)
+{
+	if (read_watchdog_armed(c) && retry_exhausted(c, now_ns))
+		enter_error(c, sq_msg(c, c->sq_head), MRC_WC_RETRY_EXC_ERR, true);
+}
+
 uint64_t mrc_conn_next_timeout(const struct mrc_conn *c)
 {
 	uint64_t t = UINT64_MAX;
@@ -1819,6 +1839,8 @@ uint64_t mrc_conn_next_timeout(const struct mrc_conn *c)
 		t = c->rnr_wakeup_ns;
 	if (c->lost_pending && c->retx_wakeup_ns > c->last_now_ns && c->retx_wakeup_ns < t)
 		t = c->retx_wakeup_ns;
+	if (read_watchdog_armed(c) && c->retry_clock_ns + c->cfg.retry_timeout_ns < t)
+		t = c->retry_clock_ns + c->cfg.retry_timeout_ns;
 	return t;
 }
 
@@ -1838,6 +1860,8 @@ void mrc_conn_on_timeout(struct mrc_conn *c, uint64_t now_ns)
 	for (unsigned i = 0; i < c->n_paths && c->state == MRC_QPS_RTS; i++)
 		if (c->paths[i].rto_deadline_ns && now_ns >= c->paths[i].rto_deadline_ns)
 			path_timeout(c, i, now_ns);
+	if (c->state == MRC_QPS_RTS)
+		read_watchdog(c, now_ns);
 }
 
 /* --- operator controls and inspection ----------------------------------------------- */

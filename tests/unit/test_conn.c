@@ -739,6 +739,40 @@ START_TEST(mrc_conn__data_dark_peer_retry_budget_and_backoff)
 }
 END_TEST
 
+/*
+ * A READ whose request the responder acknowledged and whose responses never arrive (here they
+ * are too long for the requester's links; a responder whose daemon restarted is the real case)
+ * has no packet of the requester's in flight to time out: the READ watchdog ends it with
+ * RETRY_EXC_ERR after (retry_cnt + 1) timeouts [R-320]. Without it the READ waited forever.
+ */
+START_TEST(mrc_conn__read_response_that_never_comes_retry_exceeded)
+{
+	struct sim_config sc;
+	struct mrc_conn_config cc;
+	struct first_error e = { 0 };
+	struct xfer x;
+	uint64_t start, budget;
+
+	sim_config_default(&sc);
+	mrc_conn_config_default(&cc);
+	cc.retry_cnt = 3;
+	cc.retry_timeout_ns = 5000000;
+	budget = (cc.retry_cnt + 1) * cc.retry_timeout_ns;
+	xfer_init(&x, &sc, &cc, 4, 64u << 10);
+	x.a->on_complete = note_first_error;
+	x.a->user = &e;
+	data_dark(x.sim, 0); /* the requester's side: READ_RESP dropped, ACKs pass */
+	start = x.sim->now_ns;
+	xfer_post(&x, MRC_WR_READ, 64u << 10, 0);
+	sim_run(x.sim, start + 1000000000ull, NULL, NULL);
+	ck_assert_int_eq(mrc_conn_state(x.a->conn), MRC_QPS_ERR);
+	ck_assert_uint_eq(e.status, MRC_WC_RETRY_EXC_ERR);
+	ck_assert_uint_ge(e.at_ns - start, budget);
+	ck_assert_uint_le(e.at_ns - start, budget + cc.retry_timeout_ns + 2 * cc.rto.max_rto_ns);
+	xfer_free(&x);
+}
+END_TEST
+
 /* With no retry limit (timeout 0), the same peer draws resends at a bounded pace: each lost
  * packet at most once per rto_max once it has backed off, not once per fresh RTO [R-256]. */
 START_TEST(mrc_conn__data_dark_peer_resends_back_off)
@@ -1220,6 +1254,7 @@ Suite *conn_suite(void)
 	tcase_add_test(errors, mrc_conn__retry_budget_runs_on_the_timeout);
 	tcase_add_test(errors, mrc_conn__retry_timeout_zero_never_gives_up);
 	tcase_add_test(errors, mrc_conn__data_dark_peer_retry_budget_and_backoff);
+	tcase_add_test(errors, mrc_conn__read_response_that_never_comes_retry_exceeded);
 	tcase_add_test(errors, mrc_conn__data_dark_peer_resends_back_off);
 	tcase_add_test(errors, mrc_conn__bad_rkey_remote_access_error);
 	tcase_add_test(errors, mrc_conn__remote_access_status_on_culprit);
