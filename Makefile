@@ -54,7 +54,8 @@ BPF_CFLAGS := -target bpf -O2 -g -std=gnu11 $(WARNINGS) -Ilib/include \
 CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 SYSTEMD_LIBS = $(shell pkg-config --libs libsystemd 2>/dev/null)
-DAEMON_LIBS = $(SYSTEMD_LIBS) -lxdp -lbpf
+MHD_LIBS = $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
+DAEMON_LIBS = $(SYSTEMD_LIBS) $(MHD_LIBS) -lmnl -lxdp -lbpf
 BPFTOOL ?= bpftool
 
 # --- sources ---------------------------------------------------------------------------
@@ -128,7 +129,7 @@ DEB_PACKAGES := \
 	gcc g++ libc6-dev make pkg-config \
 	clang libclang-rt-14-dev \
 	linux-libc-dev \
-	check libsystemd-dev libbpf-dev libxdp-dev bpftool xdp-tools \
+	check libsystemd-dev libmicrohttpd-dev libmnl-dev libbpf-dev libxdp-dev bpftool xdp-tools \
 	libibverbs-dev ibverbs-utils perftest libgloo-dev \
 	iproute2 python3 iperf3 sockperf gnuplot-nox time groff-base curl \
 	dpkg-dev debhelper python3-yaml linux-perf

@@ -18,16 +18,14 @@
 #include "core/core.h"
 #include "io/backend.h"
 
-#define MRCD_MAX_HTTP 16	/* scrapers connected at once */
-#define MRCD_HTTP_HEAD 2048 /* longest request head read */
-
 struct mrcd;
+struct MHD_Daemon;
 
 /* A descriptor in the loop and what to do when it is ready (epoll_event.data.ptr). */
 struct mrcd_watch {
 	void (*ready)(struct mrcd *d, struct mrcd_watch *w, uint32_t events);
 	int fd;		/* -1: none */
-	unsigned slot;	/* the client or HTTP connection it belongs to */
+	unsigned slot;	/* the client it belongs to */
 };
 
 /* A control connection's descriptors; what it owns is the core's. */
@@ -35,14 +33,6 @@ struct mrcd_conn {
 	struct mrcd_watch sock;	    /* the connection itself */
 	struct mrcd_watch doorbell; /* the library's eventfd, after HELLO */
 	bool monitor;		    /* subscribed to events (metaroce-ctl monitor) */
-};
-
-/* An HTTP connection to the metrics endpoint. */
-struct mrcd_http {
-	struct mrcd_watch watch;
-	uint64_t since;
-	size_t req_len;
-	char req[MRCD_HTTP_HEAD]; /* the request head as it arrives */
 };
 
 /* Descriptors that came with the request being served, and those that go with its reply. */
@@ -68,8 +58,8 @@ struct mrcd {
 	bool rx_due;		    /* a backend descriptor was readable: read it this turn */
 	struct mrcd_conn conn[MRCD_MAX_CLIENTS];
 	struct mrcd_request_fds req;
-	struct mrcd_watch metrics;  /* the HTTP listener for /metrics; fd -1: off */
-	struct mrcd_http http[MRCD_MAX_HTTP];
+	struct mrcd_watch metrics;  /* the metrics endpoint's epoll descriptor; fd -1: off */
+	struct MHD_Daemon *http;    /* the endpoint (libmicrohttpd); NULL: off */
 	char backend_note[64];	    /* xdp: how it attached; auto on udp: why not xdp */
 	uint64_t started_ns;
 	bool stopping;

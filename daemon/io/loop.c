@@ -146,8 +146,6 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 	d->signals.fd = d->control.fd = d->metrics.fd = -1;
 	for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
 		d->conn[i].sock.fd = d->conn[i].doorbell.fd = -1;
-	for (unsigned i = 0; i < MRCD_MAX_HTTP; i++)
-		d->http[i].watch.fd = -1;
 	raise_fd_limit();
 	d->started_ns = mrcd_now_ns();
 	if (mrcd_config_check(&d->cfg, err, errlen))
@@ -277,6 +275,7 @@ int mrcd_run(struct mrcd *d)
 		struct epoll_event ev[8];
 		uint64_t now = mrcd_now_ns(), next;
 		struct timespec wait = { 0, 0 };
+		uint64_t http_due;
 		bool tx_pending, sleep;
 		int n;
 
@@ -288,6 +287,9 @@ int mrcd_run(struct mrcd *d)
 		next = mrcd_core_next_timeout(&d->core);
 		if (d->watchdog_usec && d->next_watchdog_ns < next)
 			next = d->next_watchdog_ns;
+		http_due = mrcd_metrics_next_timeout(d, now);
+		if (http_due < next)
+			next = http_due;
 		tx_pending = d->backend.ops->tx_pending && d->backend.ops->tx_pending(&d->backend);
 		if (tx_pending && next > now + TX_KICK_NS)
 			next = now + TX_KICK_NS;
@@ -310,6 +312,8 @@ int mrcd_run(struct mrcd *d)
 
 			w->ready(d, w, ev[i].events);
 		}
+		if (http_due != UINT64_MAX && mrcd_now_ns() >= http_due)
+			mrcd_metrics_on_timeout(d); /* a scraper that went quiet is closed */
 		/* the backend is read when one of its descriptors said so, or while it has
 		 * transmit rings to kick (reading kicks them) */
 		if (d->rx_due || tx_pending) {

@@ -10,6 +10,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <microhttpd.h>
+
 #include "io/daemon.h"
 #include "io/fastpath.h"
 #include "log.h"
@@ -68,19 +70,92 @@ size_t mrcd_metrics_render(const struct mrcd *d, char *buf, size_t cap)
 	return n;
 }
 
-/* --- the HTTP endpoint: one request per connection, answered and closed ---------------- */
+/* --- the HTTP endpoint: libmicrohttpd, driven by the daemon's own loop --------------------- */
 
-static void accept_scrapers(struct mrcd *d, struct mrcd_watch *w, uint32_t events);
+#define MRCD_HTTP_CONNECTIONS 64  /* scrapers connected at once ... */
+#define MRCD_HTTP_PER_ADDRESS 16  /* ... and from one address */
+#define MRCD_HTTP_IDLE_SECONDS 3 /* a connection that says nothing for this long is closed */
 
-int mrcd_metrics_open(struct mrcd *d, char *err, size_t errlen)
+static void http_log(void *cls, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+
+static void http_log(void *cls, const char *fmt, va_list ap)
+{
+	char line[256];
+
+	(void)cls;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	mrcd_log(LOG_DEBUG, "metrics endpoint: %s", line);
+}
+
+static enum MHD_Result answer(struct mrcd *d, struct MHD_Connection *conn, unsigned status,
+			      const char *body, size_t len)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body,
+								 MHD_RESPMEM_MUST_COPY);
+	enum MHD_Result ret;
+
+	(void)d;
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				status == MHD_HTTP_OK ? "text/plain; version=0.0.4; charset=utf-8"
+						      : "text/plain; charset=utf-8");
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	ret = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* GET (or HEAD) /metrics; anything else is 404 or 405. Rendered when asked, never cached. */
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *upload,
+				  size_t *upload_len, void **state)
+{
+	static char body[1 << 16];
+	struct mrcd *d = cls;
+
+	(void)version, (void)upload, (void)state;
+	if (*upload_len)
+		return answer(d, conn, MHD_HTTP_BAD_REQUEST, "no body expected\n", 17);
+	if (strcmp(url, "/metrics"))
+		return answer(d, conn, MHD_HTTP_NOT_FOUND, "not found\n", 10);
+	if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+		return answer(d, conn, MHD_HTTP_METHOD_NOT_ALLOWED, "GET or HEAD\n", 12);
+	return answer(d, conn, MHD_HTTP_OK, body, mrcd_metrics_render(d, body, sizeof(body)));
+}
+
+/* Its epoll descriptor is ready: libmicrohttpd does the I/O it has, without waiting. */
+static void run_http(struct mrcd *d, struct mrcd_watch *w, uint32_t events)
+{
+	(void)w, (void)events;
+	MHD_run(d->http);
+}
+
+uint64_t mrcd_metrics_next_timeout(const struct mrcd *d, uint64_t now_ns)
+{
+	MHD_UNSIGNED_LONG_LONG ms;
+
+	if (!d->http || MHD_get_timeout(d->http, &ms) != MHD_YES)
+		return UINT64_MAX;
+	return now_ns + (uint64_t)ms * 1000000u;
+}
+
+void mrcd_metrics_on_timeout(struct mrcd *d)
+{
+	if (d->http)
+		MHD_run(d->http);
+}
+
+/* The listening socket is ours, bound to the configured address (IPv4 or IPv6, as the
+ * configuration parser gave it); libmicrohttpd accepts on it and speaks HTTP. */
+static int listen_socket(const struct mrcd *d)
 {
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int fd, one = 1;
 
-	d->metrics.fd = -1;
-	if (!d->cfg.metrics)
-		return 0;
 	memset(&ss, 0, sizeof(ss));
 	if (mrc_addr_is_v4(d->cfg.metrics_addr.addr)) {
 		struct sockaddr_in *in = (struct sockaddr_in *)&ss;
@@ -98,99 +173,74 @@ int mrcd_metrics_open(struct mrcd *d, char *err, size_t errlen)
 		len = sizeof(*in6);
 	}
 	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	d->metrics = (struct mrcd_watch){ accept_scrapers, fd, 0 };
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
-	    bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 16) ||
-	    mrcd_watch(d, &d->metrics, false)) {
+	if (fd < 0)
+		return -1;
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&ss, len) || listen(fd, 16)) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+int mrcd_metrics_open(struct mrcd *d, char *err, size_t errlen)
+{
+	const union MHD_DaemonInfo *info;
+	int fd;
+
+	d->metrics.fd = -1;
+	d->http = NULL;
+	if (!d->cfg.metrics)
+		return 0;
+	fd = listen_socket(d);
+	if (fd < 0) {
 		snprintf(err, errlen, "metrics_listen port %u: %s", d->cfg.metrics_port,
 			 strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		d->metrics.fd = -1;
+		return -1;
+	}
+	/* no thread of its own: its epoll descriptor joins the loop's, and it runs when that
+	 * is ready or its connection timeout is due */
+	d->http = MHD_start_daemon(MHD_USE_EPOLL | MHD_USE_ERROR_LOG,
+				   0, NULL, NULL, on_request, d, MHD_OPTION_LISTEN_SOCKET, fd,
+				   MHD_OPTION_CONNECTION_LIMIT, (unsigned)MRCD_HTTP_CONNECTIONS,
+				   MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)MRCD_HTTP_PER_ADDRESS,
+				   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)MRCD_HTTP_IDLE_SECONDS,
+				   MHD_OPTION_EXTERNAL_LOGGER, http_log, NULL, MHD_OPTION_END);
+	if (!d->http) {
+		snprintf(err, errlen, "metrics_listen port %u: libmicrohttpd would not start",
+			 d->cfg.metrics_port);
+		close(fd);
+		return -1;
+	}
+	info = MHD_get_daemon_info(d->http, MHD_DAEMON_INFO_EPOLL_FD);
+	if (!info) {
+		snprintf(err, errlen, "metrics endpoint: libmicrohttpd has no epoll descriptor");
+		mrcd_metrics_close(d);
+		return -1;
+	}
+	d->metrics = (struct mrcd_watch){ run_http, info->epoll_fd, 0 };
+	if (mrcd_watch(d, &d->metrics, false)) {
+		snprintf(err, errlen, "metrics endpoint: epoll: %s", strerror(errno));
+		mrcd_metrics_close(d);
 		return -1;
 	}
 	return 0;
 }
 
-static void drop_conn(struct mrcd_http *h)
-{
-	close(h->watch.fd); /* closing removes it from epoll: nobody else holds it */
-	h->watch.fd = -1;
-	h->req_len = 0;
-}
-
 void mrcd_metrics_close(struct mrcd *d)
 {
-	for (unsigned i = 0; i < MRCD_MAX_HTTP; i++)
-		if (d->http[i].watch.fd >= 0)
-			drop_conn(&d->http[i]);
-	if (d->metrics.fd >= 0)
-		close(d->metrics.fd);
+	if (d->http) {
+		/* closes its epoll descriptor (leaving the loop's set) and its connections; the
+		 * listening socket was ours */
+		int fd = MHD_quiesce_daemon(d->http);
+
+		MHD_stop_daemon(d->http);
+		if (fd >= 0)
+			close(fd);
+	}
+	d->http = NULL;
 	d->metrics.fd = -1;
-}
-
-/* Answers once the request head has arrived; anything but GET /metrics gets 404. */
-static void serve(struct mrcd *d, struct mrcd_watch *w, uint32_t events)
-{
-	static char body[1 << 16];
-	struct mrcd_http *h = &d->http[w->slot];
-	char *req = h->req, head[256];
-	ssize_t n = recv(w->fd, req + h->req_len, MRCD_HTTP_HEAD - 1 - h->req_len, MSG_DONTWAIT);
-	size_t blen = 0;
-	int hlen;
-	bool ok;
-
-	(void)events;
-	if (n <= 0) {
-		if (n == 0 || errno != EAGAIN)
-			drop_conn(h);
-		return;
-	}
-	/* read, not peeked: a head that trickles in does not keep the socket readable */
-	h->req_len += (size_t)n;
-	req[h->req_len] = '\0';
-	if (!strstr(req, "\r\n\r\n") && h->req_len < MRCD_HTTP_HEAD - 1)
-		return; /* the rest of the head is still coming */
-	ok = !strncmp(req, "GET /metrics ", 13) || !strncmp(req, "GET /metrics?", 13);
-	if (ok)
-		blen = mrcd_metrics_render(d, body, sizeof(body));
-	hlen = snprintf(head, sizeof(head),
-			"HTTP/1.1 %s\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
-			"Content-Length: %zu\r\nConnection: close\r\n\r\n",
-			ok ? "200 OK" : "404 Not Found", ok ? blen : (size_t)10);
-	/* small enough for the socket buffer; a scraper that does not read gets less, not us
-	 * waiting */
-	send(w->fd, head, (size_t)hlen, MSG_DONTWAIT | MSG_NOSIGNAL | MSG_MORE);
-	send(w->fd, ok ? body : "not found\n", ok ? blen : 10, MSG_DONTWAIT | MSG_NOSIGNAL);
-	drop_conn(h);
-}
-
-static void accept_scrapers(struct mrcd *d, struct mrcd_watch *w, uint32_t events)
-{
-	int c;
-
-	(void)events;
-	while ((c = accept4(w->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-		unsigned slot = 0;
-
-		/* a free slot, else the oldest connection goes: a client that never finishes its
-		 * request cannot keep the endpoint to itself */
-		for (unsigned i = 0; i < MRCD_MAX_HTTP; i++) {
-			if (d->http[i].watch.fd < 0) {
-				slot = i;
-				break;
-			}
-			if (d->http[i].since < d->http[slot].since)
-				slot = i;
-		}
-		if (d->http[slot].watch.fd >= 0)
-			drop_conn(&d->http[slot]);
-		d->http[slot].watch = (struct mrcd_watch){ serve, c, slot };
-		if (mrcd_watch(d, &d->http[slot].watch, false)) {
-			close(c);
-			d->http[slot].watch.fd = -1;
-			continue;
-		}
-		d->http[slot].since = mrcd_now_ns();
-	}
 }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The neighbour cache (neigh.h): a chained hash per plane, a queue of questions, and the
- * rtnetlink messages that carry them, built and parsed here as bytes.
+ * rtnetlink messages that carry them, built and parsed with libmnl.
  */
 #include "neigh.h"
 
+#include <libmnl/libmnl.h>
 #include <linux/neighbour.h>
 #include <linux/rtnetlink.h>
 #include <string.h>
@@ -131,45 +132,32 @@ const uint8_t *mrcd_neigh_mac(struct mrcd_neigh_cache *c, unsigned plane,
 	return e->usable ? e->mac : NULL;
 }
 
-static void add_attr(struct nlmsghdr *n, uint16_t type, const void *data, size_t len)
-{
-	struct rtattr *a = (struct rtattr *)((uint8_t *)n + NLMSG_ALIGN(n->nlmsg_len));
-
-	a->rta_type = type;
-	a->rta_len = (unsigned short)RTA_LENGTH(len);
-	memcpy(RTA_DATA(a), data, len);
-	n->nlmsg_len = NLMSG_ALIGN(n->nlmsg_len) + RTA_ALIGN(a->rta_len);
-}
-
 /* RTM_GETROUTE: the route the kernel would take to e->addr from the plane's address out of its
  * interface; or RTM_GETNEIGH: the neighbour entry of e->hop on that interface. */
 static size_t build(const struct mrcd_neigh_plane *p, const struct mrcd_neigh *e, uint8_t *buf)
 {
-	struct nlmsghdr *n = (struct nlmsghdr *)buf;
+	struct nlmsghdr *n = mnl_nlmsg_put_header(buf);
 	bool v4 = p->family == MRC_AF_INET;
 	unsigned alen = v4 ? 4 : 16, off = v4 ? 12 : 0;
 
-	memset(buf, 0, MRCD_NEIGH_REQUEST_MAX);
 	n->nlmsg_flags = NLM_F_REQUEST;
 	n->nlmsg_seq = e->seq;
 	if (e->ask == MRCD_NEIGH_ASK_ROUTE) {
-		struct rtmsg *r = NLMSG_DATA(n);
+		struct rtmsg *r = mnl_nlmsg_put_extra_header(n, sizeof(*r));
 
 		n->nlmsg_type = RTM_GETROUTE;
-		n->nlmsg_len = NLMSG_LENGTH(sizeof(*r));
 		r->rtm_family = v4 ? AF_INET : AF_INET6;
 		r->rtm_dst_len = (unsigned char)(alen * 8);
-		add_attr(n, RTA_DST, e->addr + off, alen);
-		add_attr(n, RTA_SRC, p->src + off, alen);
-		add_attr(n, RTA_OIF, &p->ifindex, sizeof(p->ifindex));
+		mnl_attr_put(n, RTA_DST, alen, e->addr + off);
+		mnl_attr_put(n, RTA_SRC, alen, p->src + off);
+		mnl_attr_put_u32(n, RTA_OIF, (uint32_t)p->ifindex);
 	} else {
-		struct ndmsg *nd = NLMSG_DATA(n);
+		struct ndmsg *nd = mnl_nlmsg_put_extra_header(n, sizeof(*nd));
 
 		n->nlmsg_type = RTM_GETNEIGH;
-		n->nlmsg_len = NLMSG_LENGTH(sizeof(*nd));
 		nd->ndm_family = v4 ? AF_INET : AF_INET6;
 		nd->ndm_ifindex = p->ifindex;
-		add_attr(n, NDA_DST, e->hop + off, alen);
+		mnl_attr_put(n, NDA_DST, alen, e->hop + off);
 	}
 	return n->nlmsg_len;
 }
@@ -178,6 +166,7 @@ size_t mrcd_neigh_request(struct mrcd_neigh_cache *c, void *buf, size_t cap, uin
 {
 	if (cap < MRCD_NEIGH_REQUEST_MAX)
 		return 0;
+	memset(buf, 0, MRCD_NEIGH_REQUEST_MAX);
 	while (c->q_len) {
 		uint16_t v = c->queue[c->q_head];
 		struct mrcd_neigh_plane *p = &c->plane[v >> 8];
@@ -198,39 +187,49 @@ size_t mrcd_neigh_request(struct mrcd_neigh_cache *c, void *buf, size_t cap, uin
 }
 
 /* The answer's attributes by type, up to max (the rest ignored). */
-static void attrs(const struct nlmsghdr *h, size_t hdr_len, const struct rtattr **tb,
+struct attrs {
+	const struct nlattr **tb;
+	unsigned max;
+};
+
+static int keep_attr(const struct nlattr *a, void *data)
+{
+	struct attrs *at = data;
+
+	if (mnl_attr_get_type(a) <= at->max)
+		at->tb[mnl_attr_get_type(a)] = a;
+	return MNL_CB_OK;
+}
+
+static void attrs(const struct nlmsghdr *h, size_t hdr_len, const struct nlattr **tb,
 		  unsigned max)
 {
-	int len = (int)h->nlmsg_len - (int)NLMSG_LENGTH(hdr_len);
+	struct attrs at = { tb, max };
 
 	memset(tb, 0, (max + 1) * sizeof(*tb));
-	for (const struct rtattr *a = (const struct rtattr *)((const uint8_t *)NLMSG_DATA(h) +
-							      NLMSG_ALIGN(hdr_len));
-	     RTA_OK(a, len); a = RTA_NEXT(a, len))
-		if (a->rta_type <= max)
-			tb[a->rta_type] = a;
+	mnl_attr_parse(h, (unsigned)hdr_len, keep_attr, &at);
 }
 
 static void on_route(struct mrcd_neigh_cache *c, const struct mrcd_neigh_plane *p,
 		     struct mrcd_neigh *e, const struct nlmsghdr *h, uint64_t now)
 {
-	const struct rtattr *tb[RTA_MAX + 1];
+	const struct nlattr *tb[RTA_MAX + 1];
 	unsigned alen = p->family == MRC_AF_INET ? 4 : 16;
 
 	attrs(h, sizeof(struct rtmsg), tb, RTA_MAX);
-	if (tb[RTA_OIF] && RTA_PAYLOAD(tb[RTA_OIF]) == sizeof(int) &&
-	    *(const int *)RTA_DATA(tb[RTA_OIF]) != p->ifindex) {
+	if (tb[RTA_OIF] && mnl_attr_get_payload_len(tb[RTA_OIF]) == sizeof(uint32_t) &&
+	    mnl_attr_get_u32(tb[RTA_OIF]) != (uint32_t)p->ifindex) {
 		/* the kernel would send it elsewhere: not this plane's to do */
 		e->usable = false;
 		e->ask = MRCD_NEIGH_ASK_NONE;
 		e->check_ns = now + MRCD_NEIGH_NO_ROUTE_NS;
 		return;
 	}
-	if (tb[RTA_GATEWAY] && RTA_PAYLOAD(tb[RTA_GATEWAY]) == alen) {
+	if (tb[RTA_GATEWAY] && mnl_attr_get_payload_len(tb[RTA_GATEWAY]) == alen) {
 		if (alen == 4)
-			mrc_addr_from_v4(e->hop, RTA_DATA(tb[RTA_GATEWAY]));
+			mrc_addr_from_v4(e->hop, mnl_attr_get_payload(tb[RTA_GATEWAY]));
 		else
-			memcpy(e->hop, RTA_DATA(tb[RTA_GATEWAY]), 16);
+			memcpy(e->hop, mnl_attr_get_payload(tb[RTA_GATEWAY]), 16);
 	} else {
 		memcpy(e->hop, e->addr, 16);
 	}
@@ -240,14 +239,14 @@ static void on_route(struct mrcd_neigh_cache *c, const struct mrcd_neigh_plane *
 
 static void on_neighbour(struct mrcd_neigh *e, const struct nlmsghdr *h, uint64_t now)
 {
-	const struct rtattr *tb[NDA_MAX + 1];
-	const struct ndmsg *nd = NLMSG_DATA(h);
+	const struct nlattr *tb[NDA_MAX + 1];
+	const struct ndmsg *nd = mnl_nlmsg_get_payload(h);
 
 	attrs(h, sizeof(*nd), tb, NDA_MAX);
 	e->ask = MRCD_NEIGH_ASK_NONE;
 	if ((nd->ndm_state & (USABLE_STATES | UNCONFIRMED_STATES)) && tb[NDA_LLADDR] &&
-	    RTA_PAYLOAD(tb[NDA_LLADDR]) == 6) {
-		memcpy(e->mac, RTA_DATA(tb[NDA_LLADDR]), 6);
+	    mnl_attr_get_payload_len(tb[NDA_LLADDR]) == 6) {
+		memcpy(e->mac, mnl_attr_get_payload(tb[NDA_LLADDR]), 6);
 		e->usable = true;
 		/* known but unconfirmed: the next datagram goes by the UDP socket, the kernel's
 		 * reason to confirm it (or learn that it changed); frames carry it meanwhile */
@@ -289,7 +288,7 @@ static void take(struct mrcd_neigh_cache *c, const struct nlmsghdr *h, uint64_t 
 	       : h->nlmsg_type == RTM_NEWNEIGH ? sizeof(struct ndmsg)
 					       : SIZE_MAX;
 	if (!e->in_use || e->seq != h->nlmsg_seq || need == SIZE_MAX ||
-	    h->nlmsg_len < (size_t)NLMSG_LENGTH(need) ||
+	    mnl_nlmsg_get_payload_len(h) < need ||
 	    (h->nlmsg_type == RTM_NEWROUTE && e->ask != MRCD_NEIGH_ASK_ROUTE) ||
 	    (h->nlmsg_type == RTM_NEWNEIGH && e->ask != MRCD_NEIGH_ASK_LINK)) {
 		c->answers_ignored++;
@@ -306,16 +305,11 @@ static void take(struct mrcd_neigh_cache *c, const struct nlmsghdr *h, uint64_t 
 
 void mrcd_neigh_answer(struct mrcd_neigh_cache *c, const void *buf, size_t len, uint64_t now)
 {
-	const uint8_t *at = buf, *end = at + len;
+	int left = len > INT32_MAX ? INT32_MAX : (int)len;
 
-	/* what NLMSG_OK and NLMSG_NEXT do, without their mixed signs */
-	while ((size_t)(end - at) >= sizeof(struct nlmsghdr)) {
-		const struct nlmsghdr *h = (const struct nlmsghdr *)at;
-		size_t step = NLMSG_ALIGN(h->nlmsg_len);
-
-		if (h->nlmsg_len < sizeof(*h) || h->nlmsg_len > (size_t)(end - at))
-			return;
-		at += step < (size_t)(end - at) ? step : (size_t)(end - at);
+	/* mnl_nlmsg_ok compares nlmsg_len as an int: a length past 2^31 would pass it */
+	for (const struct nlmsghdr *h = buf;
+	     left >= (int)sizeof(*h) && h->nlmsg_len <= (unsigned)left && mnl_nlmsg_ok(h, left);
+	     h = mnl_nlmsg_next(h, &left))
 		take(c, h, now);
-	}
 }
