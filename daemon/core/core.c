@@ -369,15 +369,27 @@ static int hello(struct mrcd_core *c, unsigned slot, const uint8_t *payload, siz
  * page map; larger regions take memfds. */
 #define MRCD_PAGE_MAP_MAX (4ull << 30)
 
-static int pages(struct mrcd_core *c, unsigned slot, const uint8_t *payload)
+/* One library request being served: what came, and where its reply goes. */
+struct request {
+	unsigned slot;
+	const uint8_t *payload;
+	size_t len;
+	unsigned n_desc;
+	void *out; /* room for the handler's reply, as the table below says */
+	uint64_t now;
+};
+
+static int pages(struct mrcd_core *c, const struct request *r)
 {
-	struct mrcd_client *cl = &c->t.client[slot];
+	struct mrcd_client *cl = &c->t.client[r->slot];
 	struct mrc_ctl_pages pg;
 	int err;
 
+	if (r->len != sizeof(pg))
+		return -EINVAL;
 	if (!c->fast)
 		return -EOPNOTSUPP;
-	memcpy(&pg, payload, sizeof(pg));
+	memcpy(&pg, r->payload, sizeof(pg));
 	if (!pg.length || pg.length % MRC_XDP_PAGE || pg.length > MRCD_PAGE_MAP_MAX)
 		return -EINVAL;
 	if (cl->page_bytes + pg.length > c->page_map_quota)
@@ -389,12 +401,125 @@ static int pages(struct mrcd_core *c, unsigned slot, const uint8_t *payload)
 	return 0;
 }
 
+static int reg_mr(struct mrcd_core *c, const struct request *r)
+{
+	return core_reg_mr(c, r->slot, r->payload, r->len, r->n_desc, r->out);
+}
+
+static int dereg_mr(struct mrcd_core *c, const struct request *r)
+{
+	struct mrcd_mr *mr;
+	uint32_t h;
+	int err = handle_arg(r->payload, r->len, &h);
+
+	if (err)
+		return err;
+	mr = core_mr_by_key(&c->t, (int)r->slot, h);
+	if (!mr)
+		return -ENOENT;
+	core_mr_deregister(c, mr);
+	return 0;
+}
+
+static int create_cq(struct mrcd_core *c, const struct request *r)
+{
+	return core_create_cq(c, r->slot, r->payload, r->len, r->n_desc, r->out);
+}
+
+static int destroy_cq(struct mrcd_core *c, const struct request *r)
+{
+	struct mrcd_cq *cq;
+	uint32_t h;
+	int err = handle_arg(r->payload, r->len, &h);
+
+	if (err)
+		return err;
+	cq = core_cq_by_handle(&c->t, (int)r->slot, h);
+	if (!cq)
+		return -ENOENT;
+	if (cq->n_users)
+		return -EBUSY; /* verbs: a CQ in use by a QP cannot go */
+	core_cq_free(c, cq);
+	return 0;
+}
+
+static int create_qp(struct mrcd_core *c, const struct request *r)
+{
+	return core_create_qp(c, r->slot, r->payload, r->len, r->out);
+}
+
+static int connect_qp(struct mrcd_core *c, const struct request *r)
+{
+	return core_connect_qp(c, r->slot, r->payload, r->len, r->now);
+}
+
+static int ready_qp(struct mrcd_core *c, const struct request *r)
+{
+	return core_ready_qp(c, r->slot, r->payload, r->len, r->now);
+}
+
+/* The client's own QP named by the request, or NULL. */
+static struct mrcd_qp *own_qp(struct mrcd_core *c, const struct request *r, int *err)
+{
+	struct mrcd_qp *qp;
+	uint32_t h;
+
+	if ((*err = handle_arg(r->payload, r->len, &h)))
+		return NULL;
+	qp = core_qp_by_num(&c->t, h);
+	if (!qp || qp->owner != (int)r->slot) {
+		*err = -ENOENT;
+		return NULL;
+	}
+	return qp;
+}
+
+static int error_qp(struct mrcd_core *c, const struct request *r)
+{
+	int err;
+	struct mrcd_qp *qp = own_qp(c, r, &err);
+
+	if (!qp)
+		return err;
+	core_qp_error(c, qp, r->now);
+	core_drain_rings(c, qp, r->now);
+	return 0;
+}
+
+static int destroy_qp(struct mrcd_core *c, const struct request *r)
+{
+	int err;
+	struct mrcd_qp *qp = own_qp(c, r, &err);
+
+	if (!qp)
+		return err;
+	core_qp_free(c, qp, r->now);
+	return 0;
+}
+
+/* Library requests after HELLO: the handler, and the reply it writes on success. */
+static const struct {
+	int (*fn)(struct mrcd_core *c, const struct request *r);
+	size_t reply;
+} library_requests[MRC_CTL_TYPE_MAX + 1] = {
+	[MRC_CTL_PAGES] = { pages, 0 },
+	[MRC_CTL_REG_MR] = { reg_mr, sizeof(struct mrc_ctl_mr) },
+	[MRC_CTL_DEREG_MR] = { dereg_mr, 0 },
+	[MRC_CTL_CREATE_CQ] = { create_cq, sizeof(struct mrc_ctl_cq) },
+	[MRC_CTL_DESTROY_CQ] = { destroy_cq, 0 },
+	[MRC_CTL_CREATE_QP] = { create_qp, sizeof(struct mrc_ctl_qp_created) },
+	[MRC_CTL_CONNECT_QP] = { connect_qp, 0 },
+	[MRC_CTL_READY_QP] = { ready_qp, 0 },
+	[MRC_CTL_ERROR_QP] = { error_qp, 0 },
+	[MRC_CTL_DESTROY_QP] = { destroy_qp, 0 },
+};
+
 int mrcd_core_request(struct mrcd_core *c, unsigned slot, const struct mrc_ctl_hdr *req,
 		      const uint8_t *payload, unsigned n_desc, uint8_t *out, size_t cap,
 		      size_t *len, uint64_t now)
 {
 	struct mrcd_tables *t = &c->t;
-	uint32_t h = 0;
+	struct request r = { slot, payload, req->len, n_desc, out, now };
 	int err;
 
 	*len = 0;
@@ -405,78 +530,14 @@ int mrcd_core_request(struct mrcd_core *c, unsigned slot, const struct mrc_ctl_h
 		return hello(c, slot, payload, req->len, n_desc);
 	if (!t->client[slot].library)
 		return -ENOTCONN; /* HELLO first */
-	switch (req->type) {
-	case MRC_CTL_PAGES:
-		return req->len == sizeof(struct mrc_ctl_pages) ? pages(c, slot, payload) : -EINVAL;
-	case MRC_CTL_REG_MR:
-		if (cap < sizeof(struct mrc_ctl_mr))
-			return -ENOSPC;
-		err = core_reg_mr(c, slot, payload, req->len, n_desc, (struct mrc_ctl_mr *)out);
-		if (!err)
-			*len = sizeof(struct mrc_ctl_mr);
-		return err;
-	case MRC_CTL_DEREG_MR: {
-		struct mrcd_mr *mr;
-
-		if ((err = handle_arg(payload, req->len, &h)))
-			return err;
-		mr = core_mr_by_key(t, (int)slot, h);
-		if (!mr)
-			return -ENOENT;
-		core_mr_deregister(c, mr);
-		return 0;
-	}
-	case MRC_CTL_CREATE_CQ:
-		if (cap < sizeof(struct mrc_ctl_cq))
-			return -ENOSPC;
-		err = core_create_cq(c, slot, payload, req->len, n_desc, (struct mrc_ctl_cq *)out);
-		if (!err)
-			*len = sizeof(struct mrc_ctl_cq);
-		return err;
-	case MRC_CTL_DESTROY_CQ: {
-		struct mrcd_cq *cq;
-
-		if ((err = handle_arg(payload, req->len, &h)))
-			return err;
-		cq = core_cq_by_handle(t, (int)slot, h);
-		if (!cq)
-			return -ENOENT;
-		if (cq->n_users)
-			return -EBUSY; /* verbs: a CQ in use by a QP cannot go */
-		core_cq_free(c, cq);
-		return 0;
-	}
-	case MRC_CTL_CREATE_QP:
-		if (cap < sizeof(struct mrc_ctl_qp_created))
-			return -ENOSPC;
-		err = core_create_qp(c, slot, payload, req->len, (struct mrc_ctl_qp_created *)out);
-		if (!err)
-			*len = sizeof(struct mrc_ctl_qp_created);
-		return err;
-	case MRC_CTL_CONNECT_QP:
-		return core_connect_qp(c, slot, payload, req->len, now);
-	case MRC_CTL_READY_QP:
-		return core_ready_qp(c, slot, payload, req->len, now);
-	case MRC_CTL_ERROR_QP:
-	case MRC_CTL_DESTROY_QP: {
-		struct mrcd_qp *qp;
-
-		if ((err = handle_arg(payload, req->len, &h)))
-			return err;
-		qp = core_qp_by_num(t, h);
-		if (!qp || qp->owner != (int)slot)
-			return -ENOENT;
-		if (req->type == MRC_CTL_ERROR_QP) {
-			core_qp_error(c, qp, now);
-			core_drain_rings(c, qp, now);
-		} else {
-			core_qp_free(c, qp, now);
-		}
-		return 0;
-	}
-	default:
+	if (req->type > MRC_CTL_TYPE_MAX || !library_requests[req->type].fn)
 		return -EOPNOTSUPP;
-	}
+	if (cap < library_requests[req->type].reply)
+		return -ENOSPC;
+	err = library_requests[req->type].fn(c, &r);
+	if (!err)
+		*len = library_requests[req->type].reply;
+	return err;
 }
 
 /* --- the wire and time --------------------------------------------------------------------- */
