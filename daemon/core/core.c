@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The core's entry points: its life, its clients' requests, what arrives on the wire, the
- * peer table's glue, the operators' actions.
+ * peer table's events, the operators' actions.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -15,85 +15,7 @@
 
 #define PEER_CAP 1024
 
-/* --- telling ------------------------------------------------------------------------------- */
-
-__attribute__((format(printf, 4, 0))) static void tell(struct mrcd_core *c, bool event,
-							  int priority, const char *fmt,
-							  va_list ap)
-{
-	char line[512];
-
-	if (vsnprintf(line, sizeof(line), fmt, ap) < 0)
-		return;
-	if (event)
-		c->ops->event(c->io, priority, line);
-	else
-		c->ops->log(c->io, priority, line);
-}
-
-void core_log(struct mrcd_core *c, int priority, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	tell(c, false, priority, fmt, ap);
-	va_end(ap);
-}
-
-void core_event(struct mrcd_core *c, int priority, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	tell(c, true, priority, fmt, ap);
-	va_end(ap);
-}
-
-/* --- peers --------------------------------------------------------------------------------- */
-
-/* IP and UDP headers before the MetaRoCE header, on the largest header of any plane. */
-static uint16_t max_payload(const struct mrcd_config *cfg)
-{
-	unsigned ip = 20;
-
-	for (unsigned i = 0; i < cfg->n_planes; i++)
-		if (cfg->planes[i].addr.family == MRC_AF_INET6)
-			ip = 40;
-	return (uint16_t)(cfg->mtu - ip - 8 - sizeof(struct mrc_hdr) - sizeof(struct mrc_data_ext));
-}
-
-static void node_info(const struct mrcd_core *c, uint64_t node_id, struct mrc_node_info *info)
-{
-	memset(info, 0, sizeof(*info));
-	info->node_id = node_id;
-	info->udp_port = c->port;
-	info->max_payload = max_payload(c->cfg);
-	info->n_addrs = c->cfg->n_planes;
-	for (unsigned i = 0; i < c->cfg->n_planes; i++) {
-		info->addrs[i].family = c->cfg->planes[i].addr.family;
-		info->addrs[i].plane = c->cfg->planes[i].index;
-		memcpy(info->addrs[i].addr, c->cfg->planes[i].addr.addr, 16);
-	}
-}
-
-static bool admit(void *user, const uint8_t addr[16])
-{
-	struct mrcd_core *c = user;
-
-	return mrcd_config_admits(c->cfg, addr);
-}
-
-/* An address as text, without the C library's network functions: the core does no I/O. */
-static const char *addr_str(const uint8_t a[16], char *buf, size_t len)
-{
-	if (mrc_addr_is_v4(a))
-		snprintf(buf, len, "%u.%u.%u.%u", a[12], a[13], a[14], a[15]);
-	else
-		snprintf(buf, len, "%x:%x:%x:%x:%x:%x:%x:%x", a[0] << 8 | a[1], a[2] << 8 | a[3],
-			 a[4] << 8 | a[5], a[6] << 8 | a[7], a[8] << 8 | a[9], a[10] << 8 | a[11],
-			 a[12] << 8 | a[13], a[14] << 8 | a[15]);
-	return buf;
-}
+/* --- peers ---------------------------------------------------------------------------------- */
 
 static void peer_event(void *user, unsigned idx, enum mrc_peer_event ev, uint64_t old_node)
 {
@@ -105,13 +27,13 @@ static void peer_event(void *user, unsigned idx, enum mrc_peer_event ev, uint64_
 	for (unsigned i = 0; i < p->info.n_addrs && off < sizeof(planes); i++) {
 		char pa[48];
 		int n = snprintf(planes + off, sizeof(planes) - off, "%s%u=%s%s", i ? " " : "",
-				 p->info.addrs[i].plane, addr_str(p->info.addrs[i].addr, pa, sizeof(pa)),
+				 p->info.addrs[i].plane, core_addr_str(p->info.addrs[i].addr, pa, sizeof(pa)),
 				 p->info.addrs[i].flags & MRC_PLANE_F_DRAINED ? "(drained)" : "");
 
 		if (n > 0)
 			off += (size_t)n;
 	}
-	addr_str(p->named, a, sizeof(a));
+	core_addr_str(p->named, a, sizeof(a));
 	switch (ev) {
 	case MRC_PEER_EV_DISCOVERED:
 		core_event(c, MRCD_INFO, "peer %s discovered: node %016llx, port %u, planes %s", a,
@@ -132,49 +54,6 @@ static void peer_event(void *user, unsigned idx, enum mrc_peer_event ev, uint64_
 	core_peers_changed(c, idx, (int)ev, c->now);
 }
 
-static const struct mrcd_plane *plane_for(const struct mrcd_config *cfg, const uint8_t addr[16])
-{
-	/* the plane whose subnet (/24, /64) holds the address; else the first */
-	for (unsigned i = 0; i < cfg->n_planes; i++) {
-		const struct mrcd_addr *a = &cfg->planes[i].addr;
-		unsigned bytes = a->family == MRC_AF_INET ? 15 : 8;
-
-		if (!memcmp(a->addr, addr, bytes))
-			return &cfg->planes[i];
-	}
-	return &cfg->planes[0];
-}
-
-int mrcd_core_discover(struct mrcd_core *c, const struct mrcd_addr *addr, uint64_t now)
-{
-	c->now = now;
-	const struct mrcd_plane *p = plane_for(c->cfg, addr->addr);
-
-	return mrc_peer_table_lookup(&c->peers, addr->addr, p->index, c->cfg->port, now) < 0
-		       ? -1
-		       : 0;
-}
-
-static void send_daemon_packets(struct mrcd_core *c, uint64_t now)
-{
-	uint8_t buf[1024];
-	struct mrc_peer_dest dest;
-	size_t len;
-
-	while (mrc_peer_table_send(&c->peers, buf, sizeof(buf), &dest, now, &len)) {
-		struct mrcd_dgram g = { .data = buf, .len = (uint32_t)len, .plane = dest.plane,
-					.peer_port = dest.port };
-		uint16_t sports[1] = { 0 };
-
-		memcpy(g.peer.addr, dest.addr, 16);
-		g.peer.family = mrc_addr_family(dest.addr);
-		c->ops->sports(c->io, dest.plane, sports, 1);
-		g.sport = sports[0];
-		if (c->ops->tx(c->io, &g, 1) == 1)
-			c->stats.tx_datagrams++;
-	}
-}
-
 /* --- life ---------------------------------------------------------------------------------- */
 
 static void free_tables(struct mrcd_tables *t)
@@ -193,7 +72,7 @@ static void free_tables(struct mrcd_tables *t)
 
 int mrcd_core_init(struct mrcd_core *c, const struct mrcd_core_params *p)
 {
-	static const struct mrc_peer_callbacks peer_cb = { admit, peer_event };
+	static const struct mrc_peer_callbacks peer_cb = { core_admit, peer_event };
 	struct mrcd_tables *t = &c->t;
 	struct mrc_node_info info;
 
@@ -230,7 +109,7 @@ int mrcd_core_init(struct mrcd_core *c, const struct mrcd_core_params *p)
 		mrcd_sched_fini(&t->sched);
 		goto fail_linger;
 	}
-	node_info(c, p->node_id, &info);
+	core_node_info(c, p->node_id, &info);
 	if (mrc_peer_table_init(&c->peers, &info, PEER_CAP, &peer_cb, c, p->request_seed))
 		goto fail_rate;
 	return 0;
@@ -597,7 +476,7 @@ void mrcd_core_pump(struct mrcd_core *c, uint64_t now)
 {
 	c->now = now;
 	mrc_peer_table_on_timeout(&c->peers, now);
-	send_daemon_packets(c, now);
+	core_send_daemon_packets(c, now);
 	core_qps_pump(c, now);
 }
 

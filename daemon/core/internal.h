@@ -8,13 +8,23 @@
 #define MRCD_TX_BATCH 32 /* datagrams the pump hands the backend at once */
 #define MRCD_NOTIFY_RETRY_NS 1000000 /* an event a full channel refused is sent again after */
 
-/* --- telling (core.c) ---------------------------------------------------------------------- */
+/* --- telling (tell.c) ---------------------------------------------------------------------- */
 
 void core_log(struct mrcd_core *c, int priority, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* A monitor event, also logged. */
 void core_event(struct mrcd_core *c, int priority, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/* --- peers.c: this node to its peers ------------------------------------------------------- */
+
+void core_node_info(const struct mrcd_core *c, uint64_t node_id, struct mrc_node_info *info);
+/* The peer table's admission callback: the configuration's peer prefixes. */
+bool core_admit(void *user, const uint8_t addr[16]);
+/* An address as text, without the C library's network functions. */
+const char *core_addr_str(const uint8_t a[16], char *buf, size_t len);
+/* What the peer table has to send (DISCOVER and its answers), to the wire. */
+void core_send_daemon_packets(struct mrcd_core *c, uint64_t now);
 
 /* --- objects.c: handles, regions, completion queues ---------------------------------------- */
 

@@ -26,21 +26,6 @@
 #define RX_BATCH 32
 #define TX_KICK_NS 20000 /* transmit rings the kernel has not taken are kicked again after */
 
-uint64_t mrcd_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-int mrcd_watch(struct mrcd *d, struct mrcd_watch *w, bool edge)
-{
-	struct epoll_event ev = { .events = EPOLLIN | (edge ? EPOLLET : 0u), .data.ptr = w };
-
-	return epoll_ctl(d->epoll_fd, EPOLL_CTL_ADD, w->fd, &ev);
-}
-
 /* Every client may hold completion-channel sockets here: take the hard limit, not 1024. */
 static void raise_fd_limit(void)
 {
@@ -210,44 +195,6 @@ void mrcd_stop(struct mrcd *d)
 	close(d->signals.fd);
 	close(d->epoll_fd);
 	d->backend.ops->close(&d->backend);
-}
-
-static int reload(struct mrcd *d)
-{
-	struct mrcd_config next = d->cfg;
-	char err[512];
-
-	if (!d->config_path) {
-		mrcd_log(LOG_INFO, "reload: no configuration file, nothing to do");
-		return 0;
-	}
-	/* only what can change at run time: who may discover us; planes and ports need a
-	 * restart */
-	mrcd_config_default(&next);
-	if (mrcd_config_load(&next, d->config_path, err, sizeof(err)) ||
-	    mrcd_config_check(&next, err, sizeof(err))) {
-		mrcd_log(LOG_ERR, "reload failed, keeping the running configuration: %s", err);
-		return -EINVAL;
-	}
-	d->cfg.n_prefixes = next.n_prefixes;
-	memcpy(d->cfg.prefixes, next.prefixes, sizeof(next.prefixes));
-	d->cfg.rx_capacity_bps = next.rx_capacity_bps;
-	mrcd_core_reload(&d->core);
-	mrcd_log(LOG_INFO, "reloaded %s: %u peer prefix%s", d->config_path, next.n_prefixes,
-		 next.n_prefixes == 1 ? "" : "es");
-	return 0;
-}
-
-int mrcd_reload(struct mrcd *d)
-{
-	int rc;
-
-	if (d->systemd)
-		sd_notify(0, "RELOADING=1");
-	rc = reload(d);
-	if (d->systemd)
-		sd_notify(0, "READY=1");
-	return rc;
 }
 
 /* Everything the backend has: a burst is bounded per turn so the rest of the loop runs. */
