@@ -26,10 +26,24 @@ NS_B=${TAG}b
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/metaroce-demo.XXXXXX")
 PIDS=""
 
+# until_ok SECONDS COMMAND...: runs COMMAND every 0.1 s until it succeeds; false after SECONDS
+until_ok() {
+	n=$(($1 * 10))
+	shift
+	until "$@"; do
+		n=$((n - 1))
+		[ $n -gt 0 ] || return 1
+		sleep 0.1
+	done
+}
+all_gone() {
+	for p in $PIDS; do kill -0 "$p" 2>/dev/null && return 1; done
+	return 0
+}
+
 cleanup() {
 	for p in $PIDS; do kill -TERM "$p" 2>/dev/null; done
-	sleep 0.2
-	for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
+	until_ok 2 all_gone || for p in $PIDS; do kill -KILL "$p" 2>/dev/null; done
 	ip netns del "$NS_A" 2>/dev/null
 	ip netns del "$NS_B" 2>/dev/null
 	rm -rf "$TMP"
@@ -77,12 +91,8 @@ EOF
 	PIDS="$PIDS $!"
 done
 for h in a b; do
-	i=0
-	until [ -S "$TMP/$h.sock" ]; do
-		i=$((i + 1))
-		[ $i -lt 50 ] || die "metaroced on host $h did not start"
-		sleep 0.1
-	done
+	# its start-up line, logged once its control socket is open
+	until_ok 5 grep -q "node [0-9a-f]*: backend " "$TMP/$h.log" || die "metaroced on host $h did not start"
 done
 cat "$TMP/a.conf"
 "$BUILD/bin/metaroce-ctl" -S "$TMP/a.sock" status
@@ -97,14 +107,22 @@ ip netns exec "$NS_B" env METAROCE_SOCKET="$TMP/b.sock" "$BUILD/bin/metaroce-run
 	ib_write_bw -d metaroce0 -x 0 -F -s 1048576 -D "$SECONDS_RUN" >"$TMP/server.log" 2>&1 &
 srv=$!
 PIDS="$PIDS $srv"
-sleep 0.5
+listening() { ip netns exec "$NS_B" ss -Hltn "sport = :18515" | grep -q .; }
+until_ok 10 listening || die "ib_write_bw on B does not listen" # its client tries once
 ip netns exec "$NS_A" env METAROCE_SOCKET="$TMP/a.sock" "$BUILD/bin/metaroce-run" \
 	ib_write_bw -d metaroce0 -x 0 -F -s 1048576 -D "$SECONDS_RUN" 198.18.0.2 \
 	>"$TMP/client.log" 2>&1 &
 cli=$!
 PIDS="$PIDS $cli"
-# the QP exists while the transfer runs: look at it from host A halfway through
-sleep $((SECONDS_RUN / 2 + 1))
+# the QP exists while the transfer runs: once it sends, look at it from host A halfway through
+# (that sleep is the point: the paths' shares of the packets are taken over half the run)
+sending() {
+	"$BUILD/bin/metaroce-ctl" -S "$TMP/a.sock" -j qp | python3 -c '
+import json, sys
+sys.exit(not any(q["state"] == "rts" and q["tx_packets"] > 0 for q in json.load(sys.stdin)["qps"]))'
+}
+until_ok 10 sending || die "ib_write_bw's QP never sent"
+sleep $((SECONDS_RUN / 2))
 "$BUILD/bin/metaroce-ctl" -S "$TMP/a.sock" -j path >"$TMP/paths.json"
 "$BUILD/bin/metaroce-ctl" -S "$TMP/a.sock" qp show
 "$BUILD/bin/metaroce-ctl" -S "$TMP/a.sock" path show
@@ -120,11 +138,17 @@ run_a "$BUILD/tests/verbs/verbs_check" 198.18.0.2 >"$TMP/check.client.log" 2>&1 
 	die "verbs_check failed"
 wait "$csrv" || die "verbs_check server failed"
 grep -v '^verbs_check: client on' "$TMP/check.client.log"
+# what each daemon runs: the backend it chose, and how the kernel let XDP attach
+for h in a b; do
+	"$BUILD/bin/metaroce-ctl" -S "$TMP/$h.sock" -j status >"$TMP/$h.status.json"
+	"$BUILD/bin/metaroce-ctl" -S "$TMP/$h.sock" -j xdp >"$TMP/$h.xdp.json"
+done
 
 say "what happened"
-python3 - "$TMP/client.log" "$TMP/paths.json" "$TMP/check.client.log" "$SECONDS_RUN" <<'PY'
+python3 - "$TMP/client.log" "$TMP/paths.json" "$TMP/check.client.log" "$SECONDS_RUN" "$TMP" <<'PY'
 import json, re, sys
 bw_log, paths_json, check_log, secs = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+tmp = sys.argv[5]
 row = None
 for line in open(bw_log):
     f = line.split()
@@ -145,6 +169,14 @@ print(f"  paths      {len(paths)} ({sum(1 for p in paths if p['state'] == 'up')}
       f"{len(per_plane)} planes: " + ", ".join(f"plane {k} {100 * v / total:.0f}% of packets"
                                              for k, v in sorted(per_plane.items())))
 print(f"  verified   {check.group(1)} operations, {int(check.group(2)) / 1e6:.1f} MB byte-exact")
-print("  backend    udp (the XDP fast path is next: see docs/ARCHITECTURE.md)")
+for i, h in enumerate("ab"):
+    status = json.load(open(f"{tmp}/{h}.status.json"))
+    xdp = json.load(open(f"{tmp}/{h}.xdp.json"))
+    if status["backend"] == "xdp":
+        how = ", ".join(f"{p['ifname']} {p['xdp']}" for p in xdp["planes"])
+        how = f"xdp ({how}; AF_XDP sockets {xdp['af_xdp']['sockets']})"
+    else:
+        how = status["backend"] + (f" ({status['backend_note']})" if status["backend_note"] else "")
+    print(f"  {'backend' if i == 0 else '':10} {h.upper()}: {how}")
 PY
 say "teardown: daemons stopped, namespaces and links deleted"

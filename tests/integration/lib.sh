@@ -64,7 +64,69 @@ start_daemon() {
 	eval "PID_$name=$!"
 }
 
-# wait_for FILE PATTERN [SECONDS]
+# Tests wait on state, not on time: a condition polled with a bound (wait_for, wait_until,
+# ctl_wait), never a bare sleep that hopes it was long enough.
+
+# now_cs: sets NOW_CS to the time since boot in hundredths of a second (dash has no $SECONDS)
+now_cs() {
+	read -r NOW_CS _ </proc/uptime
+	NOW_CS=$(cs_of "$NOW_CS")
+}
+
+# cs_of SECONDS: SECONDS (5, 0.5, 12.34) in hundredths
+cs_of() {
+	case $1 in
+	*.*) cs_i=${1%.*} cs_f=${1#*.}00 ;;
+	*) cs_i=$1 cs_f=00 ;;
+	esac
+	echo $((${cs_i:-0} * 100 + 1${cs_f%"${cs_f#??}"} - 100))
+}
+
+# wait_until SECONDS DESCRIPTION COMMAND...: runs COMMAND (a program or a function) every
+# 0.05 s until it succeeds. After SECONDS (decimals allowed) the test fails with DESCRIPTION,
+# after the command's output from its last try and the tail of every log in $TMP. The command
+# runs in this shell with its output in a file: it must not call fail itself.
+wait_until() {
+	wu_secs=$1 wu_what=$2
+	shift 2
+	now_cs
+	wu_end=$((NOW_CS + $(cs_of "$wu_secs")))
+	while ! "$@" >"$TMP/wait_until.out" 2>&1; do
+		now_cs
+		if [ "$NOW_CS" -ge "$wu_end" ]; then
+			echo "--- the last try of: $*"
+			cat "$TMP/wait_until.out"
+			for wu_log in "$TMP"/*.log; do
+				[ -f "$wu_log" ] || continue
+				echo "--- the end of $wu_log:"
+				tail -n 8 "$wu_log"
+			done
+			fail "$wu_what (waited ${wu_secs}s)"
+		fi
+		sleep 0.05
+	done
+}
+
+# gone PID: that process has ended
+gone() { ! kill -0 "$1" 2>/dev/null; }
+
+# listening NS tcp|udp PORT: a socket in namespace NS is bound to PORT (a TCP one listens)
+listening() {
+	case $2 in tcp) ls_p=t ;; *) ls_p=u ;; esac
+	ip netns exec "$1" ss -Hln$ls_p "sport = :$3" | grep -q .
+}
+
+# wait_listening NS PORT: a server started in the background listens on TCP PORT in NS, so its
+# client may connect (ibv_rc_pingpong and perftest try once; verbs_check and metaroce-perf retry)
+wait_listening() {
+	wait_until 10 "nothing listens on TCP port $2 in $1" listening "$1" tcp "$2"
+}
+
+# The line metaroced logs once it serves, its control socket open: wait_for "$TMP/NAME.log"
+# "$DAEMON_UP". (Not "backend ": "backend auto: xdp unavailable (...)" comes before it.)
+DAEMON_UP="node [0-9a-f]*: backend "
+
+# wait_for FILE PATTERN [SECONDS]: a line matching PATTERN is in FILE (a log)
 wait_for() {
 	i=0
 	while [ $i -lt $((${3:-5} * 10)) ]; do
@@ -80,14 +142,19 @@ wait_for() {
 # Two hosts, a daemon on each, both planes; control sockets $TMP/a.sock and $TMP/b.sock.
 two_daemons() {
 	two_hosts
+	start_two_daemons "$@"
+	wait_for "$TMP/a.log" "$DAEMON_UP"
+	wait_for "$TMP/b.log" "$DAEMON_UP"
+}
+
+# start_two_daemons ARGS...: two_daemons' daemons (after two_hosts), not waited for
+start_two_daemons() {
 	start_daemon "$NS_A" a --set "plane=0 ${TAG}a0 198.18.0.1" \
 		--set "plane=1 ${TAG}a1 198.19.0.1" --set "peer_prefix=198.18.0.0/15" \
 		--set "control_socket=$TMP/a.sock" "$@"
 	start_daemon "$NS_B" b --set "plane=0 ${TAG}b0 198.18.0.2" \
 		--set "plane=1 ${TAG}b1 198.19.0.2" --set "peer_prefix=198.18.0.0/15" \
 		--set "control_socket=$TMP/b.sock" "$@"
-	wait_for "$TMP/a.log" "backend "
-	wait_for "$TMP/b.log" "backend "
 }
 
 # on_a / on_b PROGRAM ARGS...: a verbs program through metaroce-run on that host's daemon
@@ -149,17 +216,79 @@ verbs_pair() {
 	grep "verbs_check: OK" "$TMP/$name.client.log"
 }
 
-# ctl_json SOCKET ARGS... PYTHON: runs metaroce-ctl -j and hands its parsed output to a Python
-# expression over `j` that must be true.
-ctl_check() {
-	sock=$1 what=$2 expr=$3
-	"$BUILD/bin/metaroce-ctl" -S "$sock" -j $what | python3 -c "
+# ctl_true SOCKET OBJECT PYTHON: whether a Python expression over `j`, metaroce-ctl -j OBJECT's
+# parsed output, holds; the JSON is printed when it does not
+ctl_true() {
+	# shellcheck disable=SC2086
+	"$BUILD/bin/metaroce-ctl" -S "$1" -j $2 | python3 -c "
 import json, sys
 j = json.load(sys.stdin)
-ok = $expr
+ok = $3
 if not ok:
     print(json.dumps(j, indent=1))
-sys.exit(0 if ok else 1)" || fail "metaroce-ctl $what: expected $expr"
+sys.exit(0 if ok else 1)"
+}
+
+# ctl_check SOCKET OBJECT PYTHON: the expression holds now, or the test fails
+ctl_check() {
+	ctl_true "$@" || fail "metaroce-ctl $2: expected $3"
+}
+
+# ctl_wait SECONDS SOCKET OBJECT PYTHON: polls metaroce-ctl -j OBJECT until the expression holds,
+# for at most SECONDS
+ctl_wait() {
+	cw_secs=$1
+	shift
+	wait_until "$cw_secs" "metaroce-ctl -S $1 -j $2: never $3" ctl_true "$@"
+}
+
+# ctl_json SOCKET OBJECT PYTHON: prints the expression over `j` (a list: one item a line)
+ctl_json() {
+	# shellcheck disable=SC2086
+	"$BUILD/bin/metaroce-ctl" -S "$1" -j $2 | python3 -c "
+import json, sys
+j = json.load(sys.stdin)
+v = $3
+print('\\n'.join(map(str, v)) if isinstance(v, (list, tuple)) else v)"
+}
+
+# What the kernel allowed is read from the daemon, never assumed: the backend (auto takes xdp
+# when it attaches, else udp) and, per plane, the XDP mode (native, or generic where the driver
+# has none) and whether the program runs alone or behind libxdp's dispatcher.
+
+# backend_of SOCKET: the backend as the daemon's start-up log line and `metaroce-ctl status` word
+# it, built from -j xdp: "backend xdp (IF MODE, IF MODE)" with each plane's mode, or "backend
+# udp" with, in parentheses, why auto did not take xdp (if it did not)
+backend_of() {
+	"$BUILD/bin/metaroce-ctl" -S "$1" -j xdp | python3 -c '
+import json, sys
+j = json.load(sys.stdin)
+if j["backend"] == "xdp":
+    print("backend xdp (%s)" % ", ".join("%s %s" % (p["ifname"], p["xdp"]) for p in j["planes"]))
+else:
+    print("backend " + j["backend"] + (" (%s)" % j["note"] if j["note"] else ""))'
+}
+
+# xdp_of SOCKET PLANE: sets XDP_MODE (native, generic; none without a program) and XDP_ATTACH
+# (alone, dispatcher; none) of that plane from -j xdp, and checks that `metaroce-ctl xdp` says
+# the same in words on the plane's line ("XDP native, alone", "XDP generic (skb), libxdp
+# dispatcher", "no XDP program: backend udp")
+xdp_of() {
+	ctl_json "$1" xdp "[str(p[k] or 'none') for p in j['planes'] if p['plane'] == $2 for k in ('xdp', 'attach')]" \
+		>"$TMP/xdp_of.txt" || fail "metaroce-ctl -S $1 -j xdp"
+	{ read -r XDP_MODE && read -r XDP_ATTACH; } <"$TMP/xdp_of.txt" || fail "no plane $2 in -j xdp"
+	case $XDP_MODE in
+	native) xo_words="XDP native" ;;
+	generic) xo_words="XDP generic (skb)" ;;
+	*) xo_words="no XDP program: backend udp" ;;
+	esac
+	case $XDP_ATTACH in
+	alone) xo_words="$xo_words, alone" ;;
+	dispatcher) xo_words="$xo_words, libxdp dispatcher" ;;
+	esac
+	"$BUILD/bin/metaroce-ctl" -S "$1" xdp >"$TMP/xdp_of.show" || fail "metaroce-ctl -S $1 xdp"
+	grep -q "^plane $2 [^ ]* *$xo_words\$" "$TMP/xdp_of.show" ||
+		{ cat "$TMP/xdp_of.show"; fail "metaroce-ctl xdp does not say '$xo_words' of plane $2, as -j xdp does"; }
 }
 
 # testbed_up ARGS...: a multi-plane fabric (testbed/mrc-testbed up), named after this test's

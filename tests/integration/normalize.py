@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # normalize.py TAG TMP < output: metaroce-ctl output with what changes from run to run
-# (node ids, counters, times, ports, the test's interface names and directory, column
-# padding) replaced, so it can be compared with tests/integration/golden/.
+# (node ids, counters, times, ports, the test's interface names and directory, the XDP mode the
+# kernel gave the program, column padding) replaced, so it can be compared with
+# tests/integration/golden/.
 import ipaddress
 import re
 import sys
@@ -29,5 +30,8 @@ def word(w):
 
 for line in sys.stdin:
     line = line.replace(tmp, "TMP").replace(tag, "TAG")
+    # an interface's XDP mode, native where its driver has XDP and generic (skb) where not, as
+    # status ("TAGa0 native") and xdp show ("XDP native") say it
+    line = re.sub(r"\b(XDP|TAG\w+) (?:native|generic \(skb\)|generic)(?!\w)", r"\1 MODE", line)
     indent = len(line) - len(line.lstrip(" "))
     sys.stdout.write(" " * indent + " ".join(word(w) for w in line.split()) + "\n")

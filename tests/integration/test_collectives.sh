@@ -16,8 +16,8 @@ command -v bpftool >/dev/null || fail "bpftool missing (make deps)"
 
 testbed_up --hosts 2 --planes 2
 testbed_daemons 2 0 1
-wait_for "$TMP/h0.log" "backend "
-wait_for "$TMP/h1.log" "backend "
+wait_for "$TMP/h0.log" "$DAEMON_UP"
+wait_for "$TMP/h1.log" "$DAEMON_UP"
 for h in 0 1; do
 	ip netns exec "mtb-$TESTBED-h$h" "$BUILD/bin/metaroce-ctl" -S "$TMP/h$h.sock" status |
 		sed -n "s/^node [0-9a-f]*  \(backend [^ ]* .*\)  port.*/  host $h: \1/p"

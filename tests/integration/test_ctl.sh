@@ -23,16 +23,19 @@ grep -q "^plane = 1 ${TAG}a1 198.19.0.1$" "$TMP/shown.conf" || fail "config show
 sed -i "s|^control_socket = .*|control_socket = $TMP/c.sock|" "$TMP/shown.conf"
 ip netns exec "$NS_A" "$BUILD/sbin/metaroced" -c "$TMP/shown.conf" --set port=4800 >"$TMP/c.log" 2>&1 &
 cdaemon=$!
-sleep 0.5
+PIDS="$PIDS $cdaemon"
+wait_for "$TMP/c.log" "$DAEMON_UP"
 "$CTL" -S "$TMP/c.sock" config show | grep -v '^control_socket\|^port' >"$TMP/shown2.conf" ||
 	{ cat "$TMP/c.log" "$TMP/shown.conf"; fail "config show of a daemon started from config show"; }
 grep -v '^control_socket\|^port' "$TMP/shown.conf" | diff - "$TMP/shown2.conf" ||
 	fail "config show does not read back to the same settings"
 kill "$cdaemon"
 wait "$cdaemon"
-# xdp show: the program on both planes, in driver mode on veth
-# shellcheck disable=SC2086
-"$CTL" $A xdp | grep -q "plane 0 .*XDP native" || fail "xdp show: $("$CTL" $A xdp)"
+# xdp show says of both planes what -j xdp reports: the mode the kernel gave the program (native
+# on veth where the driver has it, generic where not), or no program if auto took udp
+xdp_of "$TMP/a.sock" 0
+xdp_of "$TMP/a.sock" 1
+echo "xdp show: plane 1 $XDP_MODE, $XDP_ATTACH"
 # shellcheck disable=SC2086
 "$CTL" $A p 2>"$TMP/err.txt"; [ $? -eq 2 ] || fail "ambiguous 'p' did not exit 2"
 grep -q "ambiguous: peer or path" "$TMP/err.txt" || fail "ambiguity not explained"
@@ -56,16 +59,21 @@ PIDS="$PIDS $mon"
 "$CTL" -S "$TMP/a.sock" -j monitor >"$TMP/events.json" 2>&1 &
 monj=$!
 PIDS="$PIDS $monj"
-sleep 0.2
+# both stream once they see an event: a counter reset (harmless before any traffic) until they do
+monitors_listen() {
+	"$CTL" -S "$TMP/a.sock" stat reset >/dev/null &&
+		grep -q "counters reset by an operator" "$TMP/events.txt" &&
+		grep -q "counters reset by an operator" "$TMP/events.json"
+}
+wait_until 5 "the monitors saw no event" monitors_listen
 
 # drain plane 1 in the middle of a verified transfer (100 rounds: 7 s on a fast run, 18 on a
 # slow one; the drain and restore are seen within 4)
 bg_b "$TMP/d.server.log" timeout 120 "$BUILD/tests/verbs/verbs_check" -n 100 -s 65537,4M
 srv=$BG
-sleep 0.3
+# (no wait for the server: verbs_check's client retries its connection)
 bg_a "$TMP/d.client.log" timeout 120 "$BUILD/tests/verbs/verbs_check" -n 100 -s 65537,4M 198.18.0.2
 cli=$BG
-sleep 1
 transfer_ended() { # WHAT: the transfer is over before WHAT could be seen; say how it ended
 	wait "$cli"
 	echo "--- client (exit $?):"
@@ -76,20 +84,36 @@ transfer_ended() { # WHAT: the transfer is over before WHAT could be seen; say h
 	fail "the transfer ended before the $1 could be observed"
 }
 plane_tx() { # SOCKET PLANE: packets sent so far on that plane's paths
-	"$CTL" -S "$1" -j path | python3 -c "
-import json, sys
-print(sum(p['tx_packets'] for p in json.load(sys.stdin)['paths'] if p['plane'] == $2))"
+	ctl_json "$1" path "sum(p['tx_packets'] for p in j['paths'] if p['plane'] == $2)"
 }
+tx_above() { # SOCKET PLANE N: more than N packets sent on that plane
+	[ "$(plane_tx "$1" "$2")" -gt "$3" ]
+}
+all_drained() { # SOCKET: the QP's paths on plane 1 are all drained
+	ctl_true "$1" path "{p['state'] for p in j['paths'] if p['plane'] == 1} == {'drained'}"
+}
+# What is waited on below holds once the transfer is over, too, which the check after each wait
+# tells apart (dash reaps an ended child at its next command, and then kill -0 fails).
+running_on_plane_1() { gone "$cli" || tx_above "$TMP/a.sock" 1 0; }
+drained_on() { gone "$cli" || all_drained "$1"; }
+busy_on_plane_0() { gone "$cli" || { tx_above "$TMP/a.sock" 0 $((a0 + 5000)) && tx_above "$TMP/b.sock" 0 $((b0 + 500)); }; }
+back_on_plane_1() { gone "$cli" || tx_above "$TMP/a.sock" 1 "$a2"; }
+wait_until 10 "the transfer never sent on plane 1" running_on_plane_1
+gone "$cli" && transfer_ended "traffic on plane 1"
 # shellcheck disable=SC2086
 "$CTL" $A path set plane 1 down | grep -q "plane drained" || fail "path set plane 1 down"
-sleep 0.5
+# A's paths on plane 1 drained, and B's once the announcement reached it
+wait_until 5 "A's paths on plane 1 not all drained" drained_on "$TMP/a.sock"
+wait_until 5 "B did not follow A's drain of plane 1" drained_on "$TMP/b.sock"
 a1=$(plane_tx "$TMP/a.sock" 1)
 b1=$(plane_tx "$TMP/b.sock" 1)
-sleep 1
+a0=$(plane_tx "$TMP/a.sock" 0)
+b0=$(plane_tx "$TMP/b.sock" 0)
+# while both send a good deal more on plane 0, neither sends anything on plane 1
+wait_until 10 "little traffic on plane 0 after the drain" busy_on_plane_0
 a2=$(plane_tx "$TMP/a.sock" 1)
 b2=$(plane_tx "$TMP/b.sock" 1)
-a0=$(plane_tx "$TMP/a.sock" 0)
-kill -0 "$cli" 2>/dev/null || transfer_ended "drain"
+gone "$cli" && transfer_ended "drain"
 [ "$a1" -gt 0 ] || fail "plane 1 carried nothing before the drain"
 [ "$a1" -eq "$a2" ] || fail "A still sends on drained plane 1 ($a1 -> $a2)"
 [ "$b1" -eq "$b2" ] || fail "B did not follow A's drain of plane 1 ($b1 -> $b2)"
@@ -99,9 +123,9 @@ kill -0 "$cli" 2>/dev/null || transfer_ended "drain"
 "$CTL" $A -j status | grep -q '"drained_planes":2' || fail "status does not show plane 1 drained"
 # shellcheck disable=SC2086
 "$CTL" $A path set plane 1 up | grep -q "plane restored" || fail "path set plane 1 up"
-sleep 1
+wait_until 5 "plane 1 not used again after restore" back_on_plane_1
 a3=$(plane_tx "$TMP/a.sock" 1)
-[ "$a3" -gt "$a2" ] || fail "plane 1 not used again after restore ($a2 -> $a3)"
+[ "$a3" -gt "$a2" ] || transfer_ended "restore"
 # metric_sum NAME: the sum of an exported family's samples
 metric_sum() {
 	# shellcheck disable=SC2086
@@ -109,8 +133,9 @@ metric_sum() {
 }
 # stat reset starts what the control replies show (the live QP's per-path counters too) from
 # zero; the exported counters go on and never fall, not at the reset nor when the QP goes.
-# The client is held meanwhile (SIGSTOP), so its QP is there to be seen however fast it ran
-kill -STOP "$cli" 2>/dev/null || transfer_ended "reset"
+# The client is held meanwhile (SIGSTOP), so its QP is there to be seen however fast it ran:
+# its whole process group, which timeout(1) leads (verbs_check is timeout's child)
+kill -STOP -"$cli" 2>/dev/null || transfer_ended "reset"
 before=$(( $(plane_tx "$TMP/a.sock" 0) + $(plane_tx "$TMP/a.sock" 1) ))
 exported=$(metric_sum metaroce_path_tx_packets_total)
 # shellcheck disable=SC2086
@@ -119,7 +144,7 @@ after=$(( $(plane_tx "$TMP/a.sock" 0) + $(plane_tx "$TMP/a.sock" 1) ))
 [ "$after" -lt "$before" ] || fail "stat reset left the path counters ($before -> $after)"
 [ "$(metric_sum metaroce_path_tx_packets_total)" -ge "$exported" ] ||
 	fail "stat reset took the exported path counter back"
-kill -CONT "$cli"
+kill -CONT -"$cli"
 wait "$cli" || { cat "$TMP/d.client.log"; fail "the transfer across the drain failed"; }
 wait "$srv" || { cat "$TMP/d.server.log"; fail "its server failed"; }
 exported_end=$(metric_sum metaroce_path_tx_packets_total)
@@ -130,8 +155,10 @@ exported_end=$(metric_sum metaroce_path_tx_packets_total)
 grep "verbs_check: OK" "$TMP/d.client.log"
 grep -q "plane 1 drained by an operator" "$TMP/a.log" || fail "no log of the drain"
 
-# the monitors saw the client arrive and leave, the drain, the paths follow it, and back
-sleep 0.3
+# the monitors saw the client arrive and leave (the last event), the drain, the paths follow
+# it, and back
+wait_for "$TMP/events.txt" "client pid [0-9]* gone"
+wait_for "$TMP/events.json" "client pid [0-9]* gone"
 kill "$mon" "$monj"
 for e in "client pid [0-9]* uid 0 connected" "plane 1 drained by an operator" \
 	"path [0-9]* plane 1 sport [0-9]*: up -> drained" "plane 1 restored by an operator" \

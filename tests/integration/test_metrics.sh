@@ -11,23 +11,22 @@ wait "$PID_a" 2>/dev/null
 start_daemon "$NS_A" a --set "plane=0 ${TAG}a0 198.18.0.1" --set "plane=1 ${TAG}a1 198.19.0.1" \
 	--set "peer_prefix=198.18.0.0/15" --set "control_socket=$TMP/a.sock" \
 	--set "metrics_listen=127.0.0.1:9464"
-wait_for "$TMP/a.log" "backend "
+wait_for "$TMP/a.log" "$DAEMON_UP"
 
+# (verbs_check's client retries until its server listens)
 bg_b "$TMP/live.server.log" "$BUILD/tests/verbs/verbs_check" -n 0 -s 65537
-sleep 0.3
 bg_a "$TMP/live.client.log" "$BUILD/tests/verbs/verbs_check" -n 0 -s 65537 198.18.0.2
 # scrape until the transfer runs on every path: the 8 up and with RTT samples (on 2 busy
 # cores a daemon off its CPU can fail a path for a moment; it comes back within a round trip)
-i=0
-while :; do
+all_paths_up() {
 	ip netns exec "$NS_A" curl -sS -D "$TMP/head.txt" http://127.0.0.1:9464/metrics \
-		>"$TMP/metrics.txt" || fail "curl /metrics"
+		>"$TMP/metrics.txt" || return 1
 	awk '$1 ~ /^metaroce_path_up\{.*state="up"/ {up += $2} $1 ~ /^metaroce_path_rtt_seconds/ && $2 > 0 {rtt++}
-	     END {exit !(up == 8 && rtt == 2)}' "$TMP/metrics.txt" && break
-	i=$((i + 1))
-	[ $i -lt 100 ] || { cat "$TMP/metrics.txt"; fail "the 8 paths were never all up with RTTs in 10 s"; }
-	sleep 0.1
-done
+	     END {exit !(up == 8 && rtt == 2)}' "$TMP/metrics.txt" && return 0
+	grep '^metaroce_path_up\|^metaroce_path_rtt_seconds\|^metaroce_qps' "$TMP/metrics.txt"
+	return 1
+}
+wait_until 10 "the 8 paths were never all up with RTTs" all_paths_up
 grep -qi '^content-type: text/plain; version=0.0.4' "$TMP/head.txt" || fail "content type"
 "$BUILD/bin/metaroce-ctl" -S "$TMP/a.sock" metrics >"$TMP/ctl.txt" || fail "metaroce-ctl metrics"
 python3 - "$TMP/metrics.txt" "$TMP/ctl.txt" <<'PY' || fail "exposition format"

@@ -71,7 +71,8 @@ bg_b "$TMP/dead.server.log" timeout 60 "$PERF" -p $port
 srv=$BG
 bg_a "$TMP/dead.client.log" timeout 60 "$PERF" -p $port -t write -D 30 198.18.0.2
 cli=$BG
-sleep 2
+# mid-run: the client's QP is up and its WRITEs flow
+ctl_wait 10 "$TMP/a.sock" qp "any(q['state'] == 'rts' and q['tx_packets'] > 1000 for q in j['qps'])"
 kill -KILL "$PID_b"
 wait "$cli"
 rc=$?

@@ -48,6 +48,8 @@ for i in range(int(sys.argv[3])):
 }
 # through COUNT_FILE: the first number in it
 through() { cut -d' ' -f1 "$1"; }
+# counting PORT: udp_count on host 1 has bound PORT, so what is sent now is counted
+counting() { wait_until 5 "host 1 never bound UDP port $1" listening "mtb-$TESTBED-h1" udp "$1"; }
 
 # blackhole plane 1: nothing arrives there, plane 0 unaffected; restored, plane 1 works again
 $TB impair --plane 1 --blackhole
@@ -55,7 +57,8 @@ udp_count 1 198.18.33.2 7001 1.5 >"$TMP/bh1" &
 c1=$!
 udp_count 1 198.18.1.2 7000 1.5 >"$TMP/bh0" &
 c0=$!
-sleep 0.3
+counting 7001
+counting 7000
 udp_send 0 198.18.33.2 7001 500 0
 udp_send 0 198.18.1.2 7000 500 0
 wait $c1 $c0
@@ -68,7 +71,7 @@ assert s["1"]["spines"]["lost_blackhole"] == 500, s["1"]' || fail "blackhole cou
 $TB impair --plane 1 --restore
 udp_count 1 198.18.33.2 7002 1.5 >"$TMP/rs" &
 c=$!
-sleep 0.3
+counting 7002
 udp_send 0 198.18.33.2 7002 500 0
 wait $c
 [ "$(through "$TMP/rs")" -eq 500 ] || fail "plane 1 after restore delivered $(cat "$TMP/rs")"
@@ -78,7 +81,7 @@ echo "blackhole and restore: ok"
 $TB impair --plane 0 --clear --ecn 10,3000,30000,100
 udp_count 1 198.18.1.2 7003 1.5 >"$TMP/ecn" &
 c=$!
-sleep 0.3
+counting 7003
 udp_send 0 198.18.1.2 7003 300 2
 udp_send 2 198.18.1.2 7003 300 0
 wait $c
@@ -112,7 +115,9 @@ $TB down
 "$TESTBED_TOOL" -n "$TESTBED" up --bpf-object "$BUILD/bpf/impair.bpf.o" --hosts 8 --planes 8 \
 	>/dev/null 2>&1 &
 up=$!
-sleep 1
+# halfway: some of its namespaces made, most not (it makes 8 + 8 x (8 + 2))
+building() { [ "$(ip netns list | grep -c "^mtb-$TESTBED-")" -ge 4 ]; }
+wait_until 10 "mrc-testbed up made no namespace" building
 kill -TERM $up
 wait $up && fail "a killed up succeeded"
 [ "$(ip netns list | grep -c "^mtb-$TESTBED-")" -eq 0 ] || fail "a killed up left namespaces"
@@ -120,13 +125,14 @@ wait $up && fail "a killed up succeeded"
 echo "teardown on down, on failure and on SIGTERM: ok"
 
 # metaroce-perf, every byte verified, over 4 planes with 1% loss on each, on the default
-# backend (xdp here). Two daemons and two clients share two cores: a daemon kept off its CPU
-# for a few milliseconds must cost its peer's QPs nothing (the retry budget runs on the verbs
-# timeout, not on RTOs: once about one run in three ended in "retry exceeded").
+# backend (auto: xdp where the kernel lets it attach; printed below). Two daemons and two
+# clients share two cores: a daemon kept off its CPU for a few milliseconds must cost its
+# peer's QPs nothing (the retry budget runs on the verbs timeout, not on RTOs: once about one
+# run in three ended in "retry exceeded").
 testbed_up --hosts 2 --planes 4 --rate 1000
 testbed_daemons 4 0 1
-wait_for "$TMP/h0.log" "backend "
-wait_for "$TMP/h1.log" "backend "
+wait_for "$TMP/h0.log" "$DAEMON_UP"
+wait_for "$TMP/h1.log" "$DAEMON_UP"
 # which backend auto took, as an operator sees it
 for h in 0 1; do
 	ip netns exec "mtb-$TESTBED-h$h" "$BUILD/bin/metaroce-ctl" -S "$TMP/h$h.sock" status |
@@ -173,8 +179,8 @@ $TB down
 testbed_up --hosts 2 --planes 1 --rate 200
 BACKEND=udp
 testbed_daemons 1 0 1
-wait_for "$TMP/h0.log" "backend "
-wait_for "$TMP/h1.log" "backend "
+wait_for "$TMP/h0.log" "$DAEMON_UP"
+wait_for "$TMP/h1.log" "$DAEMON_UP"
 testbed_perf bp -e -t write -s 1M -q 2 -D 3 -V
 python3 -c '
 import json, sys
@@ -203,12 +209,13 @@ $TB down
 testbed_up --hosts 2 --planes 2
 testbed_daemons 2 0 1
 BACKEND=
-wait_for "$TMP/h0.log" "backend "
-wait_for "$TMP/h1.log" "backend "
+wait_for "$TMP/h0.log" "$DAEMON_UP"
+wait_for "$TMP/h1.log" "$DAEMON_UP"
 # the gateway's address resolved first: a queue that drops ARP too would only blackhole
 ip netns exec "mtb-$TESTBED-h0" python3 -c 'import socket
 socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("198.18.33.2", 9))'
-sleep 0.2
+gateway_known() { ip -n "mtb-$TESTBED-h0" neigh show dev p1 | grep lladdr; }
+wait_until 5 "h0 never resolved its gateway on p1" gateway_known
 # a byte of queue: every packet is dropped as it is offered
 ip netns exec "mtb-$TESTBED-h0" tc qdisc replace dev p1 root tbf rate 8bit burst 2000 limit 1 ||
 	fail "cannot install a dropping qdisc"

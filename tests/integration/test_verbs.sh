@@ -13,7 +13,7 @@ two_daemons
 # ibv_rc_pingpong -g 0, both sides unmodified
 bg_b "$TMP/pp.server.log" timeout 60 ibv_rc_pingpong -g 0
 srv=$BG
-sleep 0.3
+wait_listening "$NS_B" 18515 # its client tries once
 on_a timeout 60 ibv_rc_pingpong -g 0 198.18.0.2 >"$TMP/pp.client.log" 2>&1 ||
 	{ cat "$TMP/pp.client.log" "$TMP/pp.server.log"; fail "ibv_rc_pingpong client"; }
 wait "$srv" || { cat "$TMP/pp.server.log"; fail "ibv_rc_pingpong server"; }
@@ -24,7 +24,7 @@ grep "bytes in" "$TMP/pp.client.log"
 # the same with completion channels (-e)
 bg_b "$TMP/ppe.server.log" timeout 60 ibv_rc_pingpong -g 0 -e
 srv=$BG
-sleep 0.3
+wait_listening "$NS_B" 18515
 on_a timeout 60 ibv_rc_pingpong -g 0 -e 198.18.0.2 >"$TMP/ppe.client.log" 2>&1 ||
 	{ cat "$TMP/ppe.client.log"; fail "ibv_rc_pingpong -e client"; }
 wait "$srv" || fail "ibv_rc_pingpong -e server"
@@ -33,7 +33,7 @@ wait "$srv" || fail "ibv_rc_pingpong -e server"
 for bw in ib_write_bw ib_read_bw ib_send_bw; do
 	bg_b "$TMP/$bw.server.log" timeout 60 "$bw" -d metaroce0 -x 0 -F -n 500
 	srv=$BG
-	sleep 0.3
+	wait_listening "$NS_B" 18515
 	on_a timeout 60 "$bw" -d metaroce0 -x 0 -F -n 500 198.18.0.2 >"$TMP/$bw.client.log" 2>&1 ||
 		{ cat "$TMP/$bw.client.log"; fail "$bw client"; }
 	wait "$srv" || { cat "$TMP/$bw.server.log"; fail "$bw server"; }
@@ -64,14 +64,13 @@ wait "$srv" || { cat "$TMP/two.server.log"; fail "two processes, one daemon (ser
 verbs_check_bg() {
 	bg_b "$TMP/live.server.log" "$BUILD/tests/verbs/verbs_check" -n 0 -s 65537
 	live_srv=$BG
-	sleep 0.3
+	# (verbs_check's client retries until its server listens)
 	bg_a "$TMP/live.client.log" "$BUILD/tests/verbs/verbs_check" -n 0 -s 65537 198.18.0.2
 	live_cli=$BG
 }
 verbs_check_bg
-sleep 1.5
-ctl_check "$TMP/a.sock" "qp" "len(j['qps']) == 1 and j['qps'][0]['state'] == 'rts' and j['qps'][0]['paths'] == 8 and j['qps'][0]['tx_packets'] > 0"
-ctl_check "$TMP/a.sock" "path" "len(j['paths']) == 8 and {p['plane'] for p in j['paths']} == {0, 1} and all(p['tx_packets'] > 0 for p in j['paths'])"
+ctl_wait 10 "$TMP/a.sock" "qp" "len(j['qps']) == 1 and j['qps'][0]['state'] == 'rts' and j['qps'][0]['paths'] == 8 and j['qps'][0]['tx_packets'] > 0"
+ctl_wait 10 "$TMP/a.sock" "path" "len(j['paths']) == 8 and {p['plane'] for p in j['paths']} == {0, 1} and all(p['tx_packets'] > 0 for p in j['paths'])"
 "$BUILD/bin/metaroce-ctl" -S "$TMP/a.sock" qp show
 "$BUILD/bin/metaroce-ctl" -S "$TMP/a.sock" path show | head -n 8
 kill "$live_cli" "$live_srv" 2>/dev/null

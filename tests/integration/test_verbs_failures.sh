@@ -9,7 +9,6 @@
 command -v ibv_rc_pingpong >/dev/null || fail "ibv_rc_pingpong missing (ibverbs-utils: make deps)"
 two_daemons
 fds_of() { ls "/proc/$1/fd" | wc -l; }
-CTL="$BUILD/bin/metaroce-ctl"
 
 # --- a hostile client next to a working one
 fd_base=$(fds_of "$PID_a")
@@ -28,23 +27,16 @@ bg_b "$TMP/k.server.log" "$BUILD/tests/verbs/verbs_check" -n 0 -s 65537,1M+3
 k_srv=$BG
 bg_a "$TMP/k.client.log" "$BUILD/tests/verbs/verbs_check" -n 0 -q 4 -s 65537,1M+3 198.18.0.2
 k_cli=$BG
-sleep 1.5
-ctl_check "$TMP/a.sock" status "j['qps'] == 4 and j['mrs'] >= 4 and j['mapped_bytes'] > 4 << 20"
+# mid-transfer: its 4 QPs up, their memory registered
+ctl_wait 10 "$TMP/a.sock" status "j['qps'] == 4 and j['mrs'] >= 4 and j['mapped_bytes'] > 4 << 20"
+ctl_wait 10 "$TMP/a.sock" qp "len(j['qps']) == 4 and all(q['state'] == 'rts' and q['tx_packets'] > 0 for q in j['qps'])"
 kill -KILL "$k_cli"
 wait "$k_cli" 2>/dev/null
-i=0
-until "$CTL" -S "$TMP/a.sock" -j status | grep -q '"clients":0,"qps":0,"cqs":0,"mrs":0,"mapped_bytes":0'; do
-	i=$((i + 1))
-	[ $i -lt 50 ] || { "$CTL" -S "$TMP/a.sock" status; fail "daemon kept a killed client's objects"; }
-	sleep 0.1
-done
+wait_until 5 "daemon kept a killed client's objects" ctl_true "$TMP/a.sock" status \
+	"(j['clients'], j['qps'], j['cqs'], j['mrs'], j['mapped_bytes']) == (0, 0, 0, 0, 0)"
 # metaroce-ctl's own connection may close a moment after it prints
-i=0
-until [ "$(fds_of "$PID_a")" -eq "$fd_base" ]; do
-	i=$((i + 1))
-	[ $i -lt 20 ] || fail "daemon holds $(fds_of "$PID_a") fds after the client died, $fd_base before"
-	sleep 0.1
-done
+fds_back() { echo "$(fds_of "$PID_a") fds, $fd_base before"; [ "$(fds_of "$PID_a")" -eq "$fd_base" ]; }
+wait_until 2 "daemon holds more fds after the client died than before" fds_back
 grep "client pid $k_cli gone: reclaimed 4 QPs" "$TMP/a.log" || fail "no reclaim log line"
 kill "$k_srv" 2>/dev/null
 wait "$k_srv" 2>/dev/null
@@ -52,10 +44,13 @@ wait "$k_srv" 2>/dev/null
 # --- daemon B stopped under load: its client sees flushed work, A's client an error
 bg_b "$TMP/s.server.log" timeout 60 ibv_rc_pingpong -g 0 -n 100000000
 s_srv=$BG
-sleep 0.3
+wait_listening "$NS_B" 18515 # its client tries once
 bg_a "$TMP/s.client.log" timeout 60 ibv_rc_pingpong -g 0 -n 100000000 198.18.0.2
 s_cli=$BG
-sleep 1.5
+# under load: both QPs up and exchanging
+for h in a b; do
+	ctl_wait 10 "$TMP/$h.sock" qp "len(j['qps']) == 1 and j['qps'][0]['state'] == 'rts' and j['qps'][0]['completions'] > 100"
+done
 kill -TERM "$PID_b"
 wait "$PID_b" || fail "daemon b did not stop cleanly"
 wait "$s_srv"

@@ -11,22 +11,37 @@
 . "$(dirname "$0")/lib.sh"
 
 command -v ibv_rc_pingpong >/dev/null || fail "ibv_rc_pingpong missing (ibverbs-utils: make deps)"
+command -v xdp-loader >/dev/null || fail "xdp-loader missing (xdp-tools: make deps)"
 CTL=$BUILD/bin/metaroce-ctl
-two_daemons --set backend=xdp
-grep -q "backend xdp (${TAG}a0 native, ${TAG}a1 native)" "$TMP/a.log" ||
-	fail "not attached in driver mode: $(head -n 3 "$TMP/a.log")"
+# backend = xdp attaches or exits. A kernel that cannot attach it to veth (no XDP, no AF_XDP)
+# skips this test with the daemon's reason; otherwise what it got is read, not assumed.
+two_hosts
+start_two_daemons --set backend=xdp
+started() { grep -q "$DAEMON_UP\|cannot start" "$TMP/$1.log"; }
+wait_until 5 "metaroced a neither started nor gave up" started a
+wait_until 5 "metaroced b neither started nor gave up" started b
+why=$(sed -n 's/.*cannot start: \(backend xdp: .*\)/\1/p' "$TMP/a.log" "$TMP/b.log" | head -n 1)
+[ -z "$why" ] || skip "the xdp backend cannot attach on this kernel: $why"
+wait_for "$TMP/a.log" "backend xdp"
+wait_for "$TMP/b.log" "backend xdp"
+# how the program is attached on each plane (native where veth's driver has XDP, generic where
+# not) is what the daemons report and their log lines say
+for h in a b; do
+	grep -qF ": $(backend_of "$TMP/$h.sock"), port" "$TMP/$h.log" ||
+		fail "$h's log does not say '$(backend_of "$TMP/$h.sock")': $(grep "backend " "$TMP/$h.log")"
+done
+backend_of "$TMP/b.sock"
+xdp_of "$TMP/b.sock" 0
+B0_MODE=$XDP_MODE
+# loader_mode MODE: xdp-loader's name for an XDP mode the daemon reports
+loader_mode() { if [ "$1" = native ]; then echo native; else echo skb; fi; }
 
 # UDP datagrams the kernel delivered to sockets in B, and what the program did there
 udp_in() { ip netns exec "$NS_B" cat /proc/net/snmp | awk '/^Udp: [0-9]/ { print $2 }'; }
 # must_exit PID WHAT: the process ends with a failure within 5 s; one still running is a
-# failure of the test (and is ended), not a hang
+# failure of the test (cleanup ends it), not a hang
 must_exit() {
-	i=0
-	while kill -0 "$1" 2>/dev/null; do
-		i=$((i + 1))
-		[ $i -lt 50 ] || { kill -KILL "$1"; fail "$2: still running after 5 s"; }
-		sleep 0.1
-	done
+	wait_until 5 "$2: still running" gone "$1" # (and cleanup kills it)
 	wait "$1" && fail "$2: it succeeded"
 	return 0
 }
@@ -35,7 +50,7 @@ placed() { "$CTL" -S "$TMP/b.sock" -j xdp | python3 -c 'import json,sys; print(j
 # unmodified ibv_rc_pingpong (SENDs: the daemon's to place) works with the program in front
 bg_b "$TMP/pp.server.log" timeout 60 ibv_rc_pingpong -g 0 -s 65536 -n 100
 srv=$BG
-sleep 0.3
+wait_listening "$NS_B" 18515 # its client tries once
 on_a timeout 60 ibv_rc_pingpong -g 0 -s 65536 -n 100 198.18.0.2 >"$TMP/pp.client.log" 2>&1 ||
 	{ cat "$TMP/pp.client.log" "$TMP/pp.server.log"; fail "ibv_rc_pingpong client"; }
 wait "$srv" || { cat "$TMP/pp.server.log"; fail "ibv_rc_pingpong server"; }
@@ -65,7 +80,10 @@ xsk() { "$CTL" -S "$TMP/$1.sock" -j xdp | python3 -c 'import json,sys; print(jso
 unresolved0=$(xsk a tx_unresolved)
 ip -n "$NS_A" neigh flush dev "${TAG}a0"
 ip -n "$NS_A" neigh flush dev "${TAG}a1"
-sleep 1.1 # past the daemon's one-second recheck
+# Time, not state: the daemon asks the kernel again about a MAC it holds one second after the
+# last answer (MRCD_NEIGH_RECHECK_NS), and its cache is not exposed to poll; past that, the
+# transfer below meets the flushed entries.
+sleep 1.1
 perf_pair write_relearn -- -t write -s 65536 -q 1 -n 100 -V
 json_check write_relearn 'j["messages"] == 100 and j["peer"]["verified"] == 100'
 [ "$(xsk a tx_unresolved)" -gt "$unresolved0" ] ||
@@ -89,15 +107,12 @@ wait "$PID_a" || fail "daemon a did not stop cleanly (exit $?)"
 ip -n "$NS_A" link show | grep -q "prog/xdp" && fail "XDP program left attached after SIGTERM"
 kill -KILL "$PID_b"
 wait "$PID_b" 2>/dev/null
-i=0 # the link goes with the process's last descriptor
-while ip -n "$NS_B" link show | grep -q "prog/xdp"; do
-	i=$((i + 1))
-	[ $i -lt 20 ] || fail "a killed daemon's program stayed attached"
-	sleep 0.1
-done
+# the link goes with the process's last descriptor
+no_program_on_b() { ! ip -n "$NS_B" link show | grep "prog/xdp"; }
+wait_until 2 "a killed daemon's program stayed attached" no_program_on_b
 # one of ours attached to the interface itself (as xdp-loader, or an older daemon, leaves it)
 # is detached by the next start
-ip netns exec "$NS_B" xdp-loader load -m native "${TAG}b0" "$BUILD/bpf/metaroce_xdp.bpf.o" \
+ip netns exec "$NS_B" xdp-loader load -m "$(loader_mode "$B0_MODE")" "${TAG}b0" "$BUILD/bpf/metaroce_xdp.bpf.o" \
 	>"$TMP/loader.log" 2>&1 || { cat "$TMP/loader.log"; fail "xdp-loader load metaroce_xdp"; }
 start_daemon "$NS_B" b2 --set "plane=0 ${TAG}b0 198.18.0.2" --set "plane=1 ${TAG}b1 198.19.0.2" \
 	--set "control_socket=$TMP/b2.sock" --set backend=xdp
@@ -111,7 +126,8 @@ start_daemon "$NS_B" b2x --set "plane=0 ${TAG}b0 198.18.0.2" --set "plane=1 ${TA
 must_exit "$PID_b2x" "a second daemon on interfaces the first holds"
 grep -q "${TAG}b0: another metaroced runs its XDP program there" "$TMP/b2x.log" ||
 	fail "the second daemon: $(cat "$TMP/b2x.log")"
-"$CTL" -S "$TMP/b2.sock" xdp | grep -q "plane 0 ${TAG}b0 *XDP native, alone" ||
+xdp_of "$TMP/b2.sock" 0
+[ "$XDP_MODE $XDP_ATTACH" = "$B0_MODE alone" ] ||
 	fail "the first daemon lost its program: $("$CTL" -S "$TMP/b2.sock" xdp)"
 kill -TERM "$PID_b2"
 wait "$PID_b2" || fail "daemon b2 did not stop cleanly (exit $?)"
@@ -151,20 +167,15 @@ ip -n "$NS_B" link set "${TAG}b1" mtu 1500
 # Beside another program. libxdp's dispatcher lives pinned in a bpffs, which a host has at
 # /sys/fs/bpf (systemd mounts it) and `ip netns exec` hides: B gets a mount namespace with one,
 # kept by a holder process, and B's daemon, xdp-loader and bpftool all run in it.
-command -v xdp-loader >/dev/null || fail "xdp-loader missing (xdp-tools: make deps)"
 NEIGHBOUR=$BUILD/tests/bpf/xdp_neighbour.bpf.o
+# (the holder only has to outlive the test, which cleanup ends: its sleep is no wait)
 ip netns exec "$NS_B" sh -c 'mount -t bpf bpf /sys/fs/bpf && exec sleep 3600' &
 HOLDER=$!
 PIDS="$PIDS $HOLDER"
 # (entering a mount namespace moves to its root: --wd keeps relative paths ours)
 on_host_b() { nsenter -t "$HOLDER" -m -n --wd="$PWD" "$@"; }
-i=0
-until on_host_b mountpoint -q /sys/fs/bpf; do
-	i=$((i + 1))
-	[ $i -lt 50 ] || fail "no bpffs in B's mount namespace"
-	sleep 0.1
-done
-on_host_b xdp-loader load -vv -m native -p /sys/fs/bpf/neighbour "${TAG}b0" "$NEIGHBOUR" \
+wait_until 5 "no bpffs in B's mount namespace" on_host_b mountpoint -q /sys/fs/bpf
+on_host_b xdp-loader load -vv -m "$(loader_mode "$B0_MODE")" -p /sys/fs/bpf/neighbour "${TAG}b0" "$NEIGHBOUR" \
 	>"$TMP/loader.log" 2>&1 ||
 	{ cat "$TMP/loader.log"; fail "xdp-loader could not attach the neighbour program"; }
 neighbour_seen() {
@@ -189,8 +200,8 @@ start_daemon "$NS_A" a3 --set "plane=0 ${TAG}a0 198.18.0.1" --set "plane=1 ${TAG
 wait_for "$TMP/a3.log" "backend xdp"
 grep -q "${TAG}a0: XDP program attached alone, .*there is none" "$TMP/a3.log" ||
 	fail "A (no bpffs) did not say its program is attached alone: $(cat "$TMP/a3.log")"
-"$CTL" -S "$TMP/a.sock" xdp | grep -q "plane 0 ${TAG}a0 *XDP native, alone" ||
-	fail "xdp show on A: $("$CTL" -S "$TMP/a.sock" xdp)"
+xdp_of "$TMP/a.sock" 0
+[ "$XDP_ATTACH" = alone ] || fail "xdp show on A: $("$CTL" -S "$TMP/a.sock" xdp)"
 seen0=$(neighbour_seen)
 if on_host_b xdp-loader status "${TAG}b0" | grep -q xdp_dispatcher; then
 	# both run: the neighbour (priority 10) sees the packets first and passes them, ours
@@ -198,8 +209,8 @@ if on_host_b xdp-loader status "${TAG}b0" | grep -q xdp_dispatcher; then
 	start_daemon_beside b3 --set backend=xdp
 	wait_for "$TMP/b3.log" "backend xdp"
 	grep -q "attached alone" "$TMP/b3.log" && fail "B's program was attached alone: $(cat "$TMP/b3.log")"
-	"$CTL" -S "$TMP/b.sock" xdp | grep -q "plane 0 ${TAG}b0 *XDP native, libxdp dispatcher" ||
-		fail "xdp show on B: $("$CTL" -S "$TMP/b.sock" xdp)"
+	xdp_of "$TMP/b.sock" 0
+	[ "$XDP_ATTACH" = dispatcher ] || fail "xdp show on B: $("$CTL" -S "$TMP/b.sock" xdp)"
 	on_host_b xdp-loader status "${TAG}b0" >"$TMP/status.txt" 2>&1
 	grep -q "metaroce_xdp" "$TMP/status.txt" || { cat "$TMP/status.txt"; fail "ours is not on ${TAG}b0"; }
 	placed0=$(placed placed)
