@@ -108,7 +108,7 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 
 # --- top-level targets -----------------------------------------------------------------
 
-.PHONY: all programs deps check demo install deb unit unit-asan verbs-abi bpf-test fuzz integration \
+.PHONY: all programs deps check demo install deb layering unit unit-asan verbs-abi bpf-test fuzz integration \
 	integration-asan \
 	engine-report bench bench-quick bench-xdp bench-backend \
 	bench-udp-vs-tcp bench-collectives bench-core clean
@@ -150,7 +150,7 @@ deps:
 check:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)$(MAKE) --no-print-directory unit unit-asan verbs-abi bpf-test integration \
+	$(Q)$(MAKE) --no-print-directory layering unit unit-asan verbs-abi bpf-test integration \
 		integration-asan fuzz
 
 # The main job: two hosts, two planes, a daemon each, unmodified RDMA programs between them.
@@ -159,6 +159,11 @@ demo:
 	$(Q)$(MAKE) --no-print-directory $(METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN) \
 		$(VERBS_TESTS)
 	$(Q)sh demo/demo.sh $(BUILD)
+
+# What may call what (docs/ARCHITECTURE.md): no I/O in the engine or the core, includes one way.
+layering:
+	$(call msg,TEST,layering)
+	$(Q)out=$$(sh tests/layering.sh) || { echo "$$out"; exit 1; }; echo "           $$out"
 
 unit: $(UNIT_RUNNER)
 	$(call msg,TEST,unit)
