@@ -4,13 +4,15 @@
 thousands of connected idle ones, and the system calls and wakeups per GB moved.
 
   bench/core/core_bench.py BUILD_DIR [--compare OTHER_BUILD] [--idle N] [--seconds S]
-                           [--backend auto|udp|xdp] [--json FILE]        (make bench-core)
+                           [--backend auto|udp|xdp] [--runs R] [--json FILE]  (make bench-core)
 
 Two network namespaces joined by one veth pair per plane (2 planes, MTU 1500), a metaroced in
 each (the backend it chose is read back from `metaroce-ctl -j status`). One metaroce-perf
 WRITE stream (1 QP, 64 KiB messages, 16 in flight, sleeping on a completion channel) runs
-twice in the same daemons: first alone, then with N connected RC QPs (bench/core/idle_qps.c)
-that carry nothing. idle_ratio = goodput with them / goodput without. During each run
+R times (3) in the same daemons alone, then R times with N connected RC QPs
+(bench/core/idle_qps.c) that carry nothing; each side's median run is reported, since this
+2-core guest moves a lone stream ±15% from run to run. idle_ratio = the median goodput with
+them / the median without. During each run
 `perf stat` counts the system calls of the daemons and of the two metaroce-perf processes,
 and the times each went to sleep (voluntary context switches, i.e. wakeups), per GB moved.
 
@@ -189,14 +191,24 @@ def stream(pair, seconds, tag):
     }
 
 
-def measure(build, tool_build, backend, idle, seconds, tag):
+def median_run(pair, seconds, tag, runs):
+    """The run of median goodput out of `runs` streams (its counts with it), and all goodputs."""
+    got = [stream(pair, seconds, "%s%d" % (tag, i)) for i in range(runs)]
+    got.sort(key=lambda r: r["gbps"])
+    med = dict(got[len(got) // 2])
+    med["runs_gbps"] = [r["gbps"] for r in got]
+    return med
+
+
+def measure(build, tool_build, backend, idle, seconds, tag, runs):
     pair = Pair(build, tool_build, tag)
     try:
         pair.up()
         st = pair.daemons(backend)
         log("  %s: backend %s" % (build, st.get("backend", "?")))
-        alone = stream(pair, seconds, "alone")
-        log("    1 QP alone:          %7.3f Gbit/s" % alone["gbps"])
+        alone = median_run(pair, seconds, "alone", runs)
+        log("    1 QP alone:          %7.3f Gbit/s (median; runs %s)"
+            % (alone["gbps"], " ".join("%.3f" % g for g in alone["runs_gbps"])))
         idle_bin = os.path.join(pair.tool_build, "bench", "idle-qps")
         argv, env = pair.verbs(1, [idle_bin, "-n", str(idle), "-c", "2000"])
         srv = pair.spawn(1, argv, "idle.server", env=env)
@@ -211,8 +223,9 @@ def measure(build, tool_build, backend, idle, seconds, tag):
         qps = [pair.ctl(h, "status").get("qps", 0) for h in (0, 1)]
         if min(qps) < idle:
             raise Failed("the daemons hold %s QPs, not %d" % (qps, idle))
-        busy = stream(pair, seconds, "idle")
-        log("    1 QP + %d idle:    %7.3f Gbit/s" % (idle, busy["gbps"]))
+        busy = median_run(pair, seconds, "idle", runs)
+        log("    1 QP + %d idle:    %7.3f Gbit/s (median; runs %s)"
+            % (idle, busy["gbps"], " ".join("%.3f" % g for g in busy["runs_gbps"])))
         cli.stdin.close()
         cli.wait(timeout=120)
         srv.wait(timeout=120)
@@ -229,18 +242,21 @@ def main():
     ap.add_argument("--idle", type=int, default=4000)
     ap.add_argument("--seconds", type=int, default=5)
     ap.add_argument("--backend", default="auto")
+    ap.add_argument("--runs", type=int, default=3,
+                    help="streams of each kind; the median is reported (the guest is noisy)")
     ap.add_argument("--json")
     a = ap.parse_args()
     if os.geteuid():
         sys.exit("bench-core needs root (network namespaces, perf)")
     tag = "mcb%d" % (os.getpid() % 100000)
-    res = {"goal_idle_ratio": GOAL_IDLE_RATIO, "seconds": a.seconds}
+    res = {"goal_idle_ratio": GOAL_IDLE_RATIO, "seconds": a.seconds, "runs": a.runs}
     try:
         log("one metaroce-perf WRITE stream, 1 QP, %d s, alone and beside %d idle QPs"
             % (a.seconds, a.idle))
-        res["this"] = measure(a.build, a.build, a.backend, a.idle, a.seconds, tag)
+        res["this"] = measure(a.build, a.build, a.backend, a.idle, a.seconds, tag, a.runs)
         if a.compare:
-            res["compare"] = measure(a.compare, a.build, a.backend, a.idle, a.seconds, tag)
+            res["compare"] = measure(a.compare, a.build, a.backend, a.idle, a.seconds, tag,
+                                     a.runs)
     except Failed as e:
         sys.exit("bench-core: %s" % e)
     res["idle_ratio"] = res["this"]["idle_ratio"]
