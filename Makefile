@@ -249,9 +249,9 @@ bench-collectives:
 	$(Q)$(MAKE) --no-print-directory programs $(BPF_OBJS) $(GLOO_BENCH)
 	$(Q)python3 bench/collectives/collectives_bench.py $(BUILD)
 
-# One QP's goodput alone and beside 4,000 idle QPs in the same daemons (median of 3), and the daemons' and
-# clients' system calls and wakeups per GB; writes build/bench-core.json. COMPARE=DIR runs
-# the same on another build (the "before" of a change) in the same run.
+# One QP's goodput alone and beside 4,000 idle QPs in the same daemons (median of 3 each), and
+# the daemons' and clients' system calls and wakeups per GB; writes build/bench-core.json.
+# COMPARE=DIR runs the same on another build (the "before" of a change) in the same run.
 bench-core:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory programs $(IDLE_QPS)
