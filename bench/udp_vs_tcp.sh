@@ -7,11 +7,16 @@
 # per GB moved (user + system of everything involved: both iperf3s; both daemons and both
 # ib_write_bws) and the ratios. Root, iproute2, iperf3, perftest.
 #
-#   bench/udp_vs_tcp.sh BUILD_DIR [MTU] [SECONDS]
+# Each is run RUNS times (3), alternating, and the medians are reported; writes
+# BUILD_DIR/bench-udp-vs-tcp.json with goodput_ratio and cpu_ratio (MetaRoCE / TCP).
+#
+#   [DAEMON_SET=key=value] bench/udp_vs_tcp.sh BUILD_DIR [MTU] [SECONDS] [RUNS]
+# (DAEMON_SET: one more setting for both daemons, e.g. udp_gso=no for a before/after)
 set -eu
-build=${1:?usage: udp_vs_tcp.sh BUILD_DIR [MTU] [SECONDS]}
+build=${1:?usage: udp_vs_tcp.sh BUILD_DIR [MTU] [SECONDS] [RUNS]}
 mtu=${2:-9000}
 secs=${3:-10}
+runs=${4:-3}
 tag=mrcb$$
 tmp=$(mktemp -d)
 pids=""
@@ -34,53 +39,83 @@ for n in a b; do ip -n ${tag}$n link set ${tag}$n up; ip -n ${tag}$n link set lo
 # user + system seconds of a running process, from /proc
 cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.3f", ($14 + $15) / hz}' "/proc/$1/stat"; }
 
-# kernel TCP
-ip netns exec ${tag}b /usr/bin/time -f "%U %S" -o "$tmp/tcp_srv.time" iperf3 -s -1 -p 5201 \
-	>/dev/null 2>&1 &
-srv=$!
-sleep 0.5
-ip netns exec ${tag}a /usr/bin/time -f "%U %S" -o "$tmp/tcp_cli.time" iperf3 -c 198.18.0.2 \
-	-p 5201 -t "$secs" -J >"$tmp/tcp.json"
-wait $srv
-tcp=$(python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["end"]; print(e["sum_received"]["bits_per_second"]/1e9, e["sum_received"]["bytes"])' "$tmp/tcp.json")
-tcp_cpu=$(cat "$tmp/tcp_srv.time" "$tmp/tcp_cli.time" | awk '{s += $1 + $2} END {printf "%.3f", s}')
+# one kernel TCP run: "GBIT/S BYTES CPU_SECONDS" on stdout
+tcp_run() {
+	ip netns exec ${tag}b /usr/bin/time -f "%U %S" -o "$tmp/tcp_srv.time" iperf3 -s -1 \
+		-p 5201 >/dev/null 2>&1 &
+	srv=$!
+	until ip netns exec ${tag}b ss -Hltn "sport = :5201" | grep -q .; do sleep 0.05; done
+	ip netns exec ${tag}a /usr/bin/time -f "%U %S" -o "$tmp/tcp_cli.time" iperf3 -c 198.18.0.2 \
+		-p 5201 -t "$secs" -J >"$tmp/tcp.json"
+	wait $srv
+	python3 -c 'import json,sys; e=json.load(open(sys.argv[1]))["end"]; print(e["sum_received"]["bits_per_second"]/1e9, e["sum_received"]["bytes"], end=" ")' "$tmp/tcp.json"
+	cat "$tmp/tcp_srv.time" "$tmp/tcp_cli.time" | awk '{s += $1 + $2} END {printf "%.3f\n", s}'
+}
 
-# MetaRoCE: a daemon per side, ib_write_bw through libmetaroce
+# MetaRoCE: a daemon per side (started once), ib_write_bw through libmetaroce
 for n in a b; do
 	addr=198.18.0.$([ $n = a ] && echo 1 || echo 2)
 	ip netns exec ${tag}$n "$build/sbin/metaroced" --set "plane=0 ${tag}$n $addr" \
-		--set "mtu=$mtu" --set "peer_prefix=198.18.0.0/24" \
-		--set "control_socket=$tmp/$n.sock" >"$tmp/$n.log" 2>&1 &
+		--set "mtu=$mtu" --set "peer_prefix=198.18.0.0/24" --set backend=udp \
+		--set "control_socket=$tmp/$n.sock" ${DAEMON_SET:+--set "$DAEMON_SET"} \
+		>"$tmp/$n.log" 2>&1 &
 	pids="$pids $!"
 	eval "daemon_$n=$!"
 done
-sleep 0.5
-cpu0=$(echo "$(cpu_of "$daemon_a") $(cpu_of "$daemon_b")" | awk '{print $1 + $2}')
-ip netns exec ${tag}b env METAROCE_SOCKET="$tmp/b.sock" /usr/bin/time -f "%U %S" \
-	-o "$tmp/mrc_srv.time" "$build/bin/metaroce-run" ib_write_bw -d metaroce0 -x 0 -F \
-	-s 1048576 -D "$secs" >"$tmp/mrc_srv.out" 2>&1 &
-srv=$!
-sleep 0.5
-ip netns exec ${tag}a env METAROCE_SOCKET="$tmp/a.sock" /usr/bin/time -f "%U %S" \
-	-o "$tmp/mrc_cli.time" "$build/bin/metaroce-run" ib_write_bw -d metaroce0 -x 0 -F \
-	-s 1048576 -D "$secs" 198.18.0.2 >"$tmp/mrc_cli.out" 2>&1
-wait $srv
-cpu1=$(echo "$(cpu_of "$daemon_a") $(cpu_of "$daemon_b")" | awk '{print $1 + $2}')
-mrc_mbs=$(awk '$1 == "1048576" {print $4}' "$tmp/mrc_cli.out")
-[ -n "$mrc_mbs" ] || { cat "$tmp/mrc_cli.out" "$tmp/a.log"; exit 1; }
-mrc_cpu=$(cat "$tmp/mrc_srv.time" "$tmp/mrc_cli.time" | awk -v d="$cpu1" -v d0="$cpu0" \
-	'{s += $1 + $2} END {printf "%.3f", s + d - d0}')
+for n in a b; do
+	until grep -q "backend " "$tmp/$n.log" && [ -S "$tmp/$n.sock" ]; do sleep 0.05; done
+done
 
-python3 - $tcp "$tcp_cpu" "$mrc_mbs" "$mrc_cpu" "$mtu" "$secs" <<'PY'
-import sys
-tcp_g, tcp_bytes, tcp_c, mrc_mbs, mrc_c, mtu, secs = map(float, sys.argv[1:])
-mrc_g = mrc_mbs * 2**20 * 8 / 1e9             # perftest's MB is 2^20 bytes
-mrc_bytes = mrc_mbs * 2**20 * secs
-tcp_gb, mrc_gb = tcp_bytes / 1e9, mrc_bytes / 1e9
-print("one connection over one veth pair, MTU %d, %g s each" % (mtu, secs))
+# one MetaRoCE run: "GBIT/S BYTES CPU_SECONDS" (both ib_write_bws and both daemons)
+mrc_run() {
+	cpu0=$(echo "$(cpu_of "$daemon_a") $(cpu_of "$daemon_b")" | awk '{print $1 + $2}')
+	ip netns exec ${tag}b env METAROCE_SOCKET="$tmp/b.sock" /usr/bin/time -f "%U %S" \
+		-o "$tmp/mrc_srv.time" "$build/bin/metaroce-run" ib_write_bw -d metaroce0 -x 0 -F \
+		-s 1048576 -D "$secs" >"$tmp/mrc_srv.out" 2>&1 &
+	srv=$!
+	until ip netns exec ${tag}b ss -Hltn "sport = :18515" | grep -q .; do sleep 0.05; done
+	ip netns exec ${tag}a env METAROCE_SOCKET="$tmp/a.sock" /usr/bin/time -f "%U %S" \
+		-o "$tmp/mrc_cli.time" "$build/bin/metaroce-run" ib_write_bw -d metaroce0 -x 0 -F \
+		-s 1048576 -D "$secs" 198.18.0.2 >"$tmp/mrc_cli.out" 2>&1
+	wait $srv
+	cpu1=$(echo "$(cpu_of "$daemon_a") $(cpu_of "$daemon_b")" | awk '{print $1 + $2}')
+	mbs=$(awk '$1 == "1048576" {print $4}' "$tmp/mrc_cli.out")
+	[ -n "$mbs" ] || { cat "$tmp/mrc_cli.out" "$tmp/a.log" >&2; exit 1; }
+	cat "$tmp/mrc_srv.time" "$tmp/mrc_cli.time" | awk -v d="$cpu1" -v d0="$cpu0" \
+		-v mbs="$mbs" -v secs="$secs" '{s += $1 + $2}
+		END {printf "%.4f %.0f %.3f\n", mbs * 1048576 * 8 / 1e9, mbs * 1048576 * secs, s + d - d0}'
+}
+
+# the two alternate, so the machine's drift falls on both alike
+: >"$tmp/runs"
+i=0
+while [ $i -lt "$runs" ]; do
+	echo "tcp $(tcp_run)" >>"$tmp/runs"
+	echo "mrc $(mrc_run)" >>"$tmp/runs"
+	i=$((i + 1))
+done
+
+python3 - "$tmp/runs" "$mtu" "$secs" "$build/bench-udp-vs-tcp.json" <<'PY'
+import json, statistics, sys
+runs, mtu, secs, out = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+got = {"tcp": [], "mrc": []}
+for line in open(runs):
+    kind, gbps, nbytes, cpu = line.split()
+    got[kind].append({"gbps": float(gbps), "cpu_s_per_gb": float(cpu) / (float(nbytes) / 1e9)})
+med = {k: {"gbps": statistics.median(r["gbps"] for r in v),
+           "cpu_s_per_gb": statistics.median(r["cpu_s_per_gb"] for r in v), "runs": v}
+       for k, v in got.items()}
+res = {"mtu": mtu, "seconds": secs, "runs": len(got["tcp"]), "tcp": med["tcp"],
+       "metaroce_udp": med["mrc"],
+       "goodput_ratio": med["mrc"]["gbps"] / med["tcp"]["gbps"],
+       "cpu_ratio": med["mrc"]["cpu_s_per_gb"] / med["tcp"]["cpu_s_per_gb"]}
+print("one connection over one veth pair, MTU %d, %g s each, median of %d alternating runs"
+      % (mtu, secs, res["runs"]))
 print("  %-44s %8s %14s" % ("", "Gbit/s", "CPU s per GB"))
-print("  %-44s %8.2f %14.3f" % ("kernel TCP (iperf3)", tcp_g, tcp_c / tcp_gb))
-print("  %-44s %8.2f %14.3f" % ("MetaRoCE, udp backend (metaroced+ib_write_bw)", mrc_g,
-                                  mrc_c / mrc_gb))
-print("  %-44s %7.2fx %13.2fx" % ("MetaRoCE / TCP", mrc_g / tcp_g, (mrc_c / mrc_gb) / (tcp_c / tcp_gb)))
+print("  %-44s %8.2f %14.3f" % ("kernel TCP (iperf3)", med["tcp"]["gbps"], med["tcp"]["cpu_s_per_gb"]))
+print("  %-44s %8.2f %14.3f" % ("MetaRoCE, udp backend (metaroced+ib_write_bw)",
+                                  med["mrc"]["gbps"], med["mrc"]["cpu_s_per_gb"]))
+print("  %-44s %7.2fx %13.2fx" % ("MetaRoCE / TCP", res["goodput_ratio"], res["cpu_ratio"]))
+json.dump(res, open(out, "w"), indent=1)
+print("wrote " + out)
 PY

@@ -33,6 +33,7 @@ void mrcd_config_default(struct mrcd_config *cfg)
 	cfg->port = MRC_UDP_PORT_DEFAULT;
 	cfg->paths_per_plane = 4;
 	cfg->mtu = 1500;
+	cfg->udp_gso = true;
 	snprintf(cfg->control_socket, sizeof(cfg->control_socket), "%s",
 		 MRCD_CONTROL_SOCKET_DEFAULT);
 }
@@ -202,6 +203,13 @@ static int set_busy_poll(struct mrcd_config *cfg, const char *v, char *err, size
 	return 0;
 }
 
+static int set_udp_gso(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	if (parse_bool(v, &cfg->udp_gso))
+		return fail(err, errlen, "udp_gso must be yes or no, not '%s'", v);
+	return 0;
+}
+
 static int set_transport(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
 {
 	if (strcmp(v, "metaroce") && strcmp(v, "rocev2"))
@@ -326,7 +334,7 @@ static const struct {
 	{ "mtu", set_mtu },		      { "rx_capacity", set_rx_capacity },
 	{ "peer_prefix", set_prefix },	      { "control_socket", set_control_socket },
 	{ "busy_poll", set_busy_poll },	      { "metrics_listen", set_metrics_listen },
-	{ "transport", set_transport },
+	{ "transport", set_transport },	      { "udp_gso", set_udp_gso },
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -537,6 +545,7 @@ size_t mrcd_config_render(const struct mrcd_config *cfg, char *buf, size_t cap)
 							       : cfg->prefixes[i].len);
 	EMIT("control_socket = %s\n", cfg->control_socket);
 	EMIT("busy_poll = %s\n", cfg->busy_poll ? "yes" : "no");
+	EMIT("udp_gso = %s\n", cfg->udp_gso ? "yes" : "no");
 	EMIT("transport = %s\n", cfg->rocev2 ? "rocev2" : "metaroce");
 	if (cfg->metrics)
 		EMIT(cfg->metrics_addr.family == MRC_AF_INET ? "metrics_listen = %s:%u\n"

@@ -15,6 +15,7 @@
  *     peer_prefix = 198.18.0.0/15         # who may discover us (repeat for more)
  *     control_socket = /run/metaroce/metaroced.sock
  *     busy_poll = no
+ *     udp_gso = yes                       # udp sockets send trains as one GSO message
  *     transport = metaroce                # metaroce | rocev2: the baseline, for comparison
  *     metrics_listen = 127.0.0.1:9464     # Prometheus /metrics over HTTP; off when unset
  */
@@ -69,6 +70,7 @@ struct mrcd_config {
 	struct mrcd_prefix prefixes[MRCD_MAX_PREFIXES];
 	char control_socket[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	bool busy_poll;
+	bool udp_gso;		   /* udp sockets send equal datagrams of a path as one message */
 	bool rocev2;		   /* transport = rocev2: the engine's baseline mode */
 	bool metrics;		   /* metrics_listen is set */
 	struct mrcd_addr metrics_addr;

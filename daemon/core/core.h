@@ -45,10 +45,16 @@ struct mrcd_region_map {
 	bool page_map; /* one segment, a page map of the fast path: the program may place there */
 };
 
+#define MRCD_TX_BATCH 128 /* datagrams ops->tx is offered at once, at most */
+
 struct mrcd_core_ops {
 	/* --- the wire ---------------------------------------------------------------------- */
-	/* Sends up to n datagrams, in order; returns how many went (the rest come again). */
-	int (*tx)(void *io, const struct mrcd_dgram *d, unsigned n);
+	/*
+	 * Offers n datagrams; sent[i] says whether d[i] went, and the ones that did not come
+	 * again. Those of one path (plane and source port) keep their order: once one of them
+	 * is refused, no later one of that path goes. Returns how many went.
+	 */
+	unsigned (*tx)(void *io, const struct mrcd_dgram *d, unsigned n, bool *sent);
 	/* The UDP source ports a plane sends from: the entropy a QP's paths choose among. */
 	unsigned (*sports)(void *io, uint8_t plane, uint16_t *ports, unsigned max);
 

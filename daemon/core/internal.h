@@ -5,7 +5,6 @@
 
 #include "core/core.h"
 
-#define MRCD_TX_BATCH 32 /* datagrams the pump hands the backend at once */
 #define MRCD_NOTIFY_RETRY_NS 1000000 /* an event a full channel refused is sent again after */
 
 /* --- telling (tell.c) ---------------------------------------------------------------------- */

@@ -91,7 +91,9 @@ void core_send_daemon_packets(struct mrcd_core *c, uint64_t now)
 		g.peer.family = mrc_addr_family(dest.addr);
 		c->ops->sports(c->io, dest.plane, sports, 1);
 		g.sport = sports[0];
-		if (c->ops->tx(c->io, &g, 1) == 1)
+		bool sent;
+
+		if (c->ops->tx(c->io, &g, 1, &sent) == 1)
 			c->stats.tx_datagrams++;
 	}
 }

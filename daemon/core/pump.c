@@ -130,29 +130,26 @@ static bool flush_tx(struct mrcd_core *c, uint64_t now)
 {
 	struct mrcd_tables *t = &c->t;
 	uint32_t blocked = 0, progressed = 0, offered = 0;
-	unsigned keep = 0, i = 0;
+	bool sent[MRCD_TX_BATCH];
+	unsigned keep = 0, n = t->tx_queued;
 
-	while (i < t->tx_queued) {
-		struct mrcd_dgram *g = &t->tx_dgrams[i];
-		unsigned plane = g->plane % MRC_MAX_PLANES, run = 1;
-		int k;
+	/* all planes and paths at once: the backend groups them as its sockets and rings want */
+	c->stats.tx_datagrams += c->ops->tx(c->io, t->tx_dgrams, n, sent);
+	for (unsigned i = 0; i < n; i++) {
+		unsigned plane = t->tx_dgrams[i].plane % MRC_MAX_PLANES;
 
 		offered |= 1u << plane;
-		if (blocked >> plane & 1) {
-			hold_or_give_up(c, i++, &keep, plane, progressed >> plane & 1, now);
-			continue;
-		}
-		while (i + run < t->tx_queued && t->tx_dgrams[i + run].plane == g->plane)
-			run++;
-		k = c->ops->tx(c->io, g, run);
-		k = k < 0 ? 0 : k;
-		c->stats.tx_datagrams += (unsigned)k;
-		if (k)
+		if (sent[i])
 			progressed |= 1u << plane;
-		i += (unsigned)k;
-		if ((unsigned)k < run)
-			blocked |= 1u << plane; /* datagram i: held or given up next turn */
+		else
+			blocked |= 1u << plane;
 	}
+	/* the refused ones move to the front, in order (slot keep <= i is free by then) */
+	for (unsigned i = 0; i < n; i++)
+		if (!sent[i])
+			hold_or_give_up(c, i, &keep, t->tx_dgrams[i].plane % MRC_MAX_PLANES,
+					progressed >> (t->tx_dgrams[i].plane % MRC_MAX_PLANES) & 1,
+					now);
 	for (unsigned p = 0; p < MRC_MAX_PLANES; p++) {
 		if (!(offered >> p & 1))
 			continue; /* nothing offered: a dead queue stays dead */

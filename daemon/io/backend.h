@@ -60,6 +60,8 @@ struct mrcd_backend {
 	struct mrcd_udp_plane udp[MRC_MAX_PLANES];
 	uint32_t udp_ready; /* bit i: plane i's receiving socket may hold datagrams */
 	struct mrcd_fastpath *fast; /* xdp: the program and its maps; NULL otherwise */
+	bool gso;	    /* udp: trains of equal datagrams leave as one UDP_SEGMENT message */
+	uint64_t tx_messages; /* udp: messages the sockets sent (a GSO train is one) */
 	uint64_t tx_errors, rx_errors, rx_truncated;
 	/* xdp: its AF_XDP sockets (0: none), what they moved, and what went another way */
 	unsigned xsk_sockets;

@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -155,6 +156,7 @@ static int udp_open(struct mrcd_backend *b, char *err, size_t errlen)
 	for (unsigned i = 0; i < MRC_MAX_PLANES; i++)
 		reset_plane(&b->udp[i]);
 	b->port = cfg->port;
+	b->gso = cfg->udp_gso; /* until a device says it cannot (EIO): one datagram a message */
 	for (unsigned i = 0; i < cfg->n_planes; i++) {
 		const struct mrcd_plane *p = &cfg->planes[i];
 		struct mrcd_udp_plane *u = &b->udp[p->index];
@@ -202,17 +204,55 @@ static void drain_errors(int fd)
 	}
 }
 
+/* Datagrams one sendmmsg carries at most, and segments one GSO train (the kernel's limit). */
+#define TX_MSGS 128
+#define GSO_MAX_SEGS 64
+#define GSO_MAX_BYTES 65000 /* a UDP payload's 65,507 less room for nothing to go wrong */
+
+static bool same_dest(const struct mrcd_dgram *a, const struct mrcd_dgram *b)
+{
+	return a->peer_port == b->peer_port && !memcmp(a->peer.addr, b->peer.addr, 16);
+}
+
+/*
+ * How many datagrams from d[0] make one train: the same socket and destination, each as long
+ * as the first but the last, which may be shorter (UDP GSO cuts the train into segments of
+ * the first's length, and each becomes a datagram of its own on the wire).
+ */
+static unsigned train_length(const struct mrcd_backend *b, const struct mrcd_udp_plane *u, int fd,
+			     const struct mrcd_dgram *d, unsigned n)
+{
+	unsigned k = 1;
+	size_t bytes = d[0].len;
+
+	if (!b->gso)
+		return 1;
+	while (k < n && k < GSO_MAX_SEGS && d[k].plane == d[0].plane &&
+	       tx_socket(u, d[k].sport) == fd && same_dest(&d[k], &d[0]) &&
+	       d[k].len <= d[0].len && bytes + d[k].len <= GSO_MAX_BYTES) {
+		bytes += d[k].len;
+		if (d[k++].len < d[0].len)
+			break; /* a shorter one ends the train */
+	}
+	return k;
+}
+
 static int udp_tx_batch(struct mrcd_backend *b, const struct mrcd_dgram *d, unsigned n)
 {
-	struct mmsghdr msgs[64];
-	struct iovec iov[64];
-	struct sockaddr_storage to[64];
+	struct mmsghdr msgs[TX_MSGS];
+	struct iovec iov[TX_MSGS], gather[TX_MSGS];
+	struct sockaddr_storage to[TX_MSGS];
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(uint16_t))];
+	} seg[TX_MSGS];
+	unsigned segs[TX_MSGS];
 	unsigned done = 0;
 
-	/* runs of datagrams leaving from the same socket go out in one sendmmsg */
+	/* a socket's run of datagrams goes out in one sendmmsg, its trains each one message */
 	while (done < n) {
 		const struct mrcd_udp_plane *u;
-		unsigned run = 0;
+		unsigned m = 0, at = done, went = 0;
 		int fd, sent;
 
 		if (d[done].plane >= MRC_MAX_PLANES || b->udp[d[done].plane].rx_fd < 0) {
@@ -222,36 +262,63 @@ static int udp_tx_batch(struct mrcd_backend *b, const struct mrcd_dgram *d, unsi
 		}
 		u = &b->udp[d[done].plane];
 		fd = tx_socket(u, d[done].sport);
-		while (done + run < n && run < 64 && d[done + run].plane == d[done].plane &&
-		       tx_socket(u, d[done + run].sport) == fd) {
-			const struct mrcd_dgram *g = &d[done + run];
+		while (at < n && at - done < TX_MSGS && d[at].plane == d[done].plane &&
+		       tx_socket(u, d[at].sport) == fd) {
+			unsigned room = TX_MSGS - (at - done);
+			unsigned k = train_length(b, u, fd, &d[at], n - at < room ? n - at : room);
 
-			iov[run].iov_base = g->data;
-			iov[run].iov_len = g->len;
-			memset(&msgs[run], 0, sizeof(msgs[run]));
-			msgs[run].msg_hdr.msg_name = &to[run];
-			msgs[run].msg_hdr.msg_namelen = to_sockaddr(&g->peer, g->peer_port, &to[run]);
-			msgs[run].msg_hdr.msg_iov = &iov[run];
-			msgs[run].msg_hdr.msg_iovlen = 1;
-			run++;
+			memset(&msgs[m], 0, sizeof(msgs[m]));
+			msgs[m].msg_hdr.msg_name = &to[m];
+			msgs[m].msg_hdr.msg_namelen = to_sockaddr(&d[at].peer, d[at].peer_port, &to[m]);
+			msgs[m].msg_hdr.msg_iov = &iov[m];
+			msgs[m].msg_hdr.msg_iovlen = 1;
+			iov[m].iov_base = d[at].data;
+			iov[m].iov_len = d[at].len;
+			if (k > 1) {
+				struct cmsghdr *c;
+
+				/* the train's datagrams lie apart in the core's slots: gathered */
+				msgs[m].msg_hdr.msg_iov = &gather[at - done];
+				msgs[m].msg_hdr.msg_iovlen = k;
+				for (unsigned x = 0; x < k; x++)
+					gather[at - done + x] = (struct iovec){ d[at + x].data,
+										d[at + x].len };
+				msgs[m].msg_hdr.msg_control = seg[m].buf;
+				msgs[m].msg_hdr.msg_controllen = sizeof(seg[m].buf);
+				c = CMSG_FIRSTHDR(&msgs[m].msg_hdr);
+				c->cmsg_level = SOL_UDP;
+				c->cmsg_type = UDP_SEGMENT;
+				c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+				*(uint16_t *)CMSG_DATA(c) = (uint16_t)d[at].len;
+			}
+			segs[m++] = k;
+			at += k;
 		}
-		sent = sendmmsg(fd, msgs, run, MSG_DONTWAIT);
+		sent = sendmmsg(fd, msgs, m, MSG_DONTWAIT);
 		if (sent < 0 && (errno == EAGAIN || errno == ENOBUFS))
 			return (int)done; /* the queue is full: the rest waits */
+		if (sent < 0 && errno == EIO && segs[0] > 1) {
+			/* the device cannot checksum for GSO: one datagram a message from now on */
+			b->gso = false;
+			continue;
+		}
 		if (sent < 0) {
 			/* IP_RECVERR reports an earlier ICMP error (a peer's port unreachable,
-			 * a route gone) on this send, once: the datagram itself may be fine */
+			 * a route gone) on this send, once: the message itself may be fine */
 			drain_errors(fd);
 			sent = sendmmsg(fd, msgs, 1, MSG_DONTWAIT);
 			if (sent < 0 && (errno == EAGAIN || errno == ENOBUFS))
 				return (int)done;
 			if (sent < 0) {
-				b->tx_errors++;
-				sent = 1; /* skip the datagram the kernel refused */
+				b->tx_errors += segs[0];
+				sent = 1; /* skip what the kernel refused */
 			}
 		}
-		done += (unsigned)sent;
-		if ((unsigned)sent < run)
+		for (int x = 0; x < sent; x++)
+			went += segs[x];
+		b->tx_messages += (unsigned)sent;
+		done += went;
+		if ((unsigned)sent < m)
 			return (int)done;
 	}
 	return (int)done;

@@ -25,11 +25,39 @@ static struct mrcd *daemon_of(void *io)
 	return io;
 }
 
-static int tx(void *io, const struct mrcd_dgram *g, unsigned n)
+/*
+ * The batch a path at a time (plane and source port: one sending socket, one train for GSO),
+ * each path's datagrams in their order: the engine sprays consecutive packets over its paths,
+ * and sent as they come every datagram would be a system call of its own.
+ */
+static unsigned tx(void *io, const struct mrcd_dgram *g, unsigned n, bool *sent)
 {
 	struct mrcd *d = daemon_of(io);
+	struct mrcd_dgram run[MRCD_TX_BATCH];
+	uint16_t at[MRCD_TX_BATCH];
+	bool grouped[MRCD_TX_BATCH] = { false };
+	unsigned total = 0;
 
-	return d->backend.ops->tx_batch(&d->backend, g, n);
+	for (unsigned i = 0; i < n; i++)
+		sent[i] = false;
+	for (unsigned i = 0; i < n && i < MRCD_TX_BATCH; i++) {
+		unsigned m = 0;
+		int k;
+
+		if (grouped[i])
+			continue;
+		for (unsigned j = i; j < n && j < MRCD_TX_BATCH; j++)
+			if (!grouped[j] && g[j].plane == g[i].plane && g[j].sport == g[i].sport) {
+				grouped[j] = true;
+				at[m] = (uint16_t)j;
+				run[m++] = g[j];
+			}
+		k = d->backend.ops->tx_batch(&d->backend, run, m);
+		for (int x = 0; x < k; x++)
+			sent[at[x]] = true;
+		total += k > 0 ? (unsigned)k : 0;
+	}
+	return total;
 }
 
 static unsigned sports(void *io, uint8_t plane, uint16_t *ports, unsigned max)

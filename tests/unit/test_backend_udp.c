@@ -117,6 +117,50 @@ START_TEST(mrcd_backend_udp__reads_ce)
 }
 END_TEST
 
+/*
+ * Equal datagrams from one path to one peer leave as one GSO message, however the batch
+ * interleaves them with other paths' (the core hands a path's at a time), and arrive as the
+ * datagrams they were, each its own bytes and length; a shorter one ends a train.
+ */
+START_TEST(mrcd_backend_udp__gso_trains_arrive_as_datagrams)
+{
+	struct side a, b;
+	static uint8_t payload[8][1200];
+	uint8_t in[2048];
+	uint16_t ports[MRCD_SPORTS_PER_PLANE];
+	struct mrcd_dgram out[8], got = { .data = in, .cap = sizeof(in) };
+	unsigned seen[8] = { 0 };
+
+	side_open(&a);
+	side_open(&b);
+	mrcd_backend_sports(&a.b, 0, ports, MRCD_SPORTS_PER_PLANE);
+	for (unsigned i = 0; i < 8; i++) {
+		memset(payload[i], 0x30 + (int)i, sizeof(payload[i]));
+		payload[i][0] = (uint8_t)i;
+		/* 0..5 full, 6 shorter (ends the train), 7 full again: two messages */
+		out[i] = to_peer(&b, payload[i], i == 6 ? 300 : 1200, ports[2]);
+	}
+	ck_assert(a.b.gso);
+	ck_assert_int_eq(a.b.ops->tx_batch(&a.b, out, 8), 8);
+	ck_assert_uint_eq(a.b.tx_messages, 2);
+	for (unsigned k = 0; k < 8; k++) {
+		unsigned i;
+
+		ck_assert_int_eq(rx_one(&b, &got, 1000), 1);
+		i = got.data[0];
+		ck_assert_uint_lt(i, 8);
+		ck_assert_uint_eq(got.len, i == 6 ? 300 : 1200);
+		ck_assert_mem_eq(got.data, payload[i], got.len);
+		ck_assert_uint_eq(got.sport, ports[2]);
+		seen[i]++;
+	}
+	for (unsigned i = 0; i < 8; i++)
+		ck_assert_uint_eq(seen[i], 1);
+	a.b.ops->close(&a.b);
+	b.b.ops->close(&b.b);
+}
+END_TEST
+
 START_TEST(mrcd_backend_udp__open_error_names_plane)
 {
 	struct mrcd_config cfg;
@@ -281,6 +325,7 @@ Suite *backend_udp_suite(void)
 
 	tcase_add_test(tc, mrcd_backend_udp__datagram_and_source_ports);
 	tcase_add_test(tc, mrcd_backend_udp__reads_ce);
+	tcase_add_test(tc, mrcd_backend_udp__gso_trains_arrive_as_datagrams);
 	tcase_add_test(tc, mrcd_backend_udp__open_error_names_plane);
 	tcase_add_test(tc, mrcd_backend_udp__engine_transfer_over_loopback);
 	tcase_set_timeout(tc, 60);

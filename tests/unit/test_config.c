@@ -32,6 +32,7 @@ START_TEST(mrcd_config_parse__documented_example)
 		"peer_prefix = 198.18.0.0/15\n"
 		"control_socket = /tmp/m.sock\n"
 		"busy_poll = yes\n"
+		"udp_gso = no\n"
 		"transport = rocev2\n";
 	static const uint8_t v4[16] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 1 };
 	struct mrcd_config cfg;
@@ -53,6 +54,7 @@ START_TEST(mrcd_config_parse__documented_example)
 	ck_assert_uint_eq(cfg.prefixes[0].len, 96 + 15);
 	ck_assert_str_eq(cfg.control_socket, "/tmp/m.sock");
 	ck_assert(cfg.busy_poll);
+	ck_assert(!cfg.udp_gso);
 	ck_assert(cfg.rocev2);
 	ck_assert_int_eq(mrcd_config_check(&cfg, err, sizeof(err)), 0);
 }
@@ -66,7 +68,7 @@ START_TEST(mrcd_config_render__reads_back)
 				   "plane = 3 eth2 2001:db8::1\npaths_per_plane = 2\nmtu = 9000\n"
 				   "rx_capacity = 100G\npeer_prefix = 198.18.0.0/15\n"
 				   "peer_prefix = 2001:db8::/32\ncontrol_socket = /tmp/m.sock\n"
-				   "busy_poll = yes\nmetrics_listen = [::1]:9464\n"
+				   "busy_poll = yes\nudp_gso = no\nmetrics_listen = [::1]:9464\n"
 				   "transport = rocev2\n";
 	struct mrcd_config a, b;
 	char out1[2048], out2[2048];
@@ -119,6 +121,7 @@ START_TEST(mrcd_config_parse__errors_name_file_line_and_fault)
 		{ "peer_prefix = fd00::/129\n", "prefix length '129' is out of range for IPv6" },
 		{ "control_socket = run/x.sock\n", "control_socket must be an absolute path" },
 		{ "busy_poll = maybe\n", "busy_poll must be yes or no, not 'maybe'" },
+		{ "udp_gso = often\n", "udp_gso must be yes or no, not 'often'" },
 		{ "transport = iwarp\n", "transport must be metaroce or rocev2, not 'iwarp'" },
 	};
 

@@ -91,6 +91,8 @@ struct world {
 	struct packet **heap;
 	unsigned n_heap, cap_heap;
 	double loss, duplicate;
+	double refuse; /* the sender's local queue refuses a datagram (and its path's later ones) */
+	uint64_t refusals;
 	uint64_t jitter_ns;
 	uint64_t busy_until[2][PLANES];
 	bool disaster_done;
@@ -197,12 +199,34 @@ static void send_one(struct host *from, const struct mrcd_dgram *d, uint64_t ext
 
 /* --- the core's ops over plain memory ------------------------------------------------- */
 
-static int op_tx(void *io, const struct mrcd_dgram *d, unsigned n)
+/* A local queue that refuses at random: once one datagram of a path is refused, so are that
+ * path's later ones in the batch, as the contract says (core.h). */
+static bool refused(struct world *w, const struct mrcd_dgram *d, uint32_t *paths_refused)
+{
+	unsigned path = d->plane * MRCD_SPORTS_PER_PLANE + d->sport % MRCD_SPORTS_PER_PLANE;
+
+	if (path < 32 && (*paths_refused >> path & 1))
+		return true;
+	if (uniform(w) >= w->refuse)
+		return false;
+	if (path < 32)
+		*paths_refused |= 1u << path;
+	w->refusals++;
+	return true;
+}
+
+static unsigned op_tx(void *io, const struct mrcd_dgram *d, unsigned n, bool *sent)
 {
 	struct host *h = io;
 	struct world *w = h->w;
+	uint32_t paths_refused = 0;
+	unsigned went = 0;
 
 	for (unsigned i = 0; i < n; i++) {
+		sent[i] = !refused(w, &d[i], &paths_refused);
+		if (!sent[i])
+			continue;
+		went++;
 		if (uniform(w) < w->loss) {
 			w->lost++;
 			continue;
@@ -211,7 +235,7 @@ static int op_tx(void *io, const struct mrcd_dgram *d, unsigned n)
 		if (uniform(w) < w->duplicate)
 			send_one(h, &d[i], rnd(w) % (100 * US));
 	}
-	return (int)n;
+	return went;
 }
 
 static unsigned op_sports(void *io, uint8_t plane, uint16_t *ports, unsigned max)
@@ -763,11 +787,13 @@ static void check_reclaimed(struct world *w)
 
 /* --- the properties ------------------------------------------------------------------- */
 
-static void transfer(uint64_t seed, double loss, double duplicate, uint64_t jitter_ns)
+static void transfer(uint64_t seed, double loss, double duplicate, uint64_t jitter_ns,
+		     double refuse)
 {
 	static struct world w;
 
 	world_init(&w, seed);
+	w.refuse = refuse;
 	w.loss = loss;
 	w.duplicate = duplicate;
 	w.jitter_ns = jitter_ns;
@@ -789,6 +815,8 @@ static void transfer(uint64_t seed, double loss, double duplicate, uint64_t jitt
 		ck_assert_uint_eq(w.h[1].cl.qp[q].received, expect);
 		ck_assert_uint_eq(w.h[1].cl.qp[q].failed, 0);
 	}
+	if (refuse > 0)
+		ck_assert_uint_gt(w.refusals, 0);
 	check_bytes(&w);
 	check_reclaimed(&w);
 	world_free(&w);
@@ -796,14 +824,23 @@ static void transfer(uint64_t seed, double loss, double duplicate, uint64_t jitt
 
 START_TEST(core_pair__clean_network)
 {
-	transfer(1, 0, 0, 0);
+	transfer(1, 0, 0, 0, 0);
 }
 END_TEST
 
 START_TEST(core_pair__loss_duplication_reordering)
 {
 	for (uint64_t seed = 1; seed <= 6; seed++)
-		transfer(seed * 7919, 0.02, 0.02, 200 * US);
+		transfer(seed * 7919, 0.02, 0.02, 200 * US, 0);
+}
+END_TEST
+
+/* The local queue pushes back at random: what it refused goes again, in its path's order, and
+ * nothing is lost or duplicated on the way. */
+START_TEST(core_pair__local_queue_refuses)
+{
+	for (uint64_t seed = 1; seed <= 4; seed++)
+		transfer(seed * 6007, 0.01, 0, 50 * US, 0.05);
 }
 END_TEST
 
@@ -907,6 +944,7 @@ Suite *core_pair_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, core_pair__clean_network);
 	tcase_add_test(tc, core_pair__loss_duplication_reordering);
+	tcase_add_test(tc, core_pair__local_queue_refuses);
 	tcase_add_test(tc, core_pair__plane_drained_mid_transfer);
 	tcase_add_test(tc, core_pair__a_client_dies);
 	tcase_add_test(tc, core_pair__peer_daemon_restarts);
