@@ -5,7 +5,7 @@
  * peer_prefix) repeat. Every error names the file, the line and what is wrong, and nothing of
  * a file with an error is applied.
  *
- *     backend = auto                      # auto | xdp | udp
+ *     backend = auto                      # auto (udp today: loop.c) | xdp | udp
  *     port = 4792                         # UDP port of MetaRoCE on every plane
  *     plane = 0 eth1 198.18.0.1           # index, interface, address (IPv4 or IPv6)
  *     plane = 1 eth2 198.19.0.1
@@ -37,7 +37,7 @@
 #define MRCD_MAX_PATHS_PER_PLANE 8
 
 enum mrcd_backend_kind {
-	MRCD_BACKEND_AUTO = 0, /* xdp where it can attach, else udp, and say why */
+	MRCD_BACKEND_AUTO = 0, /* the faster where both run: udp today (loop.c says why) */
 	MRCD_BACKEND_XDP,
 	MRCD_BACKEND_UDP,
 };

@@ -33,5 +33,7 @@ for line in sys.stdin:
     # an interface's XDP mode, native where its driver has XDP and generic (skb) where not, as
     # status ("TAGa0 native") and xdp show ("XDP native") say it
     line = re.sub(r"\b(XDP|TAG\w+) (?:native|generic \(skb\)|generic)(?!\w)", r"\1 MODE", line)
+    # the backend the test asked for (config show): xdp where it attaches, else udp
+    line = re.sub(r"^backend = (?:xdp|udp)$", "backend = BACKEND", line)
     indent = len(line) - len(line.lstrip(" "))
     sys.stdout.write(" " * indent + " ".join(word(w) for w in line.split()) + "\n")
