@@ -1,7 +1,8 @@
 # Prometheus metrics: with metrics_listen set, GET /metrics over HTTP answers the text
 # exposition format (checked line by line), the same families `metaroce-ctl metrics` prints,
 # per plane and never per QP, with live path figures while a transfer runs; other paths get
-# 404; a bad metrics_listen is refused with a reason.
+# 404, other methods 405, HEAD the head; a silent connection holds nobody up; a bad
+# metrics_listen is refused with a reason.
 . "$(dirname "$0")/lib.sh"
 
 command -v curl >/dev/null || fail "curl is missing (make deps)"
@@ -65,6 +66,21 @@ print("exposition ok:", len(types), "families")
 PY
 code=$(ip netns exec "$NS_A" curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:9464/other)
 [ "$code" = 404 ] || fail "GET /other answered $code, not 404"
+code=$(ip netns exec "$NS_A" curl -s -o /dev/null -w '%{http_code}' -X POST http://127.0.0.1:9464/metrics)
+[ "$code" = 405 ] || fail "POST /metrics answered $code, not 405"
+ip netns exec "$NS_A" curl -s -I http://127.0.0.1:9464/metrics >"$TMP/head_only.txt" ||
+	fail "HEAD /metrics"
+grep -q "^HTTP/1.1 200" "$TMP/head_only.txt" || fail "HEAD /metrics: $(cat "$TMP/head_only.txt")"
+# a scraper that connects and says nothing holds nothing up: another is answered meanwhile
+ip netns exec "$NS_A" python3 -c '
+import socket, time
+s = socket.create_connection(("127.0.0.1", 9464)); time.sleep(1.5)' &
+quiet=$!
+silent_open() { ip netns exec "$NS_A" ss -Htn state established "dport = :9464" | grep -q .; }
+wait_until 5 "the silent connection never opened" silent_open
+code=$(ip netns exec "$NS_A" curl -s -m 1 -o /dev/null -w '%{http_code}' http://127.0.0.1:9464/metrics)
+[ "$code" = 200 ] || fail "with a silent connection open, GET /metrics answered $code"
+wait "$quiet"
 kill "$BG" 2>/dev/null
 
 "$BUILD/sbin/metaroced" --set "plane=0 lo 127.0.0.1" --set "metrics_listen=localhost:80" \
