@@ -15,7 +15,7 @@
  *     peer_prefix = 198.18.0.0/15         # who may discover us (repeat for more)
  *     control_socket = /run/metaroce/metaroced.sock
  *     busy_poll = no
- *     udp_gso = yes                       # udp sockets send trains as one GSO message
+ *     udp_gso = yes                       # udp sockets: trains as one message (GSO, GRO)
  *     transport = metaroce                # metaroce | rocev2: the baseline, for comparison
  *     metrics_listen = 127.0.0.1:9464     # Prometheus /metrics over HTTP; off when unset
  */

@@ -29,7 +29,9 @@ struct mrcd_backend_ops {
 	/*
 	 * Receives up to n datagrams without blocking; returns how many (0: nothing more now).
 	 * Sockets are read only once fd_ready said so: an empty read is a system call for
-	 * nothing.
+	 * nothing. A datagram's data may point into the backend's own memory (a UDP GRO train),
+	 * valid until the next call: the caller sets data and cap before each call and is done
+	 * with the datagrams by then. Datagrams it had no room for come first next time.
 	 */
 	int (*rx_batch)(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n);
 	/* The fds the loop waits on for receive readiness; returns how many. */
@@ -53,6 +55,8 @@ struct mrcd_udp_plane {
 	uint8_t family;			      /* MRC_AF_INET or MRC_AF_INET6 */
 };
 
+struct mrcd_gro;
+
 struct mrcd_backend {
 	const struct mrcd_backend_ops *ops;
 	const struct mrcd_config *cfg;
@@ -61,6 +65,7 @@ struct mrcd_backend {
 	uint32_t udp_ready; /* bit i: plane i's receiving socket may hold datagrams */
 	struct mrcd_fastpath *fast; /* xdp: the program and its maps; NULL otherwise */
 	bool gso;	    /* udp: trains of equal datagrams leave as one UDP_SEGMENT message */
+	struct mrcd_gro *gro; /* udp: trains arrive as one message (UDP_GRO); NULL: one by one */
 	uint64_t tx_messages; /* udp: messages the sockets sent (a GSO train is one) */
 	uint64_t tx_errors, rx_errors, rx_truncated;
 	/* xdp: its AF_XDP sockets (0: none), what they moved, and what went another way */

@@ -17,6 +17,7 @@
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -135,8 +136,159 @@ static void reset_plane(struct mrcd_udp_plane *u)
 		u->tx_fd[k] = -1;
 }
 
+/* --- receive with UDP GRO ------------------------------------------------------------- */
+
+#define GRO_MSGS 16	      /* trains one recvmmsg takes */
+#define GRO_BUF 65536u	      /* a train's bytes at most */
+
+/* Trains received and not yet handed out whole: the datagrams point into buf until the next
+ * rx_batch, so a train is received into it only once the one before is handed out. */
+struct mrcd_gro {
+	uint8_t buf[GRO_MSGS][GRO_BUF];
+	struct {
+		uint32_t len, seg; /* the train's bytes and each datagram's (the last may be less) */
+		uint8_t plane;
+		bool ce;
+		struct mrcd_addr peer;
+		uint16_t port;
+	} msg[GRO_MSGS];
+	unsigned n, at;	     /* trains received, and the one being handed out */
+	uint32_t off;	     /* where in it */
+};
+
+/* Trains off on every receiving socket: each datagram is read into a buffer of its own. */
+static void gro_off(struct mrcd_backend *b)
+{
+	int zero = 0;
+
+	for (unsigned i = 0; i < MRC_MAX_PLANES; i++)
+		if (b->udp[i].rx_fd >= 0)
+			setsockopt(b->udp[i].rx_fd, SOL_UDP, UDP_GRO, &zero, sizeof(zero));
+	free(b->gro);
+	b->gro = NULL;
+}
+
+/* The received trains' datagrams, up to n, pointing into the trains' buffers. */
+static unsigned gro_hand_out(struct mrcd_gro *g, struct mrcd_dgram *d, unsigned n)
+{
+	unsigned got = 0;
+
+	while (got < n && g->at < g->n) {
+		struct mrcd_dgram *x = &d[got++];
+		uint32_t left = g->msg[g->at].len - g->off, seg = g->msg[g->at].seg;
+
+		x->data = g->buf[g->at] + g->off;
+		x->len = x->cap = left < seg ? left : seg;
+		x->plane = g->msg[g->at].plane;
+		x->peer = g->msg[g->at].peer;
+		x->peer_port = x->sport = g->msg[g->at].port;
+		x->ce = g->msg[g->at].ce;
+		x->placed = false;
+		g->off += x->len;
+		if (g->off >= g->msg[g->at].len) {
+			g->at++;
+			g->off = 0;
+		}
+	}
+	return got;
+}
+
+/* The ECN field and the train's datagram size (UDP_GRO: absent for a lone datagram). */
+static void read_cmsgs(struct msghdr *m, bool *ce, uint32_t *seg)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		int v = 0;
+
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) {
+			v = *(unsigned char *)CMSG_DATA(c);
+			*ce = (v & ECN_MASK) == ECN_CE;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS) {
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			*ce = (v & ECN_MASK) == ECN_CE;
+		} else if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+			memcpy(&v, CMSG_DATA(c), sizeof(v));
+			if (v > 0)
+				*seg = (uint32_t)v;
+		}
+	}
+}
+
+/*
+ * Receive with UDP GRO: a train of a path's datagrams (the peer's GSO, or the NIC's GRO)
+ * comes as one message, and its datagrams are handed out in place, without a copy. What the
+ * caller has no room for now goes first next time, and nothing new is read before.
+ */
+static int gro_rx_batch(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n)
+{
+	struct mrcd_gro *g = b->gro;
+	unsigned got = gro_hand_out(g, d, n);
+
+	if (g->at < g->n)
+		return (int)got;
+	g->n = g->at = g->off = 0;
+	for (unsigned pl = 0; pl < MRC_MAX_PLANES && got < n && g->n < GRO_MSGS; pl++) {
+		struct mrcd_udp_plane *u = &b->udp[pl];
+		struct mmsghdr msgs[GRO_MSGS];
+		struct iovec iov[GRO_MSGS];
+		struct sockaddr_storage from[GRO_MSGS];
+		union {
+			struct cmsghdr align;
+			char buf[2 * CMSG_SPACE(sizeof(int))];
+		} ctl[GRO_MSGS];
+		unsigned want = GRO_MSGS - g->n, base = g->n;
+		int r;
+
+		if (u->rx_fd < 0 || !(b->udp_ready >> pl & 1))
+			continue;
+		for (unsigned i = 0; i < want; i++) {
+			iov[i] = (struct iovec){ g->buf[base + i], GRO_BUF };
+			memset(&msgs[i], 0, sizeof(msgs[i]));
+			msgs[i].msg_hdr.msg_name = &from[i];
+			msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
+			msgs[i].msg_hdr.msg_iov = &iov[i];
+			msgs[i].msg_hdr.msg_iovlen = 1;
+			msgs[i].msg_hdr.msg_control = ctl[i].buf;
+			msgs[i].msg_hdr.msg_controllen = sizeof(ctl[i].buf);
+		}
+		r = recvmmsg(u->rx_fd, msgs, want, MSG_DONTWAIT, NULL);
+		if (r < (int)want)
+			b->udp_ready &= ~(1u << pl); /* empty now: epoll says when it is not */
+		if (r < 0) {
+			if (errno != EAGAIN)
+				b->rx_errors++;
+			continue;
+		}
+		for (int i = 0; i < r; i++) {
+			unsigned k = g->n;
+			bool ce = false;
+			uint32_t len = msgs[i].msg_len, seg = len;
+
+			if (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
+				b->rx_truncated++;
+				continue;
+			}
+			if (!len)
+				continue; /* nothing a MetaRoCE peer sends */
+			read_cmsgs(&msgs[i].msg_hdr, &ce, &seg);
+			/* a skipped message leaves the later ones one buffer further on */
+			if (k != base + (unsigned)i)
+				memmove(g->buf[k], g->buf[base + (unsigned)i], len);
+			g->msg[k].len = len;
+			g->msg[k].seg = seg;
+			g->msg[k].plane = (uint8_t)pl;
+			g->msg[k].ce = ce;
+			from_sockaddr(&from[i], &g->msg[k].peer, &g->msg[k].port);
+			g->n++;
+		}
+		got += gro_hand_out(g, d + got, n - got);
+	}
+	return (int)got;
+}
+
 static void udp_close(struct mrcd_backend *b)
 {
+	free(b->gro);
+	b->gro = NULL;
 	for (unsigned i = 0; i < MRC_MAX_PLANES; i++) {
 		struct mrcd_udp_plane *u = &b->udp[i];
 
@@ -157,6 +309,7 @@ static int udp_open(struct mrcd_backend *b, char *err, size_t errlen)
 		reset_plane(&b->udp[i]);
 	b->port = cfg->port;
 	b->gso = cfg->udp_gso; /* until a device says it cannot (EIO): one datagram a message */
+	b->gro = cfg->udp_gso ? calloc(1, sizeof(*b->gro)) : NULL;
 	for (unsigned i = 0; i < cfg->n_planes; i++) {
 		const struct mrcd_plane *p = &cfg->planes[i];
 		struct mrcd_udp_plane *u = &b->udp[p->index];
@@ -168,6 +321,12 @@ static int udp_open(struct mrcd_backend *b, char *err, size_t errlen)
 		if (u->rx_fd < 0)
 			goto fail;
 		b->port = bound;
+		if (b->gro) {
+			int one = 1;
+
+			if (setsockopt(u->rx_fd, SOL_UDP, UDP_GRO, &one, sizeof(one)))
+				gro_off(b); /* this kernel delivers one by one: so do we, everywhere */
+		}
 		for (unsigned k = 0; k < MRCD_SPORTS_PER_PLANE; k++) {
 			u->tx_fd[k] = plane_socket(p, 0, false, &u->tx_port[k], err, errlen);
 			if (u->tx_fd[k] < 0)
@@ -327,6 +486,9 @@ static int udp_tx_batch(struct mrcd_backend *b, const struct mrcd_dgram *d, unsi
 static int udp_rx_batch(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n)
 {
 	unsigned got = 0;
+
+	if (b->gro)
+		return gro_rx_batch(b, d, n);
 
 	for (unsigned pl = 0; pl < MRC_MAX_PLANES && got < n; pl++) {
 		struct mrcd_udp_plane *u = &b->udp[pl];

@@ -209,13 +209,16 @@ static void receive(struct mrcd *d, uint64_t now)
 	struct mrcd_dgram g[RX_BATCH];
 	int n;
 
-	for (unsigned i = 0; i < RX_BATCH; i++) {
-		g[i].data = bufs[i];
-		g[i].cap = sizeof(bufs[i]);
-	}
-	while ((n = d->backend.ops->rx_batch(&d->backend, g, RX_BATCH)) > 0)
+	do {
+		/* each time: a backend may have pointed them at trains of its own (UDP GRO) */
+		for (unsigned i = 0; i < RX_BATCH; i++) {
+			g[i].data = bufs[i];
+			g[i].cap = sizeof(bufs[i]);
+		}
+		n = d->backend.ops->rx_batch(&d->backend, g, RX_BATCH);
 		for (int i = 0; i < n; i++)
 			mrcd_core_rx(&d->core, &g[i], now);
+	} while (n > 0);
 }
 
 int mrcd_run(struct mrcd *d)

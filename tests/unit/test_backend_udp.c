@@ -118,9 +118,9 @@ START_TEST(mrcd_backend_udp__reads_ce)
 END_TEST
 
 /*
- * Equal datagrams from one path to one peer leave as one GSO message, however the batch
- * interleaves them with other paths' (the core hands a path's at a time), and arrive as the
- * datagrams they were, each its own bytes and length; a shorter one ends a train.
+ * Equal datagrams from one path to one peer leave as one GSO message, and a shorter one ends
+ * the train; the receiving side takes each train as one message (UDP GRO) and hands out the
+ * datagrams they were, in place, one call at a time when the caller has room for one.
  */
 START_TEST(mrcd_backend_udp__gso_trains_arrive_as_datagrams)
 {
@@ -141,12 +141,16 @@ START_TEST(mrcd_backend_udp__gso_trains_arrive_as_datagrams)
 		out[i] = to_peer(&b, payload[i], i == 6 ? 300 : 1200, ports[2]);
 	}
 	ck_assert(a.b.gso);
+	ck_assert_ptr_nonnull(b.b.gro);
 	ck_assert_int_eq(a.b.ops->tx_batch(&a.b, out, 8), 8);
 	ck_assert_uint_eq(a.b.tx_messages, 2);
 	for (unsigned k = 0; k < 8; k++) {
 		unsigned i;
 
+		got.data = in;
 		ck_assert_int_eq(rx_one(&b, &got, 1000), 1);
+		/* UDP GRO: the train came as one message, handed out in place, not copied */
+		ck_assert_ptr_ne(got.data, in);
 		i = got.data[0];
 		ck_assert_uint_lt(i, 8);
 		ck_assert_uint_eq(got.len, i == 6 ? 300 : 1200);
