@@ -213,6 +213,39 @@ static void read_cmsgs(struct msghdr *m, bool *ce, uint32_t *seg)
 	}
 }
 
+/* A receive message's room for its ECN field and, with GRO, the train's datagram size. */
+union rx_ctl {
+	struct cmsghdr align;
+	char buf[2 * CMSG_SPACE(sizeof(int))];
+};
+
+/*
+ * One recvmmsg on plane pl's socket into the buffers iov[0..want) names. A short read means
+ * the socket is empty: it is read again once epoll says so. Returns what recvmmsg did.
+ */
+static int recv_plane(struct mrcd_backend *b, unsigned pl, struct mmsghdr *msgs,
+		      struct iovec *iov, struct sockaddr_storage *from, union rx_ctl *ctl,
+		      unsigned want)
+{
+	int r;
+
+	for (unsigned i = 0; i < want; i++) {
+		memset(&msgs[i], 0, sizeof(msgs[i]));
+		msgs[i].msg_hdr.msg_name = &from[i];
+		msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
+		msgs[i].msg_hdr.msg_iov = &iov[i];
+		msgs[i].msg_hdr.msg_iovlen = 1;
+		msgs[i].msg_hdr.msg_control = ctl[i].buf;
+		msgs[i].msg_hdr.msg_controllen = sizeof(ctl[i].buf);
+	}
+	r = recvmmsg(b->udp[pl].rx_fd, msgs, want, MSG_DONTWAIT, NULL);
+	if (r < (int)want)
+		b->udp_ready &= ~(1u << pl);
+	if (r < 0 && errno != EAGAIN)
+		b->rx_errors++;
+	return r;
+}
+
 /*
  * Receive with UDP GRO: a train of a path's datagrams (the peer's GSO, or the NIC's GRO)
  * comes as one message, and its datagrams are handed out in place, without a copy. What the
@@ -231,33 +264,15 @@ static int gro_rx_batch(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n
 		struct mmsghdr msgs[GRO_MSGS];
 		struct iovec iov[GRO_MSGS];
 		struct sockaddr_storage from[GRO_MSGS];
-		union {
-			struct cmsghdr align;
-			char buf[2 * CMSG_SPACE(sizeof(int))];
-		} ctl[GRO_MSGS];
+		union rx_ctl ctl[GRO_MSGS];
 		unsigned want = GRO_MSGS - g->n, base = g->n;
 		int r;
 
 		if (u->rx_fd < 0 || !(b->udp_ready >> pl & 1))
 			continue;
-		for (unsigned i = 0; i < want; i++) {
+		for (unsigned i = 0; i < want; i++)
 			iov[i] = (struct iovec){ g->buf[base + i], GRO_BUF };
-			memset(&msgs[i], 0, sizeof(msgs[i]));
-			msgs[i].msg_hdr.msg_name = &from[i];
-			msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
-			msgs[i].msg_hdr.msg_iov = &iov[i];
-			msgs[i].msg_hdr.msg_iovlen = 1;
-			msgs[i].msg_hdr.msg_control = ctl[i].buf;
-			msgs[i].msg_hdr.msg_controllen = sizeof(ctl[i].buf);
-		}
-		r = recvmmsg(u->rx_fd, msgs, want, MSG_DONTWAIT, NULL);
-		if (r < (int)want)
-			b->udp_ready &= ~(1u << pl); /* empty now: epoll says when it is not */
-		if (r < 0) {
-			if (errno != EAGAIN)
-				b->rx_errors++;
-			continue;
-		}
+		r = recv_plane(b, pl, msgs, iov, from, ctl, want);
 		for (int i = 0; i < r; i++) {
 			unsigned k = g->n;
 			bool ce = false;
@@ -495,37 +510,18 @@ static int udp_rx_batch(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n
 		struct mmsghdr msgs[RX_BATCH];
 		struct iovec iov[RX_BATCH];
 		struct sockaddr_storage from[RX_BATCH];
-		union {
-			struct cmsghdr align;
-			char buf[CMSG_SPACE(sizeof(int))];
-		} ctl[RX_BATCH];
+		union rx_ctl ctl[RX_BATCH];
 		unsigned want = n - got < RX_BATCH ? n - got : RX_BATCH, base = got;
 		int r;
 
 		if (u->rx_fd < 0 || !(b->udp_ready >> pl & 1))
 			continue;
-		for (unsigned i = 0; i < want; i++) {
-			iov[i].iov_base = d[got + i].data;
-			iov[i].iov_len = d[got + i].cap;
-			memset(&msgs[i], 0, sizeof(msgs[i]));
-			msgs[i].msg_hdr.msg_name = &from[i];
-			msgs[i].msg_hdr.msg_namelen = sizeof(from[i]);
-			msgs[i].msg_hdr.msg_iov = &iov[i];
-			msgs[i].msg_hdr.msg_iovlen = 1;
-			msgs[i].msg_hdr.msg_control = ctl[i].buf;
-			msgs[i].msg_hdr.msg_controllen = sizeof(ctl[i].buf);
-		}
-		r = recvmmsg(u->rx_fd, msgs, want, MSG_DONTWAIT, NULL);
-		if (r < (int)want)
-			b->udp_ready &= ~(1u << pl); /* empty now: epoll says when it is not */
-		if (r < 0) {
-			if (errno != EAGAIN)
-				b->rx_errors++;
-			continue;
-		}
+		for (unsigned i = 0; i < want; i++)
+			iov[i] = (struct iovec){ d[got + i].data, d[got + i].cap };
+		r = recv_plane(b, pl, msgs, iov, from, ctl, want);
 		for (int i = 0; i < r; i++) {
 			struct mrcd_dgram *g = &d[got];
-			struct cmsghdr *c;
+			uint32_t seg;
 
 			if (msgs[i].msg_hdr.msg_flags & MSG_TRUNC) {
 				b->rx_truncated++; /* larger than any MetaRoCE packet we accept */
@@ -540,19 +536,7 @@ static int udp_rx_batch(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n
 			g->sport = g->peer_port;
 			g->ce = false;
 			g->placed = false;
-			for (c = CMSG_FIRSTHDR(&msgs[i].msg_hdr); c;
-			     c = CMSG_NXTHDR(&msgs[i].msg_hdr, c)) {
-				int tos = 0;
-
-				if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS) ||
-				    (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS)) {
-					if (c->cmsg_type == IP_TOS && c->cmsg_level == IPPROTO_IP)
-						tos = *(unsigned char *)CMSG_DATA(c);
-					else
-						memcpy(&tos, CMSG_DATA(c), sizeof(tos));
-					g->ce = (tos & ECN_MASK) == ECN_CE;
-				}
-			}
+			read_cmsgs(&msgs[i].msg_hdr, &g->ce, &seg);
 			got++;
 		}
 	}

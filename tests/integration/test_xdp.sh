@@ -80,12 +80,18 @@ xsk() { "$CTL" -S "$TMP/$1.sock" -j xdp | python3 -c 'import json,sys; print(jso
 unresolved0=$(xsk a tx_unresolved)
 ip -n "$NS_A" neigh flush dev "${TAG}a0"
 ip -n "$NS_A" neigh flush dev "${TAG}a1"
-# Time, not state: the daemon asks the kernel again about a MAC it holds one second after the
-# last answer (MRCD_NEIGH_RECHECK_NS), and its cache is not exposed to poll; past that, the
-# transfer below meets the flushed entries.
-sleep 1.1
-perf_pair write_relearn -- -t write -s 65536 -q 1 -n 100 -V
-json_check write_relearn 'j["messages"] == 100 and j["peer"]["verified"] == 100'
+# The daemon asks the kernel again about a MAC it holds a second after the last answer: verified
+# transfers run until one of them meets the flushed entries (a datagram goes by the UDP socket
+# while the kernel resolves the neighbour again), each of them byte-exact
+relearned() {
+	perf_pair write_relearn -- -t write -s 65536 -q 1 -n 20 -V &&
+		python3 -c 'import json, sys; j = json.load(open(sys.argv[1]))
+sys.exit(0 if j["messages"] == 20 and j["peer"]["verified"] == 20 else 1)' \
+			"$TMP/write_relearn.json" &&
+		[ "$(xsk a tx_unresolved)" -gt "$unresolved0" ]
+}
+wait_until 20 "no transfer met a flushed neighbour" relearned
+json_check write_relearn 'j["messages"] == 20 and j["peer"]["verified"] == 20'
 [ "$(xsk a tx_unresolved)" -gt "$unresolved0" ] ||
 	fail "no datagram waited for a flushed neighbour to be resolved"
 ip -n "$NS_A" neigh show dev "${TAG}a0" | grep -q 198.18.0.2 || fail "neighbour not resolved again"

@@ -25,6 +25,7 @@ int main(void)
 	srunner_add_suite(runner, share_suite());
 	srunner_add_suite(runner, backend_udp_suite());
 	srunner_add_suite(runner, conn_suite());
+	srunner_add_suite(runner, conn_errors_suite());
 	srunner_add_suite(runner, linger_suite());
 	srunner_add_suite(runner, core_sched_suite());
 	srunner_add_suite(runner, core_pair_suite());

@@ -11,6 +11,7 @@ Suite *checksum_suite(void);
 Suite *codec_suite(void);
 Suite *config_suite(void);
 Suite *conn_suite(void);
+Suite *conn_errors_suite(void);
 Suite *core_pair_suite(void);
 Suite *core_sched_suite(void);
 Suite *linger_suite(void);
