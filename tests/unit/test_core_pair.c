@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn_xfer.h" /* fill_pattern */
 #include "core/core.h"
 #include "shm/ring.h"
 #include "suites.h"
@@ -415,18 +416,6 @@ static int request(struct host *h, uint16_t type, const void *payload, uint32_t 
 	return status;
 }
 
-static void pattern(uint8_t *p, size_t n, uint64_t seed)
-{
-	uint64_t x = seed * 0x9e3779b97f4a7c15ull + 1;
-
-	for (size_t i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 7;
-		x ^= x << 17;
-		p[i] = (uint8_t)x;
-	}
-}
-
 /* HELLO, one region, one CQ, QPS QPs. */
 static void client_open(struct host *h, uint64_t seed)
 {
@@ -453,7 +442,7 @@ static void client_open(struct host *h, uint64_t seed)
 		cl->original = malloc(REGION);
 		ck_assert(cl->mem && cl->original);
 	}
-	pattern(cl->original, REGION, seed);
+	fill_pattern(cl->original, REGION, seed);
 	memcpy(cl->mem, cl->original, REGION);
 	reg.r.iova = (uintptr_t)cl->mem;
 	ck_assert_int_eq(request(h, MRC_CTL_REG_MR, &reg, sizeof(reg), cl->mem, &cl->keys,
