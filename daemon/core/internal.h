@@ -70,6 +70,9 @@ void core_qp_error(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now);
 void core_qp_free(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now);
 /* Ring entries into the engine, and flushes once in error. */
 void core_drain_rings(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now);
+/* Only the receive ring, which rings no doorbell while the QP works: read when a packet
+ * that may consume a receive arrives, besides every visit. */
+void core_drain_receives(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now);
 void core_apply_drains(struct mrcd_core *c, struct mrcd_qp *qp);
 /* A peer's discovery finished, changed or failed: QPs waiting on it go on. */
 void core_peers_changed(struct mrcd_core *c, unsigned peer, int event, uint64_t now);

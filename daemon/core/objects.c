@@ -284,6 +284,10 @@ int core_ring_new(struct mrcd_core *c, uint16_t kind, uint32_t entries, uint32_t
 	mrc_ring_format(m, bytes, kind, entries, qpn);
 	/* the daemon consumes SQ and RQ and produces into CQs */
 	mrc_ring_attach(ring, m, bytes, kind, kind == MRC_RING_CQ);
+	/* a working QP's receives wake nobody: they are read when a packet needs one, or at
+	 * the QP's next visit (core_qps_idle) */
+	if (kind == MRC_RING_RQ)
+		mrc_ring_want_doorbell(ring, false);
 	*mem = m;
 	*len = bytes;
 	c->t.mapped_bytes += bytes;

@@ -80,6 +80,10 @@ bool core_qp_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 	if (!qp->conn || g->plane >= MRC_MAX_PLANES || !(qp->peer_planes >> g->plane & 1) ||
 	    memcmp(qp->peer_addr[g->plane], g->peer.addr, 16))
 		return false;
+	/* the receive ring rings no doorbell (see core_qps_idle): read it when it matters */
+	if (pkt->opcode == MRC_OP_SEND || pkt->opcode == MRC_OP_SEND_IMM ||
+	    pkt->opcode == MRC_OP_WRITE_IMM)
+		core_drain_receives(c, qp, now);
 	int why = mrc_conn_recv_packet(qp->conn, &rx, pkt, now);
 
 	mrcd_sched_ready(&c->t.sched, mrcd_qp_slot(qp->qpn));
@@ -328,13 +332,18 @@ static enum sent visit(struct mrcd_core *c, unsigned slot, unsigned *budget, uin
 	return sent;
 }
 
-/* Entries the QP would take now: sends from RTS on, receives once connected, all in error. */
+/*
+ * Entries the QP must take now: sends from RTS on, and in error everything (to flush it).
+ * Receives of a working QP wait until a packet needs one or the QP's next visit: a posted
+ * receive changes nothing on the wire, and a sender that met none retries after its RNR
+ * wait whatever the daemon learns meanwhile, so a receive is worth no wakeup.
+ */
 static bool rings_have_work(const struct mrcd_qp *qp)
 {
 	bool err = qp->state == MRC_CTL_QP_ERR;
 
 	return ((qp->state == MRC_CTL_QP_RTS || err) && mrc_ring_pending(&qp->sq)) ||
-	       ((qp->conn || err) && mrc_ring_pending(&qp->rq));
+	       (err && mrc_ring_pending(&qp->rq));
 }
 
 /* Due deadlines, and the watched rings that have entries, make their slots ready. */
@@ -405,7 +414,7 @@ bool core_qps_idle(struct mrcd_core *c)
 		if (qp->owner < 0)
 			continue;
 		mrc_ring_want_doorbell(&qp->sq, true);
-		mrc_ring_want_doorbell(&qp->rq, true);
+		mrc_ring_want_doorbell(&qp->rq, qp->state == MRC_CTL_QP_ERR);
 		if (rings_have_work(qp))
 			mrcd_sched_ready(s, slot);
 	}

@@ -533,6 +533,40 @@ static void fail_entry(struct mrcd_core *c, struct mrcd_qp *qp, bool recv, uint6
 			  opcode);
 }
 
+/* Receive ring entries into the connected engine; false when one failed (the QP errs). */
+static bool drain_receives(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
+{
+	struct mrc_rq_entry r;
+	int got;
+
+	while ((got = mrc_ring_take(&qp->rq, &r)) == 1) {
+		struct mrc_recv_wr wr;
+		int status = rq_entry_to_wr(c, qp, &r, &wr);
+
+		if (status == MRC_CQ_SUCCESS) {
+			qp->rq_wr_id[(qp->rq.mine - 1) & (qp->rq.entries - 1)] = r.wr_id;
+			wr.wr_id = qp->rq.mine - 1;
+			if (mrc_conn_post_recv(qp->conn, &wr))
+				status = MRC_CQ_LOC_QP_OP_ERR;
+		}
+		if (status != MRC_CQ_SUCCESS) {
+			fail_entry(c, qp, true, r.wr_id, (uint8_t)status, MRC_CQ_RECV, now);
+			return false;
+		}
+	}
+	if (got < 0) {
+		ring_corrupt(c, qp, "receive", now);
+		return false;
+	}
+	return true;
+}
+
+void core_drain_receives(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
+{
+	if (qp->conn && qp->state != MRC_CTL_QP_ERR && mrc_ring_pending(&qp->rq))
+		drain_receives(c, qp, now);
+}
+
 /*
  * Ring entries into the engine. A slot goes back only when its work completes, so the
  * engine (as deep as the ring) always has room for what the ring holds.
@@ -558,25 +592,8 @@ void core_drain_rings(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 	}
 	if (!qp->conn)
 		return; /* receives wait in the ring until the QP is connected */
-	while ((got = mrc_ring_take(&qp->rq, &r)) == 1) {
-		struct mrc_recv_wr wr;
-		int status = rq_entry_to_wr(c, qp, &r, &wr);
-
-		if (status == MRC_CQ_SUCCESS) {
-			qp->rq_wr_id[(qp->rq.mine - 1) & (qp->rq.entries - 1)] = r.wr_id;
-			wr.wr_id = qp->rq.mine - 1;
-			if (mrc_conn_post_recv(qp->conn, &wr))
-				status = MRC_CQ_LOC_QP_OP_ERR;
-		}
-		if (status != MRC_CQ_SUCCESS) {
-			fail_entry(c, qp, true, r.wr_id, (uint8_t)status, MRC_CQ_RECV, now);
-			return;
-		}
-	}
-	if (got < 0) {
-		ring_corrupt(c, qp, "receive", now);
+	if (!drain_receives(c, qp, now))
 		return;
-	}
 	/* sends wait in the ring until RTS */
 	while (qp->state == MRC_CTL_QP_RTS && (got = mrc_ring_take(&qp->sq, &s)) == 1) {
 		struct mrc_send_wr wr;

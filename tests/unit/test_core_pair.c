@@ -96,6 +96,7 @@ struct world {
 	uint64_t refusals;
 	uint64_t jitter_ns;
 	uint64_t busy_until[2][PLANES];
+	unsigned doorbells[2][2]; /* per host: rung for a send queue [0], a receive queue [1] */
 	bool disaster_done;
 	bool struck_mid_transfer; /* A had requests outstanding when it struck */
 	bool expect_success; /* every completion must be a success */
@@ -512,6 +513,7 @@ static void ring(struct host *h, struct client_qp *x, struct mrc_ring *r)
 {
 	if (!mrc_ring_doorbell_wanted(r))
 		return;
+	h->w->doorbells[h->index][r == &x->rq]++;
 	__atomic_fetch_or(&h->cl.doorbells->rung[x->bit / 64], 1ull << (x->bit % 64),
 			  __ATOMIC_RELEASE);
 	mrcd_core_doorbell(&h->core, (unsigned)h->cl.slot, h->w->now);
@@ -925,6 +927,63 @@ START_TEST(core_pair__peer_daemon_restarts)
 }
 END_TEST
 
+/*
+ * A working QP's receives ring no doorbell: a SEND that needs one makes the daemon read the
+ * receive ring as it arrives. Once the QP is in error its receives must complete flushed,
+ * so from then on they do ring.
+ */
+START_TEST(core_pair__receives_ring_no_doorbell)
+{
+	static struct world w;
+	struct host *b = &w.h[1];
+	struct mrc_ctl_handle err = { 0, 0 };
+	struct mrc_rq_entry re = { .wr_id = 7, .num_sge = 1 };
+	unsigned sends = 0, flushed = 0;
+	struct mrc_cq_entry e;
+
+	world_init(&w, 77);
+	for (unsigned q = 0; q < QPS; q++)
+		for (unsigned i = 0; i < WRS; i++)
+			w.plan[q][i].opcode = i % 2 ? MRC_SQ_SEND : MRC_SQ_SEND_IMM;
+	w.expect_success = true;
+	pump_host(b);
+	for (unsigned q = 0; q < QPS; q++) {
+		ck_assert(!mrc_ring_doorbell_wanted(&b->cl.qp[q].rq));
+		ck_assert(mrc_ring_doorbell_wanted(&b->cl.qp[q].sq));
+	}
+	post_everything(&w);
+	run(&w, 60 * SEC, all_sent_completed, 0, NULL);
+	ck_assert(all_sent_completed(&w));
+	run(&w, SEC, NULL, 0, NULL);
+	for (unsigned q = 0; q < QPS; q++) {
+		sends += b->cl.qp[q].received;
+		ck_assert_uint_eq(b->cl.qp[q].failed, 0);
+	}
+	ck_assert_uint_eq(sends, QPS * WRS);
+	ck_assert_uint_eq(w.doorbells[1][1], 0);
+	ck_assert_uint_gt(w.doorbells[0][0], 0);
+	check_bytes(&w);
+
+	/* in error, a receive posted to QP 0 rings and completes flushed */
+	err.handle = b->cl.qp[0].qpn;
+	ck_assert_int_eq(request(b, MRC_CTL_ERROR_QP, &err, sizeof(err), NULL, NULL, 0), 0);
+	pump_host(b);
+	while (mrc_ring_consume(&b->cl.cq, &e) == 1)
+		;
+	ck_assert(mrc_ring_doorbell_wanted(&b->cl.qp[0].rq));
+	re.sge[0] = (struct mrc_shm_sge){ slot_addr(&b->cl, 0, 0), SLOT, b->cl.keys.lkey };
+	ck_assert_int_eq(mrc_ring_produce(&b->cl.qp[0].rq, &re), 0);
+	ring(b, &b->cl.qp[0], &b->cl.qp[0].rq);
+	ck_assert_uint_eq(w.doorbells[1][1], 1);
+	pump_host(b);
+	while (mrc_ring_consume(&b->cl.cq, &e) == 1)
+		if (e.wr_id == 7 && e.status == MRC_CQ_WR_FLUSH_ERR)
+			flushed++;
+	ck_assert_uint_eq(flushed, 1);
+	world_free(&w);
+}
+END_TEST
+
 Suite *core_pair_suite(void)
 {
 	Suite *s = suite_create("core_pair");
@@ -937,6 +996,7 @@ Suite *core_pair_suite(void)
 	tcase_add_test(tc, core_pair__plane_drained_mid_transfer);
 	tcase_add_test(tc, core_pair__a_client_dies);
 	tcase_add_test(tc, core_pair__peer_daemon_restarts);
+	tcase_add_test(tc, core_pair__receives_ring_no_doorbell);
 	suite_add_tcase(s, tc);
 	return s;
 }
