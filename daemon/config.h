@@ -14,7 +14,7 @@
  *     rx_capacity = 100G                  # bit/s shared out by rate hints; 0: no hints
  *     peer_prefix = 198.18.0.0/15         # who may discover us (repeat for more)
  *     control_socket = /run/metaroce/metaroced.sock
- *     busy_poll = no
+ *     busy_poll = no                      # no | yes | 50us: spin that long when idle
  *     udp_gso = yes                       # udp sockets: trains as one message (GSO, GRO)
  *     transport = metaroce                # metaroce | rocev2: the baseline, for comparison
  *     metrics_listen = 127.0.0.1:9464     # Prometheus /metrics over HTTP; off when unset
@@ -35,6 +35,7 @@
 #define MRCD_CONTROL_SOCKET_DEFAULT "/run/metaroce/metaroced.sock"
 #define MRCD_MAX_PREFIXES 32
 #define MRCD_MAX_PATHS_PER_PLANE 8
+#define MRCD_BUSY_POLL_ALWAYS UINT64_MAX /* busy_poll = yes: never sleep */
 
 enum mrcd_backend_kind {
 	MRCD_BACKEND_AUTO = 0, /* the faster where both run: udp today (loop.c says why) */
@@ -69,7 +70,7 @@ struct mrcd_config {
 	uint8_t n_prefixes;
 	struct mrcd_prefix prefixes[MRCD_MAX_PREFIXES];
 	char control_socket[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	bool busy_poll;
+	uint64_t busy_poll_ns;	   /* spin up to this long when idle; 0: sleep at once */
 	bool udp_gso;		   /* udp sockets send equal datagrams of a path as one message */
 	bool rocev2;		   /* transport = rocev2: the engine's baseline mode */
 	bool metrics;		   /* metrics_listen is set */

@@ -472,12 +472,12 @@ bool mrcd_core_idle(struct mrcd_core *c)
 	return core_qps_idle(c);
 }
 
-void mrcd_core_pump(struct mrcd_core *c, uint64_t now)
+bool mrcd_core_pump(struct mrcd_core *c, uint64_t now)
 {
 	c->now = now;
 	mrc_peer_table_on_timeout(&c->peers, now);
 	core_send_daemon_packets(c, now);
-	core_qps_pump(c, now);
+	return core_qps_pump(c, now) > 0;
 }
 
 uint64_t mrcd_core_next_timeout(const struct mrcd_core *c)

@@ -166,8 +166,8 @@ int mrcd_core_request(struct mrcd_core *c, unsigned slot, const struct mrc_ctl_h
 
 /* One received datagram (DISCOVER or a QP's packet). */
 void mrcd_core_rx(struct mrcd_core *c, const struct mrcd_dgram *g, uint64_t now);
-/* Timers, rings, transmit: the work due now. */
-void mrcd_core_pump(struct mrcd_core *c, uint64_t now);
+/* Timers, rings, transmit: the work due now. True when there was some (a QP's turn). */
+bool mrcd_core_pump(struct mrcd_core *c, uint64_t now);
 /* When mrcd_core_pump must run next at the latest (0: at once, UINT64_MAX: never). */
 uint64_t mrcd_core_next_timeout(const struct mrcd_core *c);
 /* A client's doorbell rang: the QPs it marked in its doorbell page are visited next pump. */

@@ -89,7 +89,7 @@ static inline void core_qp_touch(struct mrcd_core *c, const struct mrcd_qp *qp)
 /* A QP-level packet for one of ours (or one lingering). False when none took it. */
 bool core_qp_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct mrcd_dgram *g,
 		uint64_t now);
-void core_qps_pump(struct mrcd_core *c, uint64_t now);
+unsigned core_qps_pump(struct mrcd_core *c, uint64_t now); /* slots visited */
 uint64_t core_qps_next_timeout(const struct mrcd_core *c);
 /* The daemon is about to sleep: doorbells wanted again; false if work came meanwhile. */
 bool core_qps_idle(struct mrcd_core *c);

@@ -362,11 +362,11 @@ static void gather_ready(struct mrcd_core *c, uint64_t now)
 	}
 }
 
-void core_qps_pump(struct mrcd_core *c, uint64_t now)
+unsigned core_qps_pump(struct mrcd_core *c, uint64_t now)
 {
 	struct mrcd_tables *t = &c->t;
 	struct mrcd_sched *s = &t->sched;
-	unsigned budget = MRCD_PUMP_BUDGET, slot;
+	unsigned budget = MRCD_PUMP_BUDGET, slot, visited = 0;
 
 	if (t->n_retired)
 		core_reap_retired(c, now);
@@ -381,20 +381,22 @@ void core_qps_pump(struct mrcd_core *c, uint64_t now)
 	gather_ready(c, now);
 	/* what the local queue refused last time goes first; nothing new until it is out */
 	if (t->tx_queued && !flush_tx(c, now))
-		return;
+		return 0;
 	/* round robin, a few packets per slot per turn, so no QP starves the others: a slot
 	 * that may have more goes to the back of the queue */
 	while (budget && mrcd_sched_next_ready(s, &slot)) {
 		enum sent sent = visit(c, slot, &budget, now);
 
+		visited++;
 		if (sent != SENT_ALL && (t->qps[slot].owner >= 0 || t->lingering.by_slot[slot].conn))
 			mrcd_sched_ready(s, slot);
 		mrcd_sched_timer(s, slot, slot_deadline(c, slot));
 		if (sent == SENT_BLOCKED)
-			return;
+			return visited;
 	}
 	if (t->tx_queued)
 		flush_tx(c, now);
+	return visited;
 }
 
 /*

@@ -138,6 +138,7 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 		d->conn[i].sock.fd = d->conn[i].doorbell.fd = -1;
 	raise_fd_limit();
 	d->started_ns = mrcd_now_ns();
+	mrcd_spin_init(&d->spin, d->cfg.busy_poll_ns);
 	if (mrcd_config_check(&d->cfg, err, errlen))
 		return -1;
 	if (open_backend(d, err, errlen))
@@ -202,11 +203,13 @@ void mrcd_stop(struct mrcd *d)
 	d->backend.ops->close(&d->backend);
 }
 
-/* Everything the backend has: a burst is bounded per turn so the rest of the loop runs. */
-static void receive(struct mrcd *d, uint64_t now)
+/* Everything the backend has: a burst is bounded per turn so the rest of the loop runs.
+ * Returns how many datagrams there were. */
+static unsigned receive(struct mrcd *d, uint64_t now)
 {
 	static uint8_t bufs[RX_BATCH][MRC_WIRE_MAX_PACKET + 1];
 	struct mrcd_dgram g[RX_BATCH];
+	unsigned got = 0;
 	int n;
 
 	do {
@@ -218,7 +221,9 @@ static void receive(struct mrcd *d, uint64_t now)
 		n = d->backend.ops->rx_batch(&d->backend, g, RX_BATCH);
 		for (int i = 0; i < n; i++)
 			mrcd_core_rx(&d->core, &g[i], now);
+		got += n > 0 ? (unsigned)n : 0;
 	} while (n > 0);
+	return got;
 }
 
 int mrcd_run(struct mrcd *d)
@@ -231,10 +236,10 @@ int mrcd_run(struct mrcd *d)
 		uint64_t now = mrcd_now_ns(), next;
 		struct timespec wait = { 0, 0 };
 		uint64_t http_due;
-		bool tx_pending, sleep;
+		bool tx_pending, sleep, worked;
 		int n;
 
-		mrcd_core_pump(&d->core, now);
+		worked = mrcd_core_pump(&d->core, now);
 		if (d->watchdog_usec && now >= d->next_watchdog_ns) {
 			sd_notify(0, "WATCHDOG=1");
 			d->next_watchdog_ns = now + d->watchdog_usec * 1000 / 2;
@@ -248,9 +253,10 @@ int mrcd_run(struct mrcd *d)
 		tx_pending = d->backend.ops->tx_pending && d->backend.ops->tx_pending(&d->backend);
 		if (tx_pending && next > now + TX_KICK_NS)
 			next = now + TX_KICK_NS;
-		/* going to sleep: the clients' work queues want their doorbells again, unless
-		 * one filled meanwhile */
-		sleep = !d->cfg.busy_poll && next > now && mrcd_core_idle(&d->core);
+		/* nothing due: spin a while (busy_poll), reading the work queues each turn
+		 * without doorbells, or go to sleep: the queues want their doorbells again,
+		 * unless one filled meanwhile */
+		sleep = next > now && !mrcd_spin_idle(&d->spin, now) && mrcd_core_idle(&d->core);
 		/* the engine's timers are microseconds apart: wait to the nanosecond, not the
 		 * millisecond epoll_wait would round up to */
 		if (sleep && next != UINT64_MAX)
@@ -273,8 +279,10 @@ int mrcd_run(struct mrcd *d)
 		 * transmit rings to kick (reading kicks them) */
 		if (d->rx_due || tx_pending) {
 			d->rx_due = false;
-			receive(d, mrcd_now_ns());
+			worked |= receive(d, mrcd_now_ns()) > 0;
 		}
+		if (worked || n > 0)
+			mrcd_spin_work(&d->spin, mrcd_now_ns());
 	}
 	if (d->systemd)
 		sd_notify(0, "STOPPING=1");

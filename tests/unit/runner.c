@@ -28,6 +28,7 @@ int main(void)
 	srunner_add_suite(runner, conn_errors_suite());
 	srunner_add_suite(runner, linger_suite());
 	srunner_add_suite(runner, core_sched_suite());
+	srunner_add_suite(runner, spin_suite());
 	srunner_add_suite(runner, core_pair_suite());
 	srunner_add_suite(runner, neigh_suite());
 	srunner_run_all(runner, CK_ENV);

@@ -24,5 +24,6 @@ Suite *rtt_suite(void);
 Suite *sack_suite(void);
 Suite *sched_suite(void);
 Suite *share_suite(void);
+Suite *spin_suite(void);
 
 #endif

@@ -53,7 +53,7 @@ START_TEST(mrcd_config_parse__documented_example)
 	ck_assert_uint_eq(cfg.n_prefixes, 1);
 	ck_assert_uint_eq(cfg.prefixes[0].len, 96 + 15);
 	ck_assert_str_eq(cfg.control_socket, "/tmp/m.sock");
-	ck_assert(cfg.busy_poll);
+	ck_assert_uint_eq(cfg.busy_poll_ns, MRCD_BUSY_POLL_ALWAYS);
 	ck_assert(!cfg.udp_gso);
 	ck_assert(cfg.rocev2);
 	ck_assert_int_eq(mrcd_config_check(&cfg, err, sizeof(err)), 0);
@@ -68,7 +68,7 @@ START_TEST(mrcd_config_render__reads_back)
 				   "plane = 3 eth2 2001:db8::1\npaths_per_plane = 2\nmtu = 9000\n"
 				   "rx_capacity = 100G\npeer_prefix = 198.18.0.0/15\n"
 				   "peer_prefix = 2001:db8::/32\ncontrol_socket = /tmp/m.sock\n"
-				   "busy_poll = yes\nudp_gso = no\nmetrics_listen = [::1]:9464\n"
+				   "busy_poll = 50us\nudp_gso = no\nmetrics_listen = [::1]:9464\n"
 				   "transport = rocev2\n";
 	struct mrcd_config a, b;
 	char out1[2048], out2[2048];
@@ -85,6 +85,7 @@ START_TEST(mrcd_config_render__reads_back)
 	ck_assert_uint_eq(b.rx_capacity_bps, 100000000000ull);
 	ck_assert_uint_eq(b.prefixes[1].len, 32);
 	ck_assert_uint_eq(b.metrics_port, 9464);
+	ck_assert_uint_eq(b.busy_poll_ns, 50000);
 	ck_assert_uint_eq(mrcd_config_render(&a, out1, 10), 10); /* truncates, never overflows */
 }
 END_TEST
@@ -120,7 +121,14 @@ START_TEST(mrcd_config_parse__errors_name_file_line_and_fault)
 		{ "peer_prefix = 198.18.0.0/33\n", "prefix length '33' is out of range for IPv4" },
 		{ "peer_prefix = fd00::/129\n", "prefix length '129' is out of range for IPv6" },
 		{ "control_socket = run/x.sock\n", "control_socket must be an absolute path" },
-		{ "busy_poll = maybe\n", "busy_poll must be yes or no, not 'maybe'" },
+		{ "busy_poll = maybe\n",
+		  "busy_poll must be no, yes or a duration such as 50us, not 'maybe'" },
+		{ "busy_poll = 50\n", "not '50'" },
+		{ "busy_poll = 50 us\n", "not '50 us'" },
+		{ "busy_poll = us\n", "not 'us'" },
+		{ "busy_poll = 2h\n", "not '2h'" },
+		{ "busy_poll = 3601s\n", "not '3601s'" },
+		{ "busy_poll = 99999999999999999999ns\n", "busy_poll must be" },
 		{ "udp_gso = often\n", "udp_gso must be yes or no, not 'often'" },
 		{ "transport = iwarp\n", "transport must be metaroce or rocev2, not 'iwarp'" },
 	};
@@ -154,6 +162,37 @@ START_TEST(mrcd_config_parse__limits)
 	ck_assert_ptr_nonnull(strstr(err, "NUL byte"));
 	ck_assert_int_eq(parse(&cfg, ""), 0);
 	ck_assert_int_eq(parse(&cfg, "   # only a comment"), 0);
+}
+END_TEST
+
+/* busy_poll: off, always, or a spin budget in any unit, which config show prints back. */
+START_TEST(mrcd_config_parse__busy_poll_budgets)
+{
+	static const struct {
+		const char *text;
+		uint64_t ns;
+		const char *shown;
+	} cases[] = {
+		{ "busy_poll = no\n", 0, "busy_poll = no\n" },
+		{ "busy_poll = off\n", 0, "busy_poll = no\n" },
+		{ "busy_poll = 0us\n", 0, "busy_poll = no\n" },
+		{ "busy_poll = yes\n", MRCD_BUSY_POLL_ALWAYS, "busy_poll = yes\n" },
+		{ "busy_poll = 750ns\n", 750, "busy_poll = 750ns\n" },
+		{ "busy_poll = 50us\n", 50000, "busy_poll = 50us\n" },
+		{ "busy_poll = 2ms\n", 2000000, "busy_poll = 2000us\n" },
+		{ "busy_poll = 1s\n", 1000000000, "busy_poll = 1000000us\n" },
+	};
+	char out[2048];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct mrcd_config cfg;
+
+		mrcd_config_default(&cfg);
+		ck_assert_int_eq(parse(&cfg, cases[i].text), 0);
+		ck_assert_uint_eq(cfg.busy_poll_ns, cases[i].ns);
+		out[mrcd_config_render(&cfg, out, sizeof(out) - 1)] = '\0';
+		ck_assert_msg(strstr(out, cases[i].shown), "%s shown as: %s", cases[i].text, out);
+	}
 }
 END_TEST
 
@@ -226,6 +265,7 @@ Suite *config_suite(void)
 
 	tcase_add_test(tc, mrcd_config_parse__documented_example);
 	tcase_add_test(tc, mrcd_config_render__reads_back);
+	tcase_add_test(tc, mrcd_config_parse__busy_poll_budgets);
 	tcase_add_test(tc, mrcd_config_parse__errors_name_file_line_and_fault);
 	tcase_add_test(tc, mrcd_config_parse__limits);
 	tcase_add_test(tc, mrcd_config_check__whole_configuration);
