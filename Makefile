@@ -111,7 +111,7 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 .PHONY: all programs deps check demo install deb layering unit unit-asan verbs-abi bpf-test fuzz integration \
 	integration-asan \
 	engine-report bench bench-quick bench-xdp bench-backend \
-	bench-udp-vs-tcp bench-collectives bench-core clean
+	bench-udp-vs-tcp bench-collectives bench-core bench-latency clean
 .DEFAULT_GOAL := all
 
 all: $(LIBPROTO) $(UNIT_RUNNER) $(SAN_UNIT_RUNNER) $(FUZZ_BINS) $(CORPUS_GEN) $(HEADER_CHECK_OBJS) \
@@ -256,6 +256,13 @@ bench-core:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory programs $(IDLE_QPS)
 	$(Q)python3 bench/core/core_bench.py $(BUILD) $(if $(COMPARE),--compare $(COMPARE))
+
+# 64 B ping-pong over metaroced in several busy_poll configurations next to sockperf UDP, with
+# wakeups and system calls per round trip; writes build/bench-latency.json.
+bench-latency:
+	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)$(MAKE) --no-print-directory programs
+	$(Q)python3 bench/latency_bench.py $(BUILD)
 
 # The XDP fast path's cost per data packet, 64 B to 8 KiB, from BPF_PROG_TEST_RUN.
 bench-xdp: $(XDP_COST) $(BPF_OBJS)

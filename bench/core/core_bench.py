@@ -117,12 +117,15 @@ class Pair:
                       "-j", *args)
         return json.loads(out)
 
-    def daemons(self, backend):
+    def daemons(self, backend, settings=()):
+        """A daemon per host; settings: more `key=value`s for both."""
         self.daemon = []
         for h in (0, 1):
             argv = [os.path.join(self.build, "sbin", "metaroced"), "--set",
                     "peer_prefix=198.18.0.0/16", "--set", "control_socket=" + self.sock(h),
                     "--set", "backend=" + backend]
+            for kv in settings:
+                argv += ["--set", kv]
             for p in range(PLANES):
                 argv += ["--set", "plane=%d p%d %s" % (p, p, self.addr(p, h))]
             self.daemon.append(self.spawn(h, argv, "h%d" % h))
@@ -130,6 +133,16 @@ class Pair:
             self.wait_for("daemon %d" % h, lambda: os.path.exists(self.sock(h)) and
                           "backend " in self.logtext("h%d" % h), 15)
         return self.ctl(0, "status")
+
+    def stop_daemons(self):
+        for p in self.daemon:
+            p.terminate()
+            p.wait(timeout=30)
+        for h in (0, 1):
+            try:
+                os.unlink(self.sock(h))
+            except OSError:
+                pass
 
     def verbs(self, host, argv):
         """argv through this build's metaroce-run, on host's daemon."""
