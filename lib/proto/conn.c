@@ -1447,6 +1447,18 @@ static uint8_t wire_opcode(const struct msg *m)
 	}
 }
 
+/*
+ * Whether the packet about to leave on path is the last the sender can send before an
+ * acknowledgement: it fills the path's window or the peer's 256-PSN window. It asks for an
+ * ACK at once, so a receiver that coalesces by count alone (a fast path without timers)
+ * never leaves a stalled sender waiting for its RTO [R-332].
+ */
+static bool fills_window(const struct mrc_conn *c, unsigned path)
+{
+	return mrc_path_free_window(&c->paths[path]) <= 1 ||
+	       mrc_seq_diff(c->snd_nxt + 1, c->snd_una) >= MRC_SACK_BITS;
+}
+
 /* Builds the packet for psn of message m into buf; every field derives from (m, psn). */
 static bool build_data(struct mrc_conn *c, const struct msg *m, uint32_t psn, uint16_t path_id,
 		       bool retransmit, void *buf, size_t cap, uint64_t now_ns, size_t *len)
@@ -1463,7 +1475,7 @@ static bool build_data(struct mrc_conn *c, const struct msg *m, uint32_t psn, ui
 		pkt.flags |= MRC_F_RETX;
 	if (rocev2(c))
 		pkt.flags |= MRC_F_INORDER;
-	if (k + 1 == m->npkts)
+	if (k + 1 == m->npkts || fills_window(c, path_id))
 		pkt.flags |= MRC_F_ACK_REQ;
 	if (m->wr.flags & MRC_SEND_SOLICITED)
 		pkt.flags |= MRC_F_SOLICITED; /* on every packet of the message */

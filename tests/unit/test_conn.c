@@ -369,6 +369,72 @@ START_TEST(mrc_conn__incast_rate_hint_shares_fairly)
 }
 END_TEST
 
+/*
+ * A sender that stops because its window is full says so: the packet that fills a path's
+ * window (or the peer's 256-PSN window) asks for an ACK at once, like a message's last one,
+ * and no other does [R-332]. A receiver that coalesces ACKs by count alone (the XDP fast
+ * path, which has no timer) then never leaves it waiting for an RTO.
+ */
+static int no_region(void *user, uint32_t key, uint64_t addr, uint32_t len, unsigned access,
+		     uint8_t **host)
+{
+	(void)user, (void)key, (void)addr, (void)len, (void)access, (void)host;
+	return -1;
+}
+
+static void no_completion(void *user, bool from_recv_queue, const struct mrc_completion *wc)
+{
+	(void)user, (void)from_recv_queue, (void)wc;
+	ck_abort_msg("nothing completes without an acknowledgement");
+}
+
+START_TEST(mrc_conn__window_filling_packet_asks_for_ack)
+{
+	static uint8_t src[1u << 20], pkt[9000];
+	struct mrc_conn_config cc;
+	struct mrc_conn_callbacks cb = { no_region, no_completion };
+	struct mrc_send_wr wr = { .wr_id = 1, .opcode = MRC_WR_WRITE, .num_sge = 1,
+				  .rkey = 0x77, .raddr = 0x1000 };
+	struct mrc_tx_info tx;
+	unsigned sent[MRC_MAX_PATHS] = { 0 }, asked = 0, total = 0;
+	struct mrc_conn *c;
+	size_t len;
+
+	mrc_conn_config_default(&cc);
+	cc.n_paths = 2;
+	cc.paths[0] = (struct mrc_path_config){ 0, 1000 };
+	cc.paths[1] = (struct mrc_path_config){ 0, 1001 };
+	cc.local_qpn = 1;
+	cc.remote_qpn = 2;
+	c = mrc_conn_new(&cc, &cb, NULL, 1000);
+	ck_assert_ptr_nonnull(c);
+	wr.sge[0] = (struct mrc_sge){ src, (uintptr_t)src, sizeof(src), 0 };
+	ck_assert_int_eq(mrc_conn_post_send(c, &wr), 0);
+	/* no ACK comes back: it sends until every path's window is full */
+	while (mrc_conn_send(c, pkt, sizeof(pkt), &tx, 2000, &len)) {
+		struct mrc_packet p;
+
+		ck_assert_int_eq(mrc_decode(pkt, len, &p), MRC_WIRE_OK);
+		ck_assert_uint_lt(tx.path_id, cc.n_paths);
+		sent[tx.path_id]++;
+		total++;
+		if (p.flags & MRC_F_ACK_REQ) {
+			asked++;
+			/* this packet was the path's last before its window closed */
+			ck_assert_uint_eq(mrc_path_free_window(mrc_conn_path(c, tx.path_id)), 0);
+		} else {
+			ck_assert_uint_gt(mrc_path_free_window(mrc_conn_path(c, tx.path_id)), 0);
+		}
+	}
+	ck_assert_uint_gt(total, 2);
+	ck_assert_uint_lt(total, sizeof(src) / cc.max_payload); /* stopped mid-message */
+	ck_assert_uint_eq(asked, cc.n_paths);
+	for (unsigned i = 0; i < cc.n_paths; i++)
+		ck_assert_uint_eq(sent[i], mrc_conn_path(c, i)->cc.cwnd);
+	mrc_conn_free(c);
+}
+END_TEST
+
 Suite *conn_suite(void)
 {
 	Suite *s = suite_create("conn");
@@ -390,6 +456,7 @@ Suite *conn_suite(void)
 	tcase_add_test(paths, mrc_conn__unequal_paths_no_spurious_retransmit);
 	tcase_add_test(paths, mrc_conn__blackholed_path_fails_over);
 	tcase_add_test(paths, mrc_conn__incast_rate_hint_shares_fairly);
+	tcase_add_test(paths, mrc_conn__window_filling_packet_asks_for_ack);
 	tcase_set_timeout(paths, 120);
 	suite_add_tcase(s, paths);
 
