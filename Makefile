@@ -266,7 +266,7 @@ bench-latency:
 
 # The XDP fast path's cost per data packet, 64 B to 8 KiB, from BPF_PROG_TEST_RUN.
 bench-xdp: $(XDP_COST) $(BPF_OBJS)
-	$(Q)$(XDP_COST) $(BUILD)/bpf/metaroce_xdp.bpf.o 100000
+	$(Q)$(XDP_COST) $(BUILD)/bpf/metaroce_xdp.bpf.o 100000 $(BUILD)/bench-xdp.json
 
 bench-backend: all
 	$(Q)BUILD=$(BUILD) sh bench/backend_bench.sh

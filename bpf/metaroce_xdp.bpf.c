@@ -27,6 +27,7 @@
 /* Load-time settings (the skeleton's read-only data), not build variants. */
 const volatile __u16 cfg_port = MRC_UDP_PORT_DEFAULT;
 const volatile __u8 cfg_redirect;	/* 1: to the daemon over AF_XDP; 0: XDP_PASS */
+const volatile __u32 cfg_wake_every = 8; /* the engine's ACK coalescing count (daemon sets) */
 
 /* The daemon writes base and clears ring bits while the program runs: read them once. */
 #define READ_ONCE(x) (*(const volatile __typeof__(x) *)&(x))
@@ -76,6 +77,14 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 22);
 } mrc_events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mrc_xdp_wake);
+} mrc_wake SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -194,10 +203,46 @@ static __always_inline int checksum_ok(struct bpf_dynptr *pkt, __u32 off, __u32 
 	return fold((__u32)sum) == 0xffff;
 }
 
-static __always_inline int send_event(__u32 kind, struct xdp_md *ctx, const __u64 *peer,
-				      __u16 sport, __u8 ce, __u32 hdr_off)
+/* Bit psn % 256 of the QP's SACK ring. */
+static __always_inline int ring_bit(const struct mrc_xdp_qp *qp, __u32 psn)
+{
+	__u32 i = psn % MRC_SACK_BITS;
+
+	return (READ_ONCE(qp->ring[i / 64]) >> (i % 64)) & 1;
+}
+
+/*
+ * Whether the engine acknowledges this packet at once [R-234], or the QP has placed its
+ * cfg_wake_every-th packet since the last that did [R-233]: then a sleeping daemon is woken
+ * for it. Counting is a locked add, which also orders the event's reservation before the
+ * read of `asleep` (see xdp.h).
+ */
+static __always_inline int wake_worthy(struct mrc_xdp_qp *qp, const struct mrc_hdr *hdr,
+				       __u32 kind, __u8 ce)
+{
+	__u32 psn = bpf_ntohl(hdr->psn), base = READ_ONCE(qp->base);
+	__u64 n = __sync_fetch_and_add(&qp->placed_unwoken, 1) + 1;
+	int urgent = kind == MRC_XDP_EV_DUPLICATE || ce ||
+		     (bpf_ntohs(hdr->flags) & MRC_F_ACK_REQ) ||
+		     (psn != base && !ring_bit(qp, psn - 1)) ||	/* opens a gap */
+		     (psn == base && ring_bit(qp, psn + 1));		/* fills the one at base */
+
+	if (urgent || n >= cfg_wake_every) {
+		__sync_fetch_and_add(&qp->placed_unwoken, -n);
+		return 1;
+	}
+	return 0;
+}
+
+static __always_inline int send_event(__u32 kind, struct xdp_md *ctx, struct mrc_xdp_qp *qp,
+				      const struct mrc_hdr *hdr, const __u64 *peer, __u16 sport,
+				      __u8 ce, __u32 hdr_off)
 {
 	struct mrc_xdp_event *ev = bpf_ringbuf_reserve(&mrc_events, sizeof(*ev), 0);
+	struct mrc_xdp_wake *wake;
+	__u32 zero = 0;
+	__u64 flags = BPF_RB_NO_WAKEUP;
+	int worthy;
 
 	if (!ev)
 		return -1;
@@ -209,10 +254,20 @@ static __always_inline int send_event(__u32 kind, struct xdp_md *ctx, const __u6
 	ev->reserved = 0;
 	ev->reserved2 = 0;
 	if (bpf_xdp_load_bytes(ctx, hdr_off, ev->hdr, sizeof(ev->hdr))) {
-		bpf_ringbuf_discard(ev, 0);
+		bpf_ringbuf_discard(ev, BPF_RB_NO_WAKEUP);
 		return -1;
 	}
-	bpf_ringbuf_submit(ev, 0);
+	worthy = wake_worthy(qp, hdr, kind, ce);
+	wake = bpf_map_lookup_elem(&mrc_wake, &zero);
+	if (wake && READ_ONCE(wake->asleep)) {
+		if (worthy) {
+			flags = BPF_RB_FORCE_WAKEUP;
+			__sync_fetch_and_add(&wake->wakeups, 1);
+		} else {
+			__sync_fetch_and_add(&wake->quiet, 1);
+		}
+	}
+	bpf_ringbuf_submit(ev, flags);
 	return 0;
 }
 
@@ -313,7 +368,7 @@ int metaroce_xdp(struct xdp_md *ctx)
 		if ((__s32)(psn - base) >= 0)
 			return dropped(MRC_XDP_ABOVE_WINDOW);
 		__sync_fetch_and_add(&qp->duplicates, 1);
-		if (send_event(MRC_XDP_EV_DUPLICATE, ctx, peer, sport, ce, off))
+		if (send_event(MRC_XDP_EV_DUPLICATE, ctx, qp, hdr, peer, sport, ce, off))
 			return to_daemon(ctx, MRC_XDP_EVENT_LOST);
 		return dropped(MRC_XDP_BELOW_WINDOW);
 	}
@@ -321,7 +376,7 @@ int metaroce_xdp(struct xdp_md *ctx)
 	bit = 1ull << (idx % 64);
 	if (READ_ONCE(qp->ring[idx / 64]) & bit) {
 		__sync_fetch_and_add(&qp->duplicates, 1);
-		if (send_event(MRC_XDP_EV_DUPLICATE, ctx, peer, sport, ce, off))
+		if (send_event(MRC_XDP_EV_DUPLICATE, ctx, qp, hdr, peer, sport, ce, off))
 			return to_daemon(ctx, MRC_XDP_EVENT_LOST);
 		return dropped(MRC_XDP_DUPLICATE);
 	}
@@ -368,7 +423,7 @@ int metaroce_xdp(struct xdp_md *ctx)
 	old = __sync_fetch_and_or(&qp->ring[idx / 64], bit);
 	if (old & bit) {
 		__sync_fetch_and_add(&qp->duplicates, 1);
-		if (send_event(MRC_XDP_EV_DUPLICATE, ctx, peer, sport, ce, off))
+		if (send_event(MRC_XDP_EV_DUPLICATE, ctx, qp, hdr, peer, sport, ce, off))
 			return to_daemon(ctx, MRC_XDP_EVENT_LOST);
 		return dropped(MRC_XDP_DUPLICATE);
 	}
@@ -378,7 +433,7 @@ int metaroce_xdp(struct xdp_md *ctx)
 		__sync_fetch_and_and(&qp->ring[idx / 64], ~bit);
 		return dropped(MRC_XDP_BELOW_WINDOW);
 	}
-	if (send_event(MRC_XDP_EV_PLACED, ctx, peer, sport, ce, off)) {
+	if (send_event(MRC_XDP_EV_PLACED, ctx, qp, hdr, peer, sport, ce, off)) {
 		/* the daemon would never hear of it: take it back and let the daemon do it all */
 		__sync_fetch_and_and(&qp->ring[idx / 64], ~bit);
 		return to_daemon(ctx, MRC_XDP_EVENT_LOST);

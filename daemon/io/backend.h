@@ -41,6 +41,13 @@ struct mrcd_backend_ops {
 	/* Transmit work the kernel has not taken yet that needs rx_batch called again soon
 	 * (AF_XDP rings to kick); NULL: never. */
 	bool (*tx_pending)(struct mrcd_backend *b);
+	/* Received work no descriptor announces (the XDP program's events, which wake the
+	 * loop only when urgent): rx_batch is called this turn. NULL: never. */
+	bool (*rx_pending)(struct mrcd_backend *b);
+	/* The loop is about to sleep (true) or woke (false): wakeups its producers skip while
+	 * the loop is awake are armed or disarmed. False when work came meanwhile: do not
+	 * sleep. NULL: nothing to arm. */
+	bool (*arm)(struct mrcd_backend *b, bool sleeping);
 	void (*close)(struct mrcd_backend *b);
 };
 

@@ -140,6 +140,16 @@ static bool xdp_tx_pending(struct mrcd_backend *b)
 	return s->have_xsk && mrcd_afxdp_tx_pending(&s->xsk);
 }
 
+static bool xdp_rx_pending(struct mrcd_backend *b)
+{
+	return mrcd_fastpath_events_pending(&state(b)->fp);
+}
+
+static bool xdp_arm(struct mrcd_backend *b, bool sleeping)
+{
+	return mrcd_fastpath_arm(&state(b)->fp, sleeping);
+}
+
 static unsigned xdp_poll_fds(const struct mrcd_backend *b, int *fds, unsigned max)
 {
 	const struct mrcd_xdp_state *s = state(b);
@@ -197,5 +207,7 @@ const struct mrcd_backend_ops mrcd_backend_xdp = {
 	.poll_fds = xdp_poll_fds,
 	.fd_ready = xdp_fd_ready,
 	.tx_pending = xdp_tx_pending,
+	.rx_pending = xdp_rx_pending,
+	.arm = xdp_arm,
 	.close = xdp_close,
 };

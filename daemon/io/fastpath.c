@@ -24,6 +24,7 @@
 
 #include "log.h"
 #include "metaroce_xdp.skel.h"
+#include "proto/conn.h"
 
 #define PROG_NAME "metaroce_xdp"
 #define PENDING_CAP 1024u
@@ -229,6 +230,10 @@ void mrcd_fastpath_close(struct mrcd_fastpath *fp)
 		ring_buffer__free(fp->events);
 	if (fp->qps)
 		munmap(fp->qps, qps_bytes());
+	if (fp->wake)
+		munmap(fp->wake, (size_t)sysconf(_SC_PAGESIZE));
+	if (fp->ring_pos)
+		munmap((void *)fp->ring_pos, 2 * (size_t)sysconf(_SC_PAGESIZE));
 	if (fp->prog)
 		xdp_program__close(fp->prog);
 	if (fp->skel)
@@ -286,6 +291,13 @@ int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, 
 		return fail(fp, err, errlen, "opening the XDP program", errno);
 	fp->skel->rodata->cfg_port = port;
 	fp->skel->rodata->cfg_redirect = redirect;
+	{
+		struct mrc_conn_config cc;
+
+		/* a sleeping daemon is woken as often as the engine would acknowledge */
+		mrc_conn_config_default(&cc);
+		fp->skel->rodata->cfg_wake_every = cc.ack_coalesce_packets;
+	}
 	fp->prog = xdp_program__from_bpf_obj(fp->skel->obj, "xdp.frags");
 	e = (int)libxdp_get_error(fp->prog);
 	if (e) {
@@ -387,6 +399,26 @@ int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, 
 	if (!fp->events)
 		return fail(fp, err, errlen, "the event ring", errno);
 	fp->events_fd = ring_buffer__epoll_fd(fp->events);
+	{
+		size_t page = (size_t)sysconf(_SC_PAGESIZE);
+		void *wake = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED,
+				  bpf_map__fd(fp->skel->maps.mrc_wake), 0);
+		/* the consumer's page, then the producer's: positions at the start of each */
+		void *pos = mmap(NULL, 2 * page, PROT_READ, MAP_SHARED,
+				 bpf_map__fd(fp->skel->maps.mrc_events), 0);
+
+		if (wake == MAP_FAILED || pos == MAP_FAILED) {
+			int why = errno;
+
+			if (wake != MAP_FAILED)
+				munmap(wake, page);
+			if (pos != MAP_FAILED)
+				munmap(pos, 2 * page);
+			return fail(fp, err, errlen, "mapping the event ring's positions", why);
+		}
+		fp->wake = wake;
+		fp->ring_pos = pos;
+	}
 	fp->mrs_fd = bpf_map__fd(fp->skel->maps.mrc_mrs);
 	fp->pages_fd = bpf_map__fd(fp->skel->maps.mrc_mr_pages);
 	fp->outcomes_fd = bpf_map__fd(fp->skel->maps.mrc_outcomes);
@@ -413,6 +445,28 @@ unsigned mrcd_fastpath_events(struct mrcd_fastpath *fp, struct mrc_xdp_event *ou
 	memmove(fp->pending, fp->pending + n, (fp->n_pending - n) * sizeof(*out));
 	fp->n_pending -= n;
 	return n;
+}
+
+bool mrcd_fastpath_events_pending(const struct mrcd_fastpath *fp)
+{
+	size_t words = (size_t)sysconf(_SC_PAGESIZE) / sizeof(uint64_t);
+	uint64_t consumer = __atomic_load_n(&fp->ring_pos[0], __ATOMIC_ACQUIRE);
+	uint64_t producer = __atomic_load_n(&fp->ring_pos[words], __ATOMIC_ACQUIRE);
+
+	return fp->n_pending || producer != consumer;
+}
+
+bool mrcd_fastpath_arm(struct mrcd_fastpath *fp, bool sleeping)
+{
+	__atomic_store_n(&fp->wake->asleep, sleeping ? 1u : 0u, __ATOMIC_SEQ_CST);
+	if (!sleeping)
+		return true;
+	/* pairs with the program's locked add between reserving an event and reading asleep */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!mrcd_fastpath_events_pending(fp))
+		return true;
+	__atomic_store_n(&fp->wake->asleep, 0u, __ATOMIC_RELAXED);
+	return false;
 }
 
 /* --- regions ---------------------------------------------------------------------------- */

@@ -44,6 +44,8 @@ struct mrcd_fastpath {
 	struct mrc_xdp_qp *qps; /* mrc_qps, mapped: the daemon changes entries in place */
 	struct ring_buffer *events;
 	int events_fd;		/* epoll fd of the ring buffer */
+	struct mrc_xdp_wake *wake; /* mrc_wake, mapped: `asleep` is ours to write */
+	const volatile uint64_t *ring_pos; /* the ring's consumer and producer positions, read */
 	int mrs_fd, pages_fd, outcomes_fd, xsks_fd;
 	/* events taken from the ring and not yet handed to the engine */
 	struct mrc_xdp_event *pending;
@@ -64,6 +66,16 @@ int mrcd_fastpath_plane(const struct mrcd_fastpath *fp, uint32_t ifindex);
 /* Takes up to max events from the ring into out; returns how many. */
 unsigned mrcd_fastpath_events(struct mrcd_fastpath *fp, struct mrc_xdp_event *out,
 			      unsigned max);
+
+/* Events are waiting, announced or not: the program wakes a sleeping daemon only for some. */
+bool mrcd_fastpath_events_pending(const struct mrcd_fastpath *fp);
+
+/*
+ * The daemon is about to sleep (true) or woke (false). Going to sleep it tells the program so
+ * (xdp.h: then urgent events wake it) and looks at the ring once more: false when events
+ * came meanwhile, and it must not sleep.
+ */
+bool mrcd_fastpath_arm(struct mrcd_fastpath *fp, bool sleeping);
 
 /* --- regions ---------------------------------------------------------------------------- */
 

@@ -236,7 +236,7 @@ int mrcd_run(struct mrcd *d)
 		uint64_t now = mrcd_now_ns(), next;
 		struct timespec wait = { 0, 0 };
 		uint64_t http_due;
-		bool tx_pending, sleep, worked;
+		bool tx_pending, rx_pending, sleep, worked;
 		int n;
 
 		worked = mrcd_core_pump(&d->core, now);
@@ -253,10 +253,14 @@ int mrcd_run(struct mrcd *d)
 		tx_pending = d->backend.ops->tx_pending && d->backend.ops->tx_pending(&d->backend);
 		if (tx_pending && next > now + TX_KICK_NS)
 			next = now + TX_KICK_NS;
+		rx_pending = d->backend.ops->rx_pending && d->backend.ops->rx_pending(&d->backend);
+		if (rx_pending)
+			next = now;
 		/* nothing due: spin a while (busy_poll), reading the work queues each turn
 		 * without doorbells, or go to sleep: the queues want their doorbells again,
 		 * unless one filled meanwhile */
-		sleep = next > now && !mrcd_spin_idle(&d->spin, now) && mrcd_core_idle(&d->core);
+		sleep = next > now && !mrcd_spin_idle(&d->spin, now) && mrcd_core_idle(&d->core) &&
+			(!d->backend.ops->arm || d->backend.ops->arm(&d->backend, true));
 		/* the engine's timers are microseconds apart: wait to the nanosecond, not the
 		 * millisecond epoll_wait would round up to */
 		if (sleep && next != UINT64_MAX)
@@ -268,6 +272,8 @@ int mrcd_run(struct mrcd *d)
 			mrcd_log(LOG_ERR, "epoll_pwait2: %s", strerror(errno));
 			return -1;
 		}
+		if (sleep && d->backend.ops->arm)
+			d->backend.ops->arm(&d->backend, false);
 		for (int i = 0; i < n; i++) {
 			struct mrcd_watch *w = ev[i].data.ptr;
 
@@ -277,7 +283,7 @@ int mrcd_run(struct mrcd *d)
 			mrcd_metrics_on_timeout(d); /* a scraper that went quiet is closed */
 		/* the backend is read when one of its descriptors said so, or while it has
 		 * transmit rings to kick (reading kicks them) */
-		if (d->rx_due || tx_pending) {
+		if (d->rx_due || tx_pending || rx_pending) {
 			d->rx_due = false;
 			worked |= receive(d, mrcd_now_ns()) > 0;
 		}

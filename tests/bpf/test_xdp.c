@@ -7,7 +7,10 @@
  *    verdict and outcome counter, SACK bit, bytes in the region, event;
  *  - a differential test: random PSN sequences fed to the program (with this test doing the
  *    daemon's part: moving the window base on each placement) and to the engine's receive
- *    window (lib/proto/sack.c) must agree on every verdict and end in the same SACK state.
+ *    window (lib/proto/sack.c) must agree on every verdict and end in the same SACK state;
+ *  - the wakeups: while the daemon says it sleeps, the program wakes it for exactly the
+ *    packets the engine acknowledges at once, and every 8th otherwise; never while it is
+ *    awake (it reads the ring every turn then).
  *
  *	test_xdp METAROCE_XDP_BPF_OBJECT
  */
@@ -76,7 +79,8 @@ struct fixture {
 	uint32_t event;		/* event kind expected (0: none) */
 };
 
-#define W(psn_, len_, off_) { MRC_OP_WRITE, QPN, psn_, MR_KEY, MR_ADDR + (off_), len_, false, 0, 0 }
+#define W(psn_, len_, off_) \
+	{ MRC_OP_WRITE, QPN, psn_, MR_KEY, MR_ADDR + (off_), len_, false, 0, 0, 0, false }
 static const struct fixture fixtures[] = {
 	{ "in-window WRITE: placed, bit set, event", W(BASE_PSN + 3, 1000, 0), BASE_PSN,
 	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
@@ -98,20 +102,21 @@ static const struct fixture fixtures[] = {
 	{ "a frame cut short: dropped", W(BASE_PSN + 1, 1000, 0), BASE_PSN, MRC_XDP_QP_PLACE,
 	  TRUNCATE, XDP_DROP, MRC_XDP_TRUNCATED, false, 0 },
 	{ "from an address that is not the QP's peer: to the daemon", { MRC_OP_WRITE, QPN,
-	  BASE_PSN, MR_KEY, MR_ADDR, 64, false, 0, STRANGER }, BASE_PSN, MRC_XDP_QP_PLACE, NONE,
+	  BASE_PSN, MR_KEY, MR_ADDR, 64, false, 0, STRANGER, 0, false }, BASE_PSN, MRC_XDP_QP_PLACE, NONE,
 	  XDP_PASS, MRC_XDP_WRONG_PEER, false, 0 },
 	{ "an unknown QP: to the daemon", { MRC_OP_WRITE, 0x999, BASE_PSN, MR_KEY, MR_ADDR, 64,
-	  false, 0, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_UNKNOWN_QP, false, 0 },
+	  false, 0, 0, 0, false }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_UNKNOWN_QP,
+	  false, 0 },
 	{ "a wrong key (random bits): to the daemon, which NAKs", { MRC_OP_WRITE, QPN, BASE_PSN,
-	  MR_KEY ^ 1, MR_ADDR, 64, false, 0, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
+	  MR_KEY ^ 1, MR_ADDR, 64, false, 0, 0, 0, false }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
 	  MRC_XDP_BAD_KEY, false, 0 },
 	{ "a key of no region: to the daemon", { MRC_OP_WRITE, QPN, BASE_PSN,
-	  (9u << MRC_XDP_KEY_SLOT_SHIFT) | 1, MR_ADDR, 64, false, 0, 0 }, BASE_PSN,
+	  (9u << MRC_XDP_KEY_SLOT_SHIFT) | 1, MR_ADDR, 64, false, 0, 0, 0, false }, BASE_PSN,
 	  MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_BAD_KEY, false, 0 },
 	{ "one byte past the region's end: to the daemon", W(BASE_PSN, 64, MR_LEN - 63),
 	  BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_OUT_OF_BOUNDS, false, 0 },
 	{ "before the region's start: to the daemon", { MRC_OP_WRITE, QPN, BASE_PSN, MR_KEY,
-	  MR_ADDR - 1, 64, false, 0, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
+	  MR_ADDR - 1, 64, false, 0, 0, 0, false }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
 	  MRC_XDP_OUT_OF_BOUNDS, false, 0 },
 	{ "the region's last byte exactly: placed", W(BASE_PSN, 64, MR_LEN - 64), BASE_PSN,
 	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
@@ -121,29 +126,30 @@ static const struct fixture fixtures[] = {
 	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
 	{ "one byte", W(BASE_PSN + 9, 1, 777), BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_DROP,
 	  MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
-	{ "IPv6: placed", { MRC_OP_WRITE, QPN, BASE_PSN + 10, MR_KEY, MR_ADDR + 50, 1500, true, 0, 0 },
+	{ "IPv6: placed", { MRC_OP_WRITE, QPN, BASE_PSN + 10, MR_KEY, MR_ADDR + 50, 1500, true, 0,
+	  0, 0, false },
 	  BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
 	{ "READ response into a sink region: placed", { MRC_OP_READ_RESP, QPN, BASE_PSN + 11,
-	  SINK_KEY, MR_ADDR + 10, 700, false, 0, 0 }, BASE_PSN,
+	  SINK_KEY, MR_ADDR + 10, 700, false, 0, 0, 0, false }, BASE_PSN,
 	  MRC_XDP_QP_PLACE | MRC_XDP_QP_PLACE_READ, NONE, XDP_DROP, MRC_XDP_PLACED, true,
 	  MRC_XDP_EV_PLACED },
 	{ "READ response while the QP places WRITEs only (a multi-SGE READ): to the daemon",
-	  { MRC_OP_READ_RESP, QPN, BASE_PSN + 11, SINK_KEY, MR_ADDR + 10, 700, false, 0, 0 },
+	  { MRC_OP_READ_RESP, QPN, BASE_PSN + 11, SINK_KEY, MR_ADDR + 10, 700, false, 0, 0, 0, false },
 	  BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_TO_DAEMON, false, 0 },
 	{ "a WRITE while the QP places READ responses only: to the daemon", W(BASE_PSN, 64, 0),
 	  BASE_PSN, MRC_XDP_QP_PLACE_READ, NONE, XDP_PASS, MRC_XDP_TO_DAEMON, false, 0 },
 	{ "READ response into a region without local write: to the daemon",
-	  { MRC_OP_READ_RESP, QPN, BASE_PSN + 11, MR_KEY, MR_ADDR, 700, false, 0, 0 }, BASE_PSN,
+	  { MRC_OP_READ_RESP, QPN, BASE_PSN + 11, MR_KEY, MR_ADDR, 700, false, 0, 0, 0, false }, BASE_PSN,
 	  MRC_XDP_QP_PLACE | MRC_XDP_QP_PLACE_READ, NONE, XDP_PASS, MRC_XDP_BAD_KEY, false, 0 },
 	{ "WRITE into a sink region (no remote write): to the daemon", { MRC_OP_WRITE, QPN,
-	  BASE_PSN, SINK_KEY, MR_ADDR, 64, false, 0, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE,
+	  BASE_PSN, SINK_KEY, MR_ADDR, 64, false, 0, 0, 0, false }, BASE_PSN, MRC_XDP_QP_PLACE, NONE,
 	  XDP_PASS, MRC_XDP_BAD_KEY, false, 0 },
-	{ "SEND: to the daemon", { MRC_OP_SEND, QPN, BASE_PSN, 0, 0, 64, false, 0, 0 }, BASE_PSN,
+	{ "SEND: to the daemon", { MRC_OP_SEND, QPN, BASE_PSN, 0, 0, 64, false, 0, 0, 0, false }, BASE_PSN,
 	  MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_TO_DAEMON, false, 0 },
 	{ "a QP not placing in XDP: to the daemon", W(BASE_PSN, 64, 0), BASE_PSN, 0, NONE,
 	  XDP_PASS, MRC_XDP_TO_DAEMON, false, 0 },
 	{ "UDP to another port: not ours, untouched", { MRC_OP_WRITE, QPN, BASE_PSN, MR_KEY,
-	  MR_ADDR, 64, false, 4791, 0 }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
+	  MR_ADDR, 64, false, 4791, 0, 0, false }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
 	  MRC_XDP_NOT_OURS, false, 0 },
 };
 
@@ -248,7 +254,7 @@ static void differential(unsigned sequences, unsigned packets)
 			/* mostly ahead of the window, some retransmissions and overruns */
 			uint32_t psn = engine.base + (next_random() % 320) - 32;
 			struct frame_spec sp = { MRC_OP_WRITE, QPN, psn, MR_KEY,
-						 MR_ADDR + (next_random() % 8000), 32, false, 0, 0 };
+						 MR_ADDR + (next_random() % 8000), 32, false, 0, 0, 0, false };
 			struct frame fr = frame_build(&sp);
 			enum mrc_rx_verdict want = mrc_rx_window_classify(&engine, psn);
 			uint64_t was[MRC_XDP_OUTCOMES];
@@ -295,6 +301,89 @@ static void differential(unsigned sequences, unsigned packets)
 	       "SACK state as the engine\n", sequences, packets, placed);
 }
 
+/* --- wakeups --------------------------------------------------------------------------------- */
+
+struct wake_step {
+	const char *what;
+	int32_t psn;		/* relative to BASE_PSN */
+	uint16_t flags;
+	bool ce;
+	bool wakes;
+};
+
+/* In order from the base, 8 packets and then a 9th: only the 8th wakes. Then each thing that
+ * makes the engine acknowledge at once [R-234] wakes by itself. */
+static const struct wake_step wake_steps[] = {
+	{ "in order 1 of 8", 0, 0, false, false },
+	{ "in order 2 of 8", 1, 0, false, false },
+	{ "in order 3 of 8", 2, 0, false, false },
+	{ "in order 4 of 8", 3, 0, false, false },
+	{ "in order 5 of 8", 4, 0, false, false },
+	{ "in order 6 of 8", 5, 0, false, false },
+	{ "in order 7 of 8", 6, 0, false, false },
+	{ "in order 8 of 8: the coalescing count", 7, 0, false, true },
+	{ "in order, the count starts again", 8, 0, false, false },
+	{ "ACK_REQ (a message's last packet, or a full window)", 9, MRC_F_ACK_REQ, false, true },
+	{ "CE-marked", 10, 0, true, true },
+	{ "in order after a wakeup", 11, 0, false, false },
+	{ "opens a gap (13 is missing)", 14, 0, false, true },
+	{ "beyond the gap, in order with the last", 15, 0, false, false },
+	{ "a duplicate", 15, 0, false, true },
+	{ "below the window", -1, 0, false, true },
+};
+
+static void wakeups(void)
+{
+	struct frame_spec usual = { .opcode = MRC_OP_WRITE };
+	struct mrc_xdp_qp *q = xdp_env_qp(&env, QPN);
+	uint64_t woke, quiet;
+	uint8_t peer[16];
+
+	frame_source(&usual, peer);
+	xdp_env_set_qp(&env, QPN, BASE_PSN, MRC_XDP_QP_PLACE, peer);
+	__atomic_store_n(&env.wake->asleep, 1, __ATOMIC_SEQ_CST);
+	for (size_t i = 0; i < sizeof(wake_steps) / sizeof(wake_steps[0]); i++) {
+		const struct wake_step *w = &wake_steps[i];
+		struct frame_spec sp = { MRC_OP_WRITE, QPN, BASE_PSN + (uint32_t)w->psn, MR_KEY,
+					 MR_ADDR, 64, false, 0, 0, w->flags, w->ce };
+		struct frame fr = frame_build(&sp);
+
+		woke = env.wake->wakeups;
+		quiet = env.wake->quiet;
+		xdp_env_run(&env, &fr, fr.len, 1, NULL);
+		ring_buffer__consume(events);
+		check(env.wake->wakeups - woke == (w->wakes ? 1u : 0u) &&
+		      env.wake->quiet - quiet == (w->wakes ? 0u : 1u),
+		      "asleep, %s: %s", w->what, w->wakes ? "no wakeup" : "woken");
+		/* the daemon's part: the base follows what arrived in order */
+		while (q->ring[(q->base % MRC_SACK_BITS) / 64] & (1ull << (q->base % 64))) {
+			uint32_t b = q->base;
+
+			__atomic_store_n(&q->base, b + 1, __ATOMIC_RELEASE);
+			__atomic_fetch_and(&q->ring[(b % MRC_SACK_BITS) / 64], ~(1ull << (b % 64)),
+					   __ATOMIC_RELEASE);
+		}
+	}
+	/* awake: the daemon reads the ring each turn, so nothing wakes it, urgent or not */
+	__atomic_store_n(&env.wake->asleep, 0, __ATOMIC_SEQ_CST);
+	woke = env.wake->wakeups;
+	quiet = env.wake->quiet;
+	for (uint32_t k = 0; k < 20; k++) {
+		struct frame_spec sp = { MRC_OP_WRITE, QPN, BASE_PSN + 100 + 2 * k, MR_KEY,
+					 MR_ADDR, 64, false, 0, 0, MRC_F_ACK_REQ, k % 2 };
+		struct frame fr = frame_build(&sp);
+
+		xdp_env_run(&env, &fr, fr.len, 1, NULL);
+	}
+	ring_buffer__consume(events);
+	check(env.wake->wakeups == woke && env.wake->quiet == quiet,
+	      "awake: %llu wakeups, %llu quiet events counted",
+	      (unsigned long long)(env.wake->wakeups - woke),
+	      (unsigned long long)(env.wake->quiet - quiet));
+	printf("ok   wakeups: %zu packets to a sleeping daemon, woken for exactly the urgent ones "
+	       "and every 8th; none while awake\n", sizeof(wake_steps) / sizeof(wake_steps[0]));
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -314,6 +403,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++)
 		run_fixture(&fixtures[i]);
 	differential(12, 600);
+	wakeups();
 	ring_buffer__free(events);
 	xdp_env_close(&env);
 	printf("xdp: %u checks, %u failed\n", checks, failures);

@@ -75,6 +75,10 @@ void xdp_env_open(struct xdp_env *env, const char *object, const char *who)
 			MAP_SHARED, env->qps_fd, 0);
 	if (env->qps == MAP_FAILED)
 		die("mmap of mrc_qps");
+	env->wake = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE, MAP_SHARED,
+			 bpf_object__find_map_fd_by_name(env->obj, "mrc_wake"), 0);
+	if (env->wake == MAP_FAILED)
+		die("mmap of mrc_wake");
 	/* test runs arrive on this namespace's loopback (ifindex 1): plane 0 */
 	if (bpf_map_update_elem(env->planes_fd, &(uint32_t){ 1 }, &(uint32_t){ 0 }, BPF_ANY))
 		die("mrc_planes update");
@@ -146,8 +150,8 @@ struct frame frame_build(const struct frame_spec *s)
 	static uint8_t payload[9000];
 	struct frame f = { 0 };
 	struct ethhdr *eth = (void *)f.b;
-	struct mrc_packet pkt = { .opcode = s->opcode, .dst_qpn = s->qpn, .psn = s->psn,
-				  .path_id = 3 };
+	struct mrc_packet pkt = { .opcode = s->opcode, .flags = s->flags, .dst_qpn = s->qpn,
+				  .psn = s->psn, .path_id = 3 };
 	struct udphdr *udp;
 	uint32_t l4;
 	size_t n;
@@ -159,6 +163,8 @@ struct frame frame_build(const struct frame_spec *s)
 		uint32_t first = htonl(6u << 28);
 
 		eth->h_proto = htons(ETH_P_IPV6);
+		if (s->ce)
+			first |= htonl(3u << 20);
 		memcpy(ip6, &first, 4);
 		ip6->nexthdr = IPPROTO_UDP;
 		ip6->hop_limit = 64;
@@ -174,6 +180,7 @@ struct frame frame_build(const struct frame_spec *s)
 		ip->version = 4;
 		ip->ihl = 5;
 		ip->ttl = 64;
+		ip->tos = s->ce ? 3 : 0;
 		ip->protocol = IPPROTO_UDP;
 		ip->saddr = htonl(0xc6120000 | (s->src_last ? s->src_last : 1));
 		ip->daddr = htonl(0xc6120002);

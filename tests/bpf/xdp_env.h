@@ -20,6 +20,7 @@ struct xdp_env {
 	struct bpf_object *obj;
 	int prog_fd, qps_fd, mrs_fd, pages_fd, outcomes_fd, events_fd, planes_fd;
 	struct mrc_xdp_qp *qps;	/* mrc_qps, mapped: changed in place, as the daemon does */
+	struct mrc_xdp_wake *wake; /* mrc_wake, mapped: asleep is the daemon's (the test's) */
 };
 
 struct frame {
@@ -37,6 +38,8 @@ struct frame_spec {
 	bool ipv6;
 	uint16_t port;		/* 0: MetaRoCE's */
 	uint8_t src_last;	/* 0: the usual source address; else its last byte */
+	uint16_t flags;		/* MRC_F_* in the MetaRoCE header */
+	bool ce;		/* the IP header's ECN field says CE */
 };
 
 /* In a network namespace of its own (duplicates and redirects leave nowhere); exits on error. */

@@ -16,6 +16,9 @@
  *                         daemon and the client map the same pages
  *   mrc_events     RINGBUF struct mrc_xdp_event per packet the program acted on, so the
  *                         engine completes, acknowledges and counts as if it had received it
+ *   mrc_wake       ARRAY, mmapable, one struct mrc_xdp_wake: whether the daemon sleeps, so
+ *                         the program wakes it only for what an acknowledgement cannot wait
+ *                         for (below), and how often it did
  *   mrc_outcomes   PERCPU_ARRAY enum mrc_xdp_outcome -> packets
  *   mrc_xsks       XSKMAP plane * MRC_XDP_MAX_QUEUES + rx queue -> the AF_XDP socket that
  *                         takes whatever goes to the daemon (none: it passes up instead)
@@ -33,6 +36,16 @@
  * same kind: the daemon clears a passed PSN's bit after it moved base, so a packet 256 PSNs
  * later that set the same bit in between loses it, and a late duplicate of that packet would
  * be placed again (the engine still counts it once).
+ *
+ * Waking the daemon: an event is submitted without a wakeup (the daemon reads the ring every
+ * turn while it is awake), unless the daemon said it sleeps (mrc_xdp_wake.asleep) and the
+ * packet is one the engine acknowledges at once [R-234]: ACK_REQ (the last of a message, or
+ * one that filled the sender's window [R-332]), CE-marked, a duplicate, one that opens a gap
+ * or fills the gap at the window's base, or every cfg_wake_every-th placed packet of its QP
+ * (the engine's ACK coalescing count) [R-333]. The program counts the packet (a locked
+ * add, a full barrier) after reserving its event and before reading `asleep`; the daemon
+ * sets `asleep`, fences, then looks at the ring's producer position once more before it
+ * sleeps: one of the two always sees the other's write.
  *
  * READ responses are placed by (sink key, address), contiguously: right only for a READ with
  * one scatter element, so the daemon sets MRC_XDP_QP_PLACE_READ only while the QP has sent
@@ -85,6 +98,15 @@ struct mrc_xdp_qp {
 	__u32 peer_planes;	/* bit p: the peer speaks to this QP on plane p, from peer[p] */
 	__u32 reserved;
 	__u8 peer[MRC_MAX_PLANES][16]; /* IPv4-mapped for IPv4 */
+	__u64 placed_unwoken;	/* placed packets counted towards the next wakeup (the program's) */
+};
+
+/* The one element of mrc_wake. */
+struct mrc_xdp_wake {
+	__u32 asleep;		/* the daemon's: 1 while it sleeps (or is about to) */
+	__u32 reserved;
+	__u64 wakeups;		/* the program's: events it submitted with a wakeup */
+	__u64 quiet;		/* the program's: events it submitted while the daemon slept, unwoken */
 };
 
 /* struct mrc_xdp_mr.access */
