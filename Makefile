@@ -99,7 +99,8 @@ IDLE_QPS := $(BUILD)/bench/idle-qps
 
 # libmetaroce.so.1: the libibverbs ABI (lib/verbs) plus the ring and page-sharing code it
 # shares with the daemon, built position independent.
-VERBS_SRCS := $(sort $(wildcard lib/verbs/*.c)) lib/shm/ring.c lib/shm/share.c lib/shm/fdpass.c
+VERBS_SRCS := $(sort $(wildcard lib/verbs/*.c)) lib/shm/ring.c lib/shm/share.c lib/shm/fdpass.c \
+	      lib/shm/spin.c
 VERBS_OBJS := $(VERBS_SRCS:%.c=$(OBJ)/pic/%.o)
 LIBMETAROCE := $(BUILD)/lib/libmetaroce.so.1
 METAROCE_RUN := $(BUILD)/bin/metaroce-run

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "shm/spin.h"
+
 #define MAX_LINE 1024
 
 
@@ -196,41 +198,10 @@ static int set_rx_capacity(struct mrcd_config *cfg, const char *v, char *err, si
 	return 0;
 }
 
-/* A duration: digits and a unit, ns, us, ms or s; at most an hour. */
-static int parse_duration(const char *s, uint64_t *out)
-{
-	static const struct {
-		const char *unit;
-		uint64_t ns;
-	} units[] = { { "ns", 1 }, { "us", 1000 }, { "ms", 1000000 }, { "s", 1000000000 } };
-	char digits[32];
-	size_t n = strspn(s, "0123456789");
-	uint64_t v;
-
-	if (!n || n >= sizeof(digits))
-		return -1;
-	memcpy(digits, s, n);
-	digits[n] = '\0';
-	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (!strcmp(s + n, units[i].unit)) {
-			if (parse_uint(digits, 3600000000000ull / units[i].ns, &v))
-				return -1;
-			*out = v * units[i].ns;
-			return 0;
-		}
-	return -1;
-}
-
 /* no: sleep whenever idle; yes: never sleep; a duration: spin up to that long, adaptively */
 static int set_busy_poll(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
 {
-	bool on;
-
-	if (!parse_bool(v, &on)) {
-		cfg->busy_poll_ns = on ? MRCD_BUSY_POLL_ALWAYS : 0;
-		return 0;
-	}
-	if (parse_duration(v, &cfg->busy_poll_ns))
+	if (mrc_spin_parse_budget(v, &cfg->busy_poll_ns))
 		return fail(err, errlen,
 			    "busy_poll must be no, yes or a duration such as 50us, not '%s'", v);
 	return 0;
@@ -577,7 +548,7 @@ size_t mrcd_config_render(const struct mrcd_config *cfg, char *buf, size_t cap)
 		     cfg->prefixes[i].addr.family == MRC_AF_INET ? cfg->prefixes[i].len - 96u
 							       : cfg->prefixes[i].len);
 	EMIT("control_socket = %s\n", cfg->control_socket);
-	if (cfg->busy_poll_ns == 0 || cfg->busy_poll_ns == MRCD_BUSY_POLL_ALWAYS)
+	if (cfg->busy_poll_ns == 0 || cfg->busy_poll_ns == MRC_SPIN_ALWAYS)
 		EMIT("busy_poll = %s\n", cfg->busy_poll_ns ? "yes" : "no");
 	else if (cfg->busy_poll_ns % 1000)
 		EMIT("busy_poll = %lluns\n", (unsigned long long)cfg->busy_poll_ns);

@@ -35,7 +35,6 @@
 #define MRCD_CONTROL_SOCKET_DEFAULT "/run/metaroce/metaroced.sock"
 #define MRCD_MAX_PREFIXES 32
 #define MRCD_MAX_PATHS_PER_PLANE 8
-#define MRCD_BUSY_POLL_ALWAYS UINT64_MAX /* busy_poll = yes: never sleep */
 
 enum mrcd_backend_kind {
 	MRCD_BACKEND_AUTO = 0, /* the faster where both run: udp today (loop.c says why) */
@@ -70,7 +69,8 @@ struct mrcd_config {
 	uint8_t n_prefixes;
 	struct mrcd_prefix prefixes[MRCD_MAX_PREFIXES];
 	char control_socket[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	uint64_t busy_poll_ns;	   /* spin up to this long when idle; 0: sleep at once */
+	uint64_t busy_poll_ns;	   /* spin up to this long when idle; 0: sleep at once;
+				      MRC_SPIN_ALWAYS (shm/spin.h): never sleep */
 	bool udp_gso;		   /* udp sockets send equal datagrams of a path as one message */
 	bool rocev2;		   /* transport = rocev2: the engine's baseline mode */
 	bool metrics;		   /* metrics_listen is set */

@@ -107,6 +107,8 @@ struct mrcd_stats {
 	uint64_t rx_daemon_refused; /* daemon-level packets the peer table refused */
 	uint64_t tx_datagrams;
 	uint64_t tx_held_dropped;   /* refused by the local queue for MRCD_TX_HOLD_NS: given up */
+	uint64_t cq_events;	    /* completion events raised on clients' channels */
+	uint64_t cq_events_spun;    /* arms left to a library spinning on them (no wakeup) */
 };
 
 struct mrcd_core_params {

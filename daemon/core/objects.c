@@ -381,11 +381,18 @@ static void cq_notify(struct mrcd_core *c, struct mrcd_cq *cq, bool solicited_or
 	 * arm-then-poll and this produce-then-read cannot both miss (its fence pairs with it) */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	want = __atomic_load_n(arm, __ATOMIC_ACQUIRE);
-	if (cq->channel < 0 || !want || (want == MRC_CQ_ARM_SOLICITED && !solicited_or_error))
+	if (cq->channel < 0 || !want ||
+	    ((want & ~MRC_CQ_ARM_SPINNING) == MRC_CQ_ARM_SOLICITED && !solicited_or_error))
 		return;
+	/* a spinning library takes the event itself (shm.h: MRC_CQ_ARM_SPINNING) */
+	if (want & MRC_CQ_ARM_SPINNING) {
+		c->stats.cq_events_spun++;
+		return;
+	}
 	/* only one completion fires an arming, even if the client re-arms concurrently */
 	if (!__atomic_compare_exchange_n(arm, &want, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return;
+	c->stats.cq_events++;
 	__atomic_fetch_add(&cq->ring.producer->aux, 1, __ATOMIC_RELEASE);
 	if (!c->ops->notify(c->io, cq->channel) && !cq->notify_pending) {
 		/* the client is not reading its channel: the event is counted, the byte that

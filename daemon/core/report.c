@@ -297,6 +297,12 @@ size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 	       "Datagrams given up to loss recovery after the local queue took nothing for 2 ms.");
 	put(&o, "metaroce_tx_held_dropped_total %llu\n",
 	    (unsigned long long)c->stats.tx_held_dropped);
+	family(&o, "metaroce_cq_events_total", "counter",
+	       "Completion events raised on clients' completion channels (each a wakeup).");
+	put(&o, "metaroce_cq_events_total %llu\n", (unsigned long long)c->stats.cq_events);
+	family(&o, "metaroce_cq_events_spun_total", "counter",
+	       "Completions an armed CQ's library took itself while spinning (METAROCE_BUSY_POLL).");
+	put(&o, "metaroce_cq_events_spun_total %llu\n", (unsigned long long)c->stats.cq_events_spun);
 	family(&o, "metaroce_completions_total", "counter", "Work completions delivered.");
 	put(&o, "metaroce_completions_total %llu\n", (unsigned long long)completions);
 	family(&o, "metaroce_error_completions_total", "counter",

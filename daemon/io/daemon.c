@@ -51,7 +51,7 @@ static int reload(struct mrcd *d)
 	d->cfg.rx_capacity_bps = next.rx_capacity_bps;
 	if (next.busy_poll_ns != d->cfg.busy_poll_ns) {
 		d->cfg.busy_poll_ns = next.busy_poll_ns;
-		mrcd_spin_init(&d->spin, d->cfg.busy_poll_ns);
+		mrc_spin_init(&d->spin, d->cfg.busy_poll_ns);
 	}
 	mrcd_core_reload(&d->core);
 	mrcd_log(LOG_INFO, "reloaded %s: %u peer prefix%s", d->config_path, next.n_prefixes,

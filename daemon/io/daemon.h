@@ -16,7 +16,7 @@
 
 #include "config.h"
 #include "core/core.h"
-#include "core/spin.h"
+#include "shm/spin.h"
 #include "io/backend.h"
 
 struct mrcd;
@@ -57,7 +57,7 @@ struct mrcd {
 	struct mrcd_watch backend_fds[MRCD_BACKEND_MAX_FDS];
 	unsigned n_backend_fds;
 	bool rx_due;		    /* a backend descriptor was readable: read it this turn */
-	struct mrcd_spin spin;	    /* busy_poll: whether an idle turn polls again or sleeps */
+	struct mrc_spin spin;	    /* busy_poll: whether an idle turn polls again or sleeps */
 	struct mrcd_conn conn[MRCD_MAX_CLIENTS];
 	struct mrcd_request_fds req;
 	struct mrcd_watch metrics;  /* the metrics endpoint's epoll descriptor; fd -1: off */

@@ -138,7 +138,7 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 		d->conn[i].sock.fd = d->conn[i].doorbell.fd = -1;
 	raise_fd_limit();
 	d->started_ns = mrcd_now_ns();
-	mrcd_spin_init(&d->spin, d->cfg.busy_poll_ns);
+	mrc_spin_init(&d->spin, d->cfg.busy_poll_ns);
 	if (mrcd_config_check(&d->cfg, err, errlen))
 		return -1;
 	if (open_backend(d, err, errlen))
@@ -259,7 +259,7 @@ int mrcd_run(struct mrcd *d)
 		/* nothing due: spin a while (busy_poll), reading the work queues each turn
 		 * without doorbells, or go to sleep: the queues want their doorbells again,
 		 * unless one filled meanwhile */
-		sleep = next > now && !mrcd_spin_idle(&d->spin, now) && mrcd_core_idle(&d->core) &&
+		sleep = next > now && !mrc_spin_idle(&d->spin, now) && mrcd_core_idle(&d->core) &&
 			(!d->backend.ops->arm || d->backend.ops->arm(&d->backend, true));
 		/* the engine's timers are microseconds apart: wait to the nanosecond, not the
 		 * millisecond epoll_wait would round up to */
@@ -288,7 +288,7 @@ int mrcd_run(struct mrcd *d)
 			worked |= receive(d, mrcd_now_ns()) > 0;
 		}
 		if (worked || n > 0)
-			mrcd_spin_work(&d->spin, mrcd_now_ns());
+			mrc_spin_work(&d->spin, mrcd_now_ns());
 	}
 	if (d->systemd)
 		sd_notify(0, "STOPPING=1");

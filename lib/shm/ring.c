@@ -120,6 +120,20 @@ int mrc_ring_take(struct mrc_ring *r, void *out)
 	return 1;
 }
 
+int mrc_ring_peek(const struct mrc_ring *r, uint32_t ahead, void *out)
+{
+	uint32_t producer = __atomic_load_n(&r->producer->value, __ATOMIC_ACQUIRE);
+	uint32_t avail = producer - r->mine;
+
+	if (avail > r->entries)
+		return -EPROTO;
+	if (ahead >= avail)
+		return 0;
+	memcpy(out, r->entry_base + (size_t)((r->mine + ahead) & (r->entries - 1)) * r->entry_size,
+	       r->entry_size);
+	return 1;
+}
+
 void mrc_ring_release(struct mrc_ring *r, uint32_t upto)
 {
 	r->released = upto;

@@ -51,6 +51,10 @@ int mrc_ring_consume(struct mrc_ring *r, void *out);
  */
 int mrc_ring_take(struct mrc_ring *r, void *out);
 
+/* A copy of the entry `ahead` places after the oldest not yet taken, which stays where it is.
+ * Returns 1, 0 when there is none, -EPROTO for a corrupt producer index. */
+int mrc_ring_peek(const struct mrc_ring *r, uint32_t ahead, void *out);
+
 /* Gives back every slot before index upto (released <= upto <= taken). */
 void mrc_ring_release(struct mrc_ring *r, uint32_t upto);
 

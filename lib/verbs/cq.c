@@ -6,6 +6,12 @@
  * application armed (ibv_req_notify_cq), never waiting on it; ibv_get_cq_event reads one
  * and finds which CQ raised it from the per-CQ event count in the ring
  * (lib/include/metaroce/shm.h).
+ *
+ * With METAROCE_BUSY_POLL set (a budget as metaroced.conf's busy_poll takes it: 50us, yes,
+ * no), ibv_get_cq_event first spins on its channel's armed CQs: a completion that satisfies
+ * an arm is taken as the event by clearing the arm itself (the same compare-and-swap the
+ * daemon's firing uses, so exactly one of the two raises it), and the application sleeps only
+ * when the window passes quietly; the window adapts as the daemon's does (lib/shm/spin.c).
  */
 #include <errno.h>
 #include <poll.h>
@@ -13,6 +19,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/mman.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -58,16 +67,173 @@ int ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 	return 0;
 }
 
+/* METAROCE_BUSY_POLL, read once: 0 (the default) never spins. */
+static uint64_t busy_poll_budget(void)
+{
+	static uint64_t budget = UINT64_MAX - 1; /* not read yet */
+	uint64_t b = __atomic_load_n(&budget, __ATOMIC_RELAXED);
+	const char *text;
+
+	if (b != UINT64_MAX - 1)
+		return b;
+	text = getenv("METAROCE_BUSY_POLL");
+	b = 0;
+	if (text && *text && mrc_spin_parse_budget(text, &b))
+		fprintf(stderr, "libmetaroce: METAROCE_BUSY_POLL must be no, yes or a duration such "
+				"as 50us, not '%s': not spinning\n", text);
+	__atomic_store_n(&budget, b, __ATOMIC_RELAXED);
+	return b;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* A completion waiting in the CQ that the arm `arm` fires for; under the CQ's lock, which
+ * a thread polling it meanwhile holds to move the consumer index. */
+static bool arm_satisfied(struct mrv_cq *cq, uint32_t arm)
+{
+	struct mrc_cq_entry e;
+	bool found = false;
+
+	uint32_t from, armed_at = __atomic_load_n(&cq->armed_at, __ATOMIC_RELAXED);
+
+	pthread_spin_lock(&cq->lock);
+	/* only completions added since the arm count, as the daemon fires for new ones only */
+	from = armed_at - cq->ring.mine <= cq->ring.entries ? armed_at - cq->ring.mine : 0;
+	if ((arm & ~MRC_CQ_ARM_SPINNING) == MRC_CQ_ARM_NEXT)
+		found = mrc_ring_peek(&cq->ring, from, &e) == 1;
+	for (uint32_t i = from; !found && i < cq->ring.entries && mrc_ring_peek(&cq->ring, i, &e) == 1;
+	     i++)
+		found = (e.flags & MRC_CQ_F_SOLICITED) || e.status != MRC_CQ_SUCCESS;
+	pthread_spin_unlock(&cq->lock);
+	return found;
+}
+
+/* Sets (or clears) the spinning bit of every armed CQ on the channel; under its lock. */
+static void mark_spinning(struct mrv_channel *ch, bool spinning)
+{
+	for (struct mrv_cq *cq = ch->cqs; cq; cq = cq->next_on_channel) {
+		uint32_t *aux = &cq->ring.consumer->aux;
+		uint32_t arm = __atomic_load_n(aux, __ATOMIC_ACQUIRE), to;
+
+		do {
+			if (!arm) /* not armed, or the daemon fired it */
+				break;
+			to = spinning ? arm | MRC_CQ_ARM_SPINNING : arm & ~MRC_CQ_ARM_SPINNING;
+			if (to == arm)
+				break;
+		} while (!__atomic_compare_exchange_n(aux, &arm, to, false, __ATOMIC_ACQ_REL,
+						      __ATOMIC_ACQUIRE));
+	}
+	/* clearing: the daemon fences between producing and reading the arm; so do we between
+	 * clearing and looking at the rings again */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/* One look at the channel's CQs, under its lock: the CQ whose arm this takes (its event), or
+ * NULL; *raised when the daemon fired one (its byte is in the socket), *armed when any CQ is
+ * armed at all. */
+static struct mrv_cq *take_event(struct mrv_channel *ch, bool *raised, bool *armed)
+{
+	*raised = *armed = false;
+	for (struct mrv_cq *cq = ch->cqs; cq; cq = cq->next_on_channel) {
+		uint32_t *aux = &cq->ring.consumer->aux;
+		uint32_t arm = __atomic_load_n(aux, __ATOMIC_ACQUIRE);
+
+		if (__atomic_load_n(&cq->ring.producer->aux, __ATOMIC_ACQUIRE) != cq->events_seen) {
+			*raised = true;
+			return NULL;
+		}
+		if (!arm)
+			continue;
+		*armed = true;
+		if (arm_satisfied(cq, arm) &&
+		    __atomic_compare_exchange_n(aux, &arm, 0, false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			return cq;
+		/* a lost exchange: the daemon fired it, and the next look sees it raised */
+	}
+	return NULL;
+}
+
+/*
+ * Spins for the channel's next event while the window allows (a blocking channel only: one
+ * the application made non-blocking wants an answer at once). Returns the CQ whose arm it
+ * took, or NULL: then the socket is read (*slept: after a quiet window, whose length and the
+ * time until the socket answers teach the window).
+ */
+static struct mrv_cq *spin_for_event(struct mrv_channel *ch, uint64_t budget, bool *slept)
+{
+	struct mrv_cq *cq;
+	bool raised, armed;
+	int fl = fcntl(ch->ibch.fd, F_GETFL);
+
+	*slept = false;
+	if (fl < 0 || (fl & O_NONBLOCK))
+		return NULL;
+	pthread_mutex_lock(&ch->lock);
+	if (ch->spin.budget_ns != budget)
+		mrc_spin_init(&ch->spin, budget);
+	mark_spinning(ch, true);
+	for (;;) {
+		uint64_t now = now_ns();
+
+		cq = take_event(ch, &raised, &armed);
+		if (cq) {
+			mrc_spin_work(&ch->spin, now);
+			ch->spun_events++;
+			break;
+		}
+		if (raised || !armed)
+			break;
+		if (!mrc_spin_idle(&ch->spin, now)) {
+			/* about to sleep: the daemon fires from now on; what came meanwhile is
+			 * taken here */
+			mark_spinning(ch, false);
+			cq = take_event(ch, &raised, &armed);
+			*slept = !cq;
+			break;
+		}
+		/* another thread of the application may want the lock between looks */
+		pthread_mutex_unlock(&ch->lock);
+		mrc_cpu_relax();
+		pthread_mutex_lock(&ch->lock);
+	}
+	mark_spinning(ch, false);
+	pthread_mutex_unlock(&ch->lock);
+	return cq;
+}
+
 int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void **cq_context)
 {
 	struct mrv_channel *ch = (struct mrv_channel *)channel;
+	uint64_t budget = busy_poll_budget();
+	bool slept = false;
 	char one;
 
+	if (budget) {
+		struct mrv_cq *cq = spin_for_event(ch, budget, &slept);
+
+		if (cq) {
+			*cq_out = (struct ibv_cq *)&cq->ibcq;
+			*cq_context = cq->ibcq.cq_context;
+			return 0;
+		}
+	}
 	for (;;) {
 		/* blocks or not as the application set the fd (O_NONBLOCK), like rdma-core's */
 		if (read(channel->fd, &one, 1) != 1)
 			return -1;
 		pthread_mutex_lock(&ch->lock);
+		if (slept) {
+			mrc_spin_work(&ch->spin, now_ns()); /* how long it slept teaches the window */
+			slept = false;
+		}
 		for (struct mrv_cq *cq = ch->cqs; cq; cq = cq->next_on_channel) {
 			uint32_t raised = __atomic_load_n(&cq->ring.producer->aux, __ATOMIC_ACQUIRE);
 
@@ -174,6 +340,9 @@ int mrv_req_notify_cq(struct ibv_cq *ibcq, int solicited_only)
 
 	if (!ibcq->channel)
 		return EINVAL;
+	/* a spinning ibv_get_cq_event counts completions from here on, as the daemon does */
+	__atomic_store_n(&cq->armed_at, __atomic_load_n(&cq->ring.producer->value, __ATOMIC_ACQUIRE),
+			 __ATOMIC_RELAXED);
 	__atomic_store_n(&cq->ring.consumer->aux,
 			 solicited_only ? MRC_CQ_ARM_SOLICITED : MRC_CQ_ARM_NEXT, __ATOMIC_RELEASE);
 	/* the arm is visible before the application's next poll reads the producer index; the

@@ -27,6 +27,7 @@
 #include <metaroce/shm.h>
 
 #include "shm/ring.h"
+#include "shm/spin.h"
 
 #define MRV_DEVICE_NAME "metaroce0"
 #define MRV_MAX_INLINE 256
@@ -71,6 +72,7 @@ struct mrv_cq {
 	size_t mem_len;
 	struct mrc_ring ring;
 	uint32_t events_seen;	 /* completion events taken by ibv_get_cq_event */
+	uint32_t armed_at;	 /* the producer index when it was last armed */
 	pthread_spinlock_t lock;
 	struct mrc_cq_entry cur; /* ibv_start_poll's current entry */
 	uint64_t wc_flags;	 /* the ibv_create_cq_ex fields the application asked for */
@@ -83,6 +85,8 @@ struct mrv_channel {
 	pthread_mutex_t lock;
 	struct mrv_cq *cqs;	      /* the CQs bound to this channel */
 	uint32_t orphaned;	      /* events of destroyed CQs still in the socket */
+	struct mrc_spin spin;	      /* METAROCE_BUSY_POLL: ibv_get_cq_event's spin, under lock */
+	uint64_t spun_events;	      /* events ibv_get_cq_event found spinning, not woken */
 };
 
 struct mrv_qp {

@@ -29,6 +29,25 @@ on_a timeout 60 ibv_rc_pingpong -g 0 -e 198.18.0.2 >"$TMP/ppe.client.log" 2>&1 |
 	{ cat "$TMP/ppe.client.log"; fail "ibv_rc_pingpong -e client"; }
 wait "$srv" || fail "ibv_rc_pingpong -e server"
 
+# and with libmetaroce spinning in ibv_get_cq_event (METAROCE_BUSY_POLL): an armed CQ's
+# completion is taken by the spinning library instead of waking it through the channel, so
+# host A's daemon counts spun events; every event still arrives (the ping-pong completes)
+metric_a() {
+	"$BUILD/bin/metaroce-ctl" -S "$TMP/a.sock" metrics | awk -v n="$1" '$1 == n {print $2}'
+}
+spun0=$(metric_a metaroce_cq_events_spun_total)
+bg_b "$TMP/ppbusy.server.log" env METAROCE_BUSY_POLL=yes timeout 60 ibv_rc_pingpong -g 0 -e
+srv=$BG
+wait_listening "$NS_B" 18515
+on_a env METAROCE_BUSY_POLL=200us timeout 60 ibv_rc_pingpong -g 0 -e 198.18.0.2 \
+	>"$TMP/ppbusy.client.log" 2>&1 ||
+	{ cat "$TMP/ppbusy.client.log"; fail "ibv_rc_pingpong -e client, METAROCE_BUSY_POLL"; }
+wait "$srv" || fail "ibv_rc_pingpong -e server, METAROCE_BUSY_POLL"
+grep -q "8192000 bytes in" "$TMP/ppbusy.client.log" || fail "busy-polling ping-pong: no transfer"
+spun=$(($(metric_a metaroce_cq_events_spun_total) - spun0))
+[ "$spun" -gt 0 ] || fail "METAROCE_BUSY_POLL=200us: no completion event was taken spinning"
+echo "busy-polling ibv_rc_pingpong -e: $spun events taken spinning on host A"
+
 # perftest, unmodified: WRITE, READ (its server stays in RTR and answers from there) and SEND
 for bw in ib_write_bw ib_read_bw ib_send_bw; do
 	bg_b "$TMP/$bw.server.log" timeout 60 "$bw" -d metaroce0 -x 0 -F -n 500

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "shm/spin.h"
 #include "suites.h"
 
 static char err[256];
@@ -53,7 +54,7 @@ START_TEST(mrcd_config_parse__documented_example)
 	ck_assert_uint_eq(cfg.n_prefixes, 1);
 	ck_assert_uint_eq(cfg.prefixes[0].len, 96 + 15);
 	ck_assert_str_eq(cfg.control_socket, "/tmp/m.sock");
-	ck_assert_uint_eq(cfg.busy_poll_ns, MRCD_BUSY_POLL_ALWAYS);
+	ck_assert_uint_eq(cfg.busy_poll_ns, MRC_SPIN_ALWAYS);
 	ck_assert(!cfg.udp_gso);
 	ck_assert(cfg.rocev2);
 	ck_assert_int_eq(mrcd_config_check(&cfg, err, sizeof(err)), 0);
@@ -176,7 +177,7 @@ START_TEST(mrcd_config_parse__busy_poll_budgets)
 		{ "busy_poll = no\n", 0, "busy_poll = no\n" },
 		{ "busy_poll = off\n", 0, "busy_poll = no\n" },
 		{ "busy_poll = 0us\n", 0, "busy_poll = no\n" },
-		{ "busy_poll = yes\n", MRCD_BUSY_POLL_ALWAYS, "busy_poll = yes\n" },
+		{ "busy_poll = yes\n", MRC_SPIN_ALWAYS, "busy_poll = yes\n" },
 		{ "busy_poll = 750ns\n", 750, "busy_poll = 750ns\n" },
 		{ "busy_poll = 50us\n", 50000, "busy_poll = 50us\n" },
 		{ "busy_poll = 2ms\n", 2000000, "busy_poll = 2000us\n" },

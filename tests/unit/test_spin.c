@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * daemon/core/spin.c: when the loop spins and when it sleeps, in virtual time. Besides the
+ * lib/shm/spin.c: when the loop spins and when it sleeps, in virtual time. Besides the
  * rules one by one, a conversation: the loop turns every microsecond while it spins, and the
  * peer's next message comes a fixed gap after the last; the window must learn to catch gaps
  * within the budget (no sleep, so no wakeup, per message) and to stop spinning for gaps beyond
@@ -8,61 +8,61 @@
  */
 #include <stdint.h>
 
-#include "core/spin.h"
+#include "shm/spin.h"
 #include "suites.h"
 
 #define US 1000ull
 
 START_TEST(spin__off_never_spins)
 {
-	struct mrcd_spin s;
+	struct mrc_spin s;
 
-	mrcd_spin_init(&s, 0);
-	ck_assert(!mrcd_spin_idle(&s, 1000));
-	mrcd_spin_work(&s, 1001);
-	ck_assert(!mrcd_spin_idle(&s, 1002));
+	mrc_spin_init(&s, 0);
+	ck_assert(!mrc_spin_idle(&s, 1000));
+	mrc_spin_work(&s, 1001);
+	ck_assert(!mrc_spin_idle(&s, 1002));
 	ck_assert_uint_eq(s.window_ns, 0);
 }
 END_TEST
 
 START_TEST(spin__always_never_sleeps)
 {
-	struct mrcd_spin s;
+	struct mrc_spin s;
 
-	mrcd_spin_init(&s, MRCD_SPIN_ALWAYS);
+	mrc_spin_init(&s, MRC_SPIN_ALWAYS);
 	for (uint64_t t = 1; t < 10 * 1000 * US; t += 997 * US)
-		ck_assert(mrcd_spin_idle(&s, t));
+		ck_assert(mrc_spin_idle(&s, t));
 }
 END_TEST
 
 START_TEST(spin__spins_for_the_window_after_work)
 {
-	struct mrcd_spin s;
+	struct mrc_spin s;
 
-	mrcd_spin_init(&s, 100 * US);
-	ck_assert_uint_eq(s.window_ns, MRCD_SPIN_START_NS);
-	mrcd_spin_work(&s, 1000 * US);
-	ck_assert(mrcd_spin_idle(&s, 1001 * US));
-	ck_assert(mrcd_spin_idle(&s, 1001 * US + MRCD_SPIN_START_NS - 1));
-	ck_assert(!mrcd_spin_idle(&s, 1001 * US + MRCD_SPIN_START_NS));
+	mrc_spin_init(&s, 100 * US);
+	ck_assert_uint_eq(s.window_ns, MRC_SPIN_START_NS);
+	mrc_spin_work(&s, 1000 * US);
+	ck_assert(mrc_spin_idle(&s, 1001 * US));
+	ck_assert(mrc_spin_idle(&s, 1001 * US + MRC_SPIN_START_NS - 1));
+	ck_assert(!mrc_spin_idle(&s, 1001 * US + MRC_SPIN_START_NS));
 	/* work caught while spinning leaves the window as it is */
-	mrcd_spin_init(&s, 100 * US);
-	ck_assert(mrcd_spin_idle(&s, 5 * US));
-	mrcd_spin_work(&s, 6 * US);
-	ck_assert_uint_eq(s.window_ns, MRCD_SPIN_START_NS);
+	mrc_spin_init(&s, 100 * US);
+	ck_assert(mrc_spin_idle(&s, 5 * US));
+	mrc_spin_work(&s, 6 * US);
+	ck_assert_uint_eq(s.window_ns, MRC_SPIN_START_NS);
 	ck_assert_uint_eq(s.grown + s.shrunk, 0);
 }
 END_TEST
 
 START_TEST(spin__a_short_sleep_grows_the_window_to_the_budget)
 {
-	struct mrcd_spin s;
+	struct mrc_spin s;
 	uint64_t t = 1000 * US;
 
-	mrcd_spin_init(&s, 100 * US);
+	mrc_spin_init(&s, 100 * US);
 	for (int i = 0; i < 10; i++) {
-		mrcd_spin_work(&s, t);
-		while (mrcd_spin_idle(&s, t))
+		mrc_spin_work(&s, t);
+		while (mrc_spin_idle(&s, t))
 			t += US;
 		t += 5 * US; /* woken soon after giving up */
 	}
@@ -73,37 +73,37 @@ END_TEST
 
 START_TEST(spin__a_long_sleep_shrinks_the_window_to_nothing)
 {
-	struct mrcd_spin s;
+	struct mrc_spin s;
 	uint64_t t = 1000 * US;
 
-	mrcd_spin_init(&s, 100 * US);
+	mrc_spin_init(&s, 100 * US);
 	s.window_ns = 100 * US;
 	for (int i = 0; i < 10; i++) {
-		mrcd_spin_work(&s, t);
-		while (mrcd_spin_idle(&s, t))
+		mrc_spin_work(&s, t);
+		while (mrc_spin_idle(&s, t))
 			t += US;
 		t += 150 * US; /* nothing for longer than any spin */
 	}
-	mrcd_spin_work(&s, t);
+	mrc_spin_work(&s, t);
 	ck_assert_uint_eq(s.window_ns, 0);
-	ck_assert(!mrcd_spin_idle(&s, t + 1));
+	ck_assert(!mrc_spin_idle(&s, t + 1));
 }
 END_TEST
 
 /* Sleeps and spun microseconds per message over the last 100 of 1,000 messages `gap` apart. */
 static void conversation(uint64_t budget, uint64_t gap, unsigned *sleeps, uint64_t *spun)
 {
-	struct mrcd_spin s;
+	struct mrc_spin s;
 	uint64_t t = 1000 * US;
 
-	mrcd_spin_init(&s, budget);
+	mrc_spin_init(&s, budget);
 	*sleeps = 0;
 	*spun = 0;
 	for (int msg = 0; msg < 1000; msg++) {
 		uint64_t arrives = t + gap, slept = 0;
 
-		mrcd_spin_work(&s, t);
-		while (t < arrives && mrcd_spin_idle(&s, t)) {
+		mrc_spin_work(&s, t);
+		while (t < arrives && mrc_spin_idle(&s, t)) {
 			t += US;
 			if (msg >= 900)
 				*spun += US;

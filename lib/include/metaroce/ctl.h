@@ -60,8 +60,9 @@ enum mrc_ctl_type {
 
 /* The shared-memory and request layout this library speaks (bumped on any change; 2: the
  * ready request carries verbs' timeout, which a library of 1 left zero, "infinite"; 3: the
- * HELLO reply carries the doorbell page, the work queues' need-wakeup flag). */
-#define MRC_CTL_CLIENT_ABI 3
+ * HELLO reply carries the doorbell page, the work queues' need-wakeup flag; 4: a CQ's arm
+ * may carry MRC_CQ_ARM_SPINNING, which a daemon of 3 would fire on as an ARM_NEXT). */
+#define MRC_CTL_CLIENT_ABI 4
 
 struct mrc_ctl_hello {
 	__u32 abi; /* MRC_CTL_CLIENT_ABI */

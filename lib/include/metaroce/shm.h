@@ -58,7 +58,9 @@ struct mrc_ring_hdr {
  * Each index line also carries one word, `aux`, written only by the side that owns the line:
  *
  *     CQ consumer line (library)  arm request: 0 none, MRC_CQ_ARM_NEXT, MRC_CQ_ARM_SOLICITED
- *                                 (ibv_req_notify_cq); the daemon clears it when it fires
+ *                                 (ibv_req_notify_cq), with MRC_CQ_ARM_SPINNING while
+ *                                 ibv_get_cq_event spins on the CQ; the daemon clears it
+ *                                 when it fires, and does not fire a spinning arm
  *     CQ producer line (daemon)   completion events raised so far (ibv_get_cq_event counts)
  *     SQ consumer line (daemon)   MRC_QP_AUX_ERROR once the QP has entered the error state,
  *                                 and MRC_RING_AUX_NEED_WAKEUP (below)
@@ -80,6 +82,15 @@ struct mrc_ring_index {
 
 #define MRC_CQ_ARM_NEXT 1u
 #define MRC_CQ_ARM_SOLICITED 2u
+/*
+ * With an arm: the library is spinning on this CQ (METAROCE_BUSY_POLL) and takes the event
+ * itself when a completion satisfies the arm, clearing the arm with the compare-and-swap the
+ * daemon uses to fire. The daemon leaves a spinning arm alone. Before the library sleeps it
+ * clears the bit, fences and looks at the ring again, while the daemon fences between
+ * producing a completion and reading the arm: either the daemon sees the bit gone and fires,
+ * or the library sees the completion and takes it (both may try: the exchange picks one).
+ */
+#define MRC_CQ_ARM_SPINNING 4u
 #define MRC_QP_AUX_ERROR 1u
 #define MRC_RING_AUX_NEED_WAKEUP 2u
 
