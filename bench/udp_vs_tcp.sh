@@ -7,8 +7,14 @@
 # per GB moved (user + system of everything involved: both iperf3s; both daemons and both
 # ib_write_bws) and the ratios. Root, iproute2, iperf3, perftest.
 #
+# ib_write_bw spins on its completion queue, a core's worth of CPU whatever the transport
+# does, where iperf3 sleeps in the kernel; so the CPU is also split into the daemons' and the
+# programs', and a third run moves the same WRITEs with metaroce-perf sleeping on a completion
+# channel (-e), as iperf3 sleeps.
+#
 # Each is run RUNS times (3), alternating, and the medians are reported; writes
-# BUILD_DIR/bench-udp-vs-tcp.json with goodput_ratio and cpu_ratio (MetaRoCE / TCP).
+# BUILD_DIR/bench-udp-vs-tcp.json with goodput_ratio and cpu_ratio (ib_write_bw's / TCP), the
+# daemons' and programs' shares, and cpu_ratio_sleeping (metaroce-perf -e / TCP).
 #
 #   [DAEMON_SET=key=value] bench/udp_vs_tcp.sh BUILD_DIR [MTU] [SECONDS] [RUNS]
 # (DAEMON_SET: one more setting for both daemons, e.g. udp_gso=no for a before/after)
@@ -66,7 +72,8 @@ for n in a b; do
 	until grep -q "backend " "$tmp/$n.log" && [ -S "$tmp/$n.sock" ]; do sleep 0.05; done
 done
 
-# one MetaRoCE run: "GBIT/S BYTES CPU_SECONDS" (both ib_write_bws and both daemons)
+# one MetaRoCE run: "GBIT/S BYTES CPU_SECONDS DAEMON_CPU_SECONDS" (both ib_write_bws and both
+# daemons)
 mrc_run() {
 	cpu0=$(echo "$(cpu_of "$daemon_a") $(cpu_of "$daemon_b")" | awk '{print $1 + $2}')
 	ip netns exec ${tag}b env METAROCE_SOCKET="$tmp/b.sock" /usr/bin/time -f "%U %S" \
@@ -83,39 +90,78 @@ mrc_run() {
 	[ -n "$mbs" ] || { cat "$tmp/mrc_cli.out" "$tmp/a.log" >&2; exit 1; }
 	cat "$tmp/mrc_srv.time" "$tmp/mrc_cli.time" | awk -v d="$cpu1" -v d0="$cpu0" \
 		-v mbs="$mbs" -v secs="$secs" '{s += $1 + $2}
-		END {printf "%.4f %.0f %.3f\n", mbs * 1048576 * 8 / 1e9, mbs * 1048576 * secs, s + d - d0}'
+		END {printf "%.4f %.0f %.3f %.3f\n", mbs * 1048576 * 8 / 1e9, mbs * 1048576 * secs,
+		     s + d - d0, d - d0}'
+}
+
+# the same WRITEs from metaroce-perf sleeping on a completion channel: the same fields
+port=18700
+sleeping_run() {
+	port=$((port + 1))
+	cpu0=$(echo "$(cpu_of "$daemon_a") $(cpu_of "$daemon_b")" | awk '{print $1 + $2}')
+	ip netns exec ${tag}b env METAROCE_SOCKET="$tmp/b.sock" /usr/bin/time -f "%U %S" \
+		-o "$tmp/ev_srv.time" "$build/bin/metaroce-run" "$build/bin/metaroce-perf" -e \
+		-p "$port" >"$tmp/ev_srv.out" 2>&1 &
+	srv=$!
+	until ip netns exec ${tag}b ss -Hltn "sport = :$port" | grep -q .; do sleep 0.05; done
+	ip netns exec ${tag}a env METAROCE_SOCKET="$tmp/a.sock" /usr/bin/time -f "%U %S" \
+		-o "$tmp/ev_cli.time" "$build/bin/metaroce-run" "$build/bin/metaroce-perf" -e -j \
+		-p "$port" -t write -s 1M -Q 16 -D "$secs" 198.18.0.2 >"$tmp/ev_cli.out" 2>&1 ||
+		{ cat "$tmp/ev_cli.out" >&2; exit 1; }
+	wait $srv
+	cpu1=$(echo "$(cpu_of "$daemon_a") $(cpu_of "$daemon_b")" | awk '{print $1 + $2}')
+	set -- $(python3 -c 'import json,sys; t=open(sys.argv[1]).read(); j=json.loads(t[t.index("{"):t.rindex("}")+1]); print(j["gbps"], j["bytes"])' "$tmp/ev_cli.out")
+	cat "$tmp/ev_srv.time" "$tmp/ev_cli.time" | awk -v d="$cpu1" -v d0="$cpu0" -v g="$1" \
+		-v b="$2" '{s += $1 + $2} END {printf "%.4f %.0f %.3f %.3f\n", g, b, s + d - d0, d - d0}'
 }
 
 # the two alternate, so the machine's drift falls on both alike
 : >"$tmp/runs"
 i=0
 while [ $i -lt "$runs" ]; do
-	echo "tcp $(tcp_run)" >>"$tmp/runs"
+	echo "tcp $(tcp_run) 0" >>"$tmp/runs"
 	echo "mrc $(mrc_run)" >>"$tmp/runs"
+	echo "ev $(sleeping_run)" >>"$tmp/runs"
 	i=$((i + 1))
 done
 
 python3 - "$tmp/runs" "$mtu" "$secs" "$build/bench-udp-vs-tcp.json" <<'PY'
 import json, statistics, sys
 runs, mtu, secs, out = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
-got = {"tcp": [], "mrc": []}
+got = {"tcp": [], "mrc": [], "ev": []}
 for line in open(runs):
-    kind, gbps, nbytes, cpu = line.split()
-    got[kind].append({"gbps": float(gbps), "cpu_s_per_gb": float(cpu) / (float(nbytes) / 1e9)})
+    kind, gbps, nbytes, cpu, dcpu = line.split()
+    gb = float(nbytes) / 1e9
+    got[kind].append({"gbps": float(gbps), "cpu_s_per_gb": float(cpu) / gb,
+                      "daemon_cpu_s_per_gb": float(dcpu) / gb,
+                      "program_cpu_s_per_gb": (float(cpu) - float(dcpu)) / gb})
 med = {k: {"gbps": statistics.median(r["gbps"] for r in v),
-           "cpu_s_per_gb": statistics.median(r["cpu_s_per_gb"] for r in v), "runs": v}
+           "cpu_s_per_gb": statistics.median(r["cpu_s_per_gb"] for r in v),
+           "daemon_cpu_s_per_gb": statistics.median(r["daemon_cpu_s_per_gb"] for r in v),
+           "program_cpu_s_per_gb": statistics.median(r["program_cpu_s_per_gb"] for r in v),
+           "runs": v}
        for k, v in got.items()}
+for r in med["tcp"], med["tcp"]["runs"]:
+    for x in (r if isinstance(r, list) else [r]):
+        x.pop("daemon_cpu_s_per_gb"), x.pop("program_cpu_s_per_gb")
 res = {"mtu": mtu, "seconds": secs, "runs": len(got["tcp"]), "tcp": med["tcp"],
-       "metaroce_udp": med["mrc"],
+       "metaroce_udp": med["mrc"], "metaroce_udp_sleeping": med["ev"],
        "goodput_ratio": med["mrc"]["gbps"] / med["tcp"]["gbps"],
-       "cpu_ratio": med["mrc"]["cpu_s_per_gb"] / med["tcp"]["cpu_s_per_gb"]}
+       "cpu_ratio": med["mrc"]["cpu_s_per_gb"] / med["tcp"]["cpu_s_per_gb"],
+       "goodput_ratio_sleeping": med["ev"]["gbps"] / med["tcp"]["gbps"],
+       "cpu_ratio_sleeping": med["ev"]["cpu_s_per_gb"] / med["tcp"]["cpu_s_per_gb"]}
 print("one connection over one veth pair, MTU %d, %g s each, median of %d alternating runs"
       % (mtu, secs, res["runs"]))
-print("  %-44s %8s %14s" % ("", "Gbit/s", "CPU s per GB"))
-print("  %-44s %8.2f %14.3f" % ("kernel TCP (iperf3)", med["tcp"]["gbps"], med["tcp"]["cpu_s_per_gb"]))
-print("  %-44s %8.2f %14.3f" % ("MetaRoCE, udp backend (metaroced+ib_write_bw)",
-                                  med["mrc"]["gbps"], med["mrc"]["cpu_s_per_gb"]))
-print("  %-44s %7.2fx %13.2fx" % ("MetaRoCE / TCP", res["goodput_ratio"], res["cpu_ratio"]))
+print("  %-46s %8s %14s %9s %9s" % ("", "Gbit/s", "CPU s per GB", "daemons", "programs"))
+print("  %-46s %8.2f %14.3f" % ("kernel TCP (iperf3)", med["tcp"]["gbps"], med["tcp"]["cpu_s_per_gb"]))
+for k, name in (("mrc", "MetaRoCE, udp backend, ib_write_bw (spins)"),
+                ("ev", "MetaRoCE, udp backend, metaroce-perf -e")):
+    print("  %-46s %8.2f %14.3f %9.3f %9.3f" % (name, med[k]["gbps"], med[k]["cpu_s_per_gb"],
+                                                med[k]["daemon_cpu_s_per_gb"],
+                                                med[k]["program_cpu_s_per_gb"]))
+print("  %-46s %7.2fx %13.2fx" % ("ib_write_bw / TCP", res["goodput_ratio"], res["cpu_ratio"]))
+print("  %-46s %7.2fx %13.2fx" % ("metaroce-perf -e / TCP", res["goodput_ratio_sleeping"],
+                                  res["cpu_ratio_sleeping"]))
 json.dump(res, open(out, "w"), indent=1)
 print("wrote " + out)
 PY
