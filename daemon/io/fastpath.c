@@ -233,7 +233,7 @@ void mrcd_fastpath_close(struct mrcd_fastpath *fp)
 	if (fp->wake)
 		munmap(fp->wake, (size_t)sysconf(_SC_PAGESIZE));
 	if (fp->ring_pos)
-		munmap((void *)fp->ring_pos, 2 * (size_t)sysconf(_SC_PAGESIZE));
+		munmap(fp->ring_pos, 2 * (size_t)sysconf(_SC_PAGESIZE));
 	if (fp->prog)
 		xdp_program__close(fp->prog);
 	if (fp->skel)
@@ -418,6 +418,8 @@ int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, 
 		}
 		fp->wake = wake;
 		fp->ring_pos = pos;
+		fp->ring_consumer = pos;
+		fp->ring_producer = (const uint64_t *)((const uint8_t *)pos + page);
 	}
 	fp->mrs_fd = bpf_map__fd(fp->skel->maps.mrc_mrs);
 	fp->pages_fd = bpf_map__fd(fp->skel->maps.mrc_mr_pages);
@@ -449,11 +451,8 @@ unsigned mrcd_fastpath_events(struct mrcd_fastpath *fp, struct mrc_xdp_event *ou
 
 bool mrcd_fastpath_events_pending(const struct mrcd_fastpath *fp)
 {
-	size_t words = (size_t)sysconf(_SC_PAGESIZE) / sizeof(uint64_t);
-	uint64_t consumer = __atomic_load_n(&fp->ring_pos[0], __ATOMIC_ACQUIRE);
-	uint64_t producer = __atomic_load_n(&fp->ring_pos[words], __ATOMIC_ACQUIRE);
-
-	return fp->n_pending || producer != consumer;
+	return fp->n_pending || __atomic_load_n(fp->ring_producer, __ATOMIC_ACQUIRE) !=
+					 __atomic_load_n(fp->ring_consumer, __ATOMIC_ACQUIRE);
 }
 
 bool mrcd_fastpath_arm(struct mrcd_fastpath *fp, bool sleeping)

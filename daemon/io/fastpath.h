@@ -45,7 +45,8 @@ struct mrcd_fastpath {
 	struct ring_buffer *events;
 	int events_fd;		/* epoll fd of the ring buffer */
 	struct mrc_xdp_wake *wake; /* mrc_wake, mapped: `asleep` is ours to write */
-	const volatile uint64_t *ring_pos; /* the ring's consumer and producer positions, read */
+	void *ring_pos;		/* the ring's consumer and producer pages, mapped to read */
+	const uint64_t *ring_consumer, *ring_producer; /* the positions in them */
 	int mrs_fd, pages_fd, outcomes_fd, xsks_fd;
 	/* events taken from the ring and not yet handed to the engine */
 	struct mrc_xdp_event *pending;

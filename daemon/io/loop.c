@@ -281,8 +281,9 @@ int mrcd_run(struct mrcd *d)
 		}
 		if (http_due != UINT64_MAX && mrcd_now_ns() >= http_due)
 			mrcd_metrics_on_timeout(d); /* a scraper that went quiet is closed */
-		/* the backend is read when one of its descriptors said so, or while it has
-		 * transmit rings to kick (reading kicks them) */
+		/* the backend is read when one of its descriptors said so, while it has
+		 * transmit rings to kick (reading kicks them), or when work waits that no
+		 * descriptor announces (the XDP program's quiet events) */
 		if (d->rx_due || tx_pending || rx_pending) {
 			d->rx_due = false;
 			worked |= receive(d, mrcd_now_ns()) > 0;

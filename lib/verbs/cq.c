@@ -8,19 +8,20 @@
  * (lib/include/metaroce/shm.h).
  *
  * With METAROCE_BUSY_POLL set (a budget as metaroced.conf's busy_poll takes it: 50us, yes,
- * no), ibv_get_cq_event first spins on its channel's armed CQs: a completion that satisfies
- * an arm is taken as the event by clearing the arm itself (the same compare-and-swap the
- * daemon's firing uses, so exactly one of the two raises it), and the application sleeps only
- * when the window passes quietly; the window adapts as the daemon's does (lib/shm/spin.c).
+ * no), ibv_get_cq_event first spins on its channel's armed CQs, marked MRC_CQ_ARM_SPINNING so
+ * the daemon leaves them alone: a completion that satisfies an arm is taken as the event by
+ * clearing the arm itself (the same compare-and-swap the daemon's firing uses, so exactly one
+ * of the two raises it), and the application sleeps only when the window passes quietly; the
+ * window adapts as the daemon's does (lib/shm/spin.c).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/mman.h>
-#include <fcntl.h>
-#include <stdio.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -97,10 +98,9 @@ static uint64_t now_ns(void)
  * a thread polling it meanwhile holds to move the consumer index. */
 static bool arm_satisfied(struct mrv_cq *cq, uint32_t arm)
 {
+	uint32_t from, armed_at = __atomic_load_n(&cq->armed_at, __ATOMIC_RELAXED);
 	struct mrc_cq_entry e;
 	bool found = false;
-
-	uint32_t from, armed_at = __atomic_load_n(&cq->armed_at, __ATOMIC_RELAXED);
 
 	pthread_spin_lock(&cq->lock);
 	/* only completions added since the arm count, as the daemon fires for new ones only */
