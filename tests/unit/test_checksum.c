@@ -66,6 +66,24 @@ START_TEST(mrc_csum_add__chunks_at_even_offsets_equal_whole)
 }
 END_TEST
 
+/* Jumbo lengths through the vector loop, any alignment, any running accumulator. */
+START_TEST(mrc_csum_add__long_buffers_and_any_accumulator)
+{
+	static uint8_t buf[9216 + 8];
+
+	fill_random(buf, sizeof(buf), 13);
+	srand(17);
+	for (unsigned i = 0; i < 2000; i++) {
+		size_t align = (size_t)rand() % 8, len = (size_t)rand() % 9217;
+		uint32_t acc = (uint32_t)rand() * 2654435761u;
+		uint32_t want = (uint32_t)mrc_csum_fold(acc) + reference_sum(buf + align, len);
+
+		want = (want & 0xffff) + (want >> 16);
+		ck_assert_uint_eq(mrc_csum_fold(mrc_csum_add(acc, buf + align, len)), want);
+	}
+}
+END_TEST
+
 /* A buffer of 0xff bytes sums to 0xffff: the carries must wrap around, not be lost. */
 START_TEST(mrc_csum_add__end_around_carry)
 {
@@ -136,6 +154,7 @@ Suite *checksum_suite(void)
 	tcase_add_test(tc, mrc_csum_fold__rfc1071_example);
 	tcase_add_test(tc, mrc_csum_add__matches_reference_at_any_length_and_alignment);
 	tcase_add_test(tc, mrc_csum_add__chunks_at_even_offsets_equal_whole);
+	tcase_add_test(tc, mrc_csum_add__long_buffers_and_any_accumulator);
 	tcase_add_test(tc, mrc_csum_add__end_around_carry);
 	tcase_add_test(tc, mrc_csum_verify__detects_every_single_bit_flip);
 	tcase_add_test(tc, mrc_csum_verify__detects_short_bursts);
