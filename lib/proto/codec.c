@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 #include "codec.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "checksum.h"
@@ -535,7 +536,9 @@ static void encode_plane_addrs(const struct mrc_discover *d, uint8_t *out)
 	}
 }
 
-int mrc_encode(const struct mrc_packet *pkt, void *buf, size_t cap, size_t *out_len)
+/* Both encoders: the payload copied behind the headers, or left where it is and summed there. */
+static int encode(const struct mrc_packet *pkt, void *buf, size_t cap, bool in_place,
+		  size_t *out_len)
 {
 	uint8_t *p = buf;
 	struct mrc_packet checked = *pkt;
@@ -558,13 +561,13 @@ int mrc_encode(const struct mrc_packet *pkt, void *buf, size_t cap, size_t *out_
 	err = check_semantics(&checked);
 	if (err)
 		return err;
-	if (len > cap)
+	if ((in_place ? hdr_len : len) > cap)
 		return MRC_WIRE_E_NOSPACE;
 
 	/* The payload first: it may overlap nothing but its own final place (zero-copy). */
 	if (is_discover)
 		encode_plane_addrs(&pkt->u.discover, p + hdr_len);
-	else if (checked.payload_len && pkt->payload != p + hdr_len)
+	else if (!in_place && checked.payload_len && pkt->payload != p + hdr_len)
 		memmove(p + hdr_len, pkt->payload, checked.payload_len);
 
 	memset(p, 0, hdr_len);
@@ -577,8 +580,28 @@ int mrc_encode(const struct mrc_packet *pkt, void *buf, size_t cap, size_t *out_
 	PUT16(p, struct mrc_hdr, path_id, pkt->path_id);
 	PUT16(p, struct mrc_hdr, payload_len, checked.payload_len);
 	encode_ext(pkt, p + sizeof(struct mrc_hdr));
-	PUT16(p, struct mrc_hdr, csum, mrc_csum_compute(p, len));
+	if (in_place) {
+		/* headers and payload are summed apart: the headers' length is even */
+		uint32_t acc = mrc_csum_add(0, p, hdr_len);
 
-	*out_len = len;
+		acc = mrc_csum_add(acc, pkt->payload, checked.payload_len);
+		PUT16(p, struct mrc_hdr, csum, (uint16_t)~mrc_csum_fold(acc));
+		*out_len = hdr_len;
+	} else {
+		PUT16(p, struct mrc_hdr, csum, mrc_csum_compute(p, len));
+		*out_len = len;
+	}
 	return MRC_WIRE_OK;
+}
+
+int mrc_encode(const struct mrc_packet *pkt, void *buf, size_t cap, size_t *out_len)
+{
+	return encode(pkt, buf, cap, false, out_len);
+}
+
+int mrc_encode_headers(const struct mrc_packet *pkt, void *buf, size_t cap, size_t *hdr_len)
+{
+	if (!mrc_opcode_is_data(pkt->opcode))
+		return encode(pkt, buf, cap, false, hdr_len);
+	return encode(pkt, buf, cap, true, hdr_len);
 }

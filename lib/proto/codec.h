@@ -146,4 +146,11 @@ int mrc_decode_placed(const void *hdr, size_t len, struct mrc_packet *pkt);
  */
 int mrc_encode(const struct mrc_packet *pkt, void *buf, size_t cap, size_t *out_len);
 
+/*
+ * The same, but a data packet's payload stays where pkt->payload points: only its headers
+ * are written (*hdr_len bytes), with the checksum over them and the payload, which must
+ * follow them on the wire (a sender's gather list). Other opcodes are encoded whole.
+ */
+int mrc_encode_headers(const struct mrc_packet *pkt, void *buf, size_t cap, size_t *hdr_len);
+
 #endif /* METAROCE_PROTO_CODEC_H */

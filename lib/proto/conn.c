@@ -1459,10 +1459,29 @@ static bool fills_window(const struct mrc_conn *c, unsigned path)
 	       mrc_seq_diff(c->snd_nxt + 1, c->snd_una) >= MRC_SACK_BITS;
 }
 
-/* Builds the packet for psn of message m into buf; every field derives from (m, psn). */
-static bool build_data(struct mrc_conn *c, const struct msg *m, uint32_t psn, uint16_t path_id,
-		       bool retransmit, void *buf, size_t cap, uint64_t now_ns, size_t *len)
+/* Where len bytes at offset off of a scatter list lie in one piece: there; else NULL. */
+static const uint8_t *sge_piece(const struct mrc_sge *sge, unsigned n, uint32_t off, uint32_t len)
 {
+	for (unsigned i = 0; i < n; i++) {
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		return sge[i].length - off >= len ? (const uint8_t *)sge[i].host + off : NULL;
+	}
+	return NULL;
+}
+
+/*
+ * Builds the packet for psn of message m into buf; every field derives from (m, psn). Its
+ * payload is copied behind the headers, or with payload_by_reference left where it is and
+ * named in tx (*len then counts the headers alone); *payload_len says how long it is.
+ */
+static bool build_data(struct mrc_conn *c, const struct msg *m, uint32_t psn, uint16_t path_id,
+		       bool retransmit, void *buf, size_t cap, uint64_t now_ns, size_t *len,
+		       struct mrc_tx_info *tx, size_t *payload_len)
+{
+	const uint8_t *piece = NULL;
 	struct mrc_packet pkt;
 	uint8_t op = wire_opcode(m);
 	uint32_t k = psn - m->first_psn;
@@ -1488,14 +1507,22 @@ static bool build_data(struct mrc_conn *c, const struct msg *m, uint32_t psn, ui
 			pkt.u.read_req.sink_key = m->wr.sge[0].lkey;
 			pkt.u.read_req.sink_addr = m->wr.sge[0].addr;
 		}
+		*payload_len = 0;
 		return encode(&pkt, buf, cap, len);
 	}
 	pkt.payload_len = (uint16_t)(m->len - off < c->cfg.max_payload ? m->len - off
 									 : c->cfg.max_payload);
+	*payload_len = pkt.payload_len;
 	if (hdr + pkt.payload_len > cap)
 		return false;
-	sge_gather(m->wr.sge, m->wr.num_sge, off, (uint8_t *)buf + hdr, pkt.payload_len);
-	pkt.payload = (const uint8_t *)buf + hdr;
+	if (c->cfg.payload_by_reference && pkt.payload_len)
+		piece = sge_piece(m->wr.sge, m->wr.num_sge, off, pkt.payload_len);
+	if (piece) {
+		pkt.payload = piece;
+	} else {
+		sge_gather(m->wr.sge, m->wr.num_sge, off, (uint8_t *)buf + hdr, pkt.payload_len);
+		pkt.payload = (const uint8_t *)buf + hdr;
+	}
 	pkt.u.data.msn = m->msn;
 	pkt.u.data.rsn = m->rsn;
 	pkt.u.data.msg_len = m->len;
@@ -1506,7 +1533,13 @@ static bool build_data(struct mrc_conn *c, const struct msg *m, uint32_t psn, ui
 	}
 	if (op == MRC_OP_WRITE_IMM || op == MRC_OP_SEND_IMM)
 		pkt.u.data.imm = m->wr.imm;
-	return encode(&pkt, buf, cap, len);
+	if (!piece)
+		return encode(&pkt, buf, cap, len);
+	if (mrc_encode_headers(&pkt, buf, cap, len) != MRC_WIRE_OK)
+		return false;
+	tx->payload = piece;
+	tx->payload_len = pkt.payload_len;
+	return true;
 }
 
 /*
@@ -1652,6 +1685,7 @@ static struct mrc_tx_slot *next_lost(struct mrc_conn *c, uint64_t now_ns, uint32
 static bool send_data(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
 		      uint64_t now_ns, size_t *len)
 {
+	size_t payload;
 	struct mrc_tx_slot *s;
 	struct msg *m;
 	uint32_t psn;
@@ -1676,11 +1710,11 @@ static bool send_data(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_i
 			enter_error(c, m->kind == MSG_SQ ? m : NULL, MRC_WC_RETRY_EXC_ERR, true);
 			return false;
 		}
-		if (!build_data(c, m, psn, (uint16_t)path, true, buf, cap, now_ns, len))
+		if (!build_data(c, m, psn, (uint16_t)path, true, buf, cap, now_ns, len, tx,
+				&payload))
 			return false;
 		c->lost_pending--;
-		transmitted(c, s, (unsigned)path, *len - mrc_header_len(wire_opcode(m)), true,
-			    now_ns);
+		transmitted(c, s, (unsigned)path, payload, true, now_ns);
 		set_tx(tx, c->paths[path].plane, c->paths[path].sport, (uint16_t)path,
 		       wire_opcode(m));
 		return true;
@@ -1700,13 +1734,13 @@ static bool send_data(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_i
 		c->retry_clock_ns = now_ns; /* nothing was outstanding: the clock starts here */
 	if (m->sent_pkts == 0)
 		m->first_psn = psn;
-	if (!build_data(c, m, psn, (uint16_t)path, false, buf, cap, now_ns, len))
+	if (!build_data(c, m, psn, (uint16_t)path, false, buf, cap, now_ns, len, tx, &payload))
 		return false;
 	s = mrc_tx_slot(c->tx, psn);
 	memset(s, 0, sizeof(*s));
 	s->msg = (uint16_t)(m - c->msgs);
 	c->snd_nxt++;
-	transmitted(c, s, (unsigned)path, *len - mrc_header_len(wire_opcode(m)), false, now_ns);
+	transmitted(c, s, (unsigned)path, payload, false, now_ns);
 	if (++m->sent_pkts == m->npkts) {
 		c->cur_msg = -1;
 		if (m->kind == MSG_RR) {
@@ -1727,6 +1761,8 @@ bool mrc_conn_send(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info
 		   uint64_t now_ns, size_t *len)
 {
 	c->last_now_ns = now_ns;
+	tx->payload = NULL;
+	tx->payload_len = 0;
 	if (c->state == MRC_QPS_CLOSING || c->state == MRC_QPS_CLOSED)
 		return conn_closing_send(c, buf, cap, tx, now_ns, len);
 	if (c->state == MRC_QPS_ERR) {

@@ -179,6 +179,10 @@ struct mrc_conn_config {
 	uint64_t linger_max_ns;	  /* and no longer than this after it was destroyed */
 	struct mrc_rate_domain *rate_domain; /* receiver capacity shared with other QPs */
 	uint64_t seed;			     /* source-port redraws and probe nonces */
+	/* mrc_conn_send may leave a data packet's payload in the application's memory
+	 * (mrc_tx_info.payload) instead of copying it behind the headers: one copy less for a
+	 * caller that sends with a gather list. Only where the payload is in one piece. */
+	bool payload_by_reference;
 };
 
 /* Fills in the defaults documented in docs/SPEC.md; the caller sets QPNs, PSNs and paths. */
@@ -199,6 +203,12 @@ struct mrc_tx_info {
 	uint16_t sport;	  /* ... with this UDP source port */
 	uint16_t path_id; /* index of the path (for sequenced packets) */
 	uint8_t opcode;
+	/* With payload_by_reference: the packet's payload, to be sent right behind the *len
+	 * bytes written into buf, where the application's memory holds it (valid until the
+	 * caller returns to the engine or the application's next request); NULL: the packet
+	 * is whole in buf. */
+	const uint8_t *payload;
+	uint32_t payload_len;
 };
 
 struct mrc_conn_stats {

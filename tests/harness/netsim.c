@@ -520,7 +520,9 @@ static void pump(struct sim *sim, struct sim_endpoint *ep)
 			}
 			return;
 		}
-		struct sim_event *ev = malloc(sizeof(*ev) + len);
+		/* a payload left by reference goes right behind the headers, as a gather list
+		 * would send it */
+		struct sim_event *ev = malloc(sizeof(*ev) + len + tx.payload_len);
 
 		if (!ev)
 			abort();
@@ -532,8 +534,10 @@ static void pump(struct sim *sim, struct sim_endpoint *ep)
 		ev->src_host = (uint16_t)ep->host;
 		ev->dst_host = (uint16_t)peer_of(sim, ep)->host;
 		ev->core = (uint8_t)ecmp(ev->src_host, ev->dst_host, tx.sport, sim->n_core);
-		ev->len = (uint32_t)len;
+		ev->len = (uint32_t)len + tx.payload_len;
 		memcpy(ev->data, buf, len);
+		if (tx.payload)
+			memcpy(ev->data + len, tx.payload, tx.payload_len);
 		enter_stage(sim, ev);
 	}
 }

@@ -429,6 +429,38 @@ START_TEST(mrc_encode__payload_in_place)
 }
 END_TEST
 
+/* Headers alone, the payload left where it is: headers then payload are exactly what
+ * mrc_encode writes whole, for every opcode (non-data ones are written whole anyway). */
+START_TEST(mrc_encode_headers__then_payload_equals_whole)
+{
+	static uint8_t whole[MRC_WIRE_MAX_PACKET], hdrs[MRC_WIRE_MAX_PACKET];
+
+	for (size_t i = 0; i < N_OPCODES; i++) {
+		for (int variant = 0; variant < 3; variant++) {
+			struct mrc_packet p = sample(all_opcodes[i], variant);
+			size_t len, hlen;
+
+			ck_assert_int_eq(mrc_encode(&p, whole, sizeof(whole), &len), MRC_WIRE_OK);
+			ck_assert_int_eq(mrc_encode_headers(&p, hdrs, sizeof(hdrs), &hlen),
+					 MRC_WIRE_OK);
+			if (!mrc_opcode_is_data(p.opcode)) {
+				ck_assert_uint_eq(hlen, len);
+				ck_assert_mem_eq(hdrs, whole, len);
+				continue;
+			}
+			ck_assert_uint_eq(hlen, mrc_header_len(p.opcode));
+			ck_assert_uint_eq(hlen + p.payload_len, len);
+			ck_assert_mem_eq(hdrs, whole, hlen);
+			ck_assert(!p.payload_len || !memcmp(whole + hlen, p.payload, p.payload_len));
+			/* the headers need room only for themselves */
+			ck_assert_int_eq(mrc_encode_headers(&p, hdrs, hlen, &hlen), MRC_WIRE_OK);
+			ck_assert_int_eq(mrc_encode_headers(&p, hdrs, hlen - 1, &hlen),
+					 MRC_WIRE_E_NOSPACE);
+		}
+	}
+}
+END_TEST
+
 /* Reserved fields and unknown flags are ignored on receipt and written as zero. */
 START_TEST(mrc_decode__reserved_fields_and_unknown_flags_ignored)
 {
@@ -892,6 +924,7 @@ Suite *codec_suite(void)
 	tcase_add_test(trip, mrc_encode__round_trip_every_opcode_edge_values);
 	tcase_add_test(trip, mrc_decode__max_packet_accepted_one_more_oversize);
 	tcase_add_test(trip, mrc_encode__payload_in_place);
+	tcase_add_test(trip, mrc_encode_headers__then_payload_equals_whole);
 	tcase_add_test(trip, mrc_decode__reserved_fields_and_unknown_flags_ignored);
 	tcase_add_test(trip, mrc_codec__undefined_flags_and_psn_zeroed);
 	tcase_add_test(trip, mrc_encode__nospace);

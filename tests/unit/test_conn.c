@@ -35,6 +35,7 @@ static void property_run_placed(uint64_t seed, uint8_t mode, const struct sim_st
 	cc.sq_psn = 0xffffffffu - (uint32_t)(seed % 300);     /* PSNs wrap mid-run */
 	cc.rq_psn = (uint32_t)seed * 7919u;
 	cc.rto.min_rto_ns = 50000;
+	cc.payload_by_reference = seed % 2; /* as the daemon sends: a gather list */
 	xfer_init(&x, &sc, &cc, 2, (size_t)n_ops * max_len + 1);
 	impair_core(x.sim, impair);
 	before = mrc_conn_footprint(x.a->conn);
