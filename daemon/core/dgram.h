@@ -13,7 +13,12 @@
 
 struct mrcd_dgram {
 	uint8_t *data;
-	uint32_t len;	    /* rx: bytes received; tx: bytes to send */
+	uint32_t len;	    /* rx: bytes received; tx: bytes to send (then payload's) */
+	/* tx: more bytes that follow data on the wire, where they lie (a data packet's
+	 * payload in the application's memory: a gather list, one copy less); NULL: none.
+	 * Valid only within the pump turn that made it: what waits longer is copied in. */
+	const uint8_t *payload;
+	uint32_t payload_len;
 	uint32_t cap;	    /* rx: room in data */
 	uint8_t plane;	    /* the local plane it arrived on / leaves from */
 	uint16_t sport;	    /* rx: the sender's UDP source port; tx: ours (path entropy) */
@@ -22,5 +27,11 @@ struct mrcd_dgram {
 	bool ce;	    /* rx: the IP header carried ECN CE */
 	bool placed;	    /* rx: the fast path placed the payload; data holds the headers */
 };
+
+/* The bytes a datagram puts on the wire. */
+static inline uint32_t mrcd_dgram_tx_len(const struct mrcd_dgram *d)
+{
+	return d->len + (d->payload ? d->payload_len : 0);
+}
 
 #endif /* METAROCE_DAEMON_CORE_DGRAM_H */

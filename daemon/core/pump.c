@@ -119,6 +119,18 @@ static void hold_or_give_up(struct mrcd_core *c, unsigned i, unsigned *keep, uns
 		t->tx_dgrams[*keep] = t->tx_dgrams[i];
 		t->tx_dgrams[*keep].data = to;
 	}
+	/* it waits beyond this turn, and the application's memory may go meanwhile: the
+	 * payload moves in behind the headers (the slot holds a whole datagram) */
+	{
+		struct mrcd_dgram *g = &t->tx_dgrams[*keep];
+
+		if (g->payload) {
+			memcpy(g->data + g->len, g->payload, g->payload_len);
+			g->len += g->payload_len;
+			g->payload = NULL;
+			g->payload_len = 0;
+		}
+	}
 	(*keep)++;
 }
 
@@ -218,7 +230,8 @@ static enum sent send_some(struct mrcd_core *c, struct mrc_conn *conn, uint32_t 
 		if (tx.plane >= MRC_MAX_PLANES || !(peer_planes >> tx.plane & 1))
 			continue;
 		*g = (struct mrcd_dgram){ .data = buf, .len = (uint32_t)len, .plane = tx.plane,
-					  .sport = tx.sport, .peer_port = peer_port };
+					  .sport = tx.sport, .peer_port = peer_port,
+					  .payload = tx.payload, .payload_len = tx.payload_len };
 		g->peer.family = mrc_addr_family(peer_addr[tx.plane]);
 		memcpy(g->peer.addr, peer_addr[tx.plane], 16);
 		(*budget)--;

@@ -272,6 +272,8 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 
 	mrc_conn_config_default(&cc);
 	cc.mode = c->cfg->rocev2 ? MRC_MODE_ROCEV2 : MRC_MODE_METAROCE;
+	/* the backends send with gather lists: payloads are copied once, by the kernel */
+	cc.payload_by_reference = true;
 	for (unsigned p = 0; p < MRC_MAX_PLANES; p++)
 		n_planes += (send_planes >> p) & 1;
 	if (!n_planes) {

@@ -445,7 +445,7 @@ static uint32_t build_frame(struct mrcd_xsk_plane *p, const uint8_t mac[6],
 {
 	struct ethhdr eth;
 	struct udphdr udp;
-	uint32_t off = sizeof(eth), ulen = (uint32_t)sizeof(udp) + g->len;
+	uint32_t off = sizeof(eth), ulen = (uint32_t)sizeof(udp) + mrcd_dgram_tx_len(g);
 	bool v4 = p->family == MRC_AF_INET;
 
 	memcpy(eth.h_dest, mac, 6);
@@ -490,6 +490,8 @@ static uint32_t build_frame(struct mrcd_xsk_plane *p, const uint8_t mac[6],
 	udp.check = 0;
 	memcpy(f + off, &udp, sizeof(udp));
 	memcpy(f + off + sizeof(udp), g->data, g->len);
+	if (g->payload) /* from the application's memory straight into the frame */
+		memcpy(f + off + sizeof(udp) + g->len, g->payload, g->payload_len);
 	udp.check = htons(udp_checksum(v4 ? p->addr + 12 : p->addr,
 				       v4 ? g->peer.addr + 12 : g->peer.addr, v4 ? 4 : 16,
 				       f + off, ulen));
@@ -510,7 +512,7 @@ int mrcd_afxdp_tx(struct mrcd_afxdp *x, const struct mrcd_dgram *g, uint64_t now
 		return -2;
 	p = &x->planes[g->plane];
 	q = &p->queues[0];
-	if (g->len + 14 + 40 + 8 > MRCD_XSK_FRAME)
+	if (mrcd_dgram_tx_len(g) + 14 + 40 + 8 > MRCD_XSK_FRAME)
 		return -2;
 	mac = mrcd_neigh_mac(&x->neigh, g->plane, g->peer.addr, now_ns);
 	if (!mac)

@@ -397,24 +397,35 @@ static unsigned train_length(const struct mrcd_backend *b, const struct mrcd_udp
 			     const struct mrcd_dgram *d, unsigned n)
 {
 	unsigned k = 1;
-	size_t bytes = d[0].len;
+	uint32_t seg = mrcd_dgram_tx_len(&d[0]);
+	size_t bytes = seg;
 
 	if (!b->gso)
 		return 1;
 	while (k < n && k < GSO_MAX_SEGS && d[k].plane == d[0].plane &&
 	       tx_socket(u, d[k].sport) == fd && same_dest(&d[k], &d[0]) &&
-	       d[k].len <= d[0].len && bytes + d[k].len <= GSO_MAX_BYTES) {
-		bytes += d[k].len;
-		if (d[k++].len < d[0].len)
+	       mrcd_dgram_tx_len(&d[k]) <= seg && bytes + mrcd_dgram_tx_len(&d[k]) <= GSO_MAX_BYTES) {
+		bytes += mrcd_dgram_tx_len(&d[k]);
+		if (mrcd_dgram_tx_len(&d[k++]) < seg)
 			break; /* a shorter one ends the train */
 	}
 	return k;
 }
 
+/* A datagram's pieces into iov (its headers, then its payload where that lies); how many. */
+static unsigned gather(const struct mrcd_dgram *d, struct iovec *iov)
+{
+	iov[0] = (struct iovec){ d->data, d->len };
+	if (!d->payload || !d->payload_len)
+		return 1;
+	iov[1] = (struct iovec){ (void *)d->payload, d->payload_len };
+	return 2;
+}
+
 static int udp_tx_batch(struct mrcd_backend *b, const struct mrcd_dgram *d, unsigned n)
 {
 	struct mmsghdr msgs[TX_MSGS];
-	struct iovec iov[TX_MSGS], gather[TX_MSGS];
+	struct iovec iov[2 * TX_MSGS]; /* two pieces a datagram at most, headers and payload */
 	struct sockaddr_storage to[TX_MSGS];
 	union {
 		struct cmsghdr align;
@@ -441,29 +452,28 @@ static int udp_tx_batch(struct mrcd_backend *b, const struct mrcd_dgram *d, unsi
 			unsigned room = TX_MSGS - (at - done);
 			unsigned k = train_length(b, u, fd, &d[at], n - at < room ? n - at : room);
 
+			struct iovec *v = &iov[2 * (at - done)];
+			size_t pieces = 0;
+
 			memset(&msgs[m], 0, sizeof(msgs[m]));
 			msgs[m].msg_hdr.msg_name = &to[m];
 			msgs[m].msg_hdr.msg_namelen = to_sockaddr(&d[at].peer, d[at].peer_port, &to[m]);
-			msgs[m].msg_hdr.msg_iov = &iov[m];
-			msgs[m].msg_hdr.msg_iovlen = 1;
-			iov[m].iov_base = d[at].data;
-			iov[m].iov_len = d[at].len;
+			/* the train's datagrams lie apart in the core's slots, their payloads in
+			 * the application's memory: gathered */
+			for (unsigned x = 0; x < k; x++)
+				pieces += gather(&d[at + x], v + pieces);
+			msgs[m].msg_hdr.msg_iov = v;
+			msgs[m].msg_hdr.msg_iovlen = pieces;
 			if (k > 1) {
 				struct cmsghdr *c;
 
-				/* the train's datagrams lie apart in the core's slots: gathered */
-				msgs[m].msg_hdr.msg_iov = &gather[at - done];
-				msgs[m].msg_hdr.msg_iovlen = k;
-				for (unsigned x = 0; x < k; x++)
-					gather[at - done + x] = (struct iovec){ d[at + x].data,
-										d[at + x].len };
 				msgs[m].msg_hdr.msg_control = seg[m].buf;
 				msgs[m].msg_hdr.msg_controllen = sizeof(seg[m].buf);
 				c = CMSG_FIRSTHDR(&msgs[m].msg_hdr);
 				c->cmsg_level = SOL_UDP;
 				c->cmsg_type = UDP_SEGMENT;
 				c->cmsg_len = CMSG_LEN(sizeof(uint16_t));
-				*(uint16_t *)CMSG_DATA(c) = (uint16_t)d[at].len;
+				*(uint16_t *)CMSG_DATA(c) = (uint16_t)mrcd_dgram_tx_len(&d[at]);
 			}
 			segs[m++] = k;
 			at += k;

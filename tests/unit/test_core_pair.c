@@ -180,19 +180,22 @@ static void send_one(struct host *from, const struct mrcd_dgram *d, uint64_t ext
 
 	if (!where(w, d->peer.addr, &to, &plane))
 		return;
-	p = malloc(sizeof(*p) + d->len);
+	p = malloc(sizeof(*p) + mrcd_dgram_tx_len(d));
 	ck_assert_ptr_nonnull(p);
 	memcpy(p->data, d->data, d->len);
+	if (d->payload) /* a gather list's second piece, as the backends send it */
+		memcpy(p->data + d->len, d->payload, d->payload_len);
 	/* each host's plane link: 1 Gbit/s, so a transfer takes milliseconds to happen to */
 	{
 		uint64_t *busy = &w->busy_until[from->index][d->plane % PLANES];
 
-		*busy = (*busy > w->now ? *busy : w->now) + (uint64_t)(d->len + 42) * 8;
+		*busy = (*busy > w->now ? *busy : w->now) + (uint64_t)(mrcd_dgram_tx_len(d) + 42) * 8;
 		p->at = *busy + 20 * US + extra_ns + (w->jitter_ns ? rnd(w) % w->jitter_ns : 0);
 	}
 	p->seq = ++w->seq;
 	p->to = to;
-	p->g = (struct mrcd_dgram){ .data = p->data, .len = d->len, .cap = d->len,
+	p->g = (struct mrcd_dgram){ .data = p->data, .len = mrcd_dgram_tx_len(d),
+				    .cap = mrcd_dgram_tx_len(d),
 				    .plane = (uint8_t)plane, .sport = d->sport,
 				    .peer = from->cfg.planes[d->plane].addr,
 				    .peer_port = from->cfg.port };
