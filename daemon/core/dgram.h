@@ -13,7 +13,7 @@
 
 struct mrcd_dgram {
 	uint8_t *data;
-	uint32_t len;	    /* rx: bytes received; tx: the headers' bytes, payload apart */
+	uint32_t len;	    /* rx: bytes received; tx: bytes in data, before any payload */
 	/* tx: more bytes that follow data on the wire, where they lie (a data packet's
 	 * payload in the application's memory: a gather list, one copy less); NULL: none.
 	 * Valid only within the pump turn that made it: what waits longer is copied in. */

@@ -263,6 +263,8 @@ int mrcd_run(struct mrcd *d)
 			(!d->backend.ops->arm || d->backend.ops->arm(&d->backend, true));
 		/* the engine's timers are microseconds apart: wait to the nanosecond, not the
 		 * millisecond epoll_wait would round up to */
+		if (sleep)
+			mrc_spin_sleeping(&d->spin, now);
 		if (sleep && next != UINT64_MAX)
 			wait = (struct timespec){ (time_t)((next - now) / 1000000000u),
 						  (long)((next - now) % 1000000000u) };

@@ -53,9 +53,13 @@ bool mrc_spin_idle(struct mrc_spin *s, uint64_t now)
 		s->spins++;
 		return true;
 	}
+	return false;
+}
+
+void mrc_spin_sleeping(struct mrc_spin *s, uint64_t now)
+{
 	s->slept_at = now;
 	s->sleeps++;
-	return false;
 }
 
 void mrc_spin_work(struct mrc_spin *s, uint64_t now)

@@ -35,6 +35,10 @@ void mrc_spin_init(struct mrc_spin *s, uint64_t budget_ns);
 /* The loop found nothing to do at now: true to poll again at once, false to sleep. */
 bool mrc_spin_idle(struct mrc_spin *s, uint64_t now);
 
+/* It did go to sleep at now (it may not, when work came meanwhile): how long it slept
+ * until its next work teaches the window. */
+void mrc_spin_sleeping(struct mrc_spin *s, uint64_t now);
+
 /* The loop did work at now (a packet, a doorbell, a request, a timer). */
 void mrc_spin_work(struct mrc_spin *s, uint64_t now);
 

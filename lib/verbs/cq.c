@@ -197,6 +197,8 @@ static struct mrv_cq *spin_for_event(struct mrv_channel *ch, uint64_t budget, bo
 			mark_spinning(ch, false);
 			cq = take_event(ch, &raised, &armed);
 			*slept = !cq;
+			if (*slept)
+				mrc_spin_sleeping(&ch->spin, now);
 			break;
 		}
 		/* another thread of the application may want the lock between looks */

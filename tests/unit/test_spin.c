@@ -45,6 +45,10 @@ START_TEST(spin__spins_for_the_window_after_work)
 	ck_assert(mrc_spin_idle(&s, 1001 * US));
 	ck_assert(mrc_spin_idle(&s, 1001 * US + MRC_SPIN_START_NS - 1));
 	ck_assert(!mrc_spin_idle(&s, 1001 * US + MRC_SPIN_START_NS));
+	/* the loop did not sleep after all (work came): that teaches the window nothing */
+	mrc_spin_work(&s, 1001 * US + MRC_SPIN_START_NS + 1);
+	ck_assert_uint_eq(s.window_ns, MRC_SPIN_START_NS);
+	ck_assert_uint_eq(s.grown + s.shrunk, 0);
 	/* work caught while spinning leaves the window as it is */
 	mrc_spin_init(&s, 100 * US);
 	ck_assert(mrc_spin_idle(&s, 5 * US));
@@ -64,6 +68,7 @@ START_TEST(spin__a_short_sleep_grows_the_window_to_the_budget)
 		mrc_spin_work(&s, t);
 		while (mrc_spin_idle(&s, t))
 			t += US;
+		mrc_spin_sleeping(&s, t);
 		t += 5 * US; /* woken soon after giving up */
 	}
 	ck_assert_uint_eq(s.window_ns, 100 * US);
@@ -82,6 +87,7 @@ START_TEST(spin__a_long_sleep_shrinks_the_window_to_nothing)
 		mrc_spin_work(&s, t);
 		while (mrc_spin_idle(&s, t))
 			t += US;
+		mrc_spin_sleeping(&s, t);
 		t += 150 * US; /* nothing for longer than any spin */
 	}
 	mrc_spin_work(&s, t);
@@ -110,6 +116,7 @@ static void conversation(uint64_t budget, uint64_t gap, unsigned *sleeps, uint64
 		}
 		if (t < arrives) {
 			slept = 1;
+			mrc_spin_sleeping(&s, t);
 			t = arrives; /* a wakeup */
 		}
 		if (msg >= 900)
