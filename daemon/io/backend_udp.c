@@ -451,7 +451,6 @@ static int udp_tx_batch(struct mrcd_backend *b, const struct mrcd_dgram *d, unsi
 		       tx_socket(u, d[at].sport) == fd) {
 			unsigned room = TX_MSGS - (at - done);
 			unsigned k = train_length(b, u, fd, &d[at], n - at < room ? n - at : room);
-
 			struct iovec *v = &iov[2 * (at - done)];
 			size_t pieces = 0;
 
