@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The connection engine's inside, shared by its own files (conn.c, linger.c) and nobody
- * else: callers see struct mrc_conn only as the opaque type of conn.h.
+ * The connection engine's inside, shared by its own files (conn.c: life cycle, posting,
+ * completions, errors, timers; conn_recv.c; conn_send.c; linger.c) and nobody else: callers
+ * see struct mrc_conn only as the opaque type of conn.h.
  */
 #ifndef METAROCE_PROTO_CONN_IMPL_H
 #define METAROCE_PROTO_CONN_IMPL_H
 
 #include "conn.h"
 #include "loss.h"
+#include "random.h"
 
 #define RNR_UNLIMITED 7
 #define MAX_PROBE_REPLIES 4
@@ -154,7 +156,78 @@ struct mrc_conn {
 	struct mrc_conn_stats stats;
 };
 
-/* Shared between conn.c and linger.c. */
+/* --- small helpers every file of the engine uses ---------------------------------------- */
+
+static inline uint64_t next_random(struct mrc_conn *c)
+{
+	return mrc_splitmix64(&c->prng);
+}
+
+static inline bool rocev2(const struct mrc_conn *c)
+{
+	return c->cfg.mode == MRC_MODE_ROCEV2;
+}
+
+static inline struct msg *sq_msg(struct mrc_conn *c, uint32_t msn)
+{
+	return &c->msgs[msn & (c->sq_cap - 1)];
+}
+
+static inline struct msg *rr_msg(struct mrc_conn *c, uint32_t ctr)
+{
+	return &c->msgs[c->sq_cap + (ctr & (c->rr_cap - 1))];
+}
+
+static inline struct rq_entry *rq_entry(struct mrc_conn *c, uint32_t rsn)
+{
+	return &c->rq[rsn & (c->rq_cap - 1)];
+}
+
+/* Failed and re-drawn paths are probed until they answer, and so is a suspect one. */
+static inline bool path_probed(const struct mrc_path *p)
+{
+	return p->state == MRC_PATH_FAILED || p->state == MRC_PATH_PROBING ||
+	       (p->state == MRC_PATH_ACTIVE && p->rto_streak);
+}
+
+static inline bool work_outstanding(const struct mrc_conn *c)
+{
+	return c->snd_una != c->snd_nxt || c->sq_head != c->sq_tail || c->rr_head != c->rr_tail;
+}
+
+/* --- conn.c: paths, completions, errors, timers ----------------------------------------- */
+
+/* Counts a packet dropped for a reason (drop_reasons.h). */
+void conn_drop(struct mrc_conn *c, int reason);
+/* A path back in service takes back the window it lent. */
+void conn_reclaim_window(struct mrc_conn *c, struct mrc_path *from);
+void conn_fail_path(struct mrc_conn *c, struct mrc_path *p, uint64_t now_ns);
+/* The path's RTO, borrowed from the QP's other paths while it has no sample. */
+uint64_t conn_path_rto(const struct mrc_conn *c, const struct mrc_path *p);
+void conn_complete_recv(struct mrc_conn *c, const struct rq_entry *e, uint8_t status);
+/* Send work requests complete in posting order. */
+void conn_complete_messages(struct mrc_conn *c);
+/* The error state: the culprit (if any) completes with status, the rest flushed. */
+void conn_enter_error(struct mrc_conn *c, const struct msg *culprit, uint8_t status,
+		      bool tell_peer);
+/* A probe round with no usable path: a retry on the QP's retry clock. */
+void conn_note_dead_round(struct mrc_conn *c, uint64_t now_ns);
+
+/* --- conn_recv.c ------------------------------------------------------------------------- */
+
+/* Go-back-N: everything unacknowledged goes again, in PSN order. */
+void conn_go_back_n(struct mrc_conn *c);
+/* The outbound message a PSN in flight belongs to. */
+struct msg *conn_msg_of_psn(struct mrc_conn *c, uint32_t psn);
+/* The earliest end of an RNR wait still ahead. */
+void conn_refresh_rnr_wakeup(struct mrc_conn *c, uint64_t now_ns);
+
+/* --- conn_send.c ------------------------------------------------------------------------- */
+
+/* A retry counted on the QP's retry clock; true when the budget is spent. */
+bool conn_retry_exhausted(struct mrc_conn *c, uint64_t now_ns);
+
+/* Shared between the engine's files and linger.c. */
 void conn_note_for_ack(struct mrc_conn *c, const struct mrc_rx_info *rx,
 		       const struct mrc_packet *pkt, bool urgent, uint64_t now_ns);
 void conn_note_reverse_port(struct mrc_conn *c, const struct mrc_rx_info *rx);
