@@ -456,10 +456,10 @@ $(METAROCE_CTL): $(OBJ)/cli/metaroce-ctl.o
 	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
 
 # A verbs program like any other: linked to libibverbs, run through metaroce-run for metaroced.
-$(METAROCE_PERF): cli/metaroce-perf.c
+$(METAROCE_PERF): cli/metaroce-perf.c $(wildcard cli/perf/*.c cli/perf/*.h)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -libverbs -lm
+	$(Q)$(CC) $(CPPFLAGS) -Icli $(MRC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $(filter %.c,$^) -libverbs -lm
 
 $(METAROCED): $(OBJ)/daemon/main.o $(LIBDAEMON) $(LIBPROTO)
 	$(call msg,LD,$@)

@@ -32,7 +32,7 @@ fi
 if grep -nE '#include "(io|\.\./io)/' daemon/core/*.[ch]; then
 	say "daemon/core includes daemon/io (above)"
 fi
-if grep -nE '#include "(proto|core|io)/' lib/verbs/*.[ch] lib/shm/*.[ch] cli/*.[ch]; then
+if grep -nE '#include "(proto|core|io)/' lib/verbs/*.[ch] lib/shm/*.[ch] cli/*.[ch] cli/*/*.[ch]; then
 	say "the library or the CLI includes the engine's or the daemon's headers (above)"
 fi
 [ $bad -eq 0 ] && echo "layering: engine and core free of I/O; includes go one way"
