@@ -415,6 +415,13 @@ $(METAROCE_RUN): cli/metaroce-run
 	$(Q)install -m 0755 $< $@
 
 # Generic verbs programs: built against rdma-core's libibverbs, run through libmetaroce.
+$(BUILD)/tests/verbs/verbs_check: tests/verbs/verbs_check.c $(wildcard tests/verbs/check/*.c \
+				  tests/verbs/check/*.h)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) -Itests/verbs $(MRC_CFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^) -libverbs
+
+# Generic verbs programs: built against rdma-core's libibverbs, run through libmetaroce.
 $(BUILD)/tests/verbs/%: tests/verbs/%.c
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
