@@ -25,6 +25,8 @@ import tempfile
 import threading
 import time
 
+import sockperf_output
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TB_TOOL = os.path.join(ROOT, "testbed", "mrc-testbed")
 TARGETS = {
@@ -395,16 +397,7 @@ def latency(b, secs):
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     srv.kill()
     srv.wait()
-    sp = {}
-    for line in r.stdout.splitlines():
-        m = re.search(r"percentile (\d+\.\d+) =\s+([0-9.]+)", line)
-        if m:
-            sp[m.group(1)] = float(m.group(2))
-        m = re.search(r"<MIN> observation =\s+([0-9.]+)", line)
-        if m:
-            sp["min"] = float(m.group(1))
-    udp = {"p50": sp.get("50.000"), "p99": sp.get("99.000"), "p99_9": sp.get("99.900"),
-           "min": sp.get("min")}
+    udp = sockperf_output.parse(r.stdout)
     log("  64 B half round trip, us: MetaRoCE p50 %s p99 %s p99.9 %s | sockperf UDP p50 %s p99 %s p99.9 %s" % (
         mrc and "%.1f" % mrc["p50"], mrc and "%.1f" % mrc["p99"], mrc and "%.1f" % mrc["p99_9"],
         udp["p50"], udp["p99"], udp["p99_9"]))

@@ -27,7 +27,8 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "core"))
-from core_bench import Failed, Pair, read_counts  # noqa: E402
+from core_bench import Failed, Pair, counted_pair, read_counts  # noqa: E402
+import sockperf_output  # noqa: E402
 
 GOAL_P50_RATIO = 1.0
 GOAL_TAIL_RATIO = 3.0
@@ -47,31 +48,11 @@ def log(msg):
 
 def ping_pong(pair, seconds, extra, tag):
     """One metaroce-perf latency run: its latency figures and counts per round trip."""
-    pair.port += 1
-    perf = os.path.join(pair.build, "bin", "metaroce-perf")
-    files = {k: os.path.join(pair.tmp, "%s.%s.perf" % (tag, k)) for k in ("d", "s", "c")}
-    pids = ",".join(str(p.pid) for p in pair.daemon)
-    argv, env = pair.verbs(1, [perf, "-p", str(pair.port)] + extra)
-    srv = pair.spawn(1, pair.counted(argv, files["s"]), tag + ".server", env=env)
-    dstat = subprocess.Popen(["perf", "stat", "-x,", "-o", files["d"], "-p", pids, "-e",
-                              "raw_syscalls:sys_enter", "-e", "sched:sched_switch", "--filter",
-                              "prev_state != 0"], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL)
-    pair.procs.append(dstat)
-    argv, env = pair.verbs(0, [perf, "-j", "-p", str(pair.port), "-t", "send", "-m", "lat",
-                               "-s", "64", "-D", str(seconds)] + extra + [pair.addr(0, 1)])
-    cli = pair.spawn(0, pair.counted(argv, files["c"]), tag + ".client", env=env)
-    if cli.wait(timeout=seconds + 120) or srv.wait(timeout=30):
-        raise Failed("metaroce-perf %s: %s" % (tag, pair.logtext(tag + ".client")[-400:]))
-    dstat.send_signal(2)
-    dstat.wait(timeout=10)
-    text = pair.logtext(tag + ".client")
-    summary = json.loads(text[text.index("{"):text.rindex("}") + 1])
+    summary, d, c = counted_pair(pair, tag, extra, ["-t", "send", "-m", "lat", "-s", "64",
+                                                    "-D", str(seconds)] + extra, seconds)
     rtts = summary["messages"]
     if not rtts:
         raise Failed("metaroce-perf %s: no round trip" % tag)
-    d = read_counts(files["d"])
-    c = [a + b for a, b in zip(read_counts(files["s"]), read_counts(files["c"]))]
     lat = summary["latency_us"]
     return {"p50": lat["p50"], "p99": lat["p99"], "p99_9": lat["p99_9"], "min": lat["min"],
             "round_trips": rtts,
@@ -95,23 +76,12 @@ def sockperf(pair, seconds):
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     srv.kill()
     srv.wait()
-    got = {}
-    for line in r.stdout.splitlines():
-        m = re.search(r"percentile (\d+\.\d+) =\s+([0-9.]+)", line)
-        if m:
-            got[m.group(1)] = float(m.group(2))
-        m = re.search(r"<MIN> observation =\s+([0-9.]+)", line)
-        if m:
-            got["min"] = float(m.group(1))
-        m = re.search(r"SentMessages=(\d+);\s*ReceivedMessages=(\d+)", line)
-        if m:
-            got["rtts"] = int(m.group(2))
-    if "50.000" not in got:
+    got = sockperf_output.parse(r.stdout)
+    if got["p50"] is None:
         raise Failed("sockperf: %s" % r.stdout[-400:])
-    return {"p50": got["50.000"], "p99": got.get("99.000"), "p99_9": got.get("99.900"),
-            "min": got.get("min"), "round_trips": got.get("rtts"),
-            "client_wakeups_per_rtt": read_counts(out)[1] / got["rtts"] if got.get("rtts")
-            else None}
+    got["client_wakeups_per_rtt"] = (read_counts(out)[1] / got["round_trips"]
+                                     if got["round_trips"] else None)
+    return got
 
 
 def median_run(runs):

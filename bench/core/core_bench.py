@@ -167,22 +167,23 @@ def read_counts(path):
     return sc, sw
 
 
-def stream(pair, seconds, tag):
-    """One metaroce-perf WRITE stream, host 0 to host 1, with everything counted."""
+def counted_pair(pair, tag, server_args, client_args, seconds):
+    """A metaroce-perf server on host 1 and client on host 0 with `perf stat` counting their
+    and the daemons' system calls and sleeps: (the client's JSON summary, the daemons'
+    (syscalls, sleeps), the two programs' (syscalls, sleeps))."""
     pair.port += 1
     perf = os.path.join(pair.build, "bin", "metaroce-perf")
     files = {k: os.path.join(pair.tmp, "%s.%s.perf" % (tag, k)) for k in ("d", "s", "c")}
     pids = ",".join(str(p.pid) for p in pair.daemon)
-    argv, env = pair.verbs(1, [perf, "-e", "-p", str(pair.port)])
+    argv, env = pair.verbs(1, [perf, "-p", str(pair.port)] + server_args)
     srv = pair.spawn(1, pair.counted(argv, files["s"]), tag + ".server", env=env)
     dstat = subprocess.Popen(["perf", "stat", "-x,", "-o", files["d"], "-p", pids, "-e",
                               "raw_syscalls:sys_enter", "-e", "sched:sched_switch", "--filter",
                               "prev_state != 0"], stdout=subprocess.DEVNULL,
                              stderr=subprocess.DEVNULL)
     pair.procs.append(dstat)
-    argv, env = pair.verbs(0, [perf, "-j", "-e", "-p", str(pair.port), "-t", "write", "-s",
-                               "64K", "-q", "1", "-Q", "16", "-D", str(seconds),
-                               pair.addr(0, 1)])
+    argv, env = pair.verbs(0, [perf, "-j", "-p", str(pair.port)] + client_args +
+                           [pair.addr(0, 1)])
     cli = pair.spawn(0, pair.counted(argv, files["c"]), tag + ".client", env=env)
     if cli.wait(timeout=seconds + 120) or srv.wait(timeout=30):
         raise Failed("metaroce-perf %s: %s" % (tag, pair.logtext(tag + ".client")[-400:]))
@@ -190,9 +191,16 @@ def stream(pair, seconds, tag):
     dstat.wait(timeout=10)
     text = pair.logtext(tag + ".client")
     summary = json.loads(text[text.index("{"):text.rindex("}") + 1])
+    programs = [a + b for a, b in zip(read_counts(files["s"]), read_counts(files["c"]))]
+    return summary, read_counts(files["d"]), programs
+
+
+def stream(pair, seconds, tag):
+    """One metaroce-perf WRITE stream, host 0 to host 1, with everything counted."""
+    summary, d, c = counted_pair(pair, tag, ["-e"], ["-e", "-t", "write", "-s", "64K", "-q",
+                                                     "1", "-Q", "16", "-D", str(seconds)],
+                                 seconds)
     gb = summary["bytes"] / 1e9
-    d = read_counts(files["d"])
-    c = [a + b for a, b in zip(read_counts(files["s"]), read_counts(files["c"]))]
     return {
         "gbps": summary["gbps"],
         "bytes": summary["bytes"],
