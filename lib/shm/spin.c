@@ -49,17 +49,12 @@ bool mrc_spin_idle(struct mrc_spin *s, uint64_t now)
 		return true;
 	if (!s->idle_since)
 		s->idle_since = now;
-	if (now - s->idle_since < s->window_ns) {
-		s->spins++;
-		return true;
-	}
-	return false;
+	return now - s->idle_since < s->window_ns;
 }
 
 void mrc_spin_sleeping(struct mrc_spin *s, uint64_t now)
 {
 	s->slept_at = now;
-	s->sleeps++;
 }
 
 void mrc_spin_work(struct mrc_spin *s, uint64_t now)

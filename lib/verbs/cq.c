@@ -186,7 +186,6 @@ static struct mrv_cq *spin_for_event(struct mrv_channel *ch, uint64_t budget, bo
 		cq = take_event(ch, &raised, &armed);
 		if (cq) {
 			mrc_spin_work(&ch->spin, now);
-			ch->spun_events++;
 			break;
 		}
 		if (raised || !armed)

@@ -86,7 +86,6 @@ struct mrv_channel {
 	struct mrv_cq *cqs;	      /* the CQs bound to this channel */
 	uint32_t orphaned;	      /* events of destroyed CQs still in the socket */
 	struct mrc_spin spin;	      /* METAROCE_BUSY_POLL: ibv_get_cq_event's spin, under lock */
-	uint64_t spun_events;	      /* events ibv_get_cq_event found spinning, not woken */
 };
 
 struct mrv_qp {
