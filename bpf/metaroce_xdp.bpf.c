@@ -260,10 +260,12 @@ static __always_inline int send_event(__u32 kind, struct xdp_md *ctx, struct mrc
 	worthy = wake_worthy(qp, hdr, kind, ce);
 	wake = bpf_map_lookup_elem(&mrc_wake, &zero);
 	if (wake && READ_ONCE(wake->asleep)) {
-		if (worthy) {
+		/* one wakeup per sleep: whoever takes `asleep` from 1 to 0 wakes the daemon, and
+		 * later packets of the same burst see it awake (each wakeup is an interrupt) */
+		if (worthy && __sync_val_compare_and_swap(&wake->asleep, 1, 0) == 1) {
 			flags = BPF_RB_FORCE_WAKEUP;
 			__sync_fetch_and_add(&wake->wakeups, 1);
-		} else {
+		} else if (!worthy) {
 			__sync_fetch_and_add(&wake->quiet, 1);
 		}
 	}

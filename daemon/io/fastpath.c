@@ -457,14 +457,14 @@ bool mrcd_fastpath_events_pending(const struct mrcd_fastpath *fp)
 
 bool mrcd_fastpath_arm(struct mrcd_fastpath *fp, bool sleeping)
 {
-	__atomic_store_n(&fp->wake->asleep, sleeping ? 1u : 0u, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&fp->wake->asleep, sleeping ? 1ull : 0ull, __ATOMIC_SEQ_CST);
 	if (!sleeping)
 		return true;
 	/* pairs with the program's locked add between reserving an event and reading asleep */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (!mrcd_fastpath_events_pending(fp))
 		return true;
-	__atomic_store_n(&fp->wake->asleep, 0u, __ATOMIC_RELAXED);
+	__atomic_store_n(&fp->wake->asleep, 0ull, __ATOMIC_RELAXED);
 	return false;
 }
 

@@ -42,7 +42,9 @@
  * packet is one the engine acknowledges at once [R-234]: ACK_REQ (the last of a message, or
  * one that filled the sender's window [R-332]), CE-marked, a duplicate, one that opens a gap
  * or fills the gap at the window's base, or every cfg_wake_every-th placed packet of its QP
- * (the engine's ACK coalescing count) [R-333]. The program counts the packet (a locked
+ * (the engine's ACK coalescing count) [R-333]. The wakeup takes `asleep` back to 0 with a
+ * compare-and-swap, so a burst wakes a sleeping daemon once, not once per urgent packet
+ * (each wakeup is an interrupt). The program counts the packet (a locked
  * add, a full barrier) after reserving its event and before reading `asleep`; the daemon
  * sets `asleep`, fences, then looks at the ring's producer position once more before it
  * sleeps: one of the two always sees the other's write.
@@ -103,8 +105,8 @@ struct mrc_xdp_qp {
 
 /* The one element of mrc_wake. */
 struct mrc_xdp_wake {
-	__u32 asleep;		/* the daemon's: 1 while it sleeps (or is about to) */
-	__u32 reserved;
+	__u64 asleep;		/* 1 while the daemon sleeps (or is about to); the program's
+				 * wakeup takes it back to 0 (64 bits: BPF's cmpxchg) */
 	__u64 wakeups;		/* the program's: events it submitted with a wakeup */
 	__u64 quiet;		/* the program's: events it submitted while the daemon slept, unwoken */
 };
