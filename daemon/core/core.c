@@ -337,6 +337,11 @@ static int ready_qp(struct mrcd_core *c, const struct request *r)
 	return core_ready_qp(c, r->slot, r->payload, r->len, r->now);
 }
 
+static int modify_qp(struct mrcd_core *c, const struct request *r)
+{
+	return core_modify_qp(c, r->slot, r->payload, r->len);
+}
+
 /* The client's own QP named by the request, or NULL. */
 static struct mrcd_qp *own_qp(struct mrcd_core *c, const struct request *r, int *err)
 {
@@ -389,6 +394,7 @@ static const struct {
 	[MRC_CTL_CREATE_QP] = { create_qp, sizeof(struct mrc_ctl_qp_created) },
 	[MRC_CTL_CONNECT_QP] = { connect_qp, 0 },
 	[MRC_CTL_READY_QP] = { ready_qp, 0 },
+	[MRC_CTL_MODIFY_QP] = { modify_qp, 0 },
 	[MRC_CTL_ERROR_QP] = { error_qp, 0 },
 	[MRC_CTL_DESTROY_QP] = { destroy_qp, 0 },
 };

@@ -31,6 +31,8 @@ uint32_t core_make_handle(struct mrcd_tables *t, unsigned slot);
 struct mrcd_qp *core_qp_by_num(struct mrcd_tables *t, uint32_t qpn);
 struct mrcd_cq *core_cq_by_handle(struct mrcd_tables *t, int owner, uint32_t handle);
 struct mrcd_mr *core_mr_by_key(struct mrcd_tables *t, int owner, uint32_t key);
+struct mrcd_mr *core_mr_of_qp(struct mrcd_tables *t, const struct mrcd_qp *qp, uint32_t key);
+uint32_t core_owner_token(int owner, uint32_t pd);
 int core_reg_mr(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
 		unsigned n_desc, struct mrc_ctl_mr *out);
 void core_mr_deregister(struct mrcd_core *c, struct mrcd_mr *mr);
@@ -47,8 +49,8 @@ int core_ring_new(struct mrcd_core *c, uint16_t kind, uint32_t entries, uint32_t
 		  void **mem, size_t *len, struct mrc_ring *ring);
 uint32_t core_ring_entries(uint32_t want);
 /* A client's scatter element to host memory; `write` when the daemon will store into it. */
-int core_local_sge(struct mrcd_core *c, int owner, const struct mrc_shm_sge *in, bool write,
-		   struct mrc_sge *out);
+int core_local_sge(struct mrcd_core *c, const struct mrcd_qp *qp, const struct mrc_shm_sge *in,
+		   bool write, struct mrc_sge *out);
 /* The engine's callbacks, user = the QP. */
 int core_mr_lookup(void *user, uint32_t key, uint64_t addr, uint32_t len, unsigned access,
 		   uint8_t **host);
@@ -65,6 +67,8 @@ int core_connect_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload,
 		    uint64_t now);
 int core_ready_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
 		  uint64_t now);
+/* Verbs' RTS to RTS (MRC_CTL_MODIFY_QP). */
+int core_modify_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len);
 void core_qp_error(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now);
 /* Destroyed, or its client went: its connection lingers (SPEC 11.4). */
 void core_qp_free(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now);

@@ -52,6 +52,22 @@ struct mrcd_mr *core_mr_by_key(struct mrcd_tables *t, int owner, uint32_t key)
 	return mr->owner == owner && mr->key == key && !mr->retired ? mr : NULL;
 }
 
+/* A key as a QP may use it: a region of the QP's client and protection domain. */
+struct mrcd_mr *core_mr_of_qp(struct mrcd_tables *t, const struct mrcd_qp *qp, uint32_t key)
+{
+	struct mrcd_mr *mr = core_mr_by_key(t, qp->owner, key);
+
+	return mr && mr->pd == qp->pd ? mr : NULL;
+}
+
+/* The XDP program's owner check, made of the same two: client slot and protection domain. */
+uint32_t core_owner_token(int owner, uint32_t pd)
+{
+	_Static_assert(MRCD_MAX_CLIENTS < (1u << 12) && MRC_CTL_MAX_PD < (1u << 20),
+		       "client slot and PD share a 32-bit token");
+	return pd << 12 | (uint32_t)(owner + 1);
+}
+
 /* --- memory regions ------------------------------------------------------------------------ */
 
 void core_mr_unmap(struct mrcd_core *c, struct mrcd_mr *mr)
@@ -160,7 +176,7 @@ static void mr_hand_to_fast_path(struct mrcd_core *c, const struct mrcd_mr *mr,
 	if (!c->fast || r->n_segments != 1 || !access || !map->page_map)
 		return;
 	err = c->fast->mr_set(c->io, (uint32_t)(mr - c->t.mrs), mr->key, access,
-			      (uint32_t)mr->owner + 1, mr->iova, mr->length,
+			      core_owner_token(mr->owner, mr->pd), mr->iova, mr->length,
 			      seg[0].fd_offset + r->offset);
 	if (err)
 		core_log(c, MRCD_WARNING, "region %08x: not placed in XDP: %s", mr->key,
@@ -184,7 +200,8 @@ int core_reg_mr(struct mrcd_core *c, unsigned owner, const uint8_t *payload, siz
 	memcpy(&r, payload, sizeof(r));
 	if (!r.n_segments || r.n_segments > MRC_CTL_MAX_SEGMENTS ||
 	    len != sizeof(r) + r.n_segments * sizeof(seg[0]) || n_desc != r.n_segments ||
-	    !r.length || (r.access & ~MRC_CTL_ACCESS_ALL) || r.iova > UINT64_MAX - r.length)
+	    !r.length || (r.access & ~MRC_CTL_ACCESS_ALL) || r.iova > UINT64_MAX - r.length ||
+	    !r.pd || r.pd > MRC_CTL_MAX_PD || r.reserved)
 		return -EINVAL;
 	memcpy(seg, payload + sizeof(r), r.n_segments * sizeof(seg[0]));
 	for (unsigned i = 0; i < r.n_segments; i++) {
@@ -218,6 +235,7 @@ int core_reg_mr(struct mrcd_core *c, unsigned owner, const uint8_t *payload, siz
 	mr->key = slot << MRC_XDP_KEY_SLOT_SHIFT |
 		  ((uint32_t)mrc_splitmix64(&t->seed) & MRC_KEY_RANDOM_MASK) | 1;
 	mr->owner = (int)owner;
+	mr->pd = r.pd;
 	mr->iova = r.iova;
 	mr->length = r.length;
 	mr->access = r.access;
@@ -235,7 +253,7 @@ int core_mr_lookup(void *user, uint32_t key, uint64_t addr, uint32_t len, unsign
 		   uint8_t **host)
 {
 	struct mrcd_qp *qp = user;
-	struct mrcd_mr *mr = core_mr_by_key(&qp->core->t, qp->owner, key);
+	struct mrcd_mr *mr = core_mr_of_qp(&qp->core->t, qp, key);
 	uint32_t need = (access & MRC_ACCESS_REMOTE_WRITE ? MRC_CTL_ACCESS_REMOTE_WRITE : 0) |
 			(access & MRC_ACCESS_REMOTE_READ ? MRC_CTL_ACCESS_REMOTE_READ : 0);
 
@@ -246,10 +264,10 @@ int core_mr_lookup(void *user, uint32_t key, uint64_t addr, uint32_t len, unsign
 	return 0;
 }
 
-int core_local_sge(struct mrcd_core *c, int owner, const struct mrc_shm_sge *in, bool write,
-		   struct mrc_sge *out)
+int core_local_sge(struct mrcd_core *c, const struct mrcd_qp *qp, const struct mrc_shm_sge *in,
+		   bool write, struct mrc_sge *out)
 {
-	struct mrcd_mr *mr = core_mr_by_key(&c->t, owner, in->lkey);
+	struct mrcd_mr *mr = core_mr_of_qp(&c->t, qp, in->lkey);
 
 	if (!mr || (write && !(mr->access & MRC_CTL_ACCESS_LOCAL_WRITE)) || in->addr < mr->iova ||
 	    in->addr - mr->iova > mr->length || in->length > mr->length - (in->addr - mr->iova))

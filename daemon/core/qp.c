@@ -120,7 +120,7 @@ int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 	rcq = core_cq_by_handle(&c->t, (int)owner, r.recv_cq);
 	if (!scq || !rcq || !r.max_send_wr || !r.max_recv_wr ||
 	    r.max_send_wr > MRCD_MAX_RING_ENTRIES || r.max_recv_wr > MRCD_MAX_RING_ENTRIES ||
-	    r.sq_sig_all > 1)
+	    r.sq_sig_all > 1 || !r.pd || r.pd > MRC_CTL_MAX_PD)
 		return -EINVAL;
 	if (c->t.client[owner].n_qps >= MRCD_CLIENT_MAX_QPS)
 		return -ENOSPC;
@@ -158,6 +158,7 @@ int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 		return -ENOMEM;
 	}
 	qp->owner = (int)owner;
+	qp->pd = r.pd;
 	qp->send_cq = (int)(scq - c->t.cqs);
 	qp->recv_cq = (int)(rcq - c->t.cqs);
 	qp->sq_sig_all = r.sq_sig_all;
@@ -241,6 +242,13 @@ static uint16_t rnr_wait_units(uint8_t min_rnr_timer)
 	return (uint16_t)(units > UINT16_MAX ? UINT16_MAX : units);
 }
 
+/* What the peer may do here, as the engine spells it. */
+static unsigned engine_access(uint32_t ctl_access)
+{
+	return (ctl_access & MRC_CTL_ACCESS_REMOTE_WRITE ? MRC_ACCESS_REMOTE_WRITE : 0) |
+	       (ctl_access & MRC_CTL_ACCESS_REMOTE_READ ? MRC_ACCESS_REMOTE_READ : 0);
+}
+
 /* RTS: the send half starts. */
 static void qp_ready(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 {
@@ -318,8 +326,7 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 	cc.rq_depth = qp->rq.entries;
 	cc.max_rd_atomic = 1;
 	cc.max_dest_rd_atomic = qp->req.max_dest_rd_atomic;
-	cc.qp_access = (qp->req.access & MRC_CTL_ACCESS_REMOTE_WRITE ? MRC_ACCESS_REMOTE_WRITE : 0) |
-		       (qp->req.access & MRC_CTL_ACCESS_REMOTE_READ ? MRC_ACCESS_REMOTE_READ : 0);
+	cc.qp_access = engine_access(qp->req.access);
 	cc.sq_sig_all = qp->sq_sig_all;
 	cc.rnr_retry_after = rnr_wait_units(qp->req.min_rnr_timer);
 	cc.rate_domain = &c->t.rate;
@@ -333,12 +340,14 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 	}
 	qp->state = MRC_CTL_QP_RTR;
 	if (c->fast) {
-		/* from here on the program places this QP's WRITEs and READ responses */
+		/* from here on the program places this QP's READ responses, and its WRITEs if
+		 * the QP admits them (else the engine answers each with NAK remote_access) */
 		qp->fast = true;
 		qp->fast_base = cc.rq_psn;
-		c->fast->qp_set(c->io, qp->qpn, (uint32_t)qp->owner + 1, cc.rq_psn,
-				MRC_XDP_QP_PLACE | MRC_XDP_QP_PLACE_READ, qp->peer_planes,
-				(const uint8_t(*)[16])qp->peer_addr);
+		c->fast->qp_set(c->io, qp->qpn, core_owner_token(qp->owner, qp->pd), cc.rq_psn,
+				(cc.qp_access & MRC_ACCESS_REMOTE_WRITE ? MRC_XDP_QP_PLACE : 0) |
+					MRC_XDP_QP_PLACE_READ,
+				qp->peer_planes, (const uint8_t(*)[16])qp->peer_addr);
 	}
 	core_apply_drains(c, qp);
 	core_log(c, MRCD_DEBUG, "QP %u -> %u: %u paths over %u planes", qp->qpn, cc.remote_qpn,
@@ -364,7 +373,8 @@ int core_connect_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload,
 	if (qp->state != MRC_CTL_QP_IDLE)
 		return -EBUSY;
 	if (r.dest_qp_num > MRC_QPN_MAX || r.dest_qp_num == MRC_QPN_DAEMON ||
-	    r.min_rnr_timer > 31 || !r.max_dest_rd_atomic || (r.access & ~MRC_CTL_ACCESS_ALL) ||
+	    r.min_rnr_timer > 31 || !r.max_dest_rd_atomic ||
+	    r.max_dest_rd_atomic > MRC_CTL_MAX_RD_ATOMIC || (r.access & ~MRC_CTL_ACCESS_ALL) ||
 	    r.paths_per_plane > MRCD_SPORTS_PER_PLANE ||
 	    (r.path_mtu && (r.path_mtu < 256 || r.path_mtu > 4096)))
 		return -EINVAL;
@@ -403,7 +413,8 @@ int core_ready_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, s
 	qp = core_qp_by_num(&c->t, r.qp_num);
 	if (!qp || qp->owner != (int)owner)
 		return -ENOENT;
-	if (r.retry_cnt > 7 || r.rnr_retry > 7 || !r.max_rd_atomic || r.timeout > 31)
+	if (r.retry_cnt > 7 || r.rnr_retry > 7 || !r.max_rd_atomic ||
+	    r.max_rd_atomic > MRC_CTL_MAX_RD_ATOMIC || r.timeout > 31)
 		return -EINVAL;
 	if (qp->state != MRC_CTL_QP_RTR && qp->state != MRC_CTL_QP_RESOLVING)
 		return -EBUSY;
@@ -411,6 +422,41 @@ int core_ready_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, s
 	qp->ready_pending = true;
 	if (qp->state == MRC_CTL_QP_RTR)
 		qp_ready(c, qp, now);
+	return 0;
+}
+
+/*
+ * Verbs' RTS to RTS: new retry limits and clock, RNR wait and access, for the engine from
+ * its next packet on. A QP whose WRITEs the XDP program placed and that no longer admits
+ * them stops being placed there; one that admits them anew is served by the engine.
+ */
+int core_modify_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len)
+{
+	struct mrc_ctl_modify_qp r;
+	struct mrcd_qp *qp;
+
+	if (len != sizeof(r))
+		return -EINVAL;
+	memcpy(&r, payload, sizeof(r));
+	qp = core_qp_by_num(&c->t, r.qp_num);
+	if (!qp || qp->owner != (int)owner)
+		return -ENOENT;
+	if (r.retry_cnt > 7 || r.rnr_retry > 7 || r.timeout > 31 || r.min_rnr_timer > 31 ||
+	    (r.access & ~(MRC_CTL_ACCESS_REMOTE_WRITE | MRC_CTL_ACCESS_REMOTE_READ)) || r.reserved)
+		return -EINVAL;
+	if (qp->state != MRC_CTL_QP_RTS && !qp->ready_pending)
+		return -EBUSY; /* not at RTS: ERR, or RTS never reached */
+	qp->req.access = r.access;
+	qp->req.min_rnr_timer = r.min_rnr_timer;
+	qp->ready.retry_cnt = r.retry_cnt;
+	qp->ready.rnr_retry = r.rnr_retry;
+	qp->ready.timeout = r.timeout;
+	if (qp->conn)
+		mrc_conn_modify(qp->conn, r.retry_cnt, mrc_verbs_timeout_ns(r.timeout),
+				r.rnr_retry, rnr_wait_units(r.min_rnr_timer),
+				engine_access(r.access));
+	if (qp->fast && !(r.access & MRC_CTL_ACCESS_REMOTE_WRITE))
+		c->fast->qp_clear_flags(c->io, qp->qpn, MRC_XDP_QP_PLACE);
 	return 0;
 }
 
@@ -485,7 +531,7 @@ static int sq_entry_to_wr(struct mrcd_core *c, struct mrcd_qp *qp,
 	wr->rkey = e->rkey;
 	wr->raddr = e->raddr;
 	for (unsigned i = 0; i < e->num_sge; i++) {
-		if (core_local_sge(c, qp->owner, &e->sge[i], e->opcode == MRC_SQ_READ,
+		if (core_local_sge(c, qp, &e->sge[i], e->opcode == MRC_SQ_READ,
 				   &wr->sge[i]))
 			return MRC_CQ_LOC_PROT_ERR;
 		total += e->sge[i].length;
@@ -508,7 +554,7 @@ static int rq_entry_to_wr(struct mrcd_core *c, struct mrcd_qp *qp,
 	wr->wr_id = e->wr_id;
 	wr->num_sge = e->num_sge;
 	for (unsigned i = 0; i < e->num_sge; i++)
-		if (core_local_sge(c, qp->owner, &e->sge[i], true, &wr->sge[i]))
+		if (core_local_sge(c, qp, &e->sge[i], true, &wr->sge[i]))
 			return MRC_CQ_LOC_PROT_ERR;
 	return MRC_CQ_SUCCESS;
 }

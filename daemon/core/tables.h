@@ -63,6 +63,7 @@ _Static_assert(MRCD_CLIENT_MAX_QPS <= MRCD_MAX_QPS / 2 && MRCD_CLIENT_MAX_CQS <=
 
 struct mrcd_mr {
 	int owner;	/* client slot; -1: free */
+	uint32_t pd;	/* the client's protection domain: only its QPs reach the region */
 	uint32_t key;	/* lkey == rkey */
 	uint64_t iova, length;
 	uint32_t access;
@@ -105,6 +106,7 @@ struct mrcd_core;
 struct mrcd_qp {
 	struct mrcd_core *core;	/* for the engine's callbacks */
 	int owner;
+	uint32_t pd;		/* its client's protection domain */
 	uint32_t qpn;
 	uint8_t state;		/* enum mrc_ctl_qp_state */
 	int send_cq, recv_cq;	/* CQ slots */

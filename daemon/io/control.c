@@ -367,6 +367,7 @@ static const struct {
 	[MRC_CTL_CREATE_QP] = { do_library, -1, -1, false },
 	[MRC_CTL_CONNECT_QP] = { do_library, -1, -1, false },
 	[MRC_CTL_READY_QP] = { do_library, -1, -1, false },
+	[MRC_CTL_MODIFY_QP] = { do_library, -1, -1, false },
 	[MRC_CTL_ERROR_QP] = { do_library, -1, -1, false },
 	[MRC_CTL_DESTROY_QP] = { do_library, -1, -1, false },
 };

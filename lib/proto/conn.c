@@ -697,6 +697,16 @@ int mrc_conn_set_send(struct mrc_conn *c, uint8_t retry_cnt, uint64_t retry_time
 	return 0;
 }
 
+void mrc_conn_modify(struct mrc_conn *c, uint8_t retry_cnt, uint64_t retry_timeout_ns,
+		     uint8_t rnr_retry, uint16_t rnr_retry_after, unsigned qp_access)
+{
+	c->cfg.retry_cnt = retry_cnt;
+	c->cfg.retry_timeout_ns = retry_timeout_ns;
+	c->cfg.rnr_retry = rnr_retry;
+	c->cfg.rnr_retry_after = rnr_retry_after;
+	c->cfg.qp_access = qp_access;
+}
+
 uint32_t mrc_initial_psn(uint64_t from_node, uint32_t from_qpn, uint64_t to_node,
 			 uint32_t to_qpn)
 {

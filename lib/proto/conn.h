@@ -253,6 +253,14 @@ void mrc_conn_free(struct mrc_conn *conn);
 int mrc_conn_set_send(struct mrc_conn *conn, uint8_t retry_cnt, uint64_t retry_timeout_ns,
 		      uint8_t rnr_retry, uint32_t max_rd_atomic);
 
+/*
+ * What a QP at RTS may change (verbs' RTS to RTS): the retry limits and clock, the RNR wait
+ * it asks of its peer and the access it grants it [R-220]. Each applies from the next retry,
+ * RNR NAK or request packet on; nothing already accepted is revisited.
+ */
+void mrc_conn_modify(struct mrc_conn *conn, uint8_t retry_cnt, uint64_t retry_timeout_ns,
+		     uint8_t rnr_retry, uint16_t rnr_retry_after, unsigned qp_access);
+
 /* Verbs' QP timeout attribute (4.096 us << timeout, 0 for infinite) in ns; 0 for never. */
 static inline uint64_t mrc_verbs_timeout_ns(uint8_t timeout)
 {

@@ -15,7 +15,12 @@
 
 #include "internal.h"
 
-#define MRV_MAX_RD_ATOM 16
+/*
+ * No real vendor: 0xffffff is what software providers (rxe) report, so that programs keyed
+ * to a vendor's quirks leave this device alone; the part id says which software.
+ */
+#define MRV_VENDOR_ID 0xffffffu
+#define MRV_VENDOR_PART_ID 0x4d52u /* "MR" */
 
 static struct mrv_device the_device;
 static pthread_mutex_t device_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -96,19 +101,23 @@ static int mrv_query_device(struct ibv_context *context, struct ibv_device_attr 
 
 	memset(a, 0, sizeof(*a));
 	snprintf(a->fw_ver, sizeof(a->fw_ver), "metaroce %u", MRC_CTL_CLIENT_ABI);
+	a->vendor_id = MRV_VENDOR_ID;
+	a->vendor_part_id = MRV_VENDOR_PART_ID;
+	a->hw_ver = MRC_CTL_CLIENT_ABI;
 	a->node_guid = htobe64(ctx->status.node_id);
 	a->sys_image_guid = a->node_guid;
 	a->max_mr_size = 1ull << 40;
 	a->page_size_cap = (uint64_t)sysconf(_SC_PAGESIZE);
 	a->max_qp = MRC_CTL_CLIENT_MAX_QPS;
 	a->max_qp_wr = MRC_CTL_MAX_RING_ENTRIES;
-	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_PORT_ACTIVE_EVENT;
+	/* the one asynchronous event raised is DEVICE_FATAL: no PORT_ACTIVE_EVENT */
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN;
 	a->max_sge = MRC_RING_MAX_SGE;
 	a->max_sge_rd = MRC_RING_MAX_SGE;
 	a->max_cq = MRC_CTL_CLIENT_MAX_CQS;
 	a->max_cqe = MRC_CTL_MAX_RING_ENTRIES;
 	a->max_mr = MRC_CTL_CLIENT_MAX_MRS;
-	a->max_pd = 1 << 20;
+	a->max_pd = MRC_CTL_MAX_PD;
 	a->max_qp_rd_atom = MRV_MAX_RD_ATOM;
 	a->max_qp_init_rd_atom = MRV_MAX_RD_ATOM;
 	a->max_res_rd_atom = MRC_CTL_CLIENT_MAX_QPS * MRV_MAX_RD_ATOM;
@@ -135,8 +144,9 @@ int mrv_query_device_ex(struct ibv_context *context, const struct ibv_query_devi
 		return EINVAL;
 	memset(&a, 0, sizeof(a));
 	mrv_query_device(context, &a.orig_attr);
-	a.max_dm_size = 0;
-	a.raw_packet_caps = 0;
+	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
+	/* the rest stays 0: no ODP, timestamps, TSO, RSS, WQs, pacing, tag matching, CQ
+	 * moderation, device memory or PCI atomics */
 	memcpy(attr, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
 	if (attr_size > sizeof(a))
 		memset((uint8_t *)attr + sizeof(a), 0, attr_size - sizeof(a));
@@ -325,6 +335,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	if (err)
 		goto fail;
 	pthread_mutex_init(&ctx->ctl_lock, NULL);
+	pthread_mutex_init(&ctx->pd_lock, NULL);
 	ctx->vctx.sz = sizeof(ctx->vctx);
 	ctx->vctx.query_port = mrv_query_port;
 	ctx->vctx.query_device_ex = mrv_query_device_ex;
@@ -361,6 +372,8 @@ int ibv_close_device(struct ibv_context *context)
 	munmap(ctx->doorbells, sizeof(*ctx->doorbells));
 	close(context->async_fd);
 	pthread_mutex_destroy(&ctx->ctl_lock);
+	pthread_mutex_destroy(&ctx->pd_lock);
+	free(ctx->pd_ids);
 	free(ctx);
 	return 0;
 }
@@ -384,20 +397,59 @@ void ibv_ack_async_event(struct ibv_async_event *event)
 
 /* --- protection domains ------------------------------------------------------------------ */
 
+/*
+ * A PD is the library's: the daemon sees its id on each region and QP and lets a QP reach
+ * only the regions of its own PD [R-27]. Ids are unique among a context's live PDs.
+ */
 struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
+	struct mrv_context *ctx = to_ctx(context);
 	struct mrv_pd *pd = calloc(1, sizeof(*pd));
+	uint32_t id = 0;
 
 	if (!pd) {
 		errno = ENOMEM;
 		return NULL;
 	}
+	pthread_mutex_lock(&ctx->pd_lock);
+	if (!ctx->pd_ids)
+		ctx->pd_ids = calloc((MRC_CTL_MAX_PD + 64) / 64, sizeof(uint64_t));
+	if (ctx->pd_ids && ctx->n_pds < MRC_CTL_MAX_PD) {
+		for (uint32_t k = 0; k < MRC_CTL_MAX_PD && !id; k++) {
+			uint32_t i = 1 + (ctx->next_pd_id + k) % MRC_CTL_MAX_PD;
+
+			if (!(ctx->pd_ids[i / 64] >> (i % 64) & 1))
+				id = i;
+		}
+	}
+	if (id) {
+		ctx->pd_ids[id / 64] |= 1ull << (id % 64);
+		ctx->next_pd_id = id;
+		ctx->n_pds++;
+	}
+	pthread_mutex_unlock(&ctx->pd_lock);
+	if (!id) {
+		free(pd);
+		errno = ENOMEM; /* max_pd reached, as the kernel answers */
+		return NULL;
+	}
+	pd->id = id;
 	pd->ibpd.context = context;
+	pd->ibpd.handle = id;
 	return &pd->ibpd;
 }
 
-int ibv_dealloc_pd(struct ibv_pd *pd)
+int ibv_dealloc_pd(struct ibv_pd *ibpd)
 {
+	struct mrv_pd *pd = (struct mrv_pd *)ibpd;
+	struct mrv_context *ctx = to_ctx(ibpd->context);
+
+	if (__atomic_load_n(&pd->users, __ATOMIC_RELAXED))
+		return EBUSY; /* regions or QPs still in it */
+	pthread_mutex_lock(&ctx->pd_lock);
+	ctx->pd_ids[pd->id / 64] &= ~(1ull << (pd->id % 64));
+	ctx->n_pds--;
+	pthread_mutex_unlock(&ctx->pd_lock);
 	free(pd);
 	return 0;
 }

@@ -31,6 +31,7 @@
 
 #define MRV_DEVICE_NAME "metaroce0"
 #define MRV_MAX_INLINE 256
+#define MRV_MAX_RD_ATOM MRC_CTL_MAX_RD_ATOMIC
 #define MRV_DEFAULT_SOCKET "/run/metaroce/metaroced.sock"
 
 /* The daemon's control socket as this process reaches it (METAROCE_SOCKET overrides). */
@@ -50,11 +51,28 @@ struct mrv_context {
 	uint32_t seq;
 	struct mrc_ctl_status status;
 	bool dead;		   /* the daemon went away */
+	pthread_mutex_t pd_lock;
+	uint64_t *pd_ids;	   /* bit i: PD id i is taken (made at the first ibv_alloc_pd) */
+	uint32_t next_pd_id;	   /* where the next-fit search for a free id starts */
+	uint32_t n_pds;		   /* PDs allocated now: the device's max_pd is enforced */
 };
 
 struct mrv_pd {
 	struct ibv_pd ibpd;
+	uint32_t id;	/* 1..MRC_CTL_MAX_PD within the context: what the daemon binds keys to */
+	uint32_t users;	/* its regions and QPs: a PD in use is not deallocated (EBUSY) */
 };
+
+/* A region or QP begins or ends using its PD. */
+static inline void mrv_pd_use(struct ibv_pd *pd, int delta)
+{
+	__atomic_add_fetch(&((struct mrv_pd *)pd)->users, (uint32_t)delta, __ATOMIC_RELAXED);
+}
+
+static inline uint32_t mrv_pd_id(const struct ibv_pd *pd)
+{
+	return ((const struct mrv_pd *)pd)->id;
+}
 
 struct mrv_mr {
 	struct ibv_mr ibmr;

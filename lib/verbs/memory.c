@@ -342,8 +342,8 @@ static int check_access(unsigned access)
 }
 
 /* Registers [addr, addr + length) in the daemon, named by iova; fills mr's keys. */
-static int register_range(struct mrv_context *ctx, struct mrv_mr *mr, void *addr, size_t length,
-			  uint64_t iova, unsigned access)
+static int register_range(struct mrv_context *ctx, struct mrv_mr *mr, struct ibv_pd *pd,
+			  void *addr, size_t length, uint64_t iova, unsigned access)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	uintptr_t start = (uintptr_t)addr & ~(page - 1);
@@ -376,6 +376,7 @@ static int register_range(struct mrv_context *ctx, struct mrv_mr *mr, void *addr
 	req.r.offset = (uintptr_t)addr - start;
 	req.r.access = to_ctl_access(access);
 	req.r.n_segments = n;
+	req.r.pd = mrv_pd_id(pd);
 	for (unsigned i = 0; i < n; i++) {
 		/* a segment may begin before the region: send only the pages the region spans */
 		uintptr_t from = segs[i]->start > start ? segs[i]->start : start;
@@ -458,7 +459,7 @@ struct ibv_mr *mrv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t
 		errno = ENOMEM;
 		return NULL;
 	}
-	err = register_range(to_ctx(pd->context), mr, addr, length, iova, access);
+	err = register_range(to_ctx(pd->context), mr, pd, addr, length, iova, access);
 	if (err) {
 		free(mr);
 		errno = err;
@@ -466,6 +467,7 @@ struct ibv_mr *mrv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t
 	}
 	mr->ibmr.context = pd->context;
 	mr->ibmr.pd = pd;
+	mrv_pd_use(pd, 1);
 	return &mr->ibmr;
 }
 
@@ -493,6 +495,7 @@ int ibv_dereg_mr(struct ibv_mr *ibmr)
 
 	if (err)
 		return err;
+	mrv_pd_use(ibmr->pd, -1);
 	free(mr);
 	return 0;
 }
@@ -528,11 +531,15 @@ int ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr, 
 	if (unregister(mr))
 		return IBV_REREG_MR_ERR_CMD;
 	/* a new translation is named by its address; otherwise the region keeps its iova */
-	if (register_range(to_ctx(ibmr->context), mr, new_addr, new_len,
+	if (register_range(to_ctx(ibmr->context), mr,
+			   flags & IBV_REREG_MR_CHANGE_PD ? pd : ibmr->pd, new_addr, new_len,
 			   flags & IBV_REREG_MR_CHANGE_TRANSLATION ? (uintptr_t)new_addr : mr->iova,
 			   new_access))
 		return IBV_REREG_MR_ERR_CMD;
-	if (flags & IBV_REREG_MR_CHANGE_PD)
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
+		mrv_pd_use(ibmr->pd, -1);
+		mrv_pd_use(pd, 1);
 		ibmr->pd = pd;
+	}
 	return 0;
 }

@@ -414,7 +414,8 @@ struct ibv_qp *mrv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 	req = (struct mrc_ctl_create_qp){ .send_cq = scq->handle, .recv_cq = rcq->handle,
 					  .max_send_wr = cap->max_send_wr ? cap->max_send_wr : 1,
 					  .max_recv_wr = cap->max_recv_wr ? cap->max_recv_wr : 1,
-					  .sq_sig_all = attr->sq_sig_all ? 1 : 0 };
+					  .sq_sig_all = attr->sq_sig_all ? 1 : 0,
+					  .pd = mrv_pd_id(attr->pd) };
 	err = mrv_request(ctx, MRC_CTL_CREATE_QP, &req, sizeof(req), NULL, 0, &rep, sizeof(rep),
 			  &len, fds, &n_fds);
 	if (!err && (len != sizeof(rep) || n_fds != 2))
@@ -478,6 +479,7 @@ struct ibv_qp *mrv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 	b->context = context;
 	b->qp_context = attr->qp_context;
 	b->pd = attr->pd;
+	mrv_pd_use(attr->pd, 1);
 	b->send_cq = attr->send_cq;
 	b->recv_cq = attr->recv_cq;
 	b->handle = rep.qp_num;
@@ -606,6 +608,10 @@ static int check_values(const struct ibv_qp_attr *a, int mask)
 		return EINVAL;
 	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
 		return EINVAL;
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > MRV_MAX_RD_ATOM)
+		return EINVAL; /* above the device's max_qp_init_rd_atom */
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > MRV_MAX_RD_ATOM)
+		return EINVAL; /* above its max_qp_rd_atom */
 	return 0;
 }
 
@@ -648,6 +654,31 @@ static int ready_in_daemon(struct mrv_qp *qp)
 			   NULL, NULL);
 }
 
+/*
+ * RTS to RTS: what the daemon applies from its next packet on. IB allows access flags and
+ * the RNR timer here; the retry limits and clock too, as providers do (timeout, retry_cnt).
+ */
+#define MRV_RTS_TO_RTS                                                                      \
+	(IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_ACCESS_FLAGS | IBV_QP_MIN_RNR_TIMER |       \
+	 IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY)
+
+static int modify_in_daemon(struct mrv_qp *qp)
+{
+	const struct ibv_qp_attr *a = &qp->attr;
+	struct mrc_ctl_modify_qp req = {
+		.qp_num = qp->ibqpx.qp_base.qp_num,
+		.access = (a->qp_access_flags & IBV_ACCESS_REMOTE_WRITE ? MRC_CTL_ACCESS_REMOTE_WRITE
+									 : 0) |
+			  (a->qp_access_flags & IBV_ACCESS_REMOTE_READ ? MRC_CTL_ACCESS_REMOTE_READ
+								       : 0),
+		.retry_cnt = a->retry_cnt, .rnr_retry = a->rnr_retry, .timeout = a->timeout,
+		.min_rnr_timer = a->min_rnr_timer
+	};
+
+	return mrv_request(qp->ctx, MRC_CTL_MODIFY_QP, &req, sizeof(req), NULL, 0, NULL, 0, NULL,
+			   NULL, NULL);
+}
+
 int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 {
 	struct mrv_qp *qp = to_qp(ibqp);
@@ -660,10 +691,23 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 	err = required_for(from, to, &need);
 	if (!err && (attr_mask & need) != need)
 		err = EINVAL;
+	if (!err && from == IBV_QPS_RTS && to == IBV_QPS_RTS && (attr_mask & ~MRV_RTS_TO_RTS))
+		err = EINVAL; /* nothing else changes once sending began */
 	if (!err)
 		err = check_values(attr, attr_mask);
 	if (err)
 		return err;
+	if (from == IBV_QPS_RTS && to == IBV_QPS_RTS && (attr_mask & ~IBV_QP_STATE)) {
+		struct ibv_qp_attr before = qp->attr;
+
+		remember(&qp->attr, attr, attr_mask);
+		err = modify_in_daemon(qp);
+		if (err) {
+			qp->attr = before;
+			return err;
+		}
+		return 0;
+	}
 	remember(&qp->attr, attr, attr_mask);
 	if (from == IBV_QPS_INIT && to == IBV_QPS_RTR) {
 		err = connect_in_daemon(qp);
@@ -720,6 +764,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 		return err;
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
+	mrv_pd_use(ibqp->pd, -1);
 	qp_release(qp);
 	return 0;
 }

@@ -335,7 +335,7 @@ static void client_open(struct host *h, uint64_t seed)
 	struct {
 		struct mrc_ctl_reg_mr r;
 		struct mrc_ctl_mr_segment s;
-	} reg = { { 0, REGION, 0, MRC_CTL_ACCESS_ALL, 1 }, { 0, REGION } };
+	} reg = { { 0, REGION, 0, MRC_CTL_ACCESS_ALL, 1, 1, 0 }, { 0, REGION } };
 	struct mrc_ctl_create_cq ccq = { 256, 0 };
 	struct mrc_ctl_cq cq;
 	int dummy_eventfd = 1;
@@ -368,7 +368,7 @@ static void client_open(struct host *h, uint64_t seed)
 					 MRC_RING_CQ, 0),
 			 0);
 	for (unsigned q = 0; q < QPS; q++) {
-		struct mrc_ctl_create_qp cqp = { cq.handle, cq.handle, WRS, WRS, 0, 0 };
+		struct mrc_ctl_create_qp cqp = { cq.handle, cq.handle, WRS, WRS, 0, 1 };
 		struct mrc_ctl_qp_created rep;
 		struct client_qp *x = &cl->qp[q];
 

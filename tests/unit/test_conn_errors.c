@@ -577,6 +577,53 @@ START_TEST(mrc_conn__send_settings_only_before_first_request)
 }
 END_TEST
 
+/*
+ * Verbs' RTS to RTS: remote write taken away from a working QP. A WRITE before it lands, one
+ * after it is answered with NAK invalid_req [R-220] and places nothing.
+ */
+START_TEST(mrc_conn__modify_takes_remote_write_away)
+{
+	struct sim_config sc;
+	struct mrc_conn_config cc;
+	struct sim *sim;
+	struct sim_endpoint *a, *b;
+	struct mrc_completion first = { 0 };
+	uint8_t src[64], dst[128] = { 0 };
+	struct mrc_send_wr wr = { .wr_id = 0, .opcode = MRC_WR_WRITE, .num_sge = 1,
+				  .flags = MRC_SEND_SIGNALED };
+
+	memset(src, 0x3c, sizeof(src));
+	sim_config_default(&sc);
+	mrc_conn_config_default(&cc);
+	sim = sim_new(&sc);
+	sim_connect(sim, 0, 1, &cc, 1, &a, &b);
+	sim_register(b, dst, sizeof(dst), MRC_ACCESS_REMOTE_WRITE);
+	wr.sge[0] = (struct mrc_sge){ src, 0, sizeof(src), 0 };
+	wr.rkey = b->mrs[0].key;
+	wr.raddr = (uintptr_t)dst;
+	ck_assert_int_eq(mrc_conn_post_send(a->conn, &wr), 0);
+	a->dirty = true;
+	sim_run(sim, 1000000000ull, NULL, NULL);
+	ck_assert_uint_eq(a->send_completions, 1);
+	ck_assert_int_eq(memcmp(dst, src, sizeof(src)), 0);
+
+	mrc_conn_modify(b->conn, 7, mrc_verbs_timeout_ns(14), 7, 1, MRC_ACCESS_REMOTE_READ);
+	a->user = &first;
+	a->on_complete = record_first;
+	wr.wr_id = 2;
+	wr.raddr = (uintptr_t)dst + 64;
+	ck_assert_int_eq(mrc_conn_post_send(a->conn, &wr), 0);
+	a->dirty = true;
+	sim_run(sim, 2000000000ull, NULL, NULL); /* the limit is a time, not a duration */
+	ck_assert_uint_eq(first.wr_id, 2);
+	ck_assert_uint_eq(first.status, MRC_WC_REM_INV_REQ_ERR);
+	ck_assert_uint_eq(mrc_conn_stats(b->conn)->rx_drops[MRC_DROP_INVALID_REQ], 1);
+	for (unsigned i = 64; i < sizeof(dst); i++)
+		ck_assert_uint_eq(dst[i], 0);
+	sim_free(sim);
+}
+END_TEST
+
 /* Malformed and misaddressed datagrams are counted and change nothing. */
 START_TEST(mrc_conn__malformed_input_is_counted_and_harmless)
 {
@@ -628,6 +675,7 @@ Suite *conn_errors_suite(void)
 	tcase_add_test(errors, mrc_conn__malformed_input_is_counted_and_harmless);
 	tcase_add_test(errors, mrc_conn__initial_psn_from_qpn_pair);
 	tcase_add_test(errors, mrc_conn__send_settings_only_before_first_request);
+	tcase_add_test(errors, mrc_conn__modify_takes_remote_write_away);
 	tcase_set_timeout(errors, 60);
 	suite_add_tcase(s, errors);
 	return s;

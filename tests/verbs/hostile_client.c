@@ -97,7 +97,7 @@ static int reg_mr(int ctl, int fd, uint64_t seg_len, uint64_t iova, uint64_t off
 	struct {
 		struct mrc_ctl_reg_mr r;
 		struct mrc_ctl_mr_segment s;
-	} req = { { iova, length, offset, MRC_CTL_ACCESS_ALL, 1 }, { 0, seg_len } };
+	} req = { { iova, length, offset, MRC_CTL_ACCESS_ALL, 1, 1, 0 }, { 0, seg_len } };
 
 	return request(ctl, MRC_CTL_REG_MR, &req, sizeof(req), &fd, 1, keys, sizeof(*keys), NULL,
 		       0);
@@ -136,7 +136,7 @@ static void connect_qp(int ctl, uint32_t qpn, uint32_t dest)
 /* A QP connected to itself through the daemon's own plane address, unless told otherwise. */
 static struct qp make_qp(int ctl, bool connect_self)
 {
-	struct mrc_ctl_create_qp req = { cq_handle, cq_handle, 16, 16, 0, 0 };
+	struct mrc_ctl_create_qp req = { cq_handle, cq_handle, 16, 16, 0, 1 };
 	struct mrc_ctl_qp_created rep;
 	int fds[2] = { -1, -1 };
 	struct qp qp = { 0 };
@@ -245,7 +245,7 @@ int main(int argc, char **argv)
 		close(other);
 	}
 
-	err = request(ctl, MRC_CTL_CREATE_QP, &(struct mrc_ctl_create_qp){ 12345, 12345, 1, 1, 0, 0 },
+	err = request(ctl, MRC_CTL_CREATE_QP, &(struct mrc_ctl_create_qp){ 12345, 12345, 1, 1, 0, 1 },
 		      sizeof(struct mrc_ctl_create_qp), NULL, 0, NULL, 0, NULL, 0);
 	CHECK(err == -EINVAL, "QP on CQs that do not exist: refused with EINVAL (%d)", err);
 
@@ -262,6 +262,28 @@ int main(int argc, char **argv)
 	CHECK(err == -EINVAL, "region running past its segment: refused with EINVAL (%d)", err);
 	err = reg_mr(ctl, fd, page, UINT64_MAX - 16, 0, 64, &keys);
 	CHECK(err == -EINVAL, "region whose address wraps around: refused with EINVAL (%d)", err);
+	{
+		struct {
+			struct mrc_ctl_reg_mr r;
+			struct mrc_ctl_mr_segment s;
+		} req = { { 0x1000, 64, 0, MRC_CTL_ACCESS_ALL, 1, 0, 0 }, { 0, page } };
+
+		err = request(ctl, MRC_CTL_REG_MR, &req, sizeof(req), &fd, 1, &keys, sizeof(keys),
+			      NULL, 0);
+		CHECK(err == -EINVAL, "region in no protection domain: refused with EINVAL (%d)",
+		      err);
+		req.r.pd = MRC_CTL_MAX_PD + 1;
+		err = request(ctl, MRC_CTL_REG_MR, &req, sizeof(req), &fd, 1, &keys, sizeof(keys),
+			      NULL, 0);
+		CHECK(err == -EINVAL, "region in PD %u, past the last: refused with EINVAL (%d)",
+		      MRC_CTL_MAX_PD + 1, err);
+	}
+	{
+		struct mrc_ctl_modify_qp m = { .qp_num = 12345, .retry_cnt = 9 };
+
+		err = request(ctl, MRC_CTL_MODIFY_QP, &m, sizeof(m), NULL, 0, NULL, 0, NULL, 0);
+		CHECK(err == -ENOENT, "RTS to RTS of a QP that does not exist: ENOENT (%d)", err);
+	}
 
 	/* page maps for the XDP fast path (xdp backend): sizes refused, a map as a segment */
 	{
@@ -414,7 +436,7 @@ int main(int argc, char **argv)
 		struct mrc_ctl_mr k2;
 		size_t len = MRC_RING_BYTES((size_t)16, sizeof(struct mrc_rq_entry));
 		int rfds[2] = { -1, -1 };
-		struct mrc_ctl_create_qp cq_req = { cq_handle, cq_handle, 16, 16, 0, 0 };
+		struct mrc_ctl_create_qp cq_req = { cq_handle, cq_handle, 16, 16, 0, 1 };
 		struct mrc_ctl_qp_created rep;
 		struct mrc_ring rq;
 		void *rq_mem;

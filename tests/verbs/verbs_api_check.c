@@ -3,7 +3,9 @@
  * The verbs calls verbs_check does not reach, each against what rdma-core documents, in one
  * process over loopback QPs: device, port and GID attributes as RoCE programs read them;
  * overlapping registrations on one page (each must keep receiving one-sided writes);
- * ibv_rereg_mr (new translation and keys; the old key refused); inline sends; ibv_query_qp;
+ * ibv_rereg_mr (new translation and keys; the old key refused), and with every combination of
+ * new translation, access and PD, verified by the bytes a WRITE lands; protection domains as
+ * a boundary between one process's QPs and regions; RTS to RTS; inline sends; ibv_query_qp;
  * what is refused and how (CQ timestamps, a CQ in use, UD QPs, qp_ex of a plain QP); and the
  * <metaroce/metaroce.h> extension, found with dlsym as a program run under metaroce-run would.
  *
@@ -47,19 +49,25 @@ struct side {
 static struct ibv_context *ctx;
 static union ibv_gid gid0;
 
-static void make_side(struct side *s)
+/* A side whose QP lives in pd (its own PD when pd is NULL). */
+static void make_side_in(struct side *s, struct ibv_pd *pd)
 {
 	struct ibv_qp_init_attr a = { .qp_type = IBV_QPT_RC,
 				      .cap = { .max_send_wr = 16, .max_recv_wr = 16,
 					       .max_send_sge = 1, .max_recv_sge = 1,
 					       .max_inline_data = 64 } };
 
-	s->pd = ibv_alloc_pd(ctx);
+	s->pd = pd ? pd : ibv_alloc_pd(ctx);
 	s->cq = s->pd ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
 	a.send_cq = a.recv_cq = s->cq;
 	s->qp = s->cq ? ibv_create_qp(s->pd, &a) : NULL;
 	if (!s->qp)
 		die("create PD, CQ, QP");
+}
+
+static void make_side(struct side *s)
+{
+	make_side_in(s, NULL);
 }
 
 static void connect_to(struct side *s, uint32_t dest)
@@ -132,6 +140,198 @@ static enum ibv_wc_status write_to(struct side *s, struct ibv_mr *src, void *fro
 	return poll_one(s->cq, &wc) ? wc.status : IBV_WC_GENERAL_ERR;
 }
 
+/* A writer and a target QP connected to each other, the target's QP in target_pd. */
+static void make_pair(struct side *w, struct side *t, struct ibv_pd *target_pd)
+{
+	make_side(w);
+	make_side_in(t, target_pd);
+	connect_to(w, t->qp->qp_num);
+	connect_to(t, w->qp->qp_num);
+}
+
+static void drop_pair(struct side *w, struct side *t)
+{
+	ibv_destroy_qp(w->qp);
+	ibv_destroy_qp(t->qp);
+	ibv_destroy_cq(w->cq);
+	ibv_destroy_cq(t->cq);
+	ibv_dealloc_pd(w->pd); /* the target's PD is the caller's */
+}
+
+/* Every byte of [p, p + n) is b. */
+static bool all(const uint8_t *p, size_t n, uint8_t b)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != b)
+			return false;
+	return true;
+}
+
+/*
+ * ibv_rereg_mr with each combination of new translation (T), access (A) and PD (P): the
+ * region starts where a WRITE cannot land (no remote write with A, another PD with P) and is
+ * re-registered to where it must; a WRITE with the new rkey lands byte-exact at the new
+ * translation, and the old buffer keeps its bytes.
+ */
+static void rereg_matrix(void)
+{
+	static const char *const names[8] = { "", "T", "A", "TA", "P", "TP", "AP", "TAP" };
+	uint8_t *src = malloc(4096), *old_buf = aligned_alloc(4096, 8192);
+	struct ibv_pd *target_pd = ibv_alloc_pd(ctx), *elsewhere = ibv_alloc_pd(ctx);
+
+	if (!src || !old_buf || !target_pd || !elsewhere)
+		die("rereg matrix set-up");
+	for (unsigned combo = 1; combo < 8; combo++) {
+		int flags = (combo & 1 ? IBV_REREG_MR_CHANGE_TRANSLATION : 0) |
+			    (combo & 2 ? IBV_REREG_MR_CHANGE_ACCESS : 0) |
+			    (combo & 4 ? IBV_REREG_MR_CHANGE_PD : 0);
+		int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+		uint8_t *new_buf = aligned_alloc(4096, 8192), *dst;
+		struct ibv_mr *mr, *src_mr;
+		struct side w, t;
+		enum ibv_wc_status st;
+		int err;
+
+		if (!new_buf)
+			die("malloc");
+		memset(old_buf, 0xa0, 8192);
+		memset(new_buf, 0xb0, 8192);
+		make_pair(&w, &t, target_pd);
+		src_mr = ibv_reg_mr(w.pd, src, 4096, IBV_ACCESS_LOCAL_WRITE);
+		mr = ibv_reg_mr(combo & 4 ? elsewhere : target_pd, old_buf, 8192,
+				combo & 2 ? IBV_ACCESS_LOCAL_WRITE : rw);
+		if (!src_mr || !mr)
+			die("reg_mr");
+		err = ibv_rereg_mr(mr, flags, target_pd, new_buf, 8192, rw);
+		dst = combo & 1 ? new_buf : old_buf;
+		for (unsigned k = 0; k < 4096; k++)
+			src[k] = (uint8_t)(k * 7 + combo);
+		st = err ? IBV_WC_GENERAL_ERR
+			 : write_to(&w, src_mr, src, 4096, mr->rkey, (uintptr_t)dst + 1000, 0);
+		CHECK(err == 0 && st == IBV_WC_SUCCESS && !memcmp(dst + 1000, src, 4096) &&
+			      all(dst, 1000, combo & 1 ? 0xb0 : 0xa0) &&
+			      (!(combo & 1) || all(old_buf, 8192, 0xa0)) && mr->pd == target_pd,
+		      "ibv_rereg_mr(%s): %d, then a 4 KiB WRITE with the new rkey: %s, byte-exact "
+		      "at the new translation, the old buffer untouched",
+		      names[combo], err, ibv_wc_status_str(st));
+		ibv_dereg_mr(src_mr);
+		ibv_dereg_mr(mr);
+		drop_pair(&w, &t);
+		free(new_buf);
+	}
+	free(src);
+	free(old_buf);
+	ibv_dealloc_pd(target_pd);
+	ibv_dealloc_pd(elsewhere);
+}
+
+/*
+ * A PD is a boundary inside one process: a QP reaches only the regions of its own PD, with
+ * rkeys [SPEC R-27] and lkeys alike; access taken away by rereg or RTS to RTS is refused.
+ */
+static void pd_boundary(void)
+{
+	uint8_t *buf = aligned_alloc(4096, 4096), *src = malloc(256);
+	struct ibv_pd *target_pd = ibv_alloc_pd(ctx), *other = ibv_alloc_pd(ctx);
+	int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	struct ibv_mr *foreign, *src_mr, *mr;
+	struct side w, t;
+	enum ibv_wc_status st;
+
+	if (!buf || !src || !target_pd || !other)
+		die("PD set-up");
+	memset(buf, 0, 4096);
+	memset(src, 0x5a, 256);
+
+	/* an rkey of another PD of the same process */
+	make_pair(&w, &t, target_pd);
+	foreign = ibv_reg_mr(other, buf, 4096, rw);
+	src_mr = ibv_reg_mr(w.pd, src, 256, IBV_ACCESS_LOCAL_WRITE);
+	if (!foreign || !src_mr)
+		die("reg_mr");
+	st = write_to(&w, src_mr, src, 64, foreign->rkey, (uintptr_t)buf, 0);
+	CHECK(st == IBV_WC_REM_ACCESS_ERR && all(buf, 4096, 0),
+	      "WRITE with the rkey of a region in another PD of the process: %s, nothing placed",
+	      ibv_wc_status_str(st));
+	CHECK(ibv_dealloc_pd(other) == EBUSY, "ibv_dealloc_pd of a PD with a region: EBUSY");
+	ibv_dereg_mr(src_mr);
+	drop_pair(&w, &t);
+
+	/* an lkey of another PD as the source */
+	make_pair(&w, &t, target_pd);
+	mr = ibv_reg_mr(target_pd, buf, 4096, rw);
+	src_mr = ibv_reg_mr(other, src, 256, IBV_ACCESS_LOCAL_WRITE);
+	if (!mr || !src_mr)
+		die("reg_mr");
+	st = write_to(&w, src_mr, src, 64, mr->rkey, (uintptr_t)buf, 0);
+	CHECK(st == IBV_WC_LOC_PROT_ERR && all(buf, 4096, 0),
+	      "WRITE from an lkey of another PD: %s, nothing sent", ibv_wc_status_str(st));
+	ibv_dereg_mr(src_mr);
+	drop_pair(&w, &t);
+
+	/* remote write taken away by ibv_rereg_mr */
+	make_pair(&w, &t, target_pd);
+	src_mr = ibv_reg_mr(w.pd, src, 256, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
+			   IBV_ACCESS_LOCAL_WRITE) == 0,
+	      "ibv_rereg_mr: remote write taken away");
+	st = write_to(&w, src_mr, src, 64, mr->rkey, (uintptr_t)buf, 0);
+	CHECK(st == IBV_WC_REM_ACCESS_ERR && all(buf, 4096, 0), "... then a WRITE: %s",
+	      ibv_wc_status_str(st));
+	ibv_dereg_mr(src_mr);
+	drop_pair(&w, &t);
+
+	/* moved to another PD by ibv_rereg_mr */
+	make_pair(&w, &t, target_pd);
+	src_mr = ibv_reg_mr(w.pd, src, 256, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS, other, NULL,
+			   0, rw) == 0 && mr->pd == other,
+	      "ibv_rereg_mr: moved to another PD, remote write back");
+	st = write_to(&w, src_mr, src, 64, mr->rkey, (uintptr_t)buf, 0);
+	CHECK(st == IBV_WC_REM_ACCESS_ERR && all(buf, 4096, 0),
+	      "... then a WRITE from a QP of the old PD: %s", ibv_wc_status_str(st));
+	ibv_dereg_mr(src_mr);
+	drop_pair(&w, &t);
+
+	/* the QP's own remote write taken away at RTS */
+	make_pair(&w, &t, other);
+	src_mr = ibv_reg_mr(w.pd, src, 256, IBV_ACCESS_LOCAL_WRITE);
+	st = write_to(&w, src_mr, src, 64, mr->rkey, (uintptr_t)buf, 0);
+	CHECK(st == IBV_WC_SUCCESS && all(buf, 64, 0x5a),
+	      "a QP of the region's new PD writes into it: %s", ibv_wc_status_str(st));
+	{
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS,
+					 .qp_access_flags = IBV_ACCESS_LOCAL_WRITE,
+					 .timeout = 16, .retry_cnt = 5 };
+		struct ibv_qp_attr q;
+		struct ibv_qp_init_attr qi;
+
+		CHECK(ibv_modify_qp(t.qp, &a, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS) == 0 &&
+			      ibv_modify_qp(w.qp, &a, IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT) == 0,
+		      "RTS to RTS: the target's access flags, the writer's timeout and retry_cnt");
+		CHECK(ibv_query_qp(w.qp, &q, IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT, &qi) == 0 &&
+			      q.timeout == 16 && q.retry_cnt == 5 && q.qp_state == IBV_QPS_RTS,
+		      "... ibv_query_qp reads them back");
+		a.sq_psn = 77;
+		CHECK(ibv_modify_qp(w.qp, &a, IBV_QP_SQ_PSN) == EINVAL,
+		      "... the SQ PSN cannot change at RTS: EINVAL");
+	}
+	memset(src, 0x6b, 256);
+	st = write_to(&w, src_mr, src, 64, mr->rkey, (uintptr_t)buf, 0);
+	/* the QP, not the region, refuses: invalid request, as InfiniBand answers */
+	CHECK(st == IBV_WC_REM_INV_REQ_ERR && all(buf, 64, 0x5a),
+	      "a WRITE into a QP whose remote write was taken away at RTS: %s",
+	      ibv_wc_status_str(st));
+	ibv_dereg_mr(src_mr);
+	ibv_dereg_mr(mr);
+	ibv_dereg_mr(foreign);
+	drop_pair(&w, &t);
+	CHECK(ibv_dealloc_pd(other) == 0 && ibv_dealloc_pd(target_pd) == 0,
+	      "the PDs deallocate once empty");
+	free(buf);
+	free(src);
+}
+
 int main(void)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
@@ -156,6 +356,19 @@ int main(void)
 	CHECK(ibv_query_device(ctx, &dev) == 0 && dev.phys_port_cnt == 1 && dev.max_qp > 0 &&
 		      dev.max_sge >= 1 && dev.atomic_cap == IBV_ATOMIC_NONE,
 	      "device: 1 port, QPs, SGEs, no atomics");
+	CHECK(dev.vendor_id == 0xffffff && dev.vendor_part_id != 0 && dev.max_pd > 0 &&
+		      dev.max_qp_rd_atom == 16 && dev.max_qp_init_rd_atom == 16 &&
+		      !(dev.device_cap_flags & IBV_DEVICE_PORT_ACTIVE_EVENT) && dev.max_srq == 0 &&
+		      dev.max_ah == 0 && dev.max_mw == 0,
+	      "device: a software vendor id (0x%x), READs 16 each way, no SRQ, AH or MW yet",
+	      dev.vendor_id);
+	{
+		struct ibv_device_attr_ex ex;
+
+		CHECK(ibv_query_device_ex(ctx, NULL, &ex) == 0 && ex.phys_port_cnt_ex == 1 &&
+			      ex.orig_attr.vendor_id == dev.vendor_id && ex.odp_caps.general_caps == 0,
+		      "ibv_query_device_ex: phys_port_cnt_ex %u, no ODP", ex.phys_port_cnt_ex);
+	}
 	CHECK(ibv_query_port(ctx, 1, &port) == 0 && port.state == IBV_PORT_ACTIVE &&
 		      port.link_layer == IBV_LINK_LAYER_ETHERNET && port.gid_tbl_len >= 1 &&
 		      port.lid == 0 && port.active_mtu >= IBV_MTU_1024,
@@ -231,6 +444,9 @@ int main(void)
 		free(other);
 	}
 
+	rereg_matrix();
+	pd_boundary();
+
 	/* --- inline data: the source needs no registration and may change at once */
 	make_side(&c);
 	make_side(&d);
@@ -259,6 +475,7 @@ int main(void)
 				 unsigned))dlsym(RTLD_DEFAULT, "metaroce_query_paths");
 		struct metaroce_path_stats st[32];
 		struct side e, f;
+		struct ibv_mr *fmr;
 		int n;
 
 		CHECK(set_paths && query_paths, "metaroce_qp_set_paths and _query_paths found");
@@ -271,8 +488,13 @@ int main(void)
 		connect_to(&e, f.qp->qp_num);
 		connect_to(&f, e.qp->qp_num);
 		CHECK(set_paths(e.qp, 4, 0) == EINVAL, "... and refused after RTR");
+		/* the target QP reaches regions of its own PD only */
+		fmr = ibv_reg_mr(f.pd, page + 4096, 4096,
+				 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+		if (!fmr)
+			die("reg_mr");
 		memset(src, 0x55, 256);
-		CHECK(write_to(&e, NULL, src, 32, mr->rkey, (uintptr_t)page + 5000,
+		CHECK(write_to(&e, NULL, src, 32, fmr->rkey, (uintptr_t)page + 5000,
 			       IBV_SEND_INLINE) == IBV_WC_SUCCESS &&
 			      page[5000] == 0x55,
 		      "a WRITE on the narrowed QP lands");
@@ -288,6 +510,7 @@ int main(void)
 		ibv_destroy_qp(f.qp);
 		ibv_destroy_cq(e.cq);
 		ibv_destroy_cq(f.cq);
+		ibv_dereg_mr(fmr);
 		ibv_dealloc_pd(e.pd);
 		ibv_dealloc_pd(f.pd);
 	}
@@ -353,6 +576,49 @@ int main(void)
 		errno = 0;
 		CHECK(ibv_create_qp(c.pd, &ud) == NULL && errno == EOPNOTSUPP,
 		      "UD QP refused: EOPNOTSUPP");
+	}
+	{
+		/* what this device does not offer fails as rdma-core fails without the provider's
+		 * support: EOPNOTSUPP, and nothing of the caller's touched */
+		struct ibv_td_init_attr tda = { 0 };
+		struct ibv_parent_domain_init_attr pda = { .pd = c.pd, .alloc = NULL };
+		struct ibv_xrcd_init_attr xa = { .comp_mask = IBV_XRCD_INIT_ATTR_FD |
+							      IBV_XRCD_INIT_ATTR_OFLAGS,
+						 .fd = -1, .oflags = 0 };
+		struct ibv_alloc_dm_attr dma = { .length = 4096 };
+		struct ibv_qp_init_attr raw = { .send_cq = c.cq, .recv_cq = c.cq,
+						.qp_type = IBV_QPT_RAW_PACKET,
+						.cap = { 1, 1, 1, 1, 0 } };
+		struct ibv_qp_attr big = { .qp_state = IBV_QPS_RTS, .max_rd_atomic = 17 };
+		void *odp;
+
+		errno = 0;
+		CHECK(ibv_alloc_td(ctx, &tda) == NULL && errno == EOPNOTSUPP,
+		      "thread domain refused: EOPNOTSUPP");
+		errno = 0;
+		CHECK(ibv_alloc_parent_domain(ctx, &pda) == NULL && errno == EOPNOTSUPP,
+		      "parent domain refused: EOPNOTSUPP");
+		errno = 0;
+		CHECK(ibv_open_xrcd(ctx, &xa) == NULL && errno == EOPNOTSUPP,
+		      "XRC domain refused: EOPNOTSUPP");
+		errno = 0;
+		CHECK(ibv_alloc_dm(ctx, &dma) == NULL && errno == EOPNOTSUPP,
+		      "device memory refused: EOPNOTSUPP");
+		errno = 0;
+		CHECK(ibv_create_qp(c.pd, &raw) == NULL && errno == EOPNOTSUPP,
+		      "raw packet QP refused: EOPNOTSUPP");
+		errno = 0;
+		odp = malloc(4096);
+		CHECK(odp && ibv_reg_mr(c.pd, odp, 4096,
+					 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND) == NULL &&
+			      errno == EOPNOTSUPP,
+		      "on-demand paging refused: EOPNOTSUPP");
+		free(odp);
+		errno = 0;
+		CHECK(ibv_alloc_mw(c.pd, IBV_MW_TYPE_1) == NULL && errno == EOPNOTSUPP,
+		      "memory window refused: EOPNOTSUPP");
+		CHECK(ibv_modify_qp(c.qp, &big, IBV_QP_MAX_QP_RD_ATOMIC) == EINVAL,
+		      "max_rd_atomic 17, above max_qp_init_rd_atom: EINVAL");
 	}
 	CHECK(ibv_destroy_cq(c.cq) == EBUSY, "destroying a CQ a QP uses: EBUSY");
 

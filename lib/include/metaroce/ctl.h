@@ -55,14 +55,16 @@ enum mrc_ctl_type {
 				 * -EOPNOTSUPP: none here, use a memfd */
 	MRC_CTL_XDP = 23,	/* request: no payload; reply: struct mrc_ctl_xdp; -EOPNOTSUPP: the
 				 * udp backend runs */
-	MRC_CTL_TYPE_MAX = MRC_CTL_XDP,
+	MRC_CTL_MODIFY_QP = 24, /* request: mrc_ctl_modify_qp (verbs RTS to RTS); reply: empty */
+	MRC_CTL_TYPE_MAX = MRC_CTL_MODIFY_QP,
 };
 
 /* The shared-memory and request layout this library speaks (bumped on any change; 2: the
  * ready request carries verbs' timeout, which a library of 1 left zero, "infinite"; 3: the
  * HELLO reply carries the doorbell page, the work queues' need-wakeup flag; 4: a CQ's arm
- * may carry MRC_CQ_ARM_SPINNING, which a daemon of 3 would fire on as an ARM_NEXT). */
-#define MRC_CTL_CLIENT_ABI 4
+ * may carry MRC_CQ_ARM_SPINNING, which a daemon of 3 would fire on as an ARM_NEXT; 5: regions
+ * and QPs carry their protection domain). */
+#define MRC_CTL_CLIENT_ABI 5
 
 struct mrc_ctl_hello {
 	__u32 abi; /* MRC_CTL_CLIENT_ABI */
@@ -75,6 +77,8 @@ struct mrc_ctl_hello {
 #define MRC_CTL_CLIENT_MAX_CQS 2048u
 #define MRC_CTL_CLIENT_MAX_MRS 8192u
 #define MRC_CTL_MAX_RING_ENTRIES 16384u /* per SQ, RQ or CQ */
+#define MRC_CTL_MAX_RD_ATOMIC 16u /* READs outstanding per QP, each way */
+#define MRC_CTL_MAX_PD 0xfffffu /* protection domains per client: the XDP owner token's room */
 
 /* Access a memory region grants, as IBV_ACCESS_* (same bit values). */
 #define MRC_CTL_ACCESS_LOCAL_WRITE 0x1u
@@ -96,6 +100,8 @@ struct mrc_ctl_reg_mr {
 	__u64 offset;	  /* where iova's byte 0 sits in the segments laid end to end */
 	__u32 access;	  /* MRC_CTL_ACCESS_* */
 	__u32 n_segments; /* 1..MRC_CTL_MAX_SEGMENTS */
+	__u32 pd;	  /* the protection domain, 1..MRC_CTL_MAX_PD: only its QPs reach it */
+	__u32 reserved;	  /* 0 */
 };
 
 struct mrc_ctl_mr_segment {
@@ -162,7 +168,8 @@ struct mrc_ctl_create_qp {
 	__u32 max_send_wr; /* at least this many; rounded up to a power of two */
 	__u32 max_recv_wr;
 	__u32 sq_sig_all;  /* 0 or 1 */
-	__u32 reserved;
+	__u32 pd;	   /* the protection domain, 1..MRC_CTL_MAX_PD (as the library numbers
+			    * them in the client): the regions this QP reaches [SPEC R-27] */
 };
 
 struct mrc_ctl_qp_created {
@@ -198,6 +205,17 @@ struct mrc_ctl_ready_qp {
 	__u8 max_rd_atomic; /* >= 1 */
 	__u8 timeout;	    /* verbs timeout, 0..31: the retry clock is 4.096 us << timeout, 0 never
 			       runs out [R-253] */
+};
+
+/* What verbs lets a QP at RTS change (RTS to RTS): every field is applied. */
+struct mrc_ctl_modify_qp {
+	__u32 qp_num;
+	__u32 access;	    /* MRC_CTL_ACCESS_REMOTE_*: what the peer may do here */
+	__u8 retry_cnt;	    /* 0..7 */
+	__u8 rnr_retry;	    /* 0..7; 7 = unlimited */
+	__u8 timeout;	    /* verbs timeout, 0..31 */
+	__u8 min_rnr_timer; /* IB encoding 0..31 */
+	__u32 reserved;	    /* 0 */
 };
 
 enum mrc_ctl_qp_state {

@@ -91,7 +91,7 @@ struct mrc_xdp_qp {
 	__u32 qpn;		/* the QP in this slot; 0: none */
 	__u32 base;		/* receive window base (cum_psn); the daemon writes it */
 	__u32 flags;		/* MRC_XDP_QP_* */
-	__u32 owner;		/* the client that owns it: its regions only */
+	__u32 owner;		/* its client and protection domain: their regions only */
 	__u64 ring[MRC_SACK_BITS / 64]; /* bit p % 256: PSN p arrived */
 	__u64 ce_packets;	/* CE-marked sequenced packets */
 	__u64 placed_packets;
@@ -118,7 +118,7 @@ struct mrc_xdp_wake {
 struct mrc_xdp_mr {
 	__u32 key;		/* the whole rkey/lkey; 0: the slot is free */
 	__u32 access;		/* MRC_XDP_ACCESS_* */
-	__u32 owner;		/* the client that registered it */
+	__u32 owner;		/* the client and protection domain that registered it */
 	__u32 offset;		/* the region's first byte in its page map (bytes) */
 	__u64 addr;		/* the region's first address as the wire names it (iova) */
 	__u64 len;
