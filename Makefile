@@ -105,7 +105,8 @@ VERBS_OBJS := $(VERBS_SRCS:%.c=$(OBJ)/pic/%.o)
 LIBMETAROCE := $(BUILD)/lib/libmetaroce.so.1
 METAROCE_RUN := $(BUILD)/bin/metaroce-run
 VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupported \
-	       $(BUILD)/tests/verbs/hostile_client $(BUILD)/tests/verbs/verbs_api_check
+	       $(BUILD)/tests/verbs/hostile_client $(BUILD)/tests/verbs/verbs_api_check \
+	       $(BUILD)/tests/attack/udp_flood
 
 # --- top-level targets -----------------------------------------------------------------
 
@@ -426,6 +427,12 @@ $(BUILD)/tests/verbs/%: tests/verbs/%.c
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) -o $@ $< -libverbs -ldl
+
+# Attackers (tests/attack/): plain programs against the daemon's sockets.
+$(BUILD)/tests/attack/%: tests/attack/%.c
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) -o $@ $<
 
 $(BUILD)/tests/verbs/hostile_client: $(OBJ)/tests/verbs/hostile_client.o $(LIBPROTO)
 	$(call msg,LD,$@)

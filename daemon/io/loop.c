@@ -24,6 +24,9 @@
 #include "log.h"
 
 #define RX_BATCH 32
+/* Batches read per loop turn: a flood cannot keep the pump, the control socket and the
+ * watchdog waiting longer than this many (each datagram may be a GRO train). */
+#define RX_TURN_BATCHES 16
 #define TX_KICK_NS 20000 /* transmit rings the kernel has not taken are kicked again after */
 
 /* Every client may hold completion-channel sockets here: take the hard limit, not 1024. */
@@ -203,13 +206,13 @@ void mrcd_stop(struct mrcd *d)
 	d->backend.ops->close(&d->backend);
 }
 
-/* Everything the backend has: a burst is bounded per turn so the rest of the loop runs.
- * Returns how many datagrams there were. */
-static unsigned receive(struct mrcd *d, uint64_t now)
+/* What the backend has, RX_TURN_BATCHES batches at most, so the rest of the loop runs;
+ * *more when it may have more. Returns how many datagrams there were. */
+static unsigned receive(struct mrcd *d, uint64_t now, bool *more)
 {
 	static uint8_t bufs[RX_BATCH][MRC_WIRE_MAX_PACKET + 1];
 	struct mrcd_dgram g[RX_BATCH];
-	unsigned got = 0;
+	unsigned got = 0, batches = 0;
 	int n;
 
 	do {
@@ -222,7 +225,8 @@ static unsigned receive(struct mrcd *d, uint64_t now)
 		for (int i = 0; i < n; i++)
 			mrcd_core_rx(&d->core, &g[i], now);
 		got += n > 0 ? (unsigned)n : 0;
-	} while (n > 0);
+	} while (n > 0 && ++batches < RX_TURN_BATCHES);
+	*more = n > 0;
 	return got;
 }
 
@@ -253,7 +257,8 @@ int mrcd_run(struct mrcd *d)
 		tx_pending = d->backend.ops->tx_pending && d->backend.ops->tx_pending(&d->backend);
 		if (tx_pending && next > now + TX_KICK_NS)
 			next = now + TX_KICK_NS;
-		rx_pending = d->backend.ops->rx_pending && d->backend.ops->rx_pending(&d->backend);
+		rx_pending = d->rx_due ||
+			     (d->backend.ops->rx_pending && d->backend.ops->rx_pending(&d->backend));
 		if (rx_pending)
 			next = now;
 		/* nothing due: spin a while (busy_poll), reading the work queues each turn
@@ -287,8 +292,10 @@ int mrcd_run(struct mrcd *d)
 		 * transmit rings to kick (reading kicks them), or when work waits that no
 		 * descriptor announces (the XDP program's quiet events) */
 		if (d->rx_due || tx_pending || rx_pending) {
-			d->rx_due = false;
-			worked |= receive(d, mrcd_now_ns()) > 0;
+			bool more;
+
+			worked |= receive(d, mrcd_now_ns(), &more) > 0;
+			d->rx_due = more; /* the rest next turn, after the pump */
 		}
 		if (worked || n > 0)
 			mrc_spin_work(&d->spin, mrcd_now_ns());
