@@ -85,6 +85,8 @@ static const struct opcode_info opcodes[256] = {
 			      QPN_QP },
 	[MRC_OP_READ_RESP] = { "read_resp", SEQ_FLAGS, sizeof(struct mrc_data_ext), 1, 1, 1,
 			       QPN_QP },
+	[MRC_OP_ATOMIC_REQ] = { "atomic_req", SEQ_FLAGS, sizeof(struct mrc_atomic_ext), 1, 0, 0,
+				QPN_QP },
 	[MRC_OP_ACK] = { "ack", MRC_F_ECE, sizeof(struct mrc_ack_ext), 0, 0, 0, QPN_QP },
 	[MRC_OP_NAK] = { "nak", MRC_F_ECE, sizeof(struct mrc_nak_ext), 0, 0, 0, QPN_QP },
 	[MRC_OP_PROBE] = { "probe", 0, sizeof(struct mrc_probe_ext), 0, 0, 1, QPN_ANY },
@@ -270,6 +272,18 @@ static int check_semantics(const struct mrc_packet *pkt)
 		    range_wraps(pkt->u.read_req.sink_addr, pkt->u.read_req.length))
 			return MRC_WIRE_E_LENGTH;
 		return MRC_WIRE_OK;
+	case MRC_OP_ATOMIC_REQ: {
+		const struct mrc_atomic *a = &pkt->u.atomic;
+
+		/* alignment and access are the responder's to refuse with a NAK */
+		if ((a->op != MRC_ATOMIC_CMP_SWAP && a->op != MRC_ATOMIC_FETCH_ADD) || a->reserved)
+			return MRC_WIRE_E_FIELD;
+		if (a->op == MRC_ATOMIC_FETCH_ADD && a->compare)
+			return MRC_WIRE_E_FIELD;
+		if (range_wraps(a->raddr, 8) || range_wraps(a->sink_addr, 8))
+			return MRC_WIRE_E_LENGTH;
+		return MRC_WIRE_OK;
+	}
 	case MRC_OP_ACK:
 		/* Bit 0 stands for cum_psn, which by definition has not arrived. */
 		return (pkt->u.ack.sack[0] & 1) ? MRC_WIRE_E_FIELD : MRC_WIRE_OK;
@@ -317,6 +331,21 @@ static void decode_ext(const uint8_t *ext, struct mrc_packet *pkt)
 		r->sink_key = GET32(ext, struct mrc_read_req_ext, sink_key);
 		r->raddr = GET64(ext, struct mrc_read_req_ext, raddr);
 		r->sink_addr = GET64(ext, struct mrc_read_req_ext, sink_addr);
+		break;
+	}
+	case MRC_OP_ATOMIC_REQ: {
+		struct mrc_atomic *a = &pkt->u.atomic;
+		const uint8_t *op = CFIELD_AT(ext, struct mrc_atomic_ext, op);
+
+		a->msn = GET32(ext, struct mrc_atomic_ext, msn);
+		a->op = op[0];
+		a->reserved = (uint32_t)op[1] << 16 | (uint32_t)op[2] << 8 | op[3];
+		a->rkey = GET32(ext, struct mrc_atomic_ext, rkey);
+		a->sink_key = GET32(ext, struct mrc_atomic_ext, sink_key);
+		a->raddr = GET64(ext, struct mrc_atomic_ext, raddr);
+		a->sink_addr = GET64(ext, struct mrc_atomic_ext, sink_addr);
+		a->swap_add = GET64(ext, struct mrc_atomic_ext, swap_add);
+		a->compare = GET64(ext, struct mrc_atomic_ext, compare);
 		break;
 	}
 	case MRC_OP_ACK: {
@@ -476,6 +505,23 @@ static void encode_ext(const struct mrc_packet *pkt, uint8_t *ext)
 		PUT32(ext, struct mrc_read_req_ext, sink_key, r->sink_key);
 		PUT64(ext, struct mrc_read_req_ext, raddr, r->raddr);
 		PUT64(ext, struct mrc_read_req_ext, sink_addr, r->sink_addr);
+		break;
+	}
+	case MRC_OP_ATOMIC_REQ: {
+		const struct mrc_atomic *a = &pkt->u.atomic;
+		uint8_t *op = FIELD_AT(ext, struct mrc_atomic_ext, op);
+
+		PUT32(ext, struct mrc_atomic_ext, msn, a->msn);
+		op[0] = a->op;
+		op[1] = (uint8_t)(a->reserved >> 16);
+		op[2] = (uint8_t)(a->reserved >> 8);
+		op[3] = (uint8_t)a->reserved;
+		PUT32(ext, struct mrc_atomic_ext, rkey, a->rkey);
+		PUT32(ext, struct mrc_atomic_ext, sink_key, a->sink_key);
+		PUT64(ext, struct mrc_atomic_ext, raddr, a->raddr);
+		PUT64(ext, struct mrc_atomic_ext, sink_addr, a->sink_addr);
+		PUT64(ext, struct mrc_atomic_ext, swap_add, a->swap_add);
+		PUT64(ext, struct mrc_atomic_ext, compare, a->compare);
 		break;
 	}
 	case MRC_OP_ACK: {

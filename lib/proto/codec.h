@@ -41,6 +41,18 @@ struct mrc_read_req {
 	uint64_t sink_addr;
 };
 
+struct mrc_atomic {
+	uint32_t msn;
+	uint8_t op;	   /* enum mrc_atomic_op */
+	uint32_t reserved; /* the extension's three reserved bytes, as they arrived */
+	uint32_t rkey;
+	uint32_t sink_key;
+	uint64_t raddr;
+	uint64_t sink_addr;
+	uint64_t swap_add;
+	uint64_t compare;
+};
+
 struct mrc_ack {
 	uint32_t cum_psn;
 	uint32_t echo_ts;
@@ -92,6 +104,7 @@ struct mrc_packet {
 	union {
 		struct mrc_data data;	      /* WRITE, WRITE_IMM, SEND, SEND_IMM, READ_RESP */
 		struct mrc_read_req read_req; /* READ_REQ */
+		struct mrc_atomic atomic;     /* ATOMIC_REQ */
 		struct mrc_ack ack;	      /* ACK */
 		struct mrc_nak nak;	      /* NAK */
 		struct mrc_probe probe;	      /* PROBE, PROBE_REPLY */

@@ -279,6 +279,10 @@ static uint8_t wc_opcode_of(uint8_t wr_opcode)
 		return MRC_WC_RDMA_WRITE;
 	case MRC_WR_READ:
 		return MRC_WC_RDMA_READ;
+	case MRC_WR_ATOMIC_CMP_SWAP:
+		return MRC_WC_COMP_SWAP;
+	case MRC_WR_ATOMIC_FETCH_ADD:
+		return MRC_WC_FETCH_ADD;
 	default:
 		return MRC_WC_SEND;
 	}
@@ -315,7 +319,7 @@ void conn_complete_recv(struct mrc_conn *c, const struct rq_entry *e, uint8_t st
 
 static bool msg_done(const struct msg *m)
 {
-	if (m->wr.opcode == MRC_WR_READ && m->kind == MSG_SQ)
+	if (conn_read_like(m->wr.opcode) && m->kind == MSG_SQ)
 		return m->resp_complete;
 	return m->sent_pkts == m->npkts && m->acked_pkts == m->npkts;
 }
@@ -328,7 +332,7 @@ void conn_complete_messages(struct mrc_conn *c)
 
 		if (!msg_done(m))
 			break;
-		if (m->wr.opcode == MRC_WR_READ)
+		if (conn_read_like(m->wr.opcode))
 			c->reads_outstanding--;
 		c->sq_head++;
 		complete_send(c, m, MRC_WC_SUCCESS);
@@ -422,7 +426,10 @@ int mrc_conn_post_send(struct mrc_conn *c, const struct mrc_send_wr *wr)
 	struct msg *m;
 	uint64_t len = 0;
 
-	if (wr->opcode > MRC_WR_READ || wr->num_sge > MRC_MAX_SGE)
+	if (wr->opcode > MRC_WR_ATOMIC_FETCH_ADD || wr->num_sge > MRC_MAX_SGE)
+		return -EINVAL;
+	/* an atomic returns 8 bytes into one scatter element */
+	if (conn_atomic(wr->opcode) && (wr->num_sge != 1 || wr->sge[0].length != 8))
 		return -EINVAL;
 	for (unsigned i = 0; i < wr->num_sge; i++) {
 		if (wr->sge[i].length && !wr->sge[i].host)
@@ -432,7 +439,7 @@ int mrc_conn_post_send(struct mrc_conn *c, const struct mrc_send_wr *wr)
 	if (len > MRC_MAX_MSG_LEN)
 		return -EINVAL;
 	if ((wr->opcode == MRC_WR_WRITE || wr->opcode == MRC_WR_WRITE_IMM ||
-	     wr->opcode == MRC_WR_READ) &&
+	     conn_read_like(wr->opcode)) &&
 	    len > UINT64_MAX - wr->raddr)
 		return -EINVAL;
 	if (c->state == MRC_QPS_CLOSING || c->state == MRC_QPS_CLOSED)
@@ -453,7 +460,7 @@ int mrc_conn_post_send(struct mrc_conn *c, const struct mrc_send_wr *wr)
 	m->kind = MSG_SQ;
 	m->msn = c->sq_tail;
 	m->len = (uint32_t)len;
-	if (wr->opcode == MRC_WR_READ)
+	if (conn_read_like(wr->opcode))
 		m->npkts = 1;
 	else
 		m->npkts = m->len ? (m->len + c->cfg.max_payload - 1) / c->cfg.max_payload : 1;

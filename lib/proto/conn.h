@@ -62,6 +62,8 @@ enum mrc_wr_opcode {
 	MRC_WR_SEND,
 	MRC_WR_SEND_IMM,
 	MRC_WR_READ,
+	MRC_WR_ATOMIC_CMP_SWAP,	 /* 8 bytes at raddr; the original lands in sge[0] */
+	MRC_WR_ATOMIC_FETCH_ADD,
 };
 
 #define MRC_SEND_SIGNALED 0x01u	 /* produce a completion on success */
@@ -88,6 +90,8 @@ enum mrc_wc_opcode {
 	MRC_WC_RDMA_READ,
 	MRC_WC_RECV,		  /* a SEND or SEND with immediate arrived */
 	MRC_WC_RECV_RDMA_WITH_IMM, /* a WRITE with immediate arrived */
+	MRC_WC_COMP_SWAP,
+	MRC_WC_FETCH_ADD,
 };
 
 #define MRC_WC_WITH_IMM 0x01u
@@ -107,8 +111,10 @@ struct mrc_send_wr {
 	uint8_t num_sge;
 	struct mrc_sge sge[MRC_MAX_SGE];
 	uint32_t imm;	 /* *_IMM */
-	uint32_t rkey;	 /* WRITE*, READ */
-	uint64_t raddr;	 /* WRITE*, READ */
+	uint32_t rkey;	 /* WRITE*, READ, ATOMIC* */
+	uint64_t raddr;	 /* WRITE*, READ, ATOMIC* */
+	uint64_t compare_add; /* ATOMIC_CMP_SWAP: the value compared with; FETCH_ADD: the addend */
+	uint64_t swap;	 /* ATOMIC_CMP_SWAP: the value stored on a match */
 };
 
 struct mrc_recv_wr {
@@ -129,6 +135,7 @@ struct mrc_completion {
 /* Access a one-sided operation needs from a memory region. */
 #define MRC_ACCESS_REMOTE_WRITE 0x1u
 #define MRC_ACCESS_REMOTE_READ 0x2u
+#define MRC_ACCESS_REMOTE_ATOMIC 0x4u
 
 struct mrc_conn_callbacks {
 	/*

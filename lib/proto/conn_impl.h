@@ -34,6 +34,9 @@ struct msg {
 	uint64_t rnr_until_ns; /* after an RNR NAK: no packet of this message before this time */
 	uint8_t rnr_rounds;   /* RNR NAK rounds without success */
 	uint8_t kind;	     /* enum msg_kind */
+	bool executed;	     /* an atomic's response: the operation ran, its result is kept */
+	uint64_t *atomic_target; /* an atomic's response: the 8 bytes it operates on */
+	uint64_t atomic_result;	 /* ... and what they held before it: the response's payload */
 	bool resp_complete;  /* READ: every response byte placed (a 0-byte READ: its one
 				response packet arrived) */
 };
@@ -166,6 +169,18 @@ static inline uint64_t next_random(struct mrc_conn *c)
 static inline bool rocev2(const struct mrc_conn *c)
 {
 	return c->cfg.mode == MRC_MODE_ROCEV2;
+}
+
+/* READ and the atomics: requests answered by READ_RESP, counted against max_rd_atomic. */
+static inline bool conn_read_like(uint8_t wr_opcode)
+{
+	return wr_opcode == MRC_WR_READ || wr_opcode == MRC_WR_ATOMIC_CMP_SWAP ||
+	       wr_opcode == MRC_WR_ATOMIC_FETCH_ADD;
+}
+
+static inline bool conn_atomic(uint8_t wr_opcode)
+{
+	return wr_opcode == MRC_WR_ATOMIC_CMP_SWAP || wr_opcode == MRC_WR_ATOMIC_FETCH_ADD;
 }
 
 static inline struct msg *sq_msg(struct mrc_conn *c, uint32_t msn)

@@ -382,6 +382,73 @@ static void deliver_receives(struct mrc_conn *c)
 }
 
 /*
+ * Room for one more READ or atomic response [R-226]. Responses stay until acknowledged, so
+ * under loss a conforming requester can find the room taken by responses already sent: then
+ * the request is not accepted and comes again. Only a requester with more than
+ * max_dest_rd_atomic requests unanswered at once breaks the rule: NAK invalid_req.
+ */
+static int rr_room(struct mrc_conn *c, const struct mrc_rx_info *rx, uint32_t psn, uint32_t msn)
+{
+	if (c->rr_tail - c->rr_pkt >= (c->cfg.max_dest_rd_atomic ? c->cfg.max_dest_rd_atomic : 1)) {
+		queue_nak(c, rx, MRC_NAK_INVALID_REQ, psn, msn, 0);
+		return MRC_DROP_INVALID_REQ;
+	}
+	if (c->rr_tail - c->rr_head >= c->rr_depth)
+		return MRC_DROP_RESPONDER_BUSY;
+	return MRC_DROP_NONE;
+}
+
+/*
+ * An ATOMIC_REQ: checked now, as a READ_REQ is [R-322], and owed a response that runs the
+ * operation once cum_psn has passed the request (conn_send.c) and carries the original value
+ * back in a READ_RESP [R-321]. A duplicate never gets here: the window answers it, and the
+ * response already owed is the one it gets, so no atomic runs twice [R-323].
+ */
+static int accept_atomic(struct mrc_conn *c, const struct mrc_rx_info *rx,
+			 const struct mrc_packet *pkt)
+{
+	const struct mrc_atomic *a = &pkt->u.atomic;
+	uint8_t *host;
+	struct msg *m;
+	int err;
+
+	if (!(c->cfg.qp_access & MRC_ACCESS_REMOTE_ATOMIC) || a->raddr % 8) {
+		queue_nak(c, rx, MRC_NAK_INVALID_REQ, pkt->psn, a->msn, 0); /* */
+		return MRC_DROP_INVALID_REQ;
+	}
+	if (c->cb.mr_lookup(c->user, a->rkey, a->raddr, 8, MRC_ACCESS_REMOTE_ATOMIC, &host) != 0) {
+		queue_nak(c, rx, MRC_NAK_REMOTE_ACCESS, pkt->psn, a->msn, 0);
+		return MRC_DROP_REMOTE_ACCESS;
+	}
+	if ((uintptr_t)host % 8) {
+		/* a region named by an iova not aligned like its memory */
+		queue_nak(c, rx, MRC_NAK_INVALID_REQ, pkt->psn, a->msn, 0);
+		return MRC_DROP_INVALID_REQ;
+	}
+	err = rr_room(c, rx, pkt->psn, a->msn);
+	if (err)
+		return err;
+	m = rr_msg(c, c->rr_tail++);
+	memset(m, 0, sizeof(*m));
+	m->kind = MSG_RR;
+	m->msn = a->msn;
+	m->req_psn = pkt->psn;
+	m->len = 8;
+	m->npkts = 1;
+	m->wr.opcode = a->op == MRC_ATOMIC_CMP_SWAP ? MRC_WR_ATOMIC_CMP_SWAP
+						    : MRC_WR_ATOMIC_FETCH_ADD;
+	m->wr.num_sge = 1;
+	m->wr.sge[0].host = &m->atomic_result;
+	m->wr.sge[0].length = 8;
+	m->wr.rkey = a->sink_key;
+	m->wr.raddr = a->sink_addr;
+	m->wr.compare_add = a->op == MRC_ATOMIC_CMP_SWAP ? a->compare : a->swap_add;
+	m->wr.swap = a->swap_add;
+	m->atomic_target = (uint64_t *)(void *)host;
+	return MRC_DROP_NONE;
+}
+
+/*
  * Places one new sequenced packet. Returns MRC_DROP_NONE when placed (the caller then marks
  * it received), or why not (the caller then leaves its SACK bit clear).
  */
@@ -468,6 +535,7 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 	case MRC_OP_READ_REQ: {
 		const struct mrc_read_req *r = &pkt->u.read_req;
 		struct msg *m;
+		int err;
 
 		if (!(c->cfg.qp_access & MRC_ACCESS_REMOTE_READ)) {
 			queue_nak(c, rx, MRC_NAK_INVALID_REQ, pkt->psn, r->msn, 0); /* */
@@ -478,11 +546,9 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 			queue_nak(c, rx, MRC_NAK_REMOTE_ACCESS, pkt->psn, r->msn, 0);
 			return MRC_DROP_REMOTE_ACCESS;
 		}
-		if (c->rr_tail - c->rr_head >= c->rr_depth) {
-			/* more READs than max_dest_rd_atomic allows */
-			queue_nak(c, rx, MRC_NAK_INVALID_REQ, pkt->psn, r->msn, 0);
-			return MRC_DROP_INVALID_REQ;
-		}
+		err = rr_room(c, rx, pkt->psn, r->msn);
+		if (err)
+			return err;
 		m = rr_msg(c, c->rr_tail++);
 		memset(m, 0, sizeof(*m));
 		m->kind = MSG_RR;
@@ -498,12 +564,14 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 		m->wr.raddr = r->sink_addr;
 		return MRC_DROP_NONE;
 	}
+	case MRC_OP_ATOMIC_REQ:
+		return accept_atomic(c, rx, pkt);
 	case MRC_OP_READ_RESP: {
 		struct msg *m = sq_msg(c, d->msn);
 
 		/* The response must answer an outstanding READ of ours, byte for byte. */
 		if (!mrc_seq_le(c->sq_head, d->msn) || !mrc_seq_lt(d->msn, c->sq_pkt) ||
-		    m->msn != d->msn || m->wr.opcode != MRC_WR_READ || m->sent_pkts == 0 ||
+		    m->msn != d->msn || !conn_read_like(m->wr.opcode) || m->sent_pkts == 0 ||
 		    d->msg_len != m->len || (m->len && d->rkey != m->wr.sge[0].lkey) ||
 		    (m->len && d->raddr != m->wr.sge[0].addr + d->msg_off)) {
 			queue_nak(c, rx, MRC_NAK_INVALID_REQ, pkt->psn, d->msn, 0); /* */

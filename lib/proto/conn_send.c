@@ -238,8 +238,10 @@ static uint8_t wire_opcode(const struct msg *m)
 		return MRC_OP_SEND;
 	case MRC_WR_SEND_IMM:
 		return MRC_OP_SEND_IMM;
-	default:
+	case MRC_WR_READ:
 		return MRC_OP_READ_REQ;
+	default:
+		return MRC_OP_ATOMIC_REQ;
 	}
 }
 
@@ -303,6 +305,20 @@ static bool build_data(struct mrc_conn *c, const struct msg *m, uint32_t psn, ui
 			pkt.u.read_req.sink_key = m->wr.sge[0].lkey;
 			pkt.u.read_req.sink_addr = m->wr.sge[0].addr;
 		}
+		*payload_len = 0;
+		return encode(&pkt, buf, cap, len);
+	}
+	if (op == MRC_OP_ATOMIC_REQ) {
+		bool cas = m->wr.opcode == MRC_WR_ATOMIC_CMP_SWAP;
+
+		pkt.u.atomic.msn = m->msn;
+		pkt.u.atomic.op = cas ? MRC_ATOMIC_CMP_SWAP : MRC_ATOMIC_FETCH_ADD;
+		pkt.u.atomic.rkey = m->wr.rkey;
+		pkt.u.atomic.raddr = m->wr.raddr;
+		pkt.u.atomic.sink_key = m->wr.sge[0].lkey;
+		pkt.u.atomic.sink_addr = m->wr.sge[0].addr;
+		pkt.u.atomic.swap_add = cas ? m->wr.swap : m->wr.compare_add;
+		pkt.u.atomic.compare = cas ? m->wr.compare_add : 0;
 		*payload_len = 0;
 		return encode(&pkt, buf, cap, len);
 	}
@@ -424,7 +440,7 @@ static struct msg *next_message(struct mrc_conn *c, uint64_t now_ns)
 		m = rr_msg(c, c->rr_pkt);
 	} else if (c->sq_pkt != c->sq_tail) {
 		m = sq_msg(c, c->sq_pkt);
-		if (m->wr.opcode == MRC_WR_READ && c->reads_outstanding >= c->cfg.max_rd_atomic)
+		if (conn_read_like(m->wr.opcode) && c->reads_outstanding >= c->cfg.max_rd_atomic)
 			return NULL;
 		if ((m->wr.flags & MRC_SEND_FENCE) && c->reads_outstanding)
 			return NULL;
@@ -476,6 +492,27 @@ static struct mrc_tx_slot *next_lost(struct mrc_conn *c, uint64_t now_ns, uint32
 			c->retx_wakeup_ns = now_ns + wait;
 	}
 	return NULL;
+}
+
+/*
+ * Runs an atomic the peer asked for, once, when its response is about to leave (cum_psn has
+ * passed the request [R-223]), and keeps the original value for every transmission of that
+ * response [R-323]. Atomic with respect to the CPUs sharing the memory, which covers other
+ * atomics of this host [R-324].
+ */
+static void execute_atomic(struct msg *m)
+{
+	uint64_t *target = m->atomic_target, old;
+
+	if (m->wr.opcode == MRC_WR_ATOMIC_CMP_SWAP) {
+		old = m->wr.compare_add;
+		__atomic_compare_exchange_n(target, &old, m->wr.swap, false, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
+	} else {
+		old = __atomic_fetch_add(target, m->wr.compare_add, __ATOMIC_SEQ_CST);
+	}
+	m->atomic_result = old;
+	m->executed = true;
 }
 
 static bool send_data(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
@@ -530,6 +567,8 @@ static bool send_data(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_i
 		c->retry_clock_ns = now_ns; /* nothing was outstanding: the clock starts here */
 	if (m->sent_pkts == 0)
 		m->first_psn = psn;
+	if (m->kind == MSG_RR && conn_atomic(m->wr.opcode) && !m->executed)
+		execute_atomic(m);
 	if (!build_data(c, m, psn, (uint16_t)path, false, buf, cap, now_ns, len, tx, &payload))
 		return false;
 	s = mrc_tx_slot(c->tx, psn);
@@ -543,7 +582,7 @@ static bool send_data(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_i
 			c->rr_pkt++;
 		} else {
 			c->sq_pkt++;
-			if (m->wr.opcode == MRC_WR_READ)
+			if (conn_read_like(m->wr.opcode))
 				c->reads_outstanding++;
 		}
 	} else {

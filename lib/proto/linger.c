@@ -118,7 +118,8 @@ int conn_closing_recv(struct mrc_conn *c, const struct mrc_rx_info *rx,
 		conn_note_reverse_port(c, rx);
 		conn_note_for_ack(c, rx, pkt, true, now_ns);
 		if ((v == MRC_RX_BELOW || v == MRC_RX_DUPLICATE) &&
-		    !(pkt->opcode == MRC_OP_READ_REQ && c->reads_dropped)) {
+		    !((pkt->opcode == MRC_OP_READ_REQ || pkt->opcode == MRC_OP_ATOMIC_REQ) &&
+		      c->reads_dropped)) {
 			/* received before the QP went: acknowledged again, at once */
 			return MRC_DROP_DUPLICATE;
 		}

@@ -5,6 +5,7 @@
 
 #include <check.h>
 
+Suite *atomics_suite(void);
 Suite *backend_udp_suite(void);
 Suite *cc_aimd_suite(void);
 Suite *checksum_suite(void);

@@ -19,7 +19,7 @@ static uint8_t payload_bytes[MRC_WIRE_MAX_PACKET];
 
 static const uint8_t all_opcodes[] = {
 	MRC_OP_WRITE,	 MRC_OP_WRITE_IMM, MRC_OP_SEND,		MRC_OP_SEND_IMM, MRC_OP_READ_REQ,
-	MRC_OP_READ_RESP, MRC_OP_ACK,	   MRC_OP_NAK,		MRC_OP_PROBE,	 MRC_OP_PROBE_REPLY,
+	MRC_OP_READ_RESP, MRC_OP_ATOMIC_REQ, MRC_OP_ACK,	   MRC_OP_NAK,		MRC_OP_PROBE,	 MRC_OP_PROBE_REPLY,
 	MRC_OP_DISCOVER, MRC_OP_DISCOVER_REPLY, MRC_OP_CLOSE,
 };
 #define N_OPCODES (sizeof(all_opcodes) / sizeof(all_opcodes[0]))
@@ -104,6 +104,16 @@ static struct mrc_packet sample(uint8_t op, int variant)
 		p.u.read_req.sink_key = hi ? UINT32_MAX : mid ? 0x05060708u : 0;
 		p.u.read_req.raddr = hi ? UINT64_MAX - MRC_MAX_MSG_LEN : mid ? 0x1000 : 0;
 		p.u.read_req.sink_addr = hi ? UINT64_MAX - MRC_MAX_MSG_LEN : mid ? 0x2000 : 0;
+		break;
+	case MRC_OP_ATOMIC_REQ:
+		p.u.atomic.msn = hi ? UINT32_MAX : mid ? 78 : 0;
+		p.u.atomic.op = mid ? MRC_ATOMIC_FETCH_ADD : MRC_ATOMIC_CMP_SWAP;
+		p.u.atomic.rkey = hi ? UINT32_MAX : mid ? 0x0a0b0c0du : 0;
+		p.u.atomic.sink_key = hi ? UINT32_MAX : mid ? 0x0e0f1011u : 0;
+		p.u.atomic.raddr = hi ? UINT64_MAX - 8 : mid ? 0x3000 : 0;
+		p.u.atomic.sink_addr = hi ? UINT64_MAX - 8 : mid ? 0x4008 : 0;
+		p.u.atomic.swap_add = hi ? UINT64_MAX : mid ? 1 : 0;
+		p.u.atomic.compare = hi ? UINT64_MAX - 1 : 0; /* FETCH_ADD (mid): zero */
 		break;
 	case MRC_OP_ACK:
 		p.u.ack.cum_psn = hi ? UINT32_MAX : mid ? 0xfffffff0u : 0;
@@ -210,6 +220,17 @@ static void assert_same(const struct mrc_packet *a, const struct mrc_packet *b)
 		ck_assert_uint_eq(a->u.read_req.sink_key, b->u.read_req.sink_key);
 		ck_assert_uint_eq(a->u.read_req.raddr, b->u.read_req.raddr);
 		ck_assert_uint_eq(a->u.read_req.sink_addr, b->u.read_req.sink_addr);
+		break;
+	case MRC_OP_ATOMIC_REQ:
+		ck_assert_uint_eq(a->u.atomic.msn, b->u.atomic.msn);
+		ck_assert_uint_eq(a->u.atomic.op, b->u.atomic.op);
+		ck_assert_uint_eq(a->u.atomic.reserved, b->u.atomic.reserved);
+		ck_assert_uint_eq(a->u.atomic.rkey, b->u.atomic.rkey);
+		ck_assert_uint_eq(a->u.atomic.sink_key, b->u.atomic.sink_key);
+		ck_assert_uint_eq(a->u.atomic.raddr, b->u.atomic.raddr);
+		ck_assert_uint_eq(a->u.atomic.sink_addr, b->u.atomic.sink_addr);
+		ck_assert_uint_eq(a->u.atomic.swap_add, b->u.atomic.swap_add);
+		ck_assert_uint_eq(a->u.atomic.compare, b->u.atomic.compare);
 		break;
 	case MRC_OP_ACK:
 		ck_assert_uint_eq(a->u.ack.cum_psn, b->u.ack.cum_psn);
@@ -586,7 +607,7 @@ END_TEST
 /* Opcodes that carry no payload refuse one even when the header says so honestly. */
 START_TEST(mrc_decode__payload_where_none_allowed)
 {
-	static const uint8_t ops[] = { MRC_OP_READ_REQ, MRC_OP_ACK, MRC_OP_NAK,
+	static const uint8_t ops[] = { MRC_OP_READ_REQ, MRC_OP_ATOMIC_REQ, MRC_OP_ACK, MRC_OP_NAK,
 				       MRC_OP_PROBE_REPLY, MRC_OP_CLOSE };
 
 	for (size_t i = 0; i < sizeof(ops); i++) {
@@ -738,6 +759,37 @@ START_TEST(mrc_decode__data_fields_per_opcode)
 			 MRC_WIRE_E_FIELD);
 	ck_assert_int_eq(decode_with(&wi, EXT_OFF(struct mrc_data_ext, rsn), 4, 9), MRC_WIRE_OK);
 	ck_assert_int_eq(decode_with(&wi, EXT_OFF(struct mrc_data_ext, imm), 4, 9), MRC_WIRE_OK);
+}
+END_TEST
+
+/* ATOMIC_REQ: a known operation, reserved bytes zero, no compare for FETCH_ADD, 8 bytes
+ * that do not wrap; alignment is left to the responder, which NAKs it [R-322]. */
+START_TEST(mrc_decode__atomic_req_rules)
+{
+	struct mrc_packet c = sample(MRC_OP_ATOMIC_REQ, 0); /* CMP_SWAP */
+	struct mrc_packet f = sample(MRC_OP_ATOMIC_REQ, 2); /* FETCH_ADD */
+
+	ck_assert_int_eq(decode_with(&c, EXT_OFF(struct mrc_atomic_ext, op), 1, 0),
+			 MRC_WIRE_E_FIELD);
+	ck_assert_int_eq(decode_with(&c, EXT_OFF(struct mrc_atomic_ext, op), 1, 3),
+			 MRC_WIRE_E_FIELD);
+	ck_assert_int_eq(decode_with(&c, EXT_OFF(struct mrc_atomic_ext, reserved), 1, 1),
+			 MRC_WIRE_E_FIELD);
+	ck_assert_int_eq(decode_with(&f, EXT_OFF(struct mrc_atomic_ext, compare), 8, 1),
+			 MRC_WIRE_E_FIELD);
+	ck_assert_int_eq(decode_with(&c, EXT_OFF(struct mrc_atomic_ext, compare), 8, 1),
+			 MRC_WIRE_OK);
+	ck_assert_int_eq(decode_with(&c, EXT_OFF(struct mrc_atomic_ext, raddr), 8,
+				     UINT64_MAX - 7),
+			 MRC_WIRE_E_LENGTH);
+	ck_assert_int_eq(decode_with(&c, EXT_OFF(struct mrc_atomic_ext, sink_addr), 8,
+				     UINT64_MAX - 7),
+			 MRC_WIRE_E_LENGTH);
+	ck_assert_int_eq(decode_with(&c, EXT_OFF(struct mrc_atomic_ext, sink_addr), 8,
+				     UINT64_MAX - 8),
+			 MRC_WIRE_OK);
+	ck_assert_int_eq(decode_with(&c, EXT_OFF(struct mrc_atomic_ext, raddr), 8, 0x1004),
+			 MRC_WIRE_OK);
 }
 END_TEST
 
@@ -895,15 +947,17 @@ START_TEST(mrc_wire_error_name__every_code_named_distinctly)
 }
 END_TEST
 
-START_TEST(mrc_opcode_is_sequenced__exactly_the_six_data_and_read_opcodes)
+START_TEST(mrc_opcode_is_sequenced__exactly_the_data_read_and_atomic_opcodes)
 {
 	unsigned sequenced = 0;
 
 	for (unsigned op = 0; op < 256; op++)
 		sequenced += (unsigned)mrc_opcode_is_sequenced((uint8_t)op);
-	ck_assert_uint_eq(sequenced, 6);
+	ck_assert_uint_eq(sequenced, 7);
 	ck_assert(mrc_opcode_is_sequenced(MRC_OP_READ_REQ));
 	ck_assert(!mrc_opcode_is_data(MRC_OP_READ_REQ));
+	ck_assert(mrc_opcode_is_sequenced(MRC_OP_ATOMIC_REQ));
+	ck_assert(!mrc_opcode_is_data(MRC_OP_ATOMIC_REQ));
 	ck_assert(mrc_opcode_is_data(MRC_OP_READ_RESP));
 	ck_assert(!mrc_opcode_is_sequenced(MRC_OP_ACK));
 }
@@ -930,7 +984,7 @@ Suite *codec_suite(void)
 	tcase_add_test(trip, mrc_encode__nospace);
 	tcase_add_test(trip, mrc_encode__unknown_opcode);
 	tcase_add_test(trip, mrc_wire_error_name__every_code_named_distinctly);
-	tcase_add_test(trip, mrc_opcode_is_sequenced__exactly_the_six_data_and_read_opcodes);
+	tcase_add_test(trip, mrc_opcode_is_sequenced__exactly_the_data_read_and_atomic_opcodes);
 	suite_add_tcase(s, trip);
 
 	tcase_add_test(bad, mrc_decode__truncated_every_prefix_every_opcode);
@@ -944,6 +998,7 @@ Suite *codec_suite(void)
 	tcase_add_test(bad, mrc_decode__data_length_rules);
 	tcase_add_test(bad, mrc_decode__data_fields_per_opcode);
 	tcase_add_test(bad, mrc_decode__read_req_rules);
+	tcase_add_test(bad, mrc_decode__atomic_req_rules);
 	tcase_add_test(bad, mrc_decode__ack_sack_bit0);
 	tcase_add_test(bad, mrc_decode__nak_rules);
 	tcase_add_test(bad, mrc_decode__close_reason);

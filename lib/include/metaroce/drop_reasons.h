@@ -29,7 +29,9 @@ enum mrc_drop_reason {
 	MRC_DROP_STALE_DISCOVER = 45, /* DISCOVER_REPLY matching no outstanding request */
 	MRC_DROP_PEERS_FULL = 46,     /* no room for another peer */
 	MRC_DROP_QP_CLOSED = 47,      /* data for a destroyed QP it never received: CLOSE */
+	MRC_DROP_RESPONDER_BUSY = 48, /* READ or atomic beyond the room for responses: not
+				       * accepted, so the requester sends it again [R-226] */
 };
-#define MRC_DROP_REASON_MAX MRC_DROP_QP_CLOSED
+#define MRC_DROP_REASON_MAX MRC_DROP_RESPONDER_BUSY
 
 #endif /* METAROCE_DROP_REASONS_H */

@@ -75,6 +75,8 @@ enum mrc_opcode {
 	MRC_OP_SEND_IMM = 0x04,	      /* SEND with immediate, data extension */
 	MRC_OP_READ_REQ = 0x05,	      /* RDMA READ request, read_req extension, no payload */
 	MRC_OP_READ_RESP = 0x06,      /* RDMA READ response data, data extension */
+	MRC_OP_ATOMIC_REQ = 0x07,     /* atomic request, atomic extension, no payload; answered
+				       * by a READ_RESP of the original 8 bytes [R-321] */
 	MRC_OP_ACK = 0x10,	      /* cumulative PSN + SACK + echoes + rate hint */
 	MRC_OP_NAK = 0x11,	      /* negative acknowledgement with an error kind */
 	MRC_OP_PROBE = 0x20,	      /* path liveness probe */
@@ -138,6 +140,26 @@ struct mrc_read_req_ext {
 	__be64 sink_addr; /* requester address where byte 0 of the response lands */
 };
 MRC_STATIC_ASSERT(sizeof(struct mrc_read_req_ext) == 32, "mrc_read_req_ext is 32 bytes");
+
+/* ATOMIC_REQ extension: struct mrc_atomic_ext.op */
+enum mrc_atomic_op {
+	MRC_ATOMIC_CMP_SWAP = 1,  /* if *raddr == compare: *raddr = swap_add */
+	MRC_ATOMIC_FETCH_ADD = 2, /* *raddr += swap_add */
+};
+
+/* Atomic request extension. */
+struct mrc_atomic_ext {
+	__be32 msn;	  /* message sequence number of this atomic */
+	__u8 op;	  /* enum mrc_atomic_op */
+	__u8 reserved[3]; /* zero */
+	__be32 rkey;	  /* responder's key for the 8 bytes at raddr */
+	__be32 sink_key;  /* requester's key the READ_RESP carries back */
+	__be64 raddr;	  /* responder address of the 64-bit target, 8-byte aligned */
+	__be64 sink_addr; /* requester address where the original value lands */
+	__be64 swap_add;  /* CMP_SWAP: the value stored on a match; FETCH_ADD: the addend */
+	__be64 compare;	  /* CMP_SWAP: the value compared with; FETCH_ADD: zero */
+};
+MRC_STATIC_ASSERT(sizeof(struct mrc_atomic_ext) == 48, "mrc_atomic_ext is 48 bytes");
 
 /*
  * ACK extension [R-32]. SACK bit i stands for PSN cum_psn + i, bit i lives in sack[i / 8] under
