@@ -255,7 +255,8 @@ int core_mr_lookup(void *user, uint32_t key, uint64_t addr, uint32_t len, unsign
 	struct mrcd_qp *qp = user;
 	struct mrcd_mr *mr = core_mr_of_qp(&qp->core->t, qp, key);
 	uint32_t need = (access & MRC_ACCESS_REMOTE_WRITE ? MRC_CTL_ACCESS_REMOTE_WRITE : 0) |
-			(access & MRC_ACCESS_REMOTE_READ ? MRC_CTL_ACCESS_REMOTE_READ : 0);
+			(access & MRC_ACCESS_REMOTE_READ ? MRC_CTL_ACCESS_REMOTE_READ : 0) |
+			(access & MRC_ACCESS_REMOTE_ATOMIC ? MRC_CTL_ACCESS_REMOTE_ATOMIC : 0);
 
 	if (!mr || (mr->access & need) != need || addr < mr->iova ||
 	    addr - mr->iova > mr->length || len > mr->length - (addr - mr->iova))

@@ -246,7 +246,8 @@ static uint16_t rnr_wait_units(uint8_t min_rnr_timer)
 static unsigned engine_access(uint32_t ctl_access)
 {
 	return (ctl_access & MRC_CTL_ACCESS_REMOTE_WRITE ? MRC_ACCESS_REMOTE_WRITE : 0) |
-	       (ctl_access & MRC_CTL_ACCESS_REMOTE_READ ? MRC_ACCESS_REMOTE_READ : 0);
+	       (ctl_access & MRC_CTL_ACCESS_REMOTE_READ ? MRC_ACCESS_REMOTE_READ : 0) |
+	       (ctl_access & MRC_CTL_ACCESS_REMOTE_ATOMIC ? MRC_ACCESS_REMOTE_ATOMIC : 0);
 }
 
 /* RTS: the send half starts. */
@@ -442,7 +443,7 @@ int core_modify_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 	if (!qp || qp->owner != (int)owner)
 		return -ENOENT;
 	if (r.retry_cnt > 7 || r.rnr_retry > 7 || r.timeout > 31 || r.min_rnr_timer > 31 ||
-	    (r.access & ~(MRC_CTL_ACCESS_REMOTE_WRITE | MRC_CTL_ACCESS_REMOTE_READ)) || r.reserved)
+	    (r.access & ~(MRC_CTL_ACCESS_ALL & ~MRC_CTL_ACCESS_LOCAL_WRITE)) || r.reserved)
 		return -EINVAL;
 	if (qp->state != MRC_CTL_QP_RTS && !qp->ready_pending)
 		return -EBUSY; /* not at RTS: ERR, or RTS never reached */
@@ -530,8 +531,11 @@ static int sq_entry_to_wr(struct mrcd_core *c, struct mrcd_qp *qp,
 	wr->imm = e->imm;
 	wr->rkey = e->rkey;
 	wr->raddr = e->raddr;
+	wr->compare_add = e->compare_add;
+	wr->swap = e->swap;
 	for (unsigned i = 0; i < e->num_sge; i++) {
-		if (core_local_sge(c, qp, &e->sge[i], e->opcode == MRC_SQ_READ,
+		/* a READ's and an atomic's elements are written into: local write access */
+		if (core_local_sge(c, qp, &e->sge[i], e->opcode >= MRC_SQ_READ,
 				   &wr->sge[i]))
 			return MRC_CQ_LOC_PROT_ERR;
 		total += e->sge[i].length;

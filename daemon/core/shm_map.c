@@ -9,6 +9,8 @@ bool mrcd_wr_from_sq(uint8_t sq_opcode, uint8_t sq_flags, uint8_t *wr_opcode, ui
 	case MRC_SQ_SEND: *wr_opcode = MRC_WR_SEND; break;
 	case MRC_SQ_SEND_IMM: *wr_opcode = MRC_WR_SEND_IMM; break;
 	case MRC_SQ_READ: *wr_opcode = MRC_WR_READ; break;
+	case MRC_SQ_ATOMIC_CMP_SWAP: *wr_opcode = MRC_WR_ATOMIC_CMP_SWAP; break;
+	case MRC_SQ_ATOMIC_FETCH_ADD: *wr_opcode = MRC_WR_ATOMIC_FETCH_ADD; break;
 	default: return false;
 	}
 	if (sq_flags & ~MRC_SQ_F_ALL)
@@ -43,6 +45,8 @@ static uint8_t cq_opcode(uint8_t opcode)
 	case MRC_WC_RDMA_READ: return MRC_CQ_RDMA_READ;
 	case MRC_WC_RECV: return MRC_CQ_RECV;
 	case MRC_WC_RECV_RDMA_WITH_IMM: return MRC_CQ_RECV_RDMA_WITH_IMM;
+	case MRC_WC_COMP_SWAP: return MRC_CQ_COMP_SWAP;
+	case MRC_WC_FETCH_ADD: return MRC_CQ_FETCH_ADD;
 	default: return MRC_CQ_SEND;
 	}
 }

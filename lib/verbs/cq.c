@@ -289,6 +289,8 @@ static enum ibv_wc_opcode wc_opcode(uint8_t op)
 	switch (op) {
 	case MRC_CQ_RDMA_WRITE: return IBV_WC_RDMA_WRITE;
 	case MRC_CQ_RDMA_READ: return IBV_WC_RDMA_READ;
+	case MRC_CQ_COMP_SWAP: return IBV_WC_COMP_SWAP;
+	case MRC_CQ_FETCH_ADD: return IBV_WC_FETCH_ADD;
 	case MRC_CQ_RECV: return IBV_WC_RECV;
 	case MRC_CQ_RECV_RDMA_WITH_IMM: return IBV_WC_RECV_RDMA_WITH_IMM;
 	default: return IBV_WC_SEND;

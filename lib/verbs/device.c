@@ -121,7 +121,7 @@ static int mrv_query_device(struct ibv_context *context, struct ibv_device_attr 
 	a->max_qp_rd_atom = MRV_MAX_RD_ATOM;
 	a->max_qp_init_rd_atom = MRV_MAX_RD_ATOM;
 	a->max_res_rd_atom = MRC_CTL_CLIENT_MAX_QPS * MRV_MAX_RD_ATOM;
-	a->atomic_cap = IBV_ATOMIC_NONE;
+	a->atomic_cap = IBV_ATOMIC_HCA; /* SPEC R-324 */
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 0;
 	a->phys_port_cnt = 1;

@@ -323,20 +323,22 @@ static unsigned to_ctl_access(unsigned ibv)
 {
 	return (ibv & IBV_ACCESS_LOCAL_WRITE ? MRC_CTL_ACCESS_LOCAL_WRITE : 0) |
 	       (ibv & IBV_ACCESS_REMOTE_WRITE ? MRC_CTL_ACCESS_REMOTE_WRITE : 0) |
-	       (ibv & IBV_ACCESS_REMOTE_READ ? MRC_CTL_ACCESS_REMOTE_READ : 0);
+	       (ibv & IBV_ACCESS_REMOTE_READ ? MRC_CTL_ACCESS_REMOTE_READ : 0) |
+	       (ibv & IBV_ACCESS_REMOTE_ATOMIC ? MRC_CTL_ACCESS_REMOTE_ATOMIC : 0);
 }
 
-/* What verbs asks of access flags: remote write needs local write [IB spec 10.6.3.1]. */
+/* What verbs asks of access flags: remote write and remote atomic need local write [IB spec
+ * 10.6.3.1]. */
 static int check_access(unsigned access)
 {
 	unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			 IBV_ACCESS_RELAXED_ORDERING | IBV_ACCESS_OPTIONAL_RANGE;
+			 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_RELAXED_ORDERING |
+			 IBV_ACCESS_OPTIONAL_RANGE;
 
-	if (access & IBV_ACCESS_REMOTE_ATOMIC)
-		return EOPNOTSUPP; /* no atomics on this device */
 	if (access & ~known)
 		return EOPNOTSUPP;
-	if ((access & IBV_ACCESS_REMOTE_WRITE) && !(access & IBV_ACCESS_LOCAL_WRITE))
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
 		return EINVAL;
 	return 0;
 }

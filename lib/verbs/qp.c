@@ -15,7 +15,8 @@
 
 #define MRV_SEND_OPS                                                                          \
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |  \
-	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ)
+	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                             \
+	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
 
 static struct mrv_qp *to_qp(struct ibv_qp *qp)
 {
@@ -37,7 +38,9 @@ static int wr_opcode(enum ibv_wr_opcode op, uint8_t *out)
 	case IBV_WR_SEND: *out = MRC_SQ_SEND; return 0;
 	case IBV_WR_SEND_WITH_IMM: *out = MRC_SQ_SEND_IMM; return 0;
 	case IBV_WR_RDMA_READ: *out = MRC_SQ_READ; return 0;
-	default: return EOPNOTSUPP; /* atomics, memory windows, invalidation, TSO */
+	case IBV_WR_ATOMIC_CMP_AND_SWP: *out = MRC_SQ_ATOMIC_CMP_SWAP; return 0;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD: *out = MRC_SQ_ATOMIC_FETCH_ADD; return 0;
+	default: return EOPNOTSUPP; /* memory windows, invalidation, TSO */
 	}
 }
 
@@ -97,7 +100,17 @@ static int build_send(struct mrv_qp *qp, uint32_t at, const struct ibv_send_wr *
 		e->rkey = wr->wr.rdma.rkey;
 		e->raddr = wr->wr.rdma.remote_addr;
 	}
-	if ((wr->send_flags & IBV_SEND_INLINE) && e->opcode != MRC_SQ_READ) {
+	if (e->opcode == MRC_SQ_ATOMIC_CMP_SWAP || e->opcode == MRC_SQ_ATOMIC_FETCH_ADD) {
+		/* the original value comes back into one element of 8 bytes [SPEC R-325] */
+		if (wr->num_sge != 1 || wr->sg_list[0].length != 8)
+			return EINVAL;
+		e->rkey = wr->wr.atomic.rkey;
+		e->raddr = wr->wr.atomic.remote_addr;
+		e->compare_add = wr->wr.atomic.compare_add;
+		e->swap = wr->wr.atomic.swap;
+	}
+	/* inline data goes out; a READ's or an atomic's element is written into */
+	if ((wr->send_flags & IBV_SEND_INLINE) && e->opcode < MRC_SQ_READ) {
 		struct ibv_data_buf bufs[MRC_RING_MAX_SGE];
 
 		for (int i = 0; i < wr->num_sge; i++)
@@ -236,6 +249,31 @@ static void wr_rdma_read(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr)
 	wr_rdma(qpx, MRC_SQ_READ, rkey, raddr, 0);
 }
 
+static void wr_atomic(struct ibv_qp_ex *qpx, uint8_t op, uint32_t rkey, uint64_t raddr,
+		      uint64_t compare_add, uint64_t swap)
+{
+	struct mrc_sq_entry *e = wr_begin(qpx, op);
+
+	if (e) {
+		e->rkey = rkey;
+		e->raddr = raddr;
+		e->compare_add = compare_add;
+		e->swap = swap;
+	}
+}
+
+static void wr_atomic_cmp_swp(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr,
+			      uint64_t compare, uint64_t swap)
+{
+	wr_atomic(qpx, MRC_SQ_ATOMIC_CMP_SWAP, rkey, raddr, compare, swap);
+}
+
+static void wr_atomic_fetch_add(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t raddr,
+				uint64_t add)
+{
+	wr_atomic(qpx, MRC_SQ_ATOMIC_FETCH_ADD, rkey, raddr, add, 0);
+}
+
 static void wr_send(struct ibv_qp_ex *qpx)
 {
 	wr_begin(qpx, MRC_SQ_SEND);
@@ -312,6 +350,12 @@ static int wr_complete(struct ibv_qp_ex *qpx)
 	/* all or nothing, as ibv_wr_complete promises */
 	if (!err && sq_free(qp) < qp->n_staged)
 		err = ENOMEM;
+	for (uint32_t i = 0; !err && i < qp->n_staged; i++) {
+		const struct mrc_sq_entry *e = &qp->staged[i];
+
+		if (e->opcode >= MRC_SQ_ATOMIC_CMP_SWAP && (e->num_sge != 1 || e->sge[0].length != 8))
+			err = EINVAL; /* one element of 8 bytes [SPEC R-325] */
+	}
 	for (uint32_t i = 0; !err && i < qp->n_staged; i++)
 		if (mrc_ring_produce(&qp->sq, &qp->staged[i]))
 			err = ENOMEM;
@@ -395,7 +439,7 @@ struct ibv_qp *mrv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	     (attr->send_ops_flags & ~(uint64_t)MRV_SEND_OPS))) {
-		errno = EOPNOTSUPP; /* RC only: no UD/UC/XRC, SRQ, atomics, special flags */
+		errno = EOPNOTSUPP; /* RC only: no UD/UC/XRC, SRQ, special flags */
 		return NULL;
 	}
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || !scq || !rcq ||
@@ -492,6 +536,8 @@ struct ibv_qp *mrv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 	qp->ibqpx.wr_rdma_write = wr_rdma_write;
 	qp->ibqpx.wr_rdma_write_imm = wr_rdma_write_imm;
 	qp->ibqpx.wr_rdma_read = wr_rdma_read;
+	qp->ibqpx.wr_atomic_cmp_swp = wr_atomic_cmp_swp;
+	qp->ibqpx.wr_atomic_fetch_add = wr_atomic_fetch_add;
 	qp->ibqpx.wr_send = wr_send;
 	qp->ibqpx.wr_send_imm = wr_send_imm;
 	qp->ibqpx.wr_set_sge = wr_set_sge;
@@ -590,8 +636,8 @@ static int check_values(const struct ibv_qp_attr *a, int mask)
 		return EINVAL;
 	if ((mask & IBV_QP_ACCESS_FLAGS) &&
 	    (a->qp_access_flags & ~(unsigned)(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-					      IBV_ACCESS_REMOTE_READ)))
-		return EOPNOTSUPP; /* remote atomics */
+					      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)))
+		return EOPNOTSUPP; /* memory-window binding, relaxed ordering on a QP */
 	if ((mask & IBV_QP_AV) && !a->ah_attr.is_global)
 		return EINVAL; /* RoCE addresses by GID: the GRH is required */
 	if ((mask & IBV_QP_AV) && a->ah_attr.port_num && a->ah_attr.port_num != 1)
@@ -615,6 +661,14 @@ static int check_values(const struct ibv_qp_attr *a, int mask)
 	return 0;
 }
 
+/* What the peer may do on this QP, in the daemon's terms. */
+static uint32_t ctl_qp_access(unsigned ibv)
+{
+	return (ibv & IBV_ACCESS_REMOTE_WRITE ? MRC_CTL_ACCESS_REMOTE_WRITE : 0) |
+	       (ibv & IBV_ACCESS_REMOTE_READ ? MRC_CTL_ACCESS_REMOTE_READ : 0) |
+	       (ibv & IBV_ACCESS_REMOTE_ATOMIC ? MRC_CTL_ACCESS_REMOTE_ATOMIC : 0);
+}
+
 /* RTR: the daemon builds the connection, which receives and acknowledges from now on. */
 static int connect_in_daemon(struct mrv_qp *qp)
 {
@@ -630,9 +684,7 @@ static int connect_in_daemon(struct mrv_qp *qp)
 			       ? (uint16_t)(128u << a->path_mtu) /* IBV_MTU_256 = 1 ... 4096 = 5 */
 			       : 0;
 	memcpy(req.dgid, a->ah_attr.grh.dgid.raw, 16);
-	req.access = (a->qp_access_flags & IBV_ACCESS_REMOTE_WRITE ? MRC_CTL_ACCESS_REMOTE_WRITE
-								    : 0) |
-		     (a->qp_access_flags & IBV_ACCESS_REMOTE_READ ? MRC_CTL_ACCESS_REMOTE_READ : 0);
+	req.access = ctl_qp_access(a->qp_access_flags);
 	req.min_rnr_timer = a->min_rnr_timer;
 	req.max_dest_rd_atomic = a->max_dest_rd_atomic ? a->max_dest_rd_atomic : 1;
 	req.paths_per_plane = qp->paths_per_plane;
@@ -667,10 +719,7 @@ static int modify_in_daemon(struct mrv_qp *qp)
 	const struct ibv_qp_attr *a = &qp->attr;
 	struct mrc_ctl_modify_qp req = {
 		.qp_num = qp->ibqpx.qp_base.qp_num,
-		.access = (a->qp_access_flags & IBV_ACCESS_REMOTE_WRITE ? MRC_CTL_ACCESS_REMOTE_WRITE
-									 : 0) |
-			  (a->qp_access_flags & IBV_ACCESS_REMOTE_READ ? MRC_CTL_ACCESS_REMOTE_READ
-								       : 0),
+		.access = ctl_qp_access(a->qp_access_flags),
 		.retry_cnt = a->retry_cnt, .rnr_retry = a->rnr_retry, .timeout = a->timeout,
 		.min_rnr_timer = a->min_rnr_timer
 	};

@@ -63,8 +63,8 @@ enum mrc_ctl_type {
  * ready request carries verbs' timeout, which a library of 1 left zero, "infinite"; 3: the
  * HELLO reply carries the doorbell page, the work queues' need-wakeup flag; 4: a CQ's arm
  * may carry MRC_CQ_ARM_SPINNING, which a daemon of 3 would fire on as an ARM_NEXT; 5: regions
- * and QPs carry their protection domain). */
-#define MRC_CTL_CLIENT_ABI 5
+ * and QPs carry their protection domain; 6: send queue entries carry atomic operands). */
+#define MRC_CTL_CLIENT_ABI 6
 
 struct mrc_ctl_hello {
 	__u32 abi; /* MRC_CTL_CLIENT_ABI */
@@ -84,7 +84,8 @@ struct mrc_ctl_hello {
 #define MRC_CTL_ACCESS_LOCAL_WRITE 0x1u
 #define MRC_CTL_ACCESS_REMOTE_WRITE 0x2u
 #define MRC_CTL_ACCESS_REMOTE_READ 0x4u
-#define MRC_CTL_ACCESS_ALL 0x7u
+#define MRC_CTL_ACCESS_REMOTE_ATOMIC 0x8u
+#define MRC_CTL_ACCESS_ALL 0xfu
 
 /*
  * A region is backed by one or more memfd segments that lie back to back in the client's

@@ -132,6 +132,8 @@ enum mrc_sq_opcode {
 	MRC_SQ_SEND = 2,
 	MRC_SQ_SEND_IMM = 3,
 	MRC_SQ_READ = 4,
+	MRC_SQ_ATOMIC_CMP_SWAP = 5,  /* 8 bytes at raddr; the original lands in sge[0] */
+	MRC_SQ_ATOMIC_FETCH_ADD = 6,
 };
 
 #define MRC_SQ_F_SIGNALED 0x01u	 /* IBV_SEND_SIGNALED */
@@ -160,6 +162,8 @@ enum mrc_cq_opcode {
 	MRC_CQ_RDMA_READ = 2,
 	MRC_CQ_RECV = 3,		/* a SEND or SEND with immediate arrived */
 	MRC_CQ_RECV_RDMA_WITH_IMM = 4,	/* a WRITE with immediate arrived */
+	MRC_CQ_COMP_SWAP = 5,
+	MRC_CQ_FETCH_ADD = 6,
 };
 
 #define MRC_CQ_F_WITH_IMM 0x01u
@@ -170,6 +174,8 @@ static inline __u8 mrc_sq_cq_opcode(__u8 sq_opcode)
 {
 	return sq_opcode == MRC_SQ_WRITE || sq_opcode == MRC_SQ_WRITE_IMM ? MRC_CQ_RDMA_WRITE
 	       : sq_opcode == MRC_SQ_READ				  ? MRC_CQ_RDMA_READ
+	       : sq_opcode == MRC_SQ_ATOMIC_CMP_SWAP			  ? MRC_CQ_COMP_SWAP
+	       : sq_opcode == MRC_SQ_ATOMIC_FETCH_ADD			  ? MRC_CQ_FETCH_ADD
 									  : MRC_CQ_SEND;
 }
 
@@ -191,6 +197,8 @@ struct mrc_sq_entry {
 	__u32 rkey;
 	__u32 reserved2;
 	__u64 raddr;
+	__u64 compare_add; /* ATOMIC_CMP_SWAP: compared with; ATOMIC_FETCH_ADD: the addend */
+	__u64 swap;	   /* ATOMIC_CMP_SWAP: stored on a match */
 	struct mrc_shm_sge sge[MRC_RING_MAX_SGE];
 };
 
@@ -216,7 +224,7 @@ struct mrc_cq_entry {
 
 _Static_assert(sizeof(struct mrc_ring_hdr) == 64, "ring header is one cache line");
 _Static_assert(sizeof(struct mrc_ring_index) == 64, "an index owns its cache line");
-_Static_assert(sizeof(struct mrc_sq_entry) == 96, "mrc_sq_entry is 96 bytes");
+_Static_assert(sizeof(struct mrc_sq_entry) == 112, "mrc_sq_entry is 112 bytes");
 _Static_assert(sizeof(struct mrc_rq_entry) == 80, "mrc_rq_entry is 80 bytes");
 _Static_assert(sizeof(struct mrc_cq_entry) == 24, "mrc_cq_entry is 24 bytes");
 
