@@ -106,7 +106,7 @@ LIBMETAROCE := $(BUILD)/lib/libmetaroce.so.1
 METAROCE_RUN := $(BUILD)/bin/metaroce-run
 VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupported \
 	       $(BUILD)/tests/verbs/hostile_client $(BUILD)/tests/verbs/verbs_api_check \
-	       $(BUILD)/tests/attack/udp_flood
+	       $(BUILD)/tests/verbs/atomic_check $(BUILD)/tests/attack/udp_flood
 
 # --- top-level targets -----------------------------------------------------------------
 
