@@ -60,11 +60,13 @@ static void free_tables(struct mrcd_tables *t)
 {
 	free(t->mrs);
 	free(t->cqs);
+	free(t->srqs);
 	free(t->qps);
 	free(t->tx_buf);
 	free(t->tx_dgrams);
 	t->mrs = NULL;
 	t->cqs = NULL;
+	t->srqs = NULL;
 	t->qps = NULL;
 	t->tx_buf = NULL;
 	t->tx_dgrams = NULL;
@@ -89,10 +91,13 @@ int mrcd_core_init(struct mrcd_core *c, const struct mrcd_core_params *p)
 	t->mrs = calloc(MRCD_MAX_MRS, sizeof(*t->mrs));
 	t->cqs = calloc(MRCD_MAX_CQS, sizeof(*t->cqs));
 	t->qps = calloc(MRCD_MAX_QPS, sizeof(*t->qps));
+	t->srqs = calloc(MRCD_MAX_SRQS, sizeof(*t->srqs));
 	t->tx_buf = malloc((size_t)MRCD_TX_BATCH * c->cfg->mtu);
 	t->tx_dgrams = calloc(MRCD_TX_BATCH, sizeof(*t->tx_dgrams));
-	if (!t->mrs || !t->cqs || !t->qps || !t->tx_buf || !t->tx_dgrams)
+	if (!t->mrs || !t->cqs || !t->qps || !t->srqs || !t->tx_buf || !t->tx_dgrams)
 		goto fail;
+	for (unsigned i = 0; i < MRCD_MAX_SRQS; i++)
+		t->srqs[i].owner = -1;
 	for (unsigned i = 0; i < MRCD_MAX_MRS; i++)
 		t->mrs[i].owner = -1;
 	for (unsigned i = 0; i < MRCD_MAX_CQS; i++)
@@ -171,6 +176,9 @@ void mrcd_core_client_close(struct mrcd_core *c, unsigned slot, uint64_t now)
 		core_qp_free(c, qp, now); /* the last active entry takes place j */
 		qps++;
 	}
+	for (unsigned i = 0; i < MRCD_MAX_SRQS && cl->n_srqs; i++)
+		if (t->srqs[i].owner == (int)slot)
+			core_srq_free(c, &t->srqs[i]); /* after its QPs */
 	for (unsigned i = 0; i < MRCD_MAX_CQS && cl->n_cqs; i++)
 		if (t->cqs[i].owner == (int)slot) {
 			core_cq_free(c, &t->cqs[i]);
@@ -342,6 +350,24 @@ static int modify_qp(struct mrcd_core *c, const struct request *r)
 	return core_modify_qp(c, r->slot, r->payload, r->len);
 }
 
+static int create_srq(struct mrcd_core *c, const struct request *r)
+{
+	return core_create_srq(c, r->slot, r->payload, r->len, r->n_desc, r->out);
+}
+
+static int modify_srq(struct mrcd_core *c, const struct request *r)
+{
+	return core_modify_srq(c, r->slot, r->payload, r->len);
+}
+
+static int destroy_srq(struct mrcd_core *c, const struct request *r)
+{
+	uint32_t h;
+	int err = handle_arg(r->payload, r->len, &h);
+
+	return err ? err : core_destroy_srq(c, r->slot, h);
+}
+
 /* The client's own QP named by the request, or NULL. */
 static struct mrcd_qp *own_qp(struct mrcd_core *c, const struct request *r, int *err)
 {
@@ -395,6 +421,9 @@ static const struct {
 	[MRC_CTL_CONNECT_QP] = { connect_qp, 0 },
 	[MRC_CTL_READY_QP] = { ready_qp, 0 },
 	[MRC_CTL_MODIFY_QP] = { modify_qp, 0 },
+	[MRC_CTL_CREATE_SRQ] = { create_srq, sizeof(struct mrc_ctl_srq) },
+	[MRC_CTL_MODIFY_SRQ] = { modify_srq, 0 },
+	[MRC_CTL_DESTROY_SRQ] = { destroy_srq, 0 },
 	[MRC_CTL_ERROR_QP] = { error_qp, 0 },
 	[MRC_CTL_DESTROY_QP] = { destroy_qp, 0 },
 };

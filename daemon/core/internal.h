@@ -51,6 +51,18 @@ uint32_t core_ring_entries(uint32_t want);
 /* A client's scatter element to host memory; `write` when the daemon will store into it. */
 int core_local_sge(struct mrcd_core *c, const struct mrcd_qp *qp, const struct mrc_shm_sge *in,
 		   bool write, struct mrc_sge *out);
+/* The same for a buffer of the client's protection domain pd (an SRQ's receives). */
+int core_local_sge_in(struct mrcd_core *c, int owner, uint32_t pd, const struct mrc_shm_sge *in,
+		      bool write, struct mrc_sge *out);
+/* Shared receive queues (srq.c). */
+struct mrcd_srq *core_srq_by_handle(struct mrcd_tables *t, int owner, uint32_t handle);
+int core_create_srq(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
+		    unsigned n_desc, struct mrc_ctl_srq *out);
+int core_modify_srq(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len);
+int core_destroy_srq(struct mrcd_core *c, unsigned owner, uint32_t handle);
+void core_srq_free(struct mrcd_core *c, struct mrcd_srq *s);
+/* A message with receive sequence number rsn arrived at qp, an SRQ's: its receives, now. */
+void core_srq_feed(struct mrcd_core *c, struct mrcd_qp *qp, uint32_t rsn, uint64_t now);
 /* The engine's callbacks, user = the QP. */
 int core_mr_lookup(void *user, uint32_t key, uint64_t addr, uint32_t len, unsigned access,
 		   uint8_t **host);

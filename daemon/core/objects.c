@@ -36,6 +36,13 @@ struct mrcd_cq *core_cq_by_handle(struct mrcd_tables *t, int owner, uint32_t han
 	return cq->owner == owner && cq->handle == handle ? cq : NULL;
 }
 
+struct mrcd_srq *core_srq_by_handle(struct mrcd_tables *t, int owner, uint32_t handle)
+{
+	struct mrcd_srq *s = &t->srqs[handle & (MRCD_MAX_SRQS - 1)];
+
+	return s->owner == owner && s->handle == handle && handle ? s : NULL;
+}
+
 /*
  * A key is the region's slot (14 bits) over 18 random bits drawn at each registration, so a
  * guesser has no better than a 2^-18 chance per try [R-120]; never 0, a common uninitialised
@@ -268,9 +275,16 @@ int core_mr_lookup(void *user, uint32_t key, uint64_t addr, uint32_t len, unsign
 int core_local_sge(struct mrcd_core *c, const struct mrcd_qp *qp, const struct mrc_shm_sge *in,
 		   bool write, struct mrc_sge *out)
 {
-	struct mrcd_mr *mr = core_mr_of_qp(&c->t, qp, in->lkey);
+	return core_local_sge_in(c, qp->owner, qp->pd, in, write, out);
+}
 
-	if (!mr || (write && !(mr->access & MRC_CTL_ACCESS_LOCAL_WRITE)) || in->addr < mr->iova ||
+int core_local_sge_in(struct mrcd_core *c, int owner, uint32_t pd, const struct mrc_shm_sge *in,
+		      bool write, struct mrc_sge *out)
+{
+	struct mrcd_mr *mr = core_mr_by_key(&c->t, owner, in->lkey);
+
+	if (!mr || mr->pd != pd || (write && !(mr->access & MRC_CTL_ACCESS_LOCAL_WRITE)) ||
+	    in->addr < mr->iova ||
 	    in->addr - mr->iova > mr->length || in->length > mr->length - (in->addr - mr->iova))
 		return -1;
 	out->host = mr->base + (in->addr - mr->iova);
@@ -478,6 +492,13 @@ void core_on_complete(void *user, bool from_recv_queue, const struct mrc_complet
 	uint32_t idx = (uint32_t)wc->wr_id;
 	struct mrc_cq_entry e = { 0 };
 
+	if (from_recv_queue && qp->srq >= 0) {
+		/* an SRQ's receive: its ring slot went back when it was taken (srq.c) */
+		mrcd_cq_from_completion(wc, &e);
+		cq_push(qp->core, qp, true, &e);
+		return;
+	}
+
 	if (wc->status != MRC_WC_SUCCESS && wc->status != MRC_WC_WR_FLUSH_ERR)
 		core_log(qp->core, MRCD_DEBUG, "QP %u: work request %llu completed with %s",
 			 qp->qpn, (unsigned long long)shadow[idx & (ring->entries - 1)],
@@ -494,6 +515,7 @@ void core_complete_now(struct mrcd_core *c, struct mrcd_qp *qp, bool recv, uint6
 {
 	struct mrc_cq_entry e = { .wr_id = wr_id, .status = status, .opcode = opcode };
 
-	release_through(recv ? &qp->rq : &qp->sq, idx);
+	if (!recv || qp->srq < 0)
+		release_through(recv ? &qp->rq : &qp->sq, idx);
 	cq_push(c, qp, recv, &e);
 }

@@ -82,8 +82,12 @@ bool core_qp_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 		return false;
 	/* the receive ring rings no doorbell (see core_qps_idle): read it when it matters */
 	if (pkt->opcode == MRC_OP_SEND || pkt->opcode == MRC_OP_SEND_IMM ||
-	    pkt->opcode == MRC_OP_WRITE_IMM)
-		core_drain_receives(c, qp, now);
+	    pkt->opcode == MRC_OP_WRITE_IMM) {
+		if (qp->srq >= 0)
+			core_srq_feed(c, qp, pkt->u.data.rsn, now);
+		else
+			core_drain_receives(c, qp, now);
+	}
 	int why = mrc_conn_recv_packet(qp->conn, &rx, pkt, now);
 
 	mrcd_sched_ready(&c->t.sched, mrcd_qp_slot(qp->qpn));

@@ -49,6 +49,8 @@ void core_qp_free(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 			}
 	scq->n_users--;
 	rcq->n_users--;
+	if (qp->srq >= 0)
+		c->t.srqs[qp->srq].n_users--;
 	if (qp->fast)
 		c->fast->qp_clear(c->io, qp->qpn);
 	if (qp->conn) {
@@ -109,6 +111,7 @@ int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 {
 	struct mrc_ctl_create_qp r;
 	struct mrcd_cq *scq, *rcq;
+	struct mrcd_srq *srq = NULL;
 	struct mrcd_qp *qp = NULL;
 	unsigned slot;
 	int err;
@@ -120,7 +123,9 @@ int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 	rcq = core_cq_by_handle(&c->t, (int)owner, r.recv_cq);
 	if (!scq || !rcq || !r.max_send_wr || !r.max_recv_wr ||
 	    r.max_send_wr > MRCD_MAX_RING_ENTRIES || r.max_recv_wr > MRCD_MAX_RING_ENTRIES ||
-	    r.sq_sig_all > 1 || !r.pd || r.pd > MRC_CTL_MAX_PD)
+	    r.sq_sig_all > 1 || !r.pd || r.pd > MRC_CTL_MAX_PD || r.reserved)
+		return -EINVAL;
+	if (r.srq && !(srq = core_srq_by_handle(&c->t, (int)owner, r.srq)))
 		return -EINVAL;
 	if (c->t.client[owner].n_qps >= MRCD_CLIENT_MAX_QPS)
 		return -ENOSPC;
@@ -159,6 +164,9 @@ int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 	}
 	qp->owner = (int)owner;
 	qp->pd = r.pd;
+	qp->srq = srq ? (int)(srq - c->t.srqs) : -1;
+	if (srq)
+		srq->n_users++;
 	qp->send_cq = (int)(scq - c->t.cqs);
 	qp->recv_cq = (int)(rcq - c->t.cqs);
 	qp->sq_sig_all = r.sq_sig_all;
@@ -324,7 +332,8 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 		cc.rq_psn = mrc_initial_psn(qp->peer_node, qp->req.dest_qp_num, mine, qp->qpn);
 	}
 	cc.sq_depth = qp->sq.entries;
-	cc.rq_depth = qp->rq.entries;
+	/* an SRQ's QP may hold as many of its receives as the SRQ has */
+	cc.rq_depth = qp->srq >= 0 ? c->t.srqs[qp->srq].ring.entries : qp->rq.entries;
 	cc.max_rd_atomic = 1;
 	cc.max_dest_rd_atomic = qp->req.max_dest_rd_atomic;
 	cc.qp_access = engine_access(qp->req.access);

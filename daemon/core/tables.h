@@ -27,6 +27,7 @@
 /* the XDP program's tables are indexed by the same slots (metaroce/xdp.h) */
 #define MRCD_MAX_QPS MRC_XDP_MAX_QPS
 #define MRCD_MAX_CQS 4096
+#define MRCD_MAX_SRQS 1024
 #define MRCD_MAX_MRS MRC_XDP_MAX_MRS
 #define MRCD_MAX_RING_ENTRIES MRC_CTL_MAX_RING_ENTRIES
 
@@ -48,6 +49,7 @@ struct mrcd_client {
 	uint32_t uid;
 	unsigned channels; /* completion-channel sockets the daemon holds for it */
 	unsigned n_qps, n_cqs, n_mrs; /* n_mrs counts retired regions until they are unmapped */
+	unsigned n_srqs;
 	unsigned n_retired;
 	uint64_t page_bytes; /* page maps handed to it (MRC_CTL_PAGES) since it connected */
 };
@@ -57,6 +59,7 @@ struct mrcd_client {
 #define MRCD_CLIENT_MAX_QPS MRC_CTL_CLIENT_MAX_QPS
 #define MRCD_CLIENT_MAX_CQS MRC_CTL_CLIENT_MAX_CQS
 #define MRCD_CLIENT_MAX_MRS MRC_CTL_CLIENT_MAX_MRS
+#define MRCD_CLIENT_MAX_SRQS MRC_CTL_CLIENT_MAX_SRQS
 _Static_assert(MRCD_CLIENT_MAX_QPS <= MRCD_MAX_QPS / 2 && MRCD_CLIENT_MAX_CQS <= MRCD_MAX_CQS / 2 &&
 		       MRCD_CLIENT_MAX_MRS <= MRCD_MAX_MRS / 2,
 	       "one client cannot take the daemon's whole table");
@@ -85,6 +88,19 @@ struct mrcd_cq {
 	uint32_t n_users;  /* QPs completing into it: it cannot be destroyed before them */
 };
 
+/* A shared receive queue: a receive ring its QPs take from when a message needs a receive. */
+struct mrcd_srq {
+	int owner;	/* client slot; -1: free */
+	uint32_t handle;
+	uint32_t pd;	/* its receive buffers' protection domain */
+	void *mem;
+	size_t mem_len;
+	struct mrc_ring ring;
+	uint32_t limit;	/* IBV_EVENT_SRQ_LIMIT_REACHED below this many entries; 0: disarmed */
+	int channel;	/* the client's async event socket, as io keeps it */
+	uint32_t n_users; /* QPs attached: it cannot be destroyed before them */
+};
+
 /*
  * A QP's counters as they read at the last `stat reset`: the control replies show what came
  * since, while the exported totals, which monitoring takes rates of, never go back.
@@ -107,6 +123,7 @@ struct mrcd_qp {
 	struct mrcd_core *core;	/* for the engine's callbacks */
 	int owner;
 	uint32_t pd;		/* its client's protection domain */
+	int srq;		/* the SRQ slot its receives come from; -1: its own RQ */
 	uint32_t qpn;
 	uint8_t state;		/* enum mrc_ctl_qp_state */
 	int send_cq, recv_cq;	/* CQ slots */
@@ -145,6 +162,7 @@ struct mrcd_tables {
 	struct mrcd_client client[MRCD_MAX_CLIENTS];
 	struct mrcd_mr *mrs;
 	struct mrcd_cq *cqs;
+	struct mrcd_srq *srqs;
 	struct mrcd_qp *qps;
 	uint32_t generation; /* mixed into new handles so a stale one never names a new object */
 	unsigned n_mrs, n_cqs, n_qps;

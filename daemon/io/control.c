@@ -368,6 +368,9 @@ static const struct {
 	[MRC_CTL_CONNECT_QP] = { do_library, -1, -1, false },
 	[MRC_CTL_READY_QP] = { do_library, -1, -1, false },
 	[MRC_CTL_MODIFY_QP] = { do_library, -1, -1, false },
+	[MRC_CTL_CREATE_SRQ] = { do_library, -1, -1, false },
+	[MRC_CTL_MODIFY_SRQ] = { do_library, -1, -1, false },
+	[MRC_CTL_DESTROY_SRQ] = { do_library, -1, -1, false },
 	[MRC_CTL_ERROR_QP] = { do_library, -1, -1, false },
 	[MRC_CTL_DESTROY_QP] = { do_library, -1, -1, false },
 };

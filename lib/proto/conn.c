@@ -704,6 +704,13 @@ int mrc_conn_set_send(struct mrc_conn *c, uint8_t retry_cnt, uint64_t retry_time
 	return 0;
 }
 
+uint32_t mrc_conn_receives_short(const struct mrc_conn *c, uint32_t rsn)
+{
+	if (mrc_seq_lt(rsn, c->rq_tail) || rsn - c->rq_head >= c->cfg.rq_depth)
+		return 0;
+	return rsn - c->rq_tail + 1;
+}
+
 void mrc_conn_modify(struct mrc_conn *c, uint8_t retry_cnt, uint64_t retry_timeout_ns,
 		     uint8_t rnr_retry, uint16_t rnr_retry_after, unsigned qp_access)
 {

@@ -261,6 +261,13 @@ int mrc_conn_set_send(struct mrc_conn *conn, uint8_t retry_cnt, uint64_t retry_t
 		      uint8_t rnr_retry, uint32_t max_rd_atomic);
 
 /*
+ * Receives the caller must post before the message with receive sequence number rsn has one
+ * (a shared receive queue feeds its QPs on demand): 0 when it has one, or when rsn is one
+ * already delivered or beyond what the receive queue could ever hold.
+ */
+uint32_t mrc_conn_receives_short(const struct mrc_conn *conn, uint32_t rsn);
+
+/*
  * What a QP at RTS may change (verbs' RTS to RTS): the retry limits and clock, the RNR wait
  * it asks of its peer and the access it grants it [R-220]. Each applies from the next retry,
  * RNR NAK or request packet on; nothing already accepted is revisited.

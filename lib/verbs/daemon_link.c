@@ -172,10 +172,10 @@ int mrv_request(struct mrv_context *ctx, uint16_t type, const void *payload, uin
 		err = transact(ctx->ctl_fd, ++ctx->seq, type, payload, len, fds, n_fds, reply,
 			       reply_cap, reply_len, rfds, n_rfds);
 		if (err == ECONNRESET || err == EPIPE || err == EPROTO) {
-			uint64_t one = 1;
-			/* the device is gone for good: say so on the async fd (if its counter is
+			char one = 1;
+			/* the device is gone for good: say so on the async fd (if its queue is
 			 * full, it says so already) */
-			ssize_t told = write(ctx->vctx.context.async_fd, &one, sizeof(one));
+			ssize_t told = send(ctx->async_peer, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
 
 			(void)told;
 			ctx->dead = true;

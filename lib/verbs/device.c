@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -123,6 +124,9 @@ static int mrv_query_device(struct ibv_context *context, struct ibv_device_attr 
 	a->max_res_rd_atom = MRC_CTL_CLIENT_MAX_QPS * MRV_MAX_RD_ATOM;
 	a->atomic_cap = IBV_ATOMIC_HCA; /* SPEC R-324 */
 	a->max_pkeys = 1;
+	a->max_srq = MRC_CTL_CLIENT_MAX_SRQS;
+	a->max_srq_wr = MRC_CTL_MAX_RING_ENTRIES;
+	a->max_srq_sge = MRC_RING_MAX_SGE;
 	a->local_ca_ack_delay = 0;
 	a->phys_port_cnt = 1;
 	return 0;
@@ -326,7 +330,18 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	}
 	ctx->ctl_fd = -1;
 	ctx->doorbell_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	ctx->vctx.context.async_fd = eventfd(0, EFD_CLOEXEC);
+	{
+		/* async events: a byte per event on a datagram socket, from the daemon (each
+		 * SRQ's limit) or from this library (the daemon gone) */
+		int sv[2] = { -1, -1 };
+
+		if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) == 0) {
+			ctx->vctx.context.async_fd = sv[0];
+			ctx->async_peer = sv[1];
+		} else {
+			ctx->vctx.context.async_fd = ctx->async_peer = -1;
+		}
+	}
 	if (ctx->doorbell_fd < 0 || ctx->vctx.context.async_fd < 0) {
 		err = errno;
 		goto fail;
@@ -349,14 +364,17 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->vctx.context.ops.req_notify_cq = mrv_req_notify_cq;
 	ctx->vctx.context.ops.post_send = mrv_post_send;
 	ctx->vctx.context.ops.post_recv = mrv_post_recv;
+	ctx->vctx.context.ops.post_srq_recv = mrv_post_srq_recv;
 	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
 	return &ctx->vctx.context;
 
 fail:
 	if (ctx->doorbell_fd >= 0)
 		close(ctx->doorbell_fd);
-	if (ctx->vctx.context.async_fd >= 0)
+	if (ctx->vctx.context.async_fd >= 0) {
 		close(ctx->vctx.context.async_fd);
+		close(ctx->async_peer);
+	}
 	free(ctx);
 	errno = err;
 	return NULL;
@@ -371,6 +389,7 @@ int ibv_close_device(struct ibv_context *context)
 	close(ctx->doorbell_fd);
 	munmap(ctx->doorbells, sizeof(*ctx->doorbells));
 	close(context->async_fd);
+	close(ctx->async_peer);
 	pthread_mutex_destroy(&ctx->ctl_lock);
 	pthread_mutex_destroy(&ctx->pd_lock);
 	free(ctx->pd_ids);
@@ -378,21 +397,38 @@ int ibv_close_device(struct ibv_context *context)
 	return 0;
 }
 
+/* A byte per event: an SRQ's limit reached (its flag says which), or the daemon gone. */
 int ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
-	uint64_t n;
+	struct mrv_context *ctx = to_ctx(context);
+	struct mrv_srq *s;
+	char b;
 
-	/* the one asynchronous event this device raises: the daemon went away */
-	if (read(context->async_fd, &n, sizeof(n)) != sizeof(n))
+	if (recv(context->async_fd, &b, 1, 0) != 1)
 		return -1;
 	memset(event, 0, sizeof(*event));
-	event->event_type = IBV_EVENT_DEVICE_FATAL;
+	s = mrv_srq_limit_reached(ctx);
+	if (s) {
+		event->element.srq = &s->ibsrq;
+		event->event_type = IBV_EVENT_SRQ_LIMIT_REACHED;
+	} else {
+		event->event_type = IBV_EVENT_DEVICE_FATAL;
+	}
 	return 0;
 }
 
 void ibv_ack_async_event(struct ibv_async_event *event)
 {
-	(void)event;
+	struct ibv_srq *srq = event->event_type == IBV_EVENT_SRQ_LIMIT_REACHED
+				      ? event->element.srq
+				      : NULL;
+
+	if (srq) {
+		pthread_mutex_lock(&srq->mutex);
+		srq->events_completed++;
+		pthread_cond_signal(&srq->cond);
+		pthread_mutex_unlock(&srq->mutex);
+	}
 }
 
 /* --- protection domains ------------------------------------------------------------------ */

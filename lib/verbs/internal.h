@@ -51,7 +51,10 @@ struct mrv_context {
 	uint32_t seq;
 	struct mrc_ctl_status status;
 	bool dead;		   /* the daemon went away */
-	pthread_mutex_t pd_lock;
+	pthread_mutex_t pd_lock;   /* PD ids, and the SRQ list */
+	struct mrv_srq *srqs;	   /* for the async events they raise */
+	int async_peer;		   /* the other end of async_fd: the daemon's per SRQ, and
+				    * ours to report the daemon gone */
 	uint64_t *pd_ids;	   /* bit i: PD id i is taken (made at the first ibv_alloc_pd) */
 	uint32_t next_pd_id;	   /* where the next-fit search for a free id starts */
 	uint32_t n_pds;		   /* PDs allocated now: the device's max_pd is enforced */
@@ -106,10 +109,24 @@ struct mrv_channel {
 	struct mrc_spin spin;	      /* METAROCE_BUSY_POLL: ibv_get_cq_event's spin, under lock */
 };
 
+struct mrv_srq {
+	struct ibv_srq ibsrq;
+	struct mrv_context *ctx;
+	uint32_t handle;
+	void *mem;
+	size_t mem_len;
+	struct mrc_ring ring;
+	pthread_spinlock_t lock;
+	uint32_t max_sge;
+	uint32_t limit;		/* armed limit as the library last set it; 0 after the event */
+	struct mrv_srq *next;	/* on the context's list */
+};
+
 struct mrv_qp {
 	struct ibv_qp_ex ibqpx; /* every QP is an extended one; ibv_qp is its prefix */
 	struct mrv_context *ctx;
 	struct mrv_cq *send_cq, *recv_cq;
+	struct mrv_srq *srq;	 /* its receives come from here; post_recv is refused */
 	void *sq_mem, *rq_mem;
 	size_t sq_len, rq_len;
 	struct mrc_ring sq, rq;
@@ -165,6 +182,10 @@ int ibv_dontfork_range(void *base, size_t size);
 int ibv_dofork_range(void *base, size_t size);
 
 /* --- pieces other files need --- */
+int mrv_map_ring(int fd, uint16_t kind, uint32_t entries, void **mem, size_t *len,
+		 struct mrc_ring *ring);
+int mrv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+struct mrv_srq *mrv_srq_limit_reached(struct mrv_context *ctx);
 enum ibv_mtu mrv_active_mtu(const struct mrv_context *ctx);
 int mrv_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *attr,
 		   size_t attr_len);

@@ -161,8 +161,8 @@ int mrv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_w
 	bool posted = false;
 
 	pthread_spin_lock(&qp->lock);
-	if (ibqp->state == IBV_QPS_RESET) {
-		err = EINVAL;
+	if (ibqp->state == IBV_QPS_RESET || qp->srq) {
+		err = EINVAL; /* a QP of an SRQ takes its receives from there */
 		*bad = wr;
 	}
 	for (; wr && !err; wr = wr->next) {
@@ -387,7 +387,7 @@ struct ibv_qp_ex *ibv_qp_to_qp_ex(struct ibv_qp *qp)
 
 /* --- create, modify, query, destroy -------------------------------------------------------- */
 
-static int map_ring(int fd, uint16_t kind, uint32_t entries, void **mem, size_t *len,
+int mrv_map_ring(int fd, uint16_t kind, uint32_t entries, void **mem, size_t *len,
 		    struct mrc_ring *ring)
 {
 	*len = MRC_RING_BYTES((size_t)entries, mrc_ring_entry_size(kind));
@@ -433,13 +433,13 @@ struct ibv_qp *mrv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 	uint32_t len = 0;
 	int err;
 
-	if (attr->qp_type != IBV_QPT_RC || attr->srq ||
+	if (attr->qp_type != IBV_QPT_RC ||
 	    (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
 					   IBV_QP_INIT_ATTR_CREATE_FLAGS)) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
 	     (attr->send_ops_flags & ~(uint64_t)MRV_SEND_OPS))) {
-		errno = EOPNOTSUPP; /* RC only: no UD/UC/XRC, SRQ, special flags */
+		errno = EOPNOTSUPP; /* RC only: no UD/UC/XRC, special flags */
 		return NULL;
 	}
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || !scq || !rcq ||
@@ -459,7 +459,9 @@ struct ibv_qp *mrv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 					  .max_send_wr = cap->max_send_wr ? cap->max_send_wr : 1,
 					  .max_recv_wr = cap->max_recv_wr ? cap->max_recv_wr : 1,
 					  .sq_sig_all = attr->sq_sig_all ? 1 : 0,
-					  .pd = mrv_pd_id(attr->pd) };
+					  .pd = mrv_pd_id(attr->pd),
+					  .srq = attr->srq ? ((struct mrv_srq *)attr->srq)->handle
+							   : 0 };
 	err = mrv_request(ctx, MRC_CTL_CREATE_QP, &req, sizeof(req), NULL, 0, &rep, sizeof(rep),
 			  &len, fds, &n_fds);
 	if (!err && (len != sizeof(rep) || n_fds != 2))
@@ -476,11 +478,12 @@ struct ibv_qp *mrv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 	qp->ctx = ctx;
 	qp->ibqpx.qp_base.qp_num = rep.qp_num;
 	qp->doorbell_bit = rep.doorbell_bit % MRC_DOORBELL_BITS;
-	err = map_ring(fds[0], MRC_RING_SQ, rep.sq_entries, &qp->sq_mem, &qp->sq_len, &qp->sq);
+	err = mrv_map_ring(fds[0], MRC_RING_SQ, rep.sq_entries, &qp->sq_mem, &qp->sq_len,
+			   &qp->sq);
 	if (err)
 		close(fds[1]);
 	else
-		err = map_ring(fds[1], MRC_RING_RQ, rep.rq_entries, &qp->rq_mem, &qp->rq_len,
+		err = mrv_map_ring(fds[1], MRC_RING_RQ, rep.rq_entries, &qp->rq_mem, &qp->rq_len,
 			       &qp->rq);
 	if (!err) {
 		qp->staged = calloc(qp->sq.entries, sizeof(*qp->staged));
@@ -509,6 +512,7 @@ struct ibv_qp *mrv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 	}
 	qp->send_cq = scq;
 	qp->recv_cq = rcq;
+	qp->srq = (struct mrv_srq *)attr->srq;
 	qp->sq_sig_all = attr->sq_sig_all;
 	qp->extended = (attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0;
 	cap->max_send_wr = qp->sq.entries;
@@ -526,6 +530,7 @@ struct ibv_qp *mrv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 	mrv_pd_use(attr->pd, 1);
 	b->send_cq = attr->send_cq;
 	b->recv_cq = attr->recv_cq;
+	b->srq = attr->srq;
 	b->handle = rep.qp_num;
 	b->state = IBV_QPS_RESET;
 	b->qp_type = IBV_QPT_RC;
@@ -797,6 +802,7 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
 	init_attr->send_cq = ibqp->send_cq;
 	init_attr->recv_cq = ibqp->recv_cq;
 	init_attr->cap = qp->cap;
+	init_attr->srq = ibqp->srq;
 	init_attr->qp_type = IBV_QPT_RC;
 	init_attr->sq_sig_all = qp->sq_sig_all;
 	return 0;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* These fail: metaroce is RC-only on its own transport, no kernel device, no SRQ/UD/multicast yet. */
+/* These fail: metaroce is RC-only on its own transport, no kernel device, no UD/multicast yet. */
 /*
  * Each is exported so that a program linked against libibverbs still loads, and fails the way
  * rdma-core fails when a provider lacks the verb: NULL with errno for objects; for the rest
@@ -56,29 +56,6 @@ int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t siz
 {
 	errno = ENOSYS;
 	return -1;
-}
-
-/* shared receive queues: every QP has its own receive queue */
-
-struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *srq_init_attr)
-{
-	return fail_null();
-}
-
-int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr, int srq_attr_mask)
-{
-	return fail_errno();
-}
-
-int ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *srq_attr)
-{
-	return fail_errno();
-}
-
-/* no SRQ was ever created, so whatever is passed here is not one of ours */
-int ibv_destroy_srq(struct ibv_srq *srq)
-{
-	return fail_errno();
 }
 
 /* address handles: only UD sends use them, and an RC QP carries its peer in its own state */

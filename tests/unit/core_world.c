@@ -368,7 +368,7 @@ static void client_open(struct host *h, uint64_t seed)
 					 MRC_RING_CQ, 0),
 			 0);
 	for (unsigned q = 0; q < QPS; q++) {
-		struct mrc_ctl_create_qp cqp = { cq.handle, cq.handle, WRS, WRS, 0, 1 };
+		struct mrc_ctl_create_qp cqp = { cq.handle, cq.handle, WRS, WRS, 0, 1, 0, 0 };
 		struct mrc_ctl_qp_created rep;
 		struct client_qp *x = &cl->qp[q];
 

@@ -624,6 +624,36 @@ START_TEST(mrc_conn__modify_takes_remote_write_away)
 }
 END_TEST
 
+/* What a shared receive queue must post before a message of receive sequence number rsn
+ * has its receive: nothing for one posted or passed, nothing beyond the queue's depth. */
+START_TEST(mrc_conn__receives_short_for_a_shared_queue)
+{
+	struct sim_config sc;
+	struct mrc_conn_config cc;
+	struct sim *sim;
+	struct sim_endpoint *a, *b;
+	uint8_t buf[64];
+	struct mrc_recv_wr wr = { .num_sge = 1 };
+
+	sim_config_default(&sc);
+	mrc_conn_config_default(&cc);
+	cc.rq_depth = 16;
+	sim = sim_new(&sc);
+	sim_connect(sim, 0, 1, &cc, 1, &a, &b);
+	wr.sge[0] = (struct mrc_sge){ buf, (uintptr_t)buf, sizeof(buf), 0 };
+	ck_assert_uint_eq(mrc_conn_receives_short(b->conn, 0), 1);
+	ck_assert_uint_eq(mrc_conn_receives_short(b->conn, 4), 5);
+	ck_assert_int_eq(mrc_conn_post_recv(b->conn, &wr), 0);
+	ck_assert_int_eq(mrc_conn_post_recv(b->conn, &wr), 0);
+	ck_assert_uint_eq(mrc_conn_receives_short(b->conn, 1), 0);
+	ck_assert_uint_eq(mrc_conn_receives_short(b->conn, 4), 3);
+	ck_assert_uint_eq(mrc_conn_receives_short(b->conn, 15), 14);
+	ck_assert_uint_eq(mrc_conn_receives_short(b->conn, 16), 0); /* past the depth */
+	ck_assert_uint_eq(mrc_conn_receives_short(b->conn, UINT32_MAX), 0); /* before rq_head */
+	sim_free(sim);
+}
+END_TEST
+
 /* Malformed and misaddressed datagrams are counted and change nothing. */
 START_TEST(mrc_conn__malformed_input_is_counted_and_harmless)
 {
@@ -676,6 +706,7 @@ Suite *conn_errors_suite(void)
 	tcase_add_test(errors, mrc_conn__initial_psn_from_qpn_pair);
 	tcase_add_test(errors, mrc_conn__send_settings_only_before_first_request);
 	tcase_add_test(errors, mrc_conn__modify_takes_remote_write_away);
+	tcase_add_test(errors, mrc_conn__receives_short_for_a_shared_queue);
 	tcase_set_timeout(errors, 60);
 	suite_add_tcase(s, errors);
 	return s;

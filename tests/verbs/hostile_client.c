@@ -136,7 +136,7 @@ static void connect_qp(int ctl, uint32_t qpn, uint32_t dest)
 /* A QP connected to itself through the daemon's own plane address, unless told otherwise. */
 static struct qp make_qp(int ctl, bool connect_self)
 {
-	struct mrc_ctl_create_qp req = { cq_handle, cq_handle, 16, 16, 0, 1 };
+	struct mrc_ctl_create_qp req = { cq_handle, cq_handle, 16, 16, 0, 1, 0, 0 };
 	struct mrc_ctl_qp_created rep;
 	int fds[2] = { -1, -1 };
 	struct qp qp = { 0 };
@@ -245,7 +245,7 @@ int main(int argc, char **argv)
 		close(other);
 	}
 
-	err = request(ctl, MRC_CTL_CREATE_QP, &(struct mrc_ctl_create_qp){ 12345, 12345, 1, 1, 0, 1 },
+	err = request(ctl, MRC_CTL_CREATE_QP, &(struct mrc_ctl_create_qp){ 12345, 12345, 1, 1, 0, 1, 0, 0 },
 		      sizeof(struct mrc_ctl_create_qp), NULL, 0, NULL, 0, NULL, 0);
 	CHECK(err == -EINVAL, "QP on CQs that do not exist: refused with EINVAL (%d)", err);
 
@@ -277,6 +277,15 @@ int main(int argc, char **argv)
 			      NULL, 0);
 		CHECK(err == -EINVAL, "region in PD %u, past the last: refused with EINVAL (%d)",
 		      MRC_CTL_MAX_PD + 1, err);
+	}
+	{
+		struct mrc_ctl_create_srq cs = { .max_wr = 16, .pd = 1 };
+
+		err = request(ctl, MRC_CTL_CREATE_SRQ, &cs, sizeof(cs), NULL, 0, NULL, 0, NULL, 0);
+		CHECK(err == -EINVAL, "SRQ without its async event socket: EINVAL (%d)", err);
+		err = request(ctl, MRC_CTL_DESTROY_SRQ, &(struct mrc_ctl_handle){ 777, 0 },
+			      sizeof(struct mrc_ctl_handle), NULL, 0, NULL, 0, NULL, 0);
+		CHECK(err == -ENOENT, "destroying an SRQ that does not exist: ENOENT (%d)", err);
 	}
 	{
 		struct mrc_ctl_modify_qp m = { .qp_num = 12345, .retry_cnt = 9 };
@@ -351,6 +360,13 @@ int main(int argc, char **argv)
 			return 2;
 		cq_handle = cqr.handle;
 		close(rfd);
+	}
+	{
+		struct mrc_ctl_create_qp on_srq = { cq_handle, cq_handle, 1, 1, 0, 1, 777, 0 };
+
+		err = request(ctl, MRC_CTL_CREATE_QP, &on_srq, sizeof(on_srq), NULL, 0, NULL, 0,
+			      NULL, 0);
+		CHECK(err == -EINVAL, "QP on an SRQ that does not exist: EINVAL (%d)", err);
 	}
 
 	{
@@ -436,7 +452,7 @@ int main(int argc, char **argv)
 		struct mrc_ctl_mr k2;
 		size_t len = MRC_RING_BYTES((size_t)16, sizeof(struct mrc_rq_entry));
 		int rfds[2] = { -1, -1 };
-		struct mrc_ctl_create_qp cq_req = { cq_handle, cq_handle, 16, 16, 0, 1 };
+		struct mrc_ctl_create_qp cq_req = { cq_handle, cq_handle, 16, 16, 0, 1, 0, 0 };
 		struct mrc_ctl_qp_created rep;
 		struct mrc_ring rq;
 		void *rq_mem;

@@ -99,11 +99,6 @@ static void test_unsupported(void)
 		   -1, ENOSYS);
 	CHECK(buf[0] == 0x5a && buf[sizeof(buf) - 1] == 0x5a, "ibv_read_sysfs_file wrote to buf");
 
-	EXPECT_NULL(ibv_create_srq(NULL, NULL), EOPNOTSUPP);
-	EXPECT_INT(ibv_modify_srq(NULL, NULL, 0), EOPNOTSUPP, EOPNOTSUPP);
-	EXPECT_INT(ibv_query_srq(NULL, NULL), EOPNOTSUPP, EOPNOTSUPP);
-	EXPECT_INT(ibv_destroy_srq(NULL), EOPNOTSUPP, EOPNOTSUPP);
-
 	EXPECT_NULL(ibv_create_ah(NULL, NULL), EOPNOTSUPP);
 	EXPECT_INT(ibv_destroy_ah(NULL), EOPNOTSUPP, EOPNOTSUPP);
 	EXPECT_INT(ibv_init_ah_from_wc(NULL, 0, NULL, NULL, NULL), -1, EOPNOTSUPP);

@@ -56,15 +56,20 @@ enum mrc_ctl_type {
 	MRC_CTL_XDP = 23,	/* request: no payload; reply: struct mrc_ctl_xdp; -EOPNOTSUPP: the
 				 * udp backend runs */
 	MRC_CTL_MODIFY_QP = 24, /* request: mrc_ctl_modify_qp (verbs RTS to RTS); reply: empty */
-	MRC_CTL_TYPE_MAX = MRC_CTL_MODIFY_QP,
+	MRC_CTL_CREATE_SRQ = 25, /* request: mrc_ctl_create_srq + the context's async event socket;
+				  * reply: mrc_ctl_srq + the SRQ ring's memfd */
+	MRC_CTL_MODIFY_SRQ = 26, /* request: mrc_ctl_modify_srq (the limit); reply: empty */
+	MRC_CTL_DESTROY_SRQ = 27, /* request: mrc_ctl_handle; reply: empty, -EBUSY while QPs use it */
+	MRC_CTL_TYPE_MAX = MRC_CTL_DESTROY_SRQ,
 };
 
 /* The shared-memory and request layout this library speaks (bumped on any change; 2: the
  * ready request carries verbs' timeout, which a library of 1 left zero, "infinite"; 3: the
  * HELLO reply carries the doorbell page, the work queues' need-wakeup flag; 4: a CQ's arm
  * may carry MRC_CQ_ARM_SPINNING, which a daemon of 3 would fire on as an ARM_NEXT; 5: regions
- * and QPs carry their protection domain; 6: send queue entries carry atomic operands). */
-#define MRC_CTL_CLIENT_ABI 6
+ * and QPs carry their protection domain; 6: send queue entries carry atomic operands; 7: shared
+ * receive queues, a QP names its SRQ). */
+#define MRC_CTL_CLIENT_ABI 7
 
 struct mrc_ctl_hello {
 	__u32 abi; /* MRC_CTL_CLIENT_ABI */
@@ -76,6 +81,7 @@ struct mrc_ctl_hello {
 #define MRC_CTL_CLIENT_MAX_QPS 2048u
 #define MRC_CTL_CLIENT_MAX_CQS 2048u
 #define MRC_CTL_CLIENT_MAX_MRS 8192u
+#define MRC_CTL_CLIENT_MAX_SRQS 512u
 #define MRC_CTL_MAX_RING_ENTRIES 16384u /* per SQ, RQ or CQ */
 #define MRC_CTL_MAX_RD_ATOMIC 16u /* READs outstanding per QP, each way */
 #define MRC_CTL_MAX_PD 0xfffffu /* protection domains per client: the XDP owner token's room */
@@ -171,6 +177,31 @@ struct mrc_ctl_create_qp {
 	__u32 sq_sig_all;  /* 0 or 1 */
 	__u32 pd;	   /* the protection domain, 1..MRC_CTL_MAX_PD (as the library numbers
 			    * them in the client): the regions this QP reaches [SPEC R-27] */
+	__u32 srq;	   /* 0, or the handle of the SRQ its receives come from */
+	__u32 reserved;	   /* 0 */
+};
+
+/*
+ * A shared receive queue: a receive ring the client produces into (struct mrc_rq_entry) and
+ * the daemon reads when a message arrives at one of its QPs and needs a receive. When fewer
+ * than `limit` entries remain (limit > 0), the daemon sets MRC_SRQ_AUX_LIMIT in the ring's
+ * consumer aux word, writes a byte to the async event socket and disarms the limit.
+ */
+struct mrc_ctl_create_srq {
+	__u32 max_wr;	/* at least this many; rounded up to a power of two */
+	__u32 pd;	/* the protection domain its receive buffers' lkeys belong to */
+	__u32 limit;	/* 0: disarmed */
+	__u32 reserved; /* 0 */
+};
+
+struct mrc_ctl_srq {
+	__u32 handle;
+	__u32 entries;
+};
+
+struct mrc_ctl_modify_srq {
+	__u32 handle;
+	__u32 limit; /* arms the limit event (0: disarms) */
 };
 
 struct mrc_ctl_qp_created {

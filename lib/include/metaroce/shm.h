@@ -65,6 +65,8 @@ struct mrc_ring_hdr {
  *     SQ consumer line (daemon)   MRC_QP_AUX_ERROR once the QP has entered the error state,
  *                                 and MRC_RING_AUX_NEED_WAKEUP (below)
  *     RQ consumer line (daemon)   MRC_RING_AUX_NEED_WAKEUP
+ *     SRQ consumer line (daemon)  MRC_SRQ_AUX_LIMIT once fewer entries than its limit remained
+ *                                 (the library clears it when it reports the event)
  *     SQ, RQ producer lines       unused, 0
  *
  * MRC_RING_AUX_NEED_WAKEUP is the doorbell's suppression, as AF_XDP's and io_uring's
@@ -92,6 +94,7 @@ struct mrc_ring_index {
  */
 #define MRC_CQ_ARM_SPINNING 4u
 #define MRC_QP_AUX_ERROR 1u
+#define MRC_SRQ_AUX_LIMIT 4u /* IBV_EVENT_SRQ_LIMIT_REACHED is owed */
 #define MRC_RING_AUX_NEED_WAKEUP 2u
 
 /*
