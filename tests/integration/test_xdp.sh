@@ -104,6 +104,25 @@ import json, sys
 p = json.load(sys.stdin)["packets"]
 print("  READ responses into A: %d placed in XDP" % p["placed"])
 sys.exit(0 if p["placed"] >= 14000 else 1)' || fail "READ responses were not placed in XDP"
+
+# atomics: the requests go to the daemon (the program leaves them alone), their 8-byte READ
+# responses are placed in XDP at A like any READ's; the counts must still be exact
+a_placed0=$(ctl_json "$TMP/a.sock" xdp 'j["packets"]["placed"]')
+bg_b "$TMP/atomic.server.log" timeout 120 "$BUILD/tests/verbs/atomic_check" -s
+srv=$BG
+on_a timeout 120 "$BUILD/tests/verbs/atomic_check" -q 4 -n 5000 -l 100 198.18.0.2 \
+	>"$TMP/atomic.json" 2>"$TMP/atomic.err" ||
+	{ cat "$TMP/atomic.err" "$TMP/atomic.server.log"; fail "atomic_check over the xdp backend"; }
+wait "$srv" || { cat "$TMP/atomic.server.log"; fail "atomic_check server over the xdp backend"; }
+a_placed1=$(ctl_json "$TMP/a.sock" xdp 'j["packets"]["placed"]')
+python3 - "$TMP/atomic.json" "$((a_placed1 - a_placed0))" <<'PY' ||
+import json, sys
+j, placed = json.load(open(sys.argv[1])), int(sys.argv[2])
+print("  atomics over the xdp backend: counter %d of 20000, %d responses placed in XDP at A"
+      % (j["counter"], placed))
+sys.exit(0 if j["counter"] == 20000 and j["holders"] == 0 and placed >= 20000 else 1)
+PY
+	fail "atomics over the xdp backend: $(cat "$TMP/atomic.json")"
 "$CTL" -S "$TMP/b.sock" xdp
 
 # a clean stop detaches the program; so does the kernel when a daemon is killed, since a BPF
