@@ -351,7 +351,7 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 	qp->state = MRC_CTL_QP_RTR;
 	if (c->fast) {
 		/* from here on the program places this QP's READ responses, and its WRITEs if
-		 * the QP admits them (else the engine answers each with NAK remote_access) */
+		 * the QP admits them (else the engine answers each with NAK invalid_req, R-220) */
 		qp->fast = true;
 		qp->fast_base = cc.rq_psn;
 		c->fast->qp_set(c->io, qp->qpn, core_owner_token(qp->owner, qp->pd), cc.rq_psn,

@@ -618,6 +618,12 @@ void mrcd_fastpath_qp_clear(struct mrcd_fastpath *fp, uint32_t qpn)
 	}
 }
 
+void mrcd_fastpath_wake_counts(const struct mrcd_fastpath *fp, uint64_t *woken, uint64_t *quiet)
+{
+	*woken = __atomic_load_n(&fp->wake->wakeups, __ATOMIC_RELAXED);
+	*quiet = __atomic_load_n(&fp->wake->quiet, __ATOMIC_RELAXED);
+}
+
 void mrcd_fastpath_outcomes(const struct mrcd_fastpath *fp, uint64_t *out)
 {
 	int ncpu = libbpf_num_possible_cpus();

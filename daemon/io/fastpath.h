@@ -114,5 +114,8 @@ const struct mrc_xdp_qp *mrcd_fastpath_qp(const struct mrcd_fastpath *fp, uint32
 
 /* Packets per outcome, summed over CPUs, into out[MRC_XDP_OUTCOMES]. */
 void mrcd_fastpath_outcomes(const struct mrcd_fastpath *fp, uint64_t *out);
+/* Events the program submitted while the daemon slept: with a wakeup, and left unwoken. */
+void mrcd_fastpath_wake_counts(const struct mrcd_fastpath *fp, uint64_t *woken,
+			       uint64_t *quiet);
 
 #endif /* METAROCE_DAEMON_FASTPATH_H */

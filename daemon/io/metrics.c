@@ -48,9 +48,10 @@ size_t mrcd_metrics_render(const struct mrcd *d, char *buf, size_t cap)
 	if (n < cap)
 		n += mrcd_core_metrics(&d->core, buf + n, cap - n);
 	if (d->backend.fast) {
-		uint64_t x[MRC_XDP_OUTCOMES];
+		uint64_t x[MRC_XDP_OUTCOMES], woken, quiet;
 
 		mrcd_fastpath_outcomes(d->backend.fast, x);
+		mrcd_fastpath_wake_counts(d->backend.fast, &woken, &quiet);
 		n = put(buf, cap, n, "%s",
 			FAMILY("metaroce_xdp_packets_total", "counter",
 			       "Packets the XDP program handled, by what it did with them."));
@@ -66,6 +67,14 @@ size_t mrcd_metrics_render(const struct mrcd *d, char *buf, size_t cap)
 			"metaroce_af_xdp_datagrams_total{way=\"tx_unresolved\"} %llu\n",
 			(unsigned long long)d->backend.xsk_rx, (unsigned long long)d->backend.xsk_tx,
 			(unsigned long long)d->backend.xsk_tx_unresolved);
+		n = put(buf, cap, n,
+			FAMILY("metaroce_xdp_sleeping_events_total", "counter",
+			       "XDP events submitted while the daemon slept: with a wakeup (one per "
+			       "sleep, for what it acknowledges at once or every 8th packet of a QP), "
+			       "or left for its next turn.")
+			"metaroce_xdp_sleeping_events_total{wakeup=\"yes\"} %llu\n"
+			"metaroce_xdp_sleeping_events_total{wakeup=\"no\"} %llu\n",
+			(unsigned long long)woken, (unsigned long long)quiet);
 	}
 	return n;
 }

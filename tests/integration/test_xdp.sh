@@ -123,6 +123,13 @@ print("  atomics over the xdp backend: counter %d of 20000, %d responses placed 
 sys.exit(0 if j["counter"] == 20000 and j["holders"] == 0 and placed >= 20000 else 1)
 PY
 	fail "atomics over the xdp backend: $(cat "$TMP/atomic.json")"
+# what woke B while it slept, as an operator reads it: some events did, more waited for its
+# next turn (one wakeup per sleep, and none for a packet the engine may acknowledge later)
+"$CTL" -S "$TMP/b.sock" metrics | awk '
+	/^metaroce_xdp_sleeping_events_total\{wakeup="yes"\}/ { yes = $2 }
+	/^metaroce_xdp_sleeping_events_total\{wakeup="no"\}/ { no = $2 }
+	END { printf "  events while B slept: %d woke it, %d waited\n", yes, no; exit !(yes > 0 && no > 0) }' ||
+	fail "metaroce_xdp_sleeping_events_total: no wakeups, or none coalesced"
 "$CTL" -S "$TMP/b.sock" xdp
 
 # a clean stop detaches the program; so does the kernel when a daemon is killed, since a BPF
