@@ -363,10 +363,35 @@ int main(int argc, char **argv)
 	}
 	{
 		struct mrc_ctl_create_qp on_srq = { cq_handle, cq_handle, 1, 1, 0, 1, 777, 0 };
+		struct mrc_ctl_create_srq cs = { .max_wr = 16, .pd = 1, .limit = 4 };
+		struct mrc_ctl_qp_created qc;
+		struct mrc_ctl_srq srq;
+		int sv[2], ring = -1, qfds[2] = { -1, -1 };
 
 		err = request(ctl, MRC_CTL_CREATE_QP, &on_srq, sizeof(on_srq), NULL, 0, NULL, 0,
 			      NULL, 0);
 		CHECK(err == -EINVAL, "QP on an SRQ that does not exist: EINVAL (%d)", err);
+		/* an SRQ and a QP on it, left for the daemon to reclaim when this client goes */
+		if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv))
+			return 2;
+		err = request(ctl, MRC_CTL_CREATE_SRQ, &cs, sizeof(cs), &sv[1], 1, &srq,
+			      sizeof(srq), &ring, 1);
+		CHECK(err == 0 && ring >= 0 && srq.entries >= 16, "an SRQ created (%d)", err);
+		on_srq.srq = srq.handle;
+		err = request(ctl, MRC_CTL_CREATE_QP, &on_srq, sizeof(on_srq), NULL, 0, &qc,
+			      sizeof(qc), qfds, 2);
+		CHECK(err == 0, "a QP on it (%d)", err);
+		err = request(ctl, MRC_CTL_DESTROY_SRQ, &(struct mrc_ctl_handle){ srq.handle, 0 },
+			      sizeof(struct mrc_ctl_handle), NULL, 0, NULL, 0, NULL, 0);
+		CHECK(err == -EBUSY, "destroying an SRQ a QP uses: EBUSY (%d)", err);
+		err = request(ctl, MRC_CTL_MODIFY_SRQ, &(struct mrc_ctl_modify_srq){ srq.handle, 99 },
+			      sizeof(struct mrc_ctl_modify_srq), NULL, 0, NULL, 0, NULL, 0);
+		CHECK(err == -EINVAL, "an SRQ limit past its entries: EINVAL (%d)", err);
+		close(sv[0]);
+		close(sv[1]);
+		close(ring);
+		close(qfds[0]);
+		close(qfds[1]);
 	}
 
 	{
