@@ -18,7 +18,9 @@ assert j["addresses"]["2"] == ["198.18.2.2", "198.18.34.2"], j["addresses"]' ||
 # measured loss on real packets: 1% over 2x10^5 datagrams from 64 source ports, both spines used
 $TB selfcheck --loss 1 --packets 200000 || fail "selfcheck at 1% loss"
 
-# udp_count HOST ADDRESS PORT SECONDS: datagrams (and CE-marked ones) HOST receives
+# udp_count HOST ADDRESS PORT SECONDS [EXPECT]: datagrams (and CE-marked ones) HOST receives,
+# until EXPECT of them have (when given) or SECONDS pass without one: a receiver expecting
+# some waits for them, not for a sender's start-up to fit within its silence
 udp_count() {
 	ip netns exec "mtb-$TESTBED-h$1" python3 -c '
 import socket, sys
@@ -27,15 +29,16 @@ s.setsockopt(socket.IPPROTO_IP, socket.IP_RECVTOS, 1)
 s.setsockopt(socket.SOL_SOCKET, 33, 16 << 20)	# SO_RCVBUFFORCE: no loss of our own
 s.bind((sys.argv[1], int(sys.argv[2])))
 s.settimeout(float(sys.argv[3]))
+expect = int(sys.argv[4]) if len(sys.argv) > 4 else -1
 n = ce = 0
 try:
-    while True:
+    while n != expect:
         data, anc, _, _ = s.recvmsg(2048, 64)
         n += 1
         ce += any(t[1] == socket.IP_TOS and t[2][0] & 3 == 3 for t in anc)
 except socket.timeout:
     pass
-print(n, ce)' "$2" "$3" "$4"
+print(n, ce)' "$2" "$3" "$4" ${5:+"$5"}
 }
 # udp_send HOST ADDRESS PORT COUNT TOS: COUNT datagrams of 1000 bytes, as fast as it can
 udp_send() {
@@ -55,7 +58,7 @@ counting() { wait_until 5 "host 1 never bound UDP port $1" listening "mtb-$TESTB
 $TB impair --plane 1 --blackhole
 udp_count 1 198.18.33.2 7001 1.5 >"$TMP/bh1" &
 c1=$!
-udp_count 1 198.18.1.2 7000 1.5 >"$TMP/bh0" &
+udp_count 1 198.18.1.2 7000 10 500 >"$TMP/bh0" &
 c0=$!
 counting 7001
 counting 7000
@@ -69,7 +72,7 @@ import json, sys
 s = json.load(sys.stdin)
 assert s["1"]["spines"]["lost_blackhole"] == 500, s["1"]' || fail "blackhole counters"
 $TB impair --plane 1 --restore
-udp_count 1 198.18.33.2 7002 1.5 >"$TMP/rs" &
+udp_count 1 198.18.33.2 7002 10 500 >"$TMP/rs" &
 c=$!
 counting 7002
 udp_send 0 198.18.33.2 7002 500 0
@@ -79,7 +82,7 @@ echo "blackhole and restore: ok"
 
 # ECN: a virtual queue draining at 10 Mbit/s fills under a burst; ECT(0) packets come out CE
 $TB impair --plane 0 --clear --ecn 10,3000,30000,100
-udp_count 1 198.18.1.2 7003 1.5 >"$TMP/ecn" &
+udp_count 1 198.18.1.2 7003 10 600 >"$TMP/ecn" &
 c=$!
 counting 7003
 udp_send 0 198.18.1.2 7003 300 2
