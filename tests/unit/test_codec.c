@@ -8,271 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proto/checksum.h"
+#include "codec_fixtures.h"
 #include "proto/codec.h"
 #include "suites.h"
-
-#define BUF_CAP (MRC_WIRE_MAX_PACKET + 64)
-
-static uint8_t buf[BUF_CAP];
-static uint8_t payload_bytes[MRC_WIRE_MAX_PACKET];
-
-static const uint8_t all_opcodes[] = {
-	MRC_OP_WRITE,	 MRC_OP_WRITE_IMM, MRC_OP_SEND,		MRC_OP_SEND_IMM, MRC_OP_READ_REQ,
-	MRC_OP_READ_RESP, MRC_OP_ATOMIC_REQ, MRC_OP_ACK,	   MRC_OP_NAK,		MRC_OP_PROBE,	 MRC_OP_PROBE_REPLY,
-	MRC_OP_DISCOVER, MRC_OP_DISCOVER_REPLY, MRC_OP_CLOSE,
-};
-#define N_OPCODES (sizeof(all_opcodes) / sizeof(all_opcodes[0]))
-
-/* Recomputes the checksum after a test edits bytes, so only the intended fault remains. */
-static void reseal(uint8_t *p, size_t len)
-{
-	uint16_t c;
-
-	p[20] = p[21] = 0;
-	c = mrc_csum_compute(p, len);
-	p[20] = (uint8_t)(c >> 8);
-	p[21] = (uint8_t)c;
-}
-
-static void put_be16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static void set_v4_mapped(uint8_t addr[16], uint32_t v4)
-{
-	memset(addr, 0, 16);
-	addr[10] = addr[11] = 0xff;
-	put_be32(addr + 12, v4);
-}
-
-/*
- * A valid packet of the opcode. Variant 0 holds the smallest values the rules allow,
- * variant 1 the largest, variant 2 values that cross byte boundaries and wrap points.
- */
-static struct mrc_packet sample(uint8_t op, int variant)
-{
-	struct mrc_packet p;
-	int hi = variant == 1, mid = variant == 2;
-
-	memset(&p, 0, sizeof(p));
-	for (size_t i = 0; i < sizeof(payload_bytes); i++)
-		payload_bytes[i] = (uint8_t)(i * 31 + 7);
-	p.opcode = op;
-	p.flags = hi ? mrc_opcode_flags(op) : mid ? mrc_opcode_flags(op) & MRC_F_RETX : 0;
-	p.dst_qpn = hi ? MRC_QPN_MAX : mid ? 0x123456 : 1;
-	p.tx_ts = hi ? UINT32_MAX : mid ? 0x80000000u : 0;
-	p.path_id = hi ? UINT16_MAX : mid ? 0x0100 : 0;
-
-	if (mrc_opcode_is_sequenced(op))
-		p.psn = hi ? UINT32_MAX : mid ? 0x00ffffffu : 0;
-
-	if (mrc_opcode_is_data(op)) {
-		struct mrc_data *d = &p.u.data;
-		int has_addr = op == MRC_OP_WRITE || op == MRC_OP_WRITE_IMM || op == MRC_OP_READ_RESP;
-		int has_imm = op == MRC_OP_WRITE_IMM || op == MRC_OP_SEND_IMM;
-		int has_rsn = op == MRC_OP_SEND || op == MRC_OP_SEND_IMM || op == MRC_OP_WRITE_IMM;
-
-		d->msn = hi ? UINT32_MAX : mid ? 0xfffffffeu : 0;
-		d->rsn = has_rsn ? (hi ? UINT32_MAX : mid ? 0x10000u : 0) : 0;
-		p.payload_len = hi ? (uint16_t)(MRC_WIRE_MAX_PACKET - mrc_header_len(op)) :
-			       mid ? 4096 : 0;
-		d->msg_len = hi ? MRC_MAX_MSG_LEN : mid ? 3 * 4096 + 5 : 0;
-		d->msg_off = hi ? MRC_MAX_MSG_LEN - p.payload_len : mid ? 4096 : 0;
-		d->rkey = has_addr ? (hi ? UINT32_MAX : mid ? 0xa1b2c3d4u : 0) : 0;
-		d->imm = has_imm ? (hi ? UINT32_MAX : mid ? 0xdeadbeefu : 0) : 0;
-		d->raddr = has_addr ? (hi ? UINT64_MAX - p.payload_len : mid ? 0x7f00ffff0000ull : 0)
-				    : 0;
-		p.payload = payload_bytes;
-	}
-
-	switch (op) {
-	case MRC_OP_READ_REQ:
-		p.u.read_req.msn = hi ? UINT32_MAX : mid ? 77 : 0;
-		p.u.read_req.length = hi ? MRC_MAX_MSG_LEN : mid ? 65536 : 0;
-		p.u.read_req.rkey = hi ? UINT32_MAX : mid ? 0x01020304u : 0;
-		p.u.read_req.sink_key = hi ? UINT32_MAX : mid ? 0x05060708u : 0;
-		p.u.read_req.raddr = hi ? UINT64_MAX - MRC_MAX_MSG_LEN : mid ? 0x1000 : 0;
-		p.u.read_req.sink_addr = hi ? UINT64_MAX - MRC_MAX_MSG_LEN : mid ? 0x2000 : 0;
-		break;
-	case MRC_OP_ATOMIC_REQ:
-		p.u.atomic.msn = hi ? UINT32_MAX : mid ? 78 : 0;
-		p.u.atomic.op = mid ? MRC_ATOMIC_FETCH_ADD : MRC_ATOMIC_CMP_SWAP;
-		p.u.atomic.rkey = hi ? UINT32_MAX : mid ? 0x0a0b0c0du : 0;
-		p.u.atomic.sink_key = hi ? UINT32_MAX : mid ? 0x0e0f1011u : 0;
-		p.u.atomic.raddr = hi ? UINT64_MAX - 8 : mid ? 0x3000 : 0;
-		p.u.atomic.sink_addr = hi ? UINT64_MAX - 8 : mid ? 0x4008 : 0;
-		p.u.atomic.swap_add = hi ? UINT64_MAX : mid ? 1 : 0;
-		p.u.atomic.compare = hi ? UINT64_MAX - 1 : 0; /* FETCH_ADD (mid): zero */
-		break;
-	case MRC_OP_ACK:
-		p.u.ack.cum_psn = hi ? UINT32_MAX : mid ? 0xfffffff0u : 0;
-		p.u.ack.echo_ts = hi ? UINT32_MAX : mid ? 0x11223344u : 0;
-		p.u.ack.ack_delay_ns = hi ? UINT32_MAX : mid ? 1500 : 0;
-		p.u.ack.rate_hint_kbps = hi ? UINT32_MAX : mid ? 25000000 : 0;
-		p.u.ack.echo_path = hi ? UINT16_MAX : mid ? 2 : 0;
-		p.u.ack.ce_count = hi ? UINT16_MAX : mid ? 3 : 0;
-		memset(p.u.ack.sack, hi ? 0xff : mid ? 0x5a : 0, MRC_SACK_BYTES);
-		p.u.ack.sack[0] &= 0xfe;
-		break;
-	case MRC_OP_NAK:
-		p.u.nak.cum_psn = hi ? UINT32_MAX : 0;
-		p.u.nak.nak_psn = hi ? UINT32_MAX : mid ? 5 : 0;
-		p.u.nak.msn = hi ? UINT32_MAX : 0;
-		p.u.nak.kind = hi ? MRC_NAK_RNR : mid ? MRC_NAK_REMOTE_ACCESS : MRC_NAK_SEQ;
-		p.u.nak.retry_after = hi ? UINT16_MAX : 0;
-		break;
-	case MRC_OP_PROBE:
-	case MRC_OP_PROBE_REPLY:
-		p.dst_qpn = hi ? MRC_QPN_MAX : mid ? 0x42 : MRC_QPN_DAEMON;
-		p.u.probe.nonce = hi ? UINT64_MAX : mid ? 0x0102030405060708ull : 0;
-		if (op == MRC_OP_PROBE_REPLY) {
-			p.u.probe.echo_ts = hi ? UINT32_MAX : mid ? 9 : 0;
-			p.u.probe.echo_path = hi ? UINT16_MAX : mid ? 3 : 0;
-		} else {
-			p.payload_len = hi ? 9000 : 0; /* path-MTU padding */
-			p.payload = payload_bytes;
-		}
-		break;
-	case MRC_OP_DISCOVER:
-	case MRC_OP_DISCOVER_REPLY: {
-		struct mrc_discover *d = &p.u.discover;
-
-		p.dst_qpn = MRC_QPN_DAEMON;
-		p.psn = hi ? UINT32_MAX : mid ? 0x1234 : 0;
-		d->node_id = hi ? UINT64_MAX : mid ? 0xfeedfacecafebeefull : 0;
-		d->udp_port = hi ? UINT16_MAX : mid ? MRC_UDP_PORT_DEFAULT : 1;
-		d->max_payload = hi ? UINT16_MAX : mid ? 4096 : MRC_MIN_PAYLOAD;
-		d->n_addrs = hi ? MRC_MAX_PLANES : mid ? 2 : 1;
-		for (unsigned i = 0; i < d->n_addrs; i++) {
-			d->addrs[i].plane = (uint8_t)(hi ? MRC_MAX_PLANES - 1 - i : i);
-			d->addrs[i].flags = hi ? UINT16_MAX : mid && i ? MRC_PLANE_F_DRAINED : 0;
-			if (i % 2 == 0) {
-				d->addrs[i].family = MRC_AF_INET;
-				set_v4_mapped(d->addrs[i].addr, 0xc6120001u + (i << 8));
-			} else {
-				d->addrs[i].family = MRC_AF_INET6;
-				memset(d->addrs[i].addr, 0, 16);
-				d->addrs[i].addr[0] = 0x20;
-				d->addrs[i].addr[1] = 0x01;
-				d->addrs[i].addr[2] = 0x0d;
-				d->addrs[i].addr[3] = 0xb8;
-				d->addrs[i].addr[15] = (uint8_t)i;
-			}
-		}
-		break;
-	}
-	case MRC_OP_CLOSE:
-		p.u.close.reason = hi ? MRC_CLOSE_REASON_MAX : mid ? MRC_CLOSE_ERROR : MRC_CLOSE_NORMAL;
-		break;
-	}
-	return p;
-}
-
-static size_t encode_ok(const struct mrc_packet *p)
-{
-	size_t len = 0;
-	int err = mrc_encode(p, buf, sizeof(buf), &len);
-
-	ck_assert_msg(err == MRC_WIRE_OK, "encode %s: %s", mrc_opcode_name(p->opcode),
-		      mrc_wire_error_name(err));
-	return len;
-}
-
-static void assert_same(const struct mrc_packet *a, const struct mrc_packet *b)
-{
-	ck_assert_uint_eq(a->opcode, b->opcode);
-	ck_assert_uint_eq(a->flags, b->flags);
-	ck_assert_uint_eq(a->dst_qpn, b->dst_qpn);
-	ck_assert_uint_eq(a->psn, b->psn);
-	ck_assert_uint_eq(a->tx_ts, b->tx_ts);
-	ck_assert_uint_eq(a->path_id, b->path_id);
-	switch (a->opcode) {
-	case MRC_OP_WRITE:
-	case MRC_OP_WRITE_IMM:
-	case MRC_OP_SEND:
-	case MRC_OP_SEND_IMM:
-	case MRC_OP_READ_RESP:
-		ck_assert_uint_eq(a->u.data.msn, b->u.data.msn);
-		ck_assert_uint_eq(a->u.data.rsn, b->u.data.rsn);
-		ck_assert_uint_eq(a->u.data.msg_len, b->u.data.msg_len);
-		ck_assert_uint_eq(a->u.data.msg_off, b->u.data.msg_off);
-		ck_assert_uint_eq(a->u.data.rkey, b->u.data.rkey);
-		ck_assert_uint_eq(a->u.data.imm, b->u.data.imm);
-		ck_assert_uint_eq(a->u.data.raddr, b->u.data.raddr);
-		ck_assert_uint_eq(a->payload_len, b->payload_len);
-		ck_assert_mem_eq(a->payload, b->payload, a->payload_len);
-		break;
-	case MRC_OP_READ_REQ:
-		ck_assert_uint_eq(a->u.read_req.msn, b->u.read_req.msn);
-		ck_assert_uint_eq(a->u.read_req.length, b->u.read_req.length);
-		ck_assert_uint_eq(a->u.read_req.rkey, b->u.read_req.rkey);
-		ck_assert_uint_eq(a->u.read_req.sink_key, b->u.read_req.sink_key);
-		ck_assert_uint_eq(a->u.read_req.raddr, b->u.read_req.raddr);
-		ck_assert_uint_eq(a->u.read_req.sink_addr, b->u.read_req.sink_addr);
-		break;
-	case MRC_OP_ATOMIC_REQ:
-		ck_assert_uint_eq(a->u.atomic.msn, b->u.atomic.msn);
-		ck_assert_uint_eq(a->u.atomic.op, b->u.atomic.op);
-		ck_assert_uint_eq(a->u.atomic.reserved, b->u.atomic.reserved);
-		ck_assert_uint_eq(a->u.atomic.rkey, b->u.atomic.rkey);
-		ck_assert_uint_eq(a->u.atomic.sink_key, b->u.atomic.sink_key);
-		ck_assert_uint_eq(a->u.atomic.raddr, b->u.atomic.raddr);
-		ck_assert_uint_eq(a->u.atomic.sink_addr, b->u.atomic.sink_addr);
-		ck_assert_uint_eq(a->u.atomic.swap_add, b->u.atomic.swap_add);
-		ck_assert_uint_eq(a->u.atomic.compare, b->u.atomic.compare);
-		break;
-	case MRC_OP_ACK:
-		ck_assert_uint_eq(a->u.ack.cum_psn, b->u.ack.cum_psn);
-		ck_assert_uint_eq(a->u.ack.echo_ts, b->u.ack.echo_ts);
-		ck_assert_uint_eq(a->u.ack.ack_delay_ns, b->u.ack.ack_delay_ns);
-		ck_assert_uint_eq(a->u.ack.rate_hint_kbps, b->u.ack.rate_hint_kbps);
-		ck_assert_uint_eq(a->u.ack.echo_path, b->u.ack.echo_path);
-		ck_assert_uint_eq(a->u.ack.ce_count, b->u.ack.ce_count);
-		ck_assert_mem_eq(a->u.ack.sack, b->u.ack.sack, MRC_SACK_BYTES);
-		break;
-	case MRC_OP_NAK:
-		ck_assert_uint_eq(a->u.nak.cum_psn, b->u.nak.cum_psn);
-		ck_assert_uint_eq(a->u.nak.nak_psn, b->u.nak.nak_psn);
-		ck_assert_uint_eq(a->u.nak.msn, b->u.nak.msn);
-		ck_assert_uint_eq(a->u.nak.kind, b->u.nak.kind);
-		ck_assert_uint_eq(a->u.nak.retry_after, b->u.nak.retry_after);
-		break;
-	case MRC_OP_PROBE:
-	case MRC_OP_PROBE_REPLY:
-		ck_assert_uint_eq(a->u.probe.nonce, b->u.probe.nonce);
-		ck_assert_uint_eq(a->u.probe.echo_ts, b->u.probe.echo_ts);
-		ck_assert_uint_eq(a->u.probe.echo_path, b->u.probe.echo_path);
-		ck_assert_uint_eq(a->payload_len, b->payload_len);
-		break;
-	case MRC_OP_DISCOVER:
-	case MRC_OP_DISCOVER_REPLY:
-		ck_assert_uint_eq(a->u.discover.node_id, b->u.discover.node_id);
-		ck_assert_uint_eq(a->u.discover.udp_port, b->u.discover.udp_port);
-		ck_assert_uint_eq(a->u.discover.max_payload, b->u.discover.max_payload);
-		ck_assert_uint_eq(a->u.discover.n_addrs, b->u.discover.n_addrs);
-		for (unsigned i = 0; i < a->u.discover.n_addrs; i++) {
-			ck_assert_uint_eq(a->u.discover.addrs[i].family, b->u.discover.addrs[i].family);
-			ck_assert_uint_eq(a->u.discover.addrs[i].plane, b->u.discover.addrs[i].plane);
-			ck_assert_uint_eq(a->u.discover.addrs[i].flags, b->u.discover.addrs[i].flags);
-			ck_assert_mem_eq(a->u.discover.addrs[i].addr, b->u.discover.addrs[i].addr, 16);
-		}
-		break;
-	case MRC_OP_CLOSE:
-		ck_assert_uint_eq(a->u.close.reason, b->u.close.reason);
-		break;
-	}
-}
 
 /* --- known answers: bytes built independently of this codec (docs/SPEC.md appendix A) -- */
 
@@ -339,10 +77,10 @@ static struct mrc_packet kat_ack_packet(void)
 START_TEST(mrc_encode__write_known_answer)
 {
 	struct mrc_packet p = kat_write_packet();
-	size_t len = encode_ok(&p);
+	size_t len = codec_encode_ok(&p);
 
 	ck_assert_uint_eq(len, sizeof(kat_write));
-	ck_assert_mem_eq(buf, kat_write, sizeof(kat_write));
+	ck_assert_mem_eq(codec_buf, kat_write, sizeof(kat_write));
 }
 END_TEST
 
@@ -350,10 +88,10 @@ END_TEST
 START_TEST(mrc_decode_placed__headers_without_payload)
 {
 	struct mrc_packet p = kat_write_packet(), got, full;
-	size_t len = encode_ok(&p), hdr = mrc_header_len(MRC_OP_WRITE);
+	size_t len = codec_encode_ok(&p), hdr = mrc_header_len(MRC_OP_WRITE);
 
-	ck_assert_int_eq(mrc_decode(buf, len, &full), MRC_WIRE_OK);
-	ck_assert_int_eq(mrc_decode_placed(buf, hdr, &got), MRC_WIRE_OK);
+	ck_assert_int_eq(mrc_decode(codec_buf, len, &full), MRC_WIRE_OK);
+	ck_assert_int_eq(mrc_decode_placed(codec_buf, hdr, &got), MRC_WIRE_OK);
 	ck_assert_ptr_null(got.payload);
 	ck_assert_uint_eq(got.payload_len, full.payload_len);
 	ck_assert_uint_eq(got.psn, full.psn);
@@ -364,26 +102,26 @@ START_TEST(mrc_decode_placed__headers_without_payload)
 	ck_assert_mem_eq(&got.u.data, &full.u.data, sizeof(got.u.data));
 	/* the checksum is the fast path's business: a header whose sum no longer matches the
 	 * payload it came with is still decoded */
-	buf[len - 1] ^= 0xff;
-	ck_assert_int_eq(mrc_decode_placed(buf, hdr, &got), MRC_WIRE_OK);
-	ck_assert_int_eq(mrc_decode_placed(buf, hdr - 1, &got), MRC_WIRE_E_TRUNCATED);
-	buf[0] = MRC_WIRE_VERSION + 1;
-	ck_assert_int_eq(mrc_decode_placed(buf, hdr, &got), MRC_WIRE_E_VERSION);
+	codec_buf[len - 1] ^= 0xff;
+	ck_assert_int_eq(mrc_decode_placed(codec_buf, hdr, &got), MRC_WIRE_OK);
+	ck_assert_int_eq(mrc_decode_placed(codec_buf, hdr - 1, &got), MRC_WIRE_E_TRUNCATED);
+	codec_buf[0] = MRC_WIRE_VERSION + 1;
+	ck_assert_int_eq(mrc_decode_placed(codec_buf, hdr, &got), MRC_WIRE_E_VERSION);
 
 	/* only data opcodes have payloads to place */
 	p = kat_ack_packet();
-	len = encode_ok(&p);
-	ck_assert_int_eq(mrc_decode_placed(buf, len, &got), MRC_WIRE_E_OPCODE);
+	len = codec_encode_ok(&p);
+	ck_assert_int_eq(mrc_decode_placed(codec_buf, len, &got), MRC_WIRE_E_OPCODE);
 }
 END_TEST
 
 START_TEST(mrc_encode__ack_known_answer)
 {
 	struct mrc_packet p = kat_ack_packet();
-	size_t len = encode_ok(&p);
+	size_t len = codec_encode_ok(&p);
 
 	ck_assert_uint_eq(len, sizeof(kat_ack));
-	ck_assert_mem_eq(buf, kat_ack, sizeof(kat_ack));
+	ck_assert_mem_eq(codec_buf, kat_ack, sizeof(kat_ack));
 }
 END_TEST
 
@@ -393,13 +131,13 @@ START_TEST(mrc_decode__known_answers)
 
 	want = kat_write_packet();
 	ck_assert_int_eq(mrc_decode(kat_write, sizeof(kat_write), &got), MRC_WIRE_OK);
-	assert_same(&want, &got);
+	codec_assert_same(&want, &got);
 	/* The payload is not copied: it points into the datagram. */
 	ck_assert_ptr_eq(got.payload, kat_write + 56);
 
 	want = kat_ack_packet();
 	ck_assert_int_eq(mrc_decode(kat_ack, sizeof(kat_ack), &got), MRC_WIRE_OK);
-	assert_same(&want, &got);
+	codec_assert_same(&want, &got);
 }
 END_TEST
 
@@ -407,17 +145,17 @@ END_TEST
 
 START_TEST(mrc_encode__round_trip_every_opcode_edge_values)
 {
-	for (size_t i = 0; i < N_OPCODES; i++) {
+	for (size_t i = 0; i < CODEC_N_OPCODES; i++) {
 		for (int variant = 0; variant < 3; variant++) {
-			struct mrc_packet want = sample(all_opcodes[i], variant), got;
-			size_t len = encode_ok(&want);
-			int err = mrc_decode(buf, len, &got);
+			struct mrc_packet want = codec_sample(codec_opcodes[i], variant), got;
+			size_t len = codec_encode_ok(&want);
+			int err = mrc_decode(codec_buf, len, &got);
 
 			ck_assert_msg(err == MRC_WIRE_OK, "%s variant %d: %s",
 				      mrc_opcode_name(want.opcode), variant,
 				      mrc_wire_error_name(err));
 			ck_assert_uint_eq(len, mrc_header_len(want.opcode) + got.payload_len);
-			assert_same(&want, &got);
+			codec_assert_same(&want, &got);
 		}
 	}
 }
@@ -426,13 +164,13 @@ END_TEST
 /* The largest packet the protocol allows decodes; one byte more is oversize. */
 START_TEST(mrc_decode__max_packet_accepted_one_more_oversize)
 {
-	struct mrc_packet p = sample(MRC_OP_WRITE, 1), got;
-	size_t len = encode_ok(&p);
+	struct mrc_packet p = codec_sample(MRC_OP_WRITE, 1), got;
+	size_t len = codec_encode_ok(&p);
 
 	ck_assert_uint_eq(len, MRC_WIRE_MAX_PACKET);
-	ck_assert_int_eq(mrc_decode(buf, len, &got), MRC_WIRE_OK);
-	ck_assert_int_eq(mrc_decode(buf, len + 1, &got), MRC_WIRE_E_OVERSIZE);
-	ck_assert_int_eq(mrc_decode(buf, SIZE_MAX, &got), MRC_WIRE_E_OVERSIZE);
+	ck_assert_int_eq(mrc_decode(codec_buf, len, &got), MRC_WIRE_OK);
+	ck_assert_int_eq(mrc_decode(codec_buf, len + 1, &got), MRC_WIRE_E_OVERSIZE);
+	ck_assert_int_eq(mrc_decode(codec_buf, SIZE_MAX, &got), MRC_WIRE_E_OVERSIZE);
 }
 END_TEST
 
@@ -442,11 +180,11 @@ START_TEST(mrc_encode__payload_in_place)
 	struct mrc_packet p = kat_write_packet(), got;
 	size_t hdr = mrc_header_len(MRC_OP_WRITE), len;
 
-	memcpy(buf + hdr, "META", 4);
-	p.payload = buf + hdr;
-	len = encode_ok(&p);
-	ck_assert_mem_eq(buf, kat_write, len);
-	ck_assert_int_eq(mrc_decode(buf, len, &got), MRC_WIRE_OK);
+	memcpy(codec_buf + hdr, "META", 4);
+	p.payload = codec_buf + hdr;
+	len = codec_encode_ok(&p);
+	ck_assert_mem_eq(codec_buf, kat_write, len);
+	ck_assert_int_eq(mrc_decode(codec_buf, len, &got), MRC_WIRE_OK);
 }
 END_TEST
 
@@ -456,9 +194,9 @@ START_TEST(mrc_encode_headers__then_payload_equals_whole)
 {
 	static uint8_t whole[MRC_WIRE_MAX_PACKET], hdrs[MRC_WIRE_MAX_PACKET];
 
-	for (size_t i = 0; i < N_OPCODES; i++) {
+	for (size_t i = 0; i < CODEC_N_OPCODES; i++) {
 		for (int variant = 0; variant < 3; variant++) {
-			struct mrc_packet p = sample(all_opcodes[i], variant);
+			struct mrc_packet p = codec_sample(codec_opcodes[i], variant);
 			size_t len, hlen;
 
 			ck_assert_int_eq(mrc_encode(&p, whole, sizeof(whole), &len), MRC_WIRE_OK);
@@ -494,12 +232,12 @@ START_TEST(mrc_decode__reserved_fields_and_unknown_flags_ignored)
 	pkt[3] |= 0xe0;
 	pkt[22] = 0xab; /* mrc_hdr.reserved */
 	pkt[23] = 0xcd;
-	put_be32(pkt + 24 + 20, 0xffffffffu); /* mrc_ack_ext.reserved */
-	reseal(pkt, sizeof(pkt));
+	codec_put_be32(pkt + 24 + 20, 0xffffffffu); /* mrc_ack_ext.reserved */
+	codec_reseal(pkt, sizeof(pkt));
 	ck_assert_int_eq(mrc_decode(pkt, sizeof(pkt), &got), MRC_WIRE_OK);
 	ck_assert_uint_eq(got.flags, MRC_F_ECE);
-	ck_assert_int_eq(mrc_encode(&got, buf, sizeof(buf), &len), MRC_WIRE_OK);
-	ck_assert_mem_eq(buf, kat_ack, sizeof(kat_ack));
+	ck_assert_int_eq(mrc_encode(&got, codec_buf, sizeof(codec_buf), &len), MRC_WIRE_OK);
+	ck_assert_mem_eq(codec_buf, kat_ack, sizeof(kat_ack));
 }
 END_TEST
 
@@ -507,23 +245,23 @@ END_TEST
  * and never sent [R-15, R-16]. */
 START_TEST(mrc_codec__undefined_flags_and_psn_zeroed)
 {
-	struct mrc_packet w = sample(MRC_OP_WRITE, 2), a = sample(MRC_OP_ACK, 2), got;
+	struct mrc_packet w = codec_sample(MRC_OP_WRITE, 2), a = codec_sample(MRC_OP_ACK, 2), got;
 	size_t len;
 
 	w.flags = MRC_F_KNOWN;
-	len = encode_ok(&w);
-	ck_assert_uint_eq((unsigned)(buf[2] << 8 | buf[3]),
+	len = codec_encode_ok(&w);
+	ck_assert_uint_eq((unsigned)(codec_buf[2] << 8 | codec_buf[3]),
 			  MRC_F_ACK_REQ | MRC_F_RETX | MRC_F_INORDER);
-	ck_assert_int_eq(mrc_decode(buf, len, &got), MRC_WIRE_OK);
+	ck_assert_int_eq(mrc_decode(codec_buf, len, &got), MRC_WIRE_OK);
 	ck_assert_uint_eq(got.flags, MRC_F_ACK_REQ | MRC_F_RETX | MRC_F_INORDER);
 
 	a.psn = 0x12345678;
-	len = encode_ok(&a);
-	ck_assert_uint_eq(buf[8] | buf[9] | buf[10] | buf[11], 0);
-	put_be32(buf + 8, 0x12345678);
-	buf[3] |= MRC_F_SOLICITED;
-	reseal(buf, len);
-	ck_assert_int_eq(mrc_decode(buf, len, &got), MRC_WIRE_OK);
+	len = codec_encode_ok(&a);
+	ck_assert_uint_eq(codec_buf[8] | codec_buf[9] | codec_buf[10] | codec_buf[11], 0);
+	codec_put_be32(codec_buf + 8, 0x12345678);
+	codec_buf[3] |= MRC_F_SOLICITED;
+	codec_reseal(codec_buf, len);
+	ck_assert_int_eq(mrc_decode(codec_buf, len, &got), MRC_WIRE_OK);
 	ck_assert_uint_eq(got.psn, 0);
 	ck_assert_uint_eq(got.flags, 0);
 	ck_assert_uint_eq(mrc_opcode_flags(MRC_OP_SEND) & MRC_F_SOLICITED, MRC_F_SOLICITED);
@@ -537,15 +275,15 @@ END_TEST
  * payload: the length fields disagree with the datagram, e_length. */
 START_TEST(mrc_decode__truncated_every_prefix_every_opcode)
 {
-	for (size_t i = 0; i < N_OPCODES; i++) {
-		struct mrc_packet p = sample(all_opcodes[i], 2), got;
-		size_t len = encode_ok(&p);
+	for (size_t i = 0; i < CODEC_N_OPCODES; i++) {
+		struct mrc_packet p = codec_sample(codec_opcodes[i], 2), got;
+		size_t len = codec_encode_ok(&p);
 		size_t hdr = mrc_header_len(p.opcode);
 
 		for (size_t cut = 0; cut < len; cut++) {
 			int want = cut < hdr ? MRC_WIRE_E_TRUNCATED : MRC_WIRE_E_LENGTH;
 
-			ck_assert_msg(mrc_decode(buf, cut, &got) == want, "%s cut at %zu",
+			ck_assert_msg(mrc_decode(codec_buf, cut, &got) == want, "%s cut at %zu",
 				      mrc_opcode_name(p.opcode), cut);
 		}
 	}
@@ -555,13 +293,13 @@ END_TEST
 START_TEST(mrc_decode__unknown_version)
 {
 	struct mrc_packet p = kat_write_packet(), got;
-	size_t len = encode_ok(&p);
+	size_t len = codec_encode_ok(&p);
 	static const uint8_t versions[] = { 0, 2, 0x11, 0xff };
 
 	for (size_t i = 0; i < sizeof(versions); i++) {
-		buf[0] = versions[i];
-		reseal(buf, len);
-		ck_assert_int_eq(mrc_decode(buf, len, &got), MRC_WIRE_E_VERSION);
+		codec_buf[0] = versions[i];
+		codec_reseal(codec_buf, len);
+		ck_assert_int_eq(mrc_decode(codec_buf, len, &got), MRC_WIRE_E_VERSION);
 	}
 }
 END_TEST
@@ -569,19 +307,19 @@ END_TEST
 START_TEST(mrc_decode__unknown_opcode_every_value)
 {
 	struct mrc_packet p = kat_write_packet(), got;
-	size_t len = encode_ok(&p);
+	size_t len = codec_encode_ok(&p);
 	unsigned unknown = 0;
 
 	for (unsigned op = 0; op < 256; op++) {
 		if (mrc_opcode_is_known((uint8_t)op))
 			continue;
 		unknown++;
-		buf[1] = (uint8_t)op;
-		reseal(buf, len);
-		ck_assert_int_eq(mrc_decode(buf, len, &got), MRC_WIRE_E_OPCODE);
+		codec_buf[1] = (uint8_t)op;
+		codec_reseal(codec_buf, len);
+		ck_assert_int_eq(mrc_decode(codec_buf, len, &got), MRC_WIRE_E_OPCODE);
 		ck_assert_str_eq(mrc_opcode_name((uint8_t)op), "unknown");
 	}
-	ck_assert_uint_eq(unknown, 256 - N_OPCODES);
+	ck_assert_uint_eq(unknown, 256 - CODEC_N_OPCODES);
 }
 END_TEST
 
@@ -589,18 +327,18 @@ END_TEST
 START_TEST(mrc_decode__inconsistent_length)
 {
 	struct mrc_packet p = kat_write_packet(), got;
-	size_t len = encode_ok(&p);
+	size_t len = codec_encode_ok(&p);
 	static const uint16_t lies[] = { 0, 3, 5, 0xffff };
 
 	for (size_t i = 0; i < sizeof(lies) / sizeof(lies[0]); i++) {
-		put_be16(buf + 18, lies[i]);
-		reseal(buf, len);
-		ck_assert_int_eq(mrc_decode(buf, len, &got), MRC_WIRE_E_LENGTH);
+		codec_put_be16(codec_buf + 18, lies[i]);
+		codec_reseal(codec_buf, len);
+		ck_assert_int_eq(mrc_decode(codec_buf, len, &got), MRC_WIRE_E_LENGTH);
 	}
-	len = encode_ok(&p);
-	buf[len] = 0;
-	ck_assert_int_eq(mrc_decode(buf, len + 1, &got), MRC_WIRE_E_LENGTH);
-	ck_assert_int_eq(mrc_decode(buf, len + 2, &got), MRC_WIRE_E_LENGTH);
+	len = codec_encode_ok(&p);
+	codec_buf[len] = 0;
+	ck_assert_int_eq(mrc_decode(codec_buf, len + 1, &got), MRC_WIRE_E_LENGTH);
+	ck_assert_int_eq(mrc_decode(codec_buf, len + 2, &got), MRC_WIRE_E_LENGTH);
 }
 END_TEST
 
@@ -611,17 +349,17 @@ START_TEST(mrc_decode__payload_where_none_allowed)
 				       MRC_OP_PROBE_REPLY, MRC_OP_CLOSE };
 
 	for (size_t i = 0; i < sizeof(ops); i++) {
-		struct mrc_packet p = sample(ops[i], 2), got;
-		size_t len = encode_ok(&p);
+		struct mrc_packet p = codec_sample(ops[i], 2), got;
+		size_t len = codec_encode_ok(&p);
 
-		memset(buf + len, 0x55, 8);
-		put_be16(buf + 18, 8);
-		reseal(buf, len + 8);
-		ck_assert_msg(mrc_decode(buf, len + 8, &got) == MRC_WIRE_E_LENGTH, "%s",
+		memset(codec_buf + len, 0x55, 8);
+		codec_put_be16(codec_buf + 18, 8);
+		codec_reseal(codec_buf, len + 8);
+		ck_assert_msg(mrc_decode(codec_buf, len + 8, &got) == MRC_WIRE_E_LENGTH, "%s",
 			      mrc_opcode_name(ops[i]));
-		p.payload = payload_bytes;
+		p.payload = codec_payload;
 		p.payload_len = 8;
-		ck_assert_int_eq(mrc_encode(&p, buf, sizeof(buf), &len), MRC_WIRE_E_LENGTH);
+		ck_assert_int_eq(mrc_encode(&p, codec_buf, sizeof(codec_buf), &len), MRC_WIRE_E_LENGTH);
 	}
 }
 END_TEST
@@ -632,18 +370,18 @@ END_TEST
  */
 START_TEST(mrc_decode__corruption_every_bit_every_opcode)
 {
-	for (size_t i = 0; i < N_OPCODES; i++) {
-		struct mrc_packet p = sample(all_opcodes[i], 2), got;
-		size_t len = encode_ok(&p);
+	for (size_t i = 0; i < CODEC_N_OPCODES; i++) {
+		struct mrc_packet p = codec_sample(codec_opcodes[i], 2), got;
+		size_t len = codec_encode_ok(&p);
 
 		for (size_t bit = 0; bit < len * 8; bit++) {
 			size_t byte = bit / 8;
 			int early = byte < 2 || byte == 18 || byte == 19;
 			int err;
 
-			buf[byte] ^= (uint8_t)(1u << (bit % 8));
-			err = mrc_decode(buf, len, &got);
-			buf[byte] ^= (uint8_t)(1u << (bit % 8));
+			codec_buf[byte] ^= (uint8_t)(1u << (bit % 8));
+			err = mrc_decode(codec_buf, len, &got);
+			codec_buf[byte] ^= (uint8_t)(1u << (bit % 8));
 			ck_assert_msg(err != MRC_WIRE_OK, "%s bit %zu accepted",
 				      mrc_opcode_name(p.opcode), bit);
 			if (!early)
@@ -663,9 +401,9 @@ START_TEST(mrc_decode__checksum_checked_before_fields)
 	uint8_t pkt[sizeof(kat_write)];
 
 	memcpy(pkt, kat_write, sizeof(pkt));
-	put_be32(pkt + 4, 0); /* dst_qpn 0 is not allowed for WRITE */
+	codec_put_be32(pkt + 4, 0); /* dst_qpn 0 is not allowed for WRITE */
 	ck_assert_int_eq(mrc_decode(pkt, sizeof(pkt), &got), MRC_WIRE_E_CHECKSUM);
-	reseal(pkt, sizeof(pkt));
+	codec_reseal(pkt, sizeof(pkt));
 	ck_assert_int_eq(mrc_decode(pkt, sizeof(pkt), &got), MRC_WIRE_E_QPN);
 }
 END_TEST
@@ -674,12 +412,12 @@ END_TEST
 static int decode_with(const struct mrc_packet *p, size_t off, unsigned width, uint64_t value)
 {
 	struct mrc_packet got;
-	size_t len = encode_ok(p);
+	size_t len = codec_encode_ok(p);
 
 	for (unsigned b = 0; b < width; b++)
-		buf[off + b] = (uint8_t)(value >> (8 * (width - 1 - b)));
-	reseal(buf, len);
-	return mrc_decode(buf, len, &got);
+		codec_buf[off + b] = (uint8_t)(value >> (8 * (width - 1 - b)));
+	codec_reseal(codec_buf, len);
+	return mrc_decode(codec_buf, len, &got);
 }
 
 #define HDR_OFF(f) __builtin_offsetof(struct mrc_hdr, f)
@@ -688,8 +426,8 @@ static int decode_with(const struct mrc_packet *p, size_t off, unsigned width, u
 /* QPN rules per opcode. */
 START_TEST(mrc_decode__qpn_rules)
 {
-	struct mrc_packet w = sample(MRC_OP_WRITE, 2), d = sample(MRC_OP_DISCOVER, 2),
-			  pr = sample(MRC_OP_PROBE, 2), a = sample(MRC_OP_ACK, 2);
+	struct mrc_packet w = codec_sample(MRC_OP_WRITE, 2), d = codec_sample(MRC_OP_DISCOVER, 2),
+			  pr = codec_sample(MRC_OP_PROBE, 2), a = codec_sample(MRC_OP_ACK, 2);
 
 	ck_assert_int_eq(decode_with(&w, HDR_OFF(dst_qpn), 4, 0), MRC_WIRE_E_QPN);
 	ck_assert_int_eq(decode_with(&w, HDR_OFF(dst_qpn), 4, MRC_QPN_MAX + 1), MRC_WIRE_E_QPN);
@@ -702,17 +440,18 @@ START_TEST(mrc_decode__qpn_rules)
 
 	/* The encoder refuses the same packets. */
 	w.dst_qpn = 0;
-	ck_assert_int_eq(mrc_encode(&w, buf, sizeof(buf), &(size_t){ 0 }), MRC_WIRE_E_QPN);
+	ck_assert_int_eq(mrc_encode(&w, codec_buf, sizeof(codec_buf), &(size_t){ 0 }), MRC_WIRE_E_QPN);
 	d.dst_qpn = 7;
-	ck_assert_int_eq(mrc_encode(&d, buf, sizeof(buf), &(size_t){ 0 }), MRC_WIRE_E_QPN);
+	ck_assert_int_eq(mrc_encode(&d, codec_buf, sizeof(codec_buf), &(size_t){ 0 }), MRC_WIRE_E_QPN);
 }
 END_TEST
 
 /* Data extension consistency. */
 START_TEST(mrc_decode__data_length_rules)
 {
-	struct mrc_packet w = sample(MRC_OP_WRITE, 2); /* msg_len 12293, msg_off 4096, 4096 B: last offset 8197 */
-	struct mrc_packet empty = sample(MRC_OP_WRITE, 0);
+	/* msg_len 12293, msg_off 4096, 4096 B: last offset 8197 */
+	struct mrc_packet w = codec_sample(MRC_OP_WRITE, 2);
+	struct mrc_packet empty = codec_sample(MRC_OP_WRITE, 0);
 
 	ck_assert_int_eq(decode_with(&w, EXT_OFF(struct mrc_data_ext, msg_off), 4, 8197),
 			 MRC_WIRE_OK);
@@ -742,8 +481,8 @@ END_TEST
 /* Fields an opcode does not use must be zero: confusing opcodes is caught. */
 START_TEST(mrc_decode__data_fields_per_opcode)
 {
-	struct mrc_packet s = sample(MRC_OP_SEND, 2), w = sample(MRC_OP_WRITE, 2),
-			  r = sample(MRC_OP_READ_RESP, 2), wi = sample(MRC_OP_WRITE_IMM, 2);
+	struct mrc_packet s = codec_sample(MRC_OP_SEND, 2), w = codec_sample(MRC_OP_WRITE, 2),
+			  r = codec_sample(MRC_OP_READ_RESP, 2), wi = codec_sample(MRC_OP_WRITE_IMM, 2);
 
 	ck_assert_int_eq(decode_with(&s, EXT_OFF(struct mrc_data_ext, rkey), 4, 1),
 			 MRC_WIRE_E_FIELD);
@@ -766,8 +505,8 @@ END_TEST
  * that do not wrap; alignment is left to the responder, which NAKs it [R-322]. */
 START_TEST(mrc_decode__atomic_req_rules)
 {
-	struct mrc_packet c = sample(MRC_OP_ATOMIC_REQ, 0); /* CMP_SWAP */
-	struct mrc_packet f = sample(MRC_OP_ATOMIC_REQ, 2); /* FETCH_ADD */
+	struct mrc_packet c = codec_sample(MRC_OP_ATOMIC_REQ, 0); /* CMP_SWAP */
+	struct mrc_packet f = codec_sample(MRC_OP_ATOMIC_REQ, 2); /* FETCH_ADD */
 
 	ck_assert_int_eq(decode_with(&c, EXT_OFF(struct mrc_atomic_ext, op), 1, 0),
 			 MRC_WIRE_E_FIELD);
@@ -795,7 +534,7 @@ END_TEST
 
 START_TEST(mrc_decode__read_req_rules)
 {
-	struct mrc_packet r = sample(MRC_OP_READ_REQ, 2); /* length 65536 */
+	struct mrc_packet r = codec_sample(MRC_OP_READ_REQ, 2); /* length 65536 */
 
 	ck_assert_int_eq(decode_with(&r, EXT_OFF(struct mrc_read_req_ext, length), 4,
 				     (uint64_t)MRC_MAX_MSG_LEN + 1),
@@ -815,7 +554,7 @@ END_TEST
 /* ACK bit 0 would claim cum_psn arrived, contradicting cum_psn. */
 START_TEST(mrc_decode__ack_sack_bit0)
 {
-	struct mrc_packet a = sample(MRC_OP_ACK, 0);
+	struct mrc_packet a = codec_sample(MRC_OP_ACK, 0);
 
 	ck_assert_int_eq(decode_with(&a, EXT_OFF(struct mrc_ack_ext, sack), 1, 0x01),
 			 MRC_WIRE_E_FIELD);
@@ -825,7 +564,7 @@ END_TEST
 
 START_TEST(mrc_decode__nak_rules)
 {
-	struct mrc_packet n = sample(MRC_OP_NAK, 2); /* remote access */
+	struct mrc_packet n = codec_sample(MRC_OP_NAK, 2); /* remote access */
 
 	ck_assert_int_eq(decode_with(&n, EXT_OFF(struct mrc_nak_ext, kind), 1, 0),
 			 MRC_WIRE_E_FIELD);
@@ -845,7 +584,7 @@ END_TEST
 
 START_TEST(mrc_decode__close_reason)
 {
-	struct mrc_packet c = sample(MRC_OP_CLOSE, 0);
+	struct mrc_packet c = codec_sample(MRC_OP_CLOSE, 0);
 
 	ck_assert_int_eq(decode_with(&c, EXT_OFF(struct mrc_close_ext, reason), 4,
 				     MRC_CLOSE_REASON_MAX + 1),
@@ -860,7 +599,7 @@ END_TEST
  * [R-90..R-93]. */
 START_TEST(mrc_decode__discover_rules)
 {
-	struct mrc_packet d = sample(MRC_OP_DISCOVER, 2); /* two records: v4 plane 0, v6 plane 1 */
+	struct mrc_packet d = codec_sample(MRC_OP_DISCOVER, 2); /* two records: v4 plane 0, v6 plane 1 */
 	size_t rec0 = sizeof(struct mrc_hdr) + sizeof(struct mrc_discover_ext);
 	size_t rec1 = rec0 + sizeof(struct mrc_plane_addr);
 	size_t fam = __builtin_offsetof(struct mrc_plane_addr, family);
@@ -886,38 +625,38 @@ START_TEST(mrc_decode__discover_rules)
 			 MRC_WIRE_E_FIELD);
 
 	/* Zero records, or seventeen with a payload that honestly holds seventeen. */
-	len = encode_ok(&d);
-	buf[n_addrs] = 0;
-	put_be16(buf + 18, 0);
-	reseal(buf, rec0);
-	ck_assert_int_eq(mrc_decode(buf, rec0, &got), MRC_WIRE_E_FIELD);
-	d = sample(MRC_OP_DISCOVER, 1);
-	len = encode_ok(&d);
-	memcpy(buf + len, buf + rec0, sizeof(struct mrc_plane_addr));
-	buf[n_addrs] = MRC_MAX_PLANES + 1;
-	put_be16(buf + 18, (MRC_MAX_PLANES + 1) * sizeof(struct mrc_plane_addr));
-	reseal(buf, len + sizeof(struct mrc_plane_addr));
-	ck_assert_int_eq(mrc_decode(buf, len + sizeof(struct mrc_plane_addr), &got),
+	len = codec_encode_ok(&d);
+	codec_buf[n_addrs] = 0;
+	codec_put_be16(codec_buf + 18, 0);
+	codec_reseal(codec_buf, rec0);
+	ck_assert_int_eq(mrc_decode(codec_buf, rec0, &got), MRC_WIRE_E_FIELD);
+	d = codec_sample(MRC_OP_DISCOVER, 1);
+	len = codec_encode_ok(&d);
+	memcpy(codec_buf + len, codec_buf + rec0, sizeof(struct mrc_plane_addr));
+	codec_buf[n_addrs] = MRC_MAX_PLANES + 1;
+	codec_put_be16(codec_buf + 18, (MRC_MAX_PLANES + 1) * sizeof(struct mrc_plane_addr));
+	codec_reseal(codec_buf, len + sizeof(struct mrc_plane_addr));
+	ck_assert_int_eq(mrc_decode(codec_buf, len + sizeof(struct mrc_plane_addr), &got),
 			 MRC_WIRE_E_FIELD);
 
 	d.u.discover.n_addrs = 0;
-	ck_assert_int_eq(mrc_encode(&d, buf, sizeof(buf), &len), MRC_WIRE_E_FIELD);
+	ck_assert_int_eq(mrc_encode(&d, codec_buf, sizeof(codec_buf), &len), MRC_WIRE_E_FIELD);
 	d.u.discover.n_addrs = MRC_MAX_PLANES + 1;
-	ck_assert_int_eq(mrc_encode(&d, buf, sizeof(buf), &len), MRC_WIRE_E_FIELD);
+	ck_assert_int_eq(mrc_encode(&d, codec_buf, sizeof(codec_buf), &len), MRC_WIRE_E_FIELD);
 }
 END_TEST
 
 /* The encoder never writes past cap, and says so. */
 START_TEST(mrc_encode__nospace)
 {
-	for (size_t i = 0; i < N_OPCODES; i++) {
-		struct mrc_packet p = sample(all_opcodes[i], 2);
-		size_t need = encode_ok(&p), len = 0;
+	for (size_t i = 0; i < CODEC_N_OPCODES; i++) {
+		struct mrc_packet p = codec_sample(codec_opcodes[i], 2);
+		size_t need = codec_encode_ok(&p), len = 0;
 
 		for (size_t cap = 0; cap < need; cap += 1 + cap / 8) {
-			memset(buf, 0xee, sizeof(buf));
-			ck_assert_int_eq(mrc_encode(&p, buf, cap, &len), MRC_WIRE_E_NOSPACE);
-			ck_assert_uint_eq(buf[cap], 0xee);
+			memset(codec_buf, 0xee, sizeof(codec_buf));
+			ck_assert_int_eq(mrc_encode(&p, codec_buf, cap, &len), MRC_WIRE_E_NOSPACE);
+			ck_assert_uint_eq(codec_buf[cap], 0xee);
 		}
 	}
 }
@@ -929,7 +668,7 @@ START_TEST(mrc_encode__unknown_opcode)
 	size_t len;
 
 	p.opcode = 0x7f;
-	ck_assert_int_eq(mrc_encode(&p, buf, sizeof(buf), &len), MRC_WIRE_E_OPCODE);
+	ck_assert_int_eq(mrc_encode(&p, codec_buf, sizeof(codec_buf), &len), MRC_WIRE_E_OPCODE);
 }
 END_TEST
 
