@@ -366,20 +366,41 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 		qp_ready(c, qp, now);
 }
 
+/*
+ * A request about one of the client's QPs (connect, ready, modify: each struct begins with
+ * qp_num): the struct copied into r, and the QP; NULL with *err when either is wrong.
+ */
+static struct mrcd_qp *requested_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload,
+				    size_t len, void *r, size_t size, int *err)
+{
+	struct mrcd_qp *qp;
+	uint32_t qpn;
+
+	_Static_assert(__builtin_offsetof(struct mrc_ctl_connect_qp, qp_num) == 0 &&
+			       __builtin_offsetof(struct mrc_ctl_ready_qp, qp_num) == 0 &&
+			       __builtin_offsetof(struct mrc_ctl_modify_qp, qp_num) == 0,
+		       "qp_num leads each QP request");
+	*err = -EINVAL;
+	if (len != size)
+		return NULL;
+	memcpy(r, payload, size);
+	memcpy(&qpn, r, sizeof(qpn));
+	qp = core_qp_by_num(&c->t, qpn);
+	*err = -ENOENT;
+	return qp && qp->owner == (int)owner ? qp : NULL;
+}
+
 int core_connect_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
 		    uint64_t now)
 {
 	struct mrc_ctl_connect_qp r;
 	struct mrcd_qp *qp;
 	struct mrcd_addr addr;
-	int idx;
+	int idx, err;
 
-	if (len != sizeof(r))
-		return -EINVAL;
-	memcpy(&r, payload, sizeof(r));
-	qp = core_qp_by_num(&c->t, r.qp_num);
-	if (!qp || qp->owner != (int)owner)
-		return -ENOENT;
+	qp = requested_qp(c, owner, payload, len, &r, sizeof(r), &err);
+	if (!qp)
+		return err;
 	if (qp->state != MRC_CTL_QP_IDLE)
 		return -EBUSY;
 	if (r.dest_qp_num > MRC_QPN_MAX || r.dest_qp_num == MRC_QPN_DAEMON ||
@@ -415,14 +436,11 @@ int core_ready_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, s
 		  uint64_t now)
 {
 	struct mrc_ctl_ready_qp r;
-	struct mrcd_qp *qp;
+	int err;
+	struct mrcd_qp *qp = requested_qp(c, owner, payload, len, &r, sizeof(r), &err);
 
-	if (len != sizeof(r))
-		return -EINVAL;
-	memcpy(&r, payload, sizeof(r));
-	qp = core_qp_by_num(&c->t, r.qp_num);
-	if (!qp || qp->owner != (int)owner)
-		return -ENOENT;
+	if (!qp)
+		return err;
 	if (r.retry_cnt > 7 || r.rnr_retry > 7 || !r.max_rd_atomic ||
 	    r.max_rd_atomic > MRC_CTL_MAX_RD_ATOMIC || r.timeout > 31)
 		return -EINVAL;
@@ -443,14 +461,11 @@ int core_ready_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, s
 int core_modify_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len)
 {
 	struct mrc_ctl_modify_qp r;
-	struct mrcd_qp *qp;
+	int err;
+	struct mrcd_qp *qp = requested_qp(c, owner, payload, len, &r, sizeof(r), &err);
 
-	if (len != sizeof(r))
-		return -EINVAL;
-	memcpy(&r, payload, sizeof(r));
-	qp = core_qp_by_num(&c->t, r.qp_num);
-	if (!qp || qp->owner != (int)owner)
-		return -ENOENT;
+	if (!qp)
+		return err;
 	if (r.retry_cnt > 7 || r.rnr_retry > 7 || r.timeout > 31 || r.min_rnr_timer > 31 ||
 	    (r.access & ~(MRC_CTL_ACCESS_ALL & ~MRC_CTL_ACCESS_LOCAL_WRITE)) || r.reserved)
 		return -EINVAL;

@@ -382,19 +382,38 @@ static void deliver_receives(struct mrc_conn *c)
 }
 
 /*
- * Room for one more READ or atomic response [R-226]. Responses stay until acknowledged, so
- * under loss a conforming requester can find the room taken by responses already sent: then
- * the request is not accepted and comes again. Only a requester with more than
- * max_dest_rd_atomic requests unanswered at once breaks the rule: NAK invalid_req.
+ * The response a READ or atomic request is owed, len bytes back to (sink_key, sink_addr),
+ * in *out; its source the caller sets. There must be room for it [R-226]: responses stay
+ * until acknowledged, so under loss a conforming requester can find the room taken by
+ * responses already sent; then the request is not accepted and comes again. Only a requester
+ * with more than max_dest_rd_atomic requests unanswered at once breaks the rule: NAK
+ * invalid_req.
  */
-static int rr_room(struct mrc_conn *c, const struct mrc_rx_info *rx, uint32_t psn, uint32_t msn)
+static int owe_response(struct mrc_conn *c, const struct mrc_rx_info *rx,
+			const struct mrc_packet *pkt, uint32_t msn, uint8_t wr_opcode, uint32_t len,
+			uint32_t sink_key, uint64_t sink_addr, struct msg **out)
 {
+	struct msg *m;
+
 	if (c->rr_tail - c->rr_pkt >= (c->cfg.max_dest_rd_atomic ? c->cfg.max_dest_rd_atomic : 1)) {
-		queue_nak(c, rx, MRC_NAK_INVALID_REQ, psn, msn, 0);
+		queue_nak(c, rx, MRC_NAK_INVALID_REQ, pkt->psn, msn, 0);
 		return MRC_DROP_INVALID_REQ;
 	}
 	if (c->rr_tail - c->rr_head >= c->rr_depth)
 		return MRC_DROP_RESPONDER_BUSY;
+	m = rr_msg(c, c->rr_tail++);
+	memset(m, 0, sizeof(*m));
+	m->kind = MSG_RR;
+	m->msn = msn;
+	m->req_psn = pkt->psn;
+	m->len = len;
+	m->npkts = len ? (len + c->cfg.max_payload - 1) / c->cfg.max_payload : 1;
+	m->wr.opcode = wr_opcode;
+	m->wr.num_sge = len ? 1 : 0;
+	m->wr.sge[0].length = len;
+	m->wr.rkey = sink_key;
+	m->wr.raddr = sink_addr;
+	*out = m;
 	return MRC_DROP_NONE;
 }
 
@@ -425,23 +444,13 @@ static int accept_atomic(struct mrc_conn *c, const struct mrc_rx_info *rx,
 		queue_nak(c, rx, MRC_NAK_INVALID_REQ, pkt->psn, a->msn, 0);
 		return MRC_DROP_INVALID_REQ;
 	}
-	err = rr_room(c, rx, pkt->psn, a->msn);
+	err = owe_response(c, rx, pkt, a->msn,
+			   a->op == MRC_ATOMIC_CMP_SWAP ? MRC_WR_ATOMIC_CMP_SWAP
+							: MRC_WR_ATOMIC_FETCH_ADD,
+			   8, a->sink_key, a->sink_addr, &m);
 	if (err)
 		return err;
-	m = rr_msg(c, c->rr_tail++);
-	memset(m, 0, sizeof(*m));
-	m->kind = MSG_RR;
-	m->msn = a->msn;
-	m->req_psn = pkt->psn;
-	m->len = 8;
-	m->npkts = 1;
-	m->wr.opcode = a->op == MRC_ATOMIC_CMP_SWAP ? MRC_WR_ATOMIC_CMP_SWAP
-						    : MRC_WR_ATOMIC_FETCH_ADD;
-	m->wr.num_sge = 1;
 	m->wr.sge[0].host = &m->atomic_result;
-	m->wr.sge[0].length = 8;
-	m->wr.rkey = a->sink_key;
-	m->wr.raddr = a->sink_addr;
 	m->wr.compare_add = a->op == MRC_ATOMIC_CMP_SWAP ? a->compare : a->swap_add;
 	m->wr.swap = a->swap_add;
 	m->atomic_target = (uint64_t *)(void *)host;
@@ -546,23 +555,11 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 			queue_nak(c, rx, MRC_NAK_REMOTE_ACCESS, pkt->psn, r->msn, 0);
 			return MRC_DROP_REMOTE_ACCESS;
 		}
-		err = rr_room(c, rx, pkt->psn, r->msn);
-		if (err)
-			return err;
-		m = rr_msg(c, c->rr_tail++);
-		memset(m, 0, sizeof(*m));
-		m->kind = MSG_RR;
-		m->msn = r->msn;
-		m->req_psn = pkt->psn;
-		m->len = r->length;
-		m->npkts = r->length ? (r->length + c->cfg.max_payload - 1) / c->cfg.max_payload : 1;
-		m->wr.opcode = MRC_WR_READ;
-		m->wr.num_sge = r->length ? 1 : 0;
-		m->wr.sge[0].host = r->length ? host : NULL;
-		m->wr.sge[0].length = r->length;
-		m->wr.rkey = r->sink_key;
-		m->wr.raddr = r->sink_addr;
-		return MRC_DROP_NONE;
+		err = owe_response(c, rx, pkt, r->msn, MRC_WR_READ, r->length, r->sink_key,
+				   r->sink_addr, &m);
+		if (!err)
+			m->wr.sge[0].host = r->length ? host : NULL;
+		return err;
 	}
 	case MRC_OP_ATOMIC_REQ:
 		return accept_atomic(c, rx, pkt);

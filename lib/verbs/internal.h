@@ -184,6 +184,10 @@ int ibv_dofork_range(void *base, size_t size);
 /* --- pieces other files need --- */
 int mrv_map_ring(int fd, uint16_t kind, uint32_t entries, void **mem, size_t *len,
 		 struct mrc_ring *ring);
+/* Receive requests into a QP's or an SRQ's ring, the caller holding its lock; *posted when
+ * any went in, *bad at the first refused (EINVAL: too many elements; ENOMEM: ring full). */
+int mrv_produce_receives(struct mrc_ring *ring, unsigned max_sge, struct ibv_recv_wr *wr,
+			 struct ibv_recv_wr **bad, bool *posted);
 int mrv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 struct mrv_srq *mrv_srq_limit_reached(struct mrv_context *ctx);
 enum ibv_mtu mrv_active_mtu(const struct mrv_context *ctx);

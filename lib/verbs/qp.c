@@ -154,6 +154,31 @@ int mrv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 	return err;
 }
 
+int mrv_produce_receives(struct mrc_ring *ring, unsigned max_sge, struct ibv_recv_wr *wr,
+			 struct ibv_recv_wr **bad, bool *posted)
+{
+	for (; wr; wr = wr->next) {
+		struct mrc_rq_entry e;
+
+		if (wr->num_sge < 0 || wr->num_sge > (int)max_sge) {
+			*bad = wr;
+			return EINVAL;
+		}
+		memset(&e, 0, sizeof(e));
+		e.wr_id = wr->wr_id;
+		e.num_sge = (uint8_t)wr->num_sge;
+		for (int i = 0; i < wr->num_sge; i++)
+			e.sge[i] = (struct mrc_shm_sge){ wr->sg_list[i].addr, wr->sg_list[i].length,
+							 wr->sg_list[i].lkey };
+		if (mrc_ring_produce(ring, &e)) {
+			*bad = wr;
+			return ENOMEM;
+		}
+		*posted = true;
+	}
+	return 0;
+}
+
 int mrv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct mrv_qp *qp = to_qp(ibqp);
@@ -164,27 +189,8 @@ int mrv_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv_recv_w
 	if (ibqp->state == IBV_QPS_RESET || qp->srq) {
 		err = EINVAL; /* a QP of an SRQ takes its receives from there */
 		*bad = wr;
-	}
-	for (; wr && !err; wr = wr->next) {
-		struct mrc_rq_entry e;
-
-		if (wr->num_sge < 0 || wr->num_sge > (int)qp->cap.max_recv_sge) {
-			err = EINVAL;
-			*bad = wr;
-			break;
-		}
-		memset(&e, 0, sizeof(e));
-		e.wr_id = wr->wr_id;
-		e.num_sge = (uint8_t)wr->num_sge;
-		for (int i = 0; i < wr->num_sge; i++)
-			e.sge[i] = (struct mrc_shm_sge){ wr->sg_list[i].addr, wr->sg_list[i].length,
-							 wr->sg_list[i].lkey };
-		if (mrc_ring_produce(&qp->rq, &e)) {
-			err = ENOMEM;
-			*bad = wr;
-		} else {
-			posted = true;
-		}
+	} else {
+		err = mrv_produce_receives(&qp->rq, qp->cap.max_recv_sge, wr, bad, &posted);
 	}
 	pthread_spin_unlock(&qp->lock);
 	if (posted)

@@ -141,30 +141,12 @@ int ibv_destroy_srq(struct ibv_srq *ibsrq)
 int mrv_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	struct mrv_srq *s = to_srq(ibsrq);
-	int err = 0;
+	bool posted = false; /* no doorbell: the daemon reads the SRQ when a message arrives */
+	int err;
 
 	pthread_spin_lock(&s->lock);
-	for (; wr; wr = wr->next) {
-		struct mrc_rq_entry e;
-
-		if (wr->num_sge < 0 || wr->num_sge > (int)s->max_sge) {
-			err = EINVAL;
-			break;
-		}
-		memset(&e, 0, sizeof(e));
-		e.wr_id = wr->wr_id;
-		e.num_sge = (uint8_t)wr->num_sge;
-		for (int i = 0; i < wr->num_sge; i++)
-			e.sge[i] = (struct mrc_shm_sge){ wr->sg_list[i].addr, wr->sg_list[i].length,
-							 wr->sg_list[i].lkey };
-		if (mrc_ring_produce(&s->ring, &e)) {
-			err = ENOMEM;
-			break;
-		}
-	}
+	err = mrv_produce_receives(&s->ring, s->max_sge, wr, bad, &posted);
 	pthread_spin_unlock(&s->lock);
-	if (err)
-		*bad = wr;
 	return err;
 }
 

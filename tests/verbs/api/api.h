@@ -32,6 +32,7 @@ struct side {
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
+	struct ibv_mr *local; /* a writer's local buffer, in its own PD (make_pair_with) */
 };
 
 void die(const char *what);
@@ -47,6 +48,11 @@ enum ibv_wc_status write_to(struct side *s, struct ibv_mr *src, void *from, uint
 			    uint32_t rkey, uint64_t raddr, unsigned flags);
 /* A writer and a target connected to each other, the target's QP in target_pd. */
 void make_pair(struct side *w, struct side *t, struct ibv_pd *target_pd);
+/* The same, with [local, local + len) registered for local write in the writer's PD as
+ * w->local: a writer's PD is its own, so its buffers go and come with it. */
+void make_pair_with(struct side *w, struct side *t, struct ibv_pd *target_pd, void *local,
+		    size_t len);
+/* Both QPs, their CQs, the writer's PD and its local buffer's registration go. */
 void drop_pair(struct side *w, struct side *t);
 /* Every byte of [p, p + n) is b. */
 bool all(const uint8_t *p, size_t n, uint8_t b);

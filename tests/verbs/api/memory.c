@@ -22,7 +22,7 @@ void rereg_matrix(void)
 			    (combo & 4 ? IBV_REREG_MR_CHANGE_PD : 0);
 		int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 		uint8_t *new_buf = aligned_alloc(4096, 8192), *dst;
-		struct ibv_mr *mr, *src_mr;
+		struct ibv_mr *mr;
 		struct side w, t;
 		enum ibv_wc_status st;
 		int err;
@@ -31,25 +31,23 @@ void rereg_matrix(void)
 			die("malloc");
 		memset(old_buf, 0xa0, 8192);
 		memset(new_buf, 0xb0, 8192);
-		make_pair(&w, &t, target_pd);
-		src_mr = ibv_reg_mr(w.pd, src, 4096, IBV_ACCESS_LOCAL_WRITE);
+		make_pair_with(&w, &t, target_pd, src, 4096);
 		mr = ibv_reg_mr(combo & 4 ? elsewhere : target_pd, old_buf, 8192,
 				combo & 2 ? IBV_ACCESS_LOCAL_WRITE : rw);
-		if (!src_mr || !mr)
+		if (!mr)
 			die("reg_mr");
 		err = ibv_rereg_mr(mr, flags, target_pd, new_buf, 8192, rw);
 		dst = combo & 1 ? new_buf : old_buf;
 		for (unsigned k = 0; k < 4096; k++)
 			src[k] = (uint8_t)(k * 7 + combo);
 		st = err ? IBV_WC_GENERAL_ERR
-			 : write_to(&w, src_mr, src, 4096, mr->rkey, (uintptr_t)dst + 1000, 0);
+			 : write_to(&w, w.local, src, 4096, mr->rkey, (uintptr_t)dst + 1000, 0);
 		CHECK(err == 0 && st == IBV_WC_SUCCESS && !memcmp(dst + 1000, src, 4096) &&
 			      all(dst, 1000, combo & 1 ? 0xb0 : 0xa0) &&
 			      (!(combo & 1) || all(old_buf, 8192, 0xa0)) && mr->pd == target_pd,
 		      "ibv_rereg_mr(%s): %d, then a 4 KiB WRITE with the new rkey: %s, byte-exact "
 		      "at the new translation, the old buffer untouched",
 		      names[combo], err, ibv_wc_status_str(st));
-		ibv_dereg_mr(src_mr);
 		ibv_dereg_mr(mr);
 		drop_pair(&w, &t);
 		free(new_buf);
@@ -79,17 +77,15 @@ void pd_boundary(void)
 	memset(src, 0x5a, 256);
 
 	/* an rkey of another PD of the same process */
-	make_pair(&w, &t, target_pd);
+	make_pair_with(&w, &t, target_pd, src, 256);
 	foreign = ibv_reg_mr(other, buf, 4096, rw);
-	src_mr = ibv_reg_mr(w.pd, src, 256, IBV_ACCESS_LOCAL_WRITE);
-	if (!foreign || !src_mr)
+	if (!foreign)
 		die("reg_mr");
-	st = write_to(&w, src_mr, src, 64, foreign->rkey, (uintptr_t)buf, 0);
+	st = write_to(&w, w.local, src, 64, foreign->rkey, (uintptr_t)buf, 0);
 	CHECK(st == IBV_WC_REM_ACCESS_ERR && all(buf, 4096, 0),
 	      "WRITE with the rkey of a region in another PD of the process: %s, nothing placed",
 	      ibv_wc_status_str(st));
 	CHECK(ibv_dealloc_pd(other) == EBUSY, "ibv_dealloc_pd of a PD with a region: EBUSY");
-	ibv_dereg_mr(src_mr);
 	drop_pair(&w, &t);
 
 	/* an lkey of another PD as the source */
@@ -105,33 +101,28 @@ void pd_boundary(void)
 	drop_pair(&w, &t);
 
 	/* remote write taken away by ibv_rereg_mr */
-	make_pair(&w, &t, target_pd);
-	src_mr = ibv_reg_mr(w.pd, src, 256, IBV_ACCESS_LOCAL_WRITE);
+	make_pair_with(&w, &t, target_pd, src, 256);
 	CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
 			   IBV_ACCESS_LOCAL_WRITE) == 0,
 	      "ibv_rereg_mr: remote write taken away");
-	st = write_to(&w, src_mr, src, 64, mr->rkey, (uintptr_t)buf, 0);
+	st = write_to(&w, w.local, src, 64, mr->rkey, (uintptr_t)buf, 0);
 	CHECK(st == IBV_WC_REM_ACCESS_ERR && all(buf, 4096, 0), "... then a WRITE: %s",
 	      ibv_wc_status_str(st));
-	ibv_dereg_mr(src_mr);
 	drop_pair(&w, &t);
 
 	/* moved to another PD by ibv_rereg_mr */
-	make_pair(&w, &t, target_pd);
-	src_mr = ibv_reg_mr(w.pd, src, 256, IBV_ACCESS_LOCAL_WRITE);
+	make_pair_with(&w, &t, target_pd, src, 256);
 	CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS, other, NULL,
 			   0, rw) == 0 && mr->pd == other,
 	      "ibv_rereg_mr: moved to another PD, remote write back");
-	st = write_to(&w, src_mr, src, 64, mr->rkey, (uintptr_t)buf, 0);
+	st = write_to(&w, w.local, src, 64, mr->rkey, (uintptr_t)buf, 0);
 	CHECK(st == IBV_WC_REM_ACCESS_ERR && all(buf, 4096, 0),
 	      "... then a WRITE from a QP of the old PD: %s", ibv_wc_status_str(st));
-	ibv_dereg_mr(src_mr);
 	drop_pair(&w, &t);
 
 	/* the QP's own remote write taken away at RTS */
-	make_pair(&w, &t, other);
-	src_mr = ibv_reg_mr(w.pd, src, 256, IBV_ACCESS_LOCAL_WRITE);
-	st = write_to(&w, src_mr, src, 64, mr->rkey, (uintptr_t)buf, 0);
+	make_pair_with(&w, &t, other, src, 256);
+	st = write_to(&w, w.local, src, 64, mr->rkey, (uintptr_t)buf, 0);
 	CHECK(st == IBV_WC_SUCCESS && all(buf, 64, 0x5a),
 	      "a QP of the region's new PD writes into it: %s", ibv_wc_status_str(st));
 	{
@@ -152,12 +143,11 @@ void pd_boundary(void)
 		      "... the SQ PSN cannot change at RTS: EINVAL");
 	}
 	memset(src, 0x6b, 256);
-	st = write_to(&w, src_mr, src, 64, mr->rkey, (uintptr_t)buf, 0);
+	st = write_to(&w, w.local, src, 64, mr->rkey, (uintptr_t)buf, 0);
 	/* the QP, not the region, refuses: invalid request, as InfiniBand answers */
 	CHECK(st == IBV_WC_REM_INV_REQ_ERR && all(buf, 64, 0x5a),
 	      "a WRITE into a QP whose remote write was taken away at RTS: %s",
 	      ibv_wc_status_str(st));
-	ibv_dereg_mr(src_mr);
 	ibv_dereg_mr(mr);
 	ibv_dereg_mr(foreign);
 	drop_pair(&w, &t);

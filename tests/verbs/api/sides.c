@@ -23,6 +23,7 @@ void make_side_in(struct side *s, struct ibv_pd *pd)
 					       .max_send_sge = 1, .max_recv_sge = 1,
 					       .max_inline_data = 64 } };
 
+	s->local = NULL;
 	s->pd = pd ? pd : ibv_alloc_pd(ctx);
 	s->cq = s->pd ? ibv_create_cq(ctx, 64, NULL, NULL, 0) : NULL;
 	a.send_cq = a.recv_cq = s->cq;
@@ -123,8 +124,19 @@ void make_pair(struct side *w, struct side *t, struct ibv_pd *target_pd)
 	connect_to(t, w->qp->qp_num);
 }
 
+void make_pair_with(struct side *w, struct side *t, struct ibv_pd *target_pd, void *local,
+		    size_t len)
+{
+	make_pair(w, t, target_pd);
+	w->local = ibv_reg_mr(w->pd, local, len, IBV_ACCESS_LOCAL_WRITE);
+	if (!w->local)
+		die("reg_mr of the writer's buffer");
+}
+
 void drop_pair(struct side *w, struct side *t)
 {
+	if (w->local)
+		ibv_dereg_mr(w->local);
 	ibv_destroy_qp(w->qp);
 	ibv_destroy_qp(t->qp);
 	ibv_destroy_cq(w->cq);
