@@ -12,23 +12,6 @@
 
 #include "seq.h"
 
-static void sge_scatter(const struct mrc_sge *sge, unsigned n, uint32_t off, const uint8_t *src,
-			uint32_t len)
-{
-	for (unsigned i = 0; i < n && len; i++) {
-		if (off >= sge[i].length) {
-			off -= sge[i].length;
-			continue;
-		}
-		uint32_t take = sge[i].length - off < len ? sge[i].length - off : len;
-
-		memcpy((uint8_t *)sge[i].host + off, src, take);
-		src += take;
-		len -= take;
-		off = 0;
-	}
-}
-
 /* --- receiving: acknowledgements (sender side) ---------------------------------------- */
 
 static void packet_acked(struct mrc_conn *c, uint32_t psn, uint32_t *acked_on_path,
@@ -517,8 +500,8 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 		if (one_sided && pkt->payload_len && !rx->placed)
 			memcpy(host, pkt->payload, pkt->payload_len);
 		else if (!one_sided)
-			sge_scatter(e->wr.sge, e->wr.num_sge, d->msg_off, pkt->payload,
-				    pkt->payload_len);
+			conn_sge_copy(e->wr.sge, e->wr.num_sge, d->msg_off, NULL, pkt->payload,
+				      pkt->payload_len);
 		if (e) {
 			if (!e->started) {
 				e->started = true;
@@ -575,8 +558,8 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 			return MRC_DROP_BAD_READ_RESP;
 		}
 		if (!rx->placed)
-			sge_scatter(m->wr.sge, m->wr.num_sge, d->msg_off, pkt->payload,
-				    pkt->payload_len);
+			conn_sge_copy(m->wr.sge, m->wr.num_sge, d->msg_off, NULL, pkt->payload,
+				      pkt->payload_len);
 		m->read_placed += pkt->payload_len;
 		/* the responder is alive and answering: the READ watchdog starts over */
 		c->retries = 0;

@@ -11,24 +11,6 @@
 
 #include "seq.h"
 
-/* Copies len bytes at offset off of a scatter list into dst, or from src into it. */
-static void sge_gather(const struct mrc_sge *sge, unsigned n, uint32_t off, uint8_t *dst,
-		       uint32_t len)
-{
-	for (unsigned i = 0; i < n && len; i++) {
-		if (off >= sge[i].length) {
-			off -= sge[i].length;
-			continue;
-		}
-		uint32_t take = sge[i].length - off < len ? sge[i].length - off : len;
-
-		memcpy(dst, (const uint8_t *)sge[i].host + off, take);
-		dst += take;
-		len -= take;
-		off = 0;
-	}
-}
-
 /* --- sending -------------------------------------------------------------------------- */
 
 static bool encode(struct mrc_packet *pkt, void *buf, size_t cap, size_t *len)
@@ -332,7 +314,8 @@ static bool build_data(struct mrc_conn *c, const struct msg *m, uint32_t psn, ui
 	if (piece) {
 		pkt.payload = piece;
 	} else {
-		sge_gather(m->wr.sge, m->wr.num_sge, off, (uint8_t *)buf + hdr, pkt.payload_len);
+		conn_sge_copy(m->wr.sge, m->wr.num_sge, off, (uint8_t *)buf + hdr, NULL,
+			      pkt.payload_len);
 		pkt.payload = (const uint8_t *)buf + hdr;
 	}
 	pkt.u.data.msn = m->msn;
