@@ -97,13 +97,18 @@ static const struct opcode_info opcodes[256] = {
 	[MRC_OP_DISCOVER_REPLY] = { "discover_reply", 0, sizeof(struct mrc_discover_ext), 0, 0,
 				    1, QPN_DAEMON },
 	[MRC_OP_CLOSE] = { "close", 0, sizeof(struct mrc_close_ext), 0, 0, 0, QPN_QP },
+	[MRC_OP_UD_SEND] = { "ud_send", MRC_F_SOLICITED, sizeof(struct mrc_ud_ext), 0, 0, 1,
+			     QPN_QP },
+	[MRC_OP_UD_SEND_IMM] = { "ud_send_imm", MRC_F_SOLICITED, sizeof(struct mrc_ud_ext), 0, 0,
+				 1, QPN_QP },
 };
 
-/* psn carries meaning only in sequenced packets and as DISCOVER's request id. */
+/* psn carries meaning in sequenced packets, as DISCOVER's request id and as a UD QP's
+ * datagram count [R-16, R-327]. */
 static int psn_meaningful(uint8_t opcode)
 {
 	return opcodes[opcode].sequenced || opcode == MRC_OP_DISCOVER ||
-	       opcode == MRC_OP_DISCOVER_REPLY;
+	       opcode == MRC_OP_DISCOVER_REPLY || mrc_opcode_is_ud(opcode);
 }
 
 int mrc_opcode_is_known(uint8_t opcode)
@@ -119,6 +124,11 @@ int mrc_opcode_is_sequenced(uint8_t opcode)
 int mrc_opcode_is_data(uint8_t opcode)
 {
 	return opcodes[opcode].data;
+}
+
+int mrc_opcode_is_ud(uint8_t opcode)
+{
+	return opcode == MRC_OP_UD_SEND || opcode == MRC_OP_UD_SEND_IMM;
 }
 
 uint16_t mrc_opcode_flags(uint8_t opcode)
@@ -298,6 +308,13 @@ static int check_semantics(const struct mrc_packet *pkt)
 		return check_discover(pkt);
 	case MRC_OP_CLOSE:
 		return pkt->u.close.reason > MRC_CLOSE_REASON_MAX ? MRC_WIRE_E_FIELD : MRC_WIRE_OK;
+	case MRC_OP_UD_SEND:
+	case MRC_OP_UD_SEND_IMM:
+		if (pkt->u.ud.src_qpn == MRC_QPN_DAEMON || pkt->u.ud.src_qpn > MRC_QPN_MAX)
+			return MRC_WIRE_E_FIELD;
+		if (pkt->opcode == MRC_OP_UD_SEND && pkt->u.ud.imm)
+			return MRC_WIRE_E_FIELD;
+		return MRC_WIRE_OK;
 	default:
 		return MRC_WIRE_OK;
 	}
@@ -392,6 +409,12 @@ static void decode_ext(const uint8_t *ext, struct mrc_packet *pkt)
 	}
 	case MRC_OP_CLOSE:
 		pkt->u.close.reason = GET32(ext, struct mrc_close_ext, reason);
+		break;
+	case MRC_OP_UD_SEND:
+	case MRC_OP_UD_SEND_IMM:
+		pkt->u.ud.src_qpn = GET32(ext, struct mrc_ud_ext, src_qpn);
+		pkt->u.ud.qkey = GET32(ext, struct mrc_ud_ext, qkey);
+		pkt->u.ud.imm = GET32(ext, struct mrc_ud_ext, imm);
 		break;
 	}
 }
@@ -567,6 +590,12 @@ static void encode_ext(const struct mrc_packet *pkt, uint8_t *ext)
 	case MRC_OP_CLOSE:
 		PUT32(ext, struct mrc_close_ext, reason, pkt->u.close.reason);
 		break;
+	case MRC_OP_UD_SEND:
+	case MRC_OP_UD_SEND_IMM:
+		PUT32(ext, struct mrc_ud_ext, src_qpn, pkt->u.ud.src_qpn);
+		PUT32(ext, struct mrc_ud_ext, qkey, pkt->u.ud.qkey);
+		PUT32(ext, struct mrc_ud_ext, imm, pkt->u.ud.imm);
+		break;
 	}
 }
 
@@ -647,7 +676,7 @@ int mrc_encode(const struct mrc_packet *pkt, void *buf, size_t cap, size_t *out_
 
 int mrc_encode_headers(const struct mrc_packet *pkt, void *buf, size_t cap, size_t *hdr_len)
 {
-	if (!mrc_opcode_is_data(pkt->opcode))
+	if (!mrc_opcode_is_data(pkt->opcode) && !mrc_opcode_is_ud(pkt->opcode))
 		return encode(pkt, buf, cap, false, hdr_len);
 	return encode(pkt, buf, cap, true, hdr_len);
 }

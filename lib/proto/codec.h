@@ -94,6 +94,12 @@ struct mrc_close {
 	uint32_t reason; /* enum mrc_close_reason */
 };
 
+struct mrc_ud {
+	uint32_t src_qpn;
+	uint32_t qkey;
+	uint32_t imm;
+};
+
 struct mrc_packet {
 	uint8_t opcode; /* enum mrc_opcode */
 	uint16_t flags;
@@ -110,8 +116,9 @@ struct mrc_packet {
 		struct mrc_probe probe;	      /* PROBE, PROBE_REPLY */
 		struct mrc_discover discover; /* DISCOVER, DISCOVER_REPLY */
 		struct mrc_close close;	      /* CLOSE */
+		struct mrc_ud ud;	      /* UD_SEND, UD_SEND_IMM */
 	} u;
-	/* Data opcodes: the bytes to place. Decoded: points into the input buffer. */
+	/* Data and UD opcodes: the bytes to place. Decoded: points into the input buffer. */
 	const uint8_t *payload;
 	uint16_t payload_len;
 };
@@ -124,6 +131,9 @@ int mrc_opcode_is_sequenced(uint8_t opcode);
 
 /* True for the opcodes that carry the data extension and a payload to place. */
 int mrc_opcode_is_data(uint8_t opcode);
+
+/* True for the unreliable datagram opcodes (UD_SEND, UD_SEND_IMM). */
+int mrc_opcode_is_ud(uint8_t opcode);
 
 /* The MRC_F_* flags an opcode defines; 0 for an unknown opcode. */
 uint16_t mrc_opcode_flags(uint8_t opcode);
@@ -160,7 +170,7 @@ int mrc_decode_placed(const void *hdr, size_t len, struct mrc_packet *pkt);
 int mrc_encode(const struct mrc_packet *pkt, void *buf, size_t cap, size_t *out_len);
 
 /*
- * The same, but a data packet's payload stays where pkt->payload points: only its headers
+ * The same, but a data or UD packet's payload stays where pkt->payload points: only its headers
  * are written (*hdr_len bytes), with the checksum over them and the payload, which must
  * follow them on the wire (a sender's gather list). Other opcodes are encoded whole.
  */

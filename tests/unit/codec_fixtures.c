@@ -12,7 +12,7 @@ uint8_t codec_payload[MRC_WIRE_MAX_PACKET];
 const uint8_t codec_opcodes[] = {
 	MRC_OP_WRITE,	 MRC_OP_WRITE_IMM, MRC_OP_SEND,		MRC_OP_SEND_IMM, MRC_OP_READ_REQ,
 	MRC_OP_READ_RESP, MRC_OP_ATOMIC_REQ, MRC_OP_ACK,	   MRC_OP_NAK,		MRC_OP_PROBE,	 MRC_OP_PROBE_REPLY,
-	MRC_OP_DISCOVER, MRC_OP_DISCOVER_REPLY, MRC_OP_CLOSE,
+	MRC_OP_DISCOVER, MRC_OP_DISCOVER_REPLY, MRC_OP_CLOSE, MRC_OP_UD_SEND, MRC_OP_UD_SEND_IMM,
 };
 
 void codec_reseal(uint8_t *p, size_t len)
@@ -165,6 +165,16 @@ struct mrc_packet codec_sample(uint8_t op, int variant)
 	case MRC_OP_CLOSE:
 		p.u.close.reason = hi ? MRC_CLOSE_REASON_MAX : mid ? MRC_CLOSE_ERROR : MRC_CLOSE_NORMAL;
 		break;
+	case MRC_OP_UD_SEND:
+	case MRC_OP_UD_SEND_IMM:
+		p.psn = hi ? UINT32_MAX : mid ? 0x00ffffffu : 0;
+		p.u.ud.src_qpn = hi ? MRC_QPN_MAX : mid ? 0x10203 : 1;
+		p.u.ud.qkey = hi ? UINT32_MAX : mid ? 0x11111111u : 0;
+		p.u.ud.imm = op == MRC_OP_UD_SEND ? 0 : hi ? UINT32_MAX : mid ? 0xdeadbeefu : 0;
+		p.payload_len = hi ? (uint16_t)(MRC_WIRE_MAX_PACKET - mrc_header_len(op)) :
+			       mid ? 1024 : 0;
+		p.payload = codec_payload;
+		break;
 	}
 	return p;
 }
@@ -257,6 +267,14 @@ void codec_assert_same(const struct mrc_packet *a, const struct mrc_packet *b)
 			ck_assert_uint_eq(a->u.discover.addrs[i].flags, b->u.discover.addrs[i].flags);
 			ck_assert_mem_eq(a->u.discover.addrs[i].addr, b->u.discover.addrs[i].addr, 16);
 		}
+		break;
+	case MRC_OP_UD_SEND:
+	case MRC_OP_UD_SEND_IMM:
+		ck_assert_uint_eq(a->u.ud.src_qpn, b->u.ud.src_qpn);
+		ck_assert_uint_eq(a->u.ud.qkey, b->u.ud.qkey);
+		ck_assert_uint_eq(a->u.ud.imm, b->u.ud.imm);
+		ck_assert_uint_eq(a->payload_len, b->payload_len);
+		ck_assert_mem_eq(a->payload, b->payload, a->payload_len);
 		break;
 	case MRC_OP_CLOSE:
 		ck_assert_uint_eq(a->u.close.reason, b->u.close.reason);

@@ -26,5 +26,6 @@ Suite *sack_suite(void);
 Suite *sched_suite(void);
 Suite *share_suite(void);
 Suite *spin_suite(void);
+Suite *ud_suite(void);
 
 #endif

@@ -31,7 +31,10 @@ enum mrc_drop_reason {
 	MRC_DROP_QP_CLOSED = 47,      /* data for a destroyed QP it never received: CLOSE */
 	MRC_DROP_RESPONDER_BUSY = 48, /* READ or atomic beyond the room for responses: not
 				       * accepted, so the requester sends it again [R-226] */
+	MRC_DROP_UD_QKEY = 49,	      /* UD datagram whose qkey is not the QP's */
+	MRC_DROP_UD_NO_RECEIVE = 50,  /* UD datagram while no receive is posted */
+	MRC_DROP_UD_TOO_LONG = 51,    /* UD datagram longer than the receive (GRH included) */
 };
-#define MRC_DROP_REASON_MAX MRC_DROP_RESPONDER_BUSY
+#define MRC_DROP_REASON_MAX MRC_DROP_UD_TOO_LONG
 
 #endif /* METAROCE_DROP_REASONS_H */

@@ -66,7 +66,8 @@
 /*
  * Opcodes [R-4]. Values are grouped: 0x01-0x0f sequenced requests and responses (they consume
  * a PSN, are SACKed and retransmitted), 0x10-0x1f acknowledgements, 0x20-0x2f path probes,
- * 0x30-0x3f daemon-to-daemon control, 0x40-0x4f QP control. Unlisted values are unknown.
+ * 0x30-0x3f daemon-to-daemon control, 0x40-0x4f QP control, 0x50-0x5f unreliable datagrams.
+ * Unlisted values are unknown.
  */
 enum mrc_opcode {
 	MRC_OP_WRITE = 0x01,	      /* RDMA WRITE, data extension */
@@ -84,6 +85,8 @@ enum mrc_opcode {
 	MRC_OP_DISCOVER = 0x30,	      /* daemon announces its planes and asks for the peer's */
 	MRC_OP_DISCOVER_REPLY = 0x31, /* the peer's planes, in answer */
 	MRC_OP_CLOSE = 0x40,	      /* the sending QP left RTR/RTS; the peer QP must stop */
+	MRC_OP_UD_SEND = 0x50,	      /* one whole message between UD QPs, ud extension */
+	MRC_OP_UD_SEND_IMM = 0x51,    /* the same with immediate data */
 };
 
 /*
@@ -95,7 +98,7 @@ enum mrc_opcode {
 #define MRC_F_RETX 0x0002u	/* sequenced: this is a retransmission */
 #define MRC_F_ECE 0x0004u	/* ACK/NAK/PROBE_REPLY: the echoed packet arrived CE-marked */
 #define MRC_F_INORDER 0x0008u	/* sequenced: sender runs the RoCEv2-like in-order mode */
-#define MRC_F_SOLICITED 0x0010u /* SEND*, WRITE_IMM: raise a solicited completion event */
+#define MRC_F_SOLICITED 0x0010u /* SEND*, WRITE_IMM, UD_SEND*: raise a solicited event */
 #define MRC_F_KNOWN                                                                            \
 	(MRC_F_ACK_REQ | MRC_F_RETX | MRC_F_ECE | MRC_F_INORDER | MRC_F_SOLICITED)
 
@@ -160,6 +163,21 @@ struct mrc_atomic_ext {
 	__be64 compare;	  /* CMP_SWAP: the value compared with; FETCH_ADD: zero */
 };
 MRC_STATIC_ASSERT(sizeof(struct mrc_atomic_ext) == 48, "mrc_atomic_ext is 48 bytes");
+
+/*
+ * Unreliable datagram extension: UD_SEND, UD_SEND_IMM [R-326]. The payload is the whole
+ * message; nothing acknowledges it and nothing resends it.
+ */
+struct mrc_ud_ext {
+	__be32 src_qpn;	 /* the sending UD QP (1 .. 2^24 - 1), the receiver's wc.src_qp */
+	__be32 qkey;	 /* must equal the receiving QP's qkey */
+	__be32 imm;	 /* UD_SEND_IMM: immediate data, opaque; else 0 */
+	__be32 reserved; /* zero */
+};
+MRC_STATIC_ASSERT(sizeof(struct mrc_ud_ext) == 16, "mrc_ud_ext is 16 bytes");
+
+/* Bytes at the head of every UD receive buffer before the payload, as RoCEv2's GRH. */
+#define MRC_UD_GRH_LEN 40
 
 /*
  * ACK extension [R-32]. SACK bit i stands for PSN cum_psn + i, bit i lives in sack[i / 8] under
