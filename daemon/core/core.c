@@ -350,6 +350,16 @@ static int modify_qp(struct mrcd_core *c, const struct request *r)
 	return core_modify_qp(c, r->slot, r->payload, r->len);
 }
 
+static int ud_qp(struct mrcd_core *c, const struct request *r)
+{
+	return core_ud_qp(c, r->slot, r->payload, r->len);
+}
+
+static int resolve(struct mrcd_core *c, const struct request *r)
+{
+	return core_resolve(c, r->payload, r->len, r->now);
+}
+
 static int create_srq(struct mrcd_core *c, const struct request *r)
 {
 	return core_create_srq(c, r->slot, r->payload, r->len, r->n_desc, r->out);
@@ -421,6 +431,8 @@ static const struct {
 	[MRC_CTL_CONNECT_QP] = { connect_qp, 0 },
 	[MRC_CTL_READY_QP] = { ready_qp, 0 },
 	[MRC_CTL_MODIFY_QP] = { modify_qp, 0 },
+	[MRC_CTL_UD_QP] = { ud_qp, 0 },
+	[MRC_CTL_RESOLVE] = { resolve, 0 },
 	[MRC_CTL_CREATE_SRQ] = { create_srq, sizeof(struct mrc_ctl_srq) },
 	[MRC_CTL_MODIFY_SRQ] = { modify_srq, 0 },
 	[MRC_CTL_DESTROY_SRQ] = { destroy_srq, 0 },
@@ -465,6 +477,10 @@ void mrcd_core_rx(struct mrcd_core *c, const struct mrcd_dgram *g, uint64_t now)
 	if ((g->placed ? mrc_decode_placed(g->data, g->len, &pkt)
 		       : mrc_decode(g->data, g->len, &pkt)) != MRC_WIRE_OK) {
 		c->stats.rx_malformed++; /* never answered */
+		return;
+	}
+	if (mrc_opcode_is_ud(pkt.opcode)) {
+		core_ud_rx(c, &pkt, g, now);
 		return;
 	}
 	if (pkt.dst_qpn != MRC_QPN_DAEMON) {
@@ -538,6 +554,7 @@ int mrcd_core_drain_plane(struct mrcd_core *c, unsigned plane, bool drained)
 		c->drained_planes |= (uint16_t)(1u << plane);
 	else
 		c->drained_planes &= (uint16_t)~(1u << plane);
+	c->peers_epoch++; /* UD routes leave the plane too */
 	/* our QPs stop sending there; the peers hear it and stop sending to us there */
 	for (unsigned j = 0; j < c->t.n_qps; j++) {
 		struct mrcd_qp *qp = &c->t.qps[c->t.active[j]];

@@ -109,6 +109,9 @@ struct mrcd_stats {
 	uint64_t tx_held_dropped;   /* refused by the local queue for MRCD_TX_HOLD_NS: given up */
 	uint64_t cq_events;	    /* completion events raised on clients' channels */
 	uint64_t cq_events_spun;    /* arms left to a library spinning on them (no wakeup) */
+	uint64_t ud_tx, ud_rx;	    /* UD datagrams sent, delivered [SPEC 4.8] */
+	uint64_t ud_unroutable;	    /* UD datagrams for a destination this daemon may not reach */
+	uint64_t ud_dropped[MRC_DROP_REASON_MAX + 1]; /* UD datagrams refused, by reason */
 };
 
 struct mrcd_core_params {
@@ -137,6 +140,7 @@ struct mrcd_core {
 	uint64_t now;		 /* the latest time the caller gave: the peer table's callbacks */
 	uint16_t drained_planes; /* operator-drained planes (bit i = plane i) */
 	struct mrc_peer_table peers;
+	uint64_t peers_epoch; /* grows when a peer or a drain changes: UD routes are made anew */
 	struct mrcd_tables t;	 /* clients and what they own */
 	struct mrcd_stats stats; /* never reset: the metrics export them */
 	struct mrcd_stats stats_base; /* at the last stat reset: the control replies show since */

@@ -63,6 +63,8 @@ int core_destroy_srq(struct mrcd_core *c, unsigned owner, uint32_t handle);
 void core_srq_free(struct mrcd_core *c, struct mrcd_srq *s);
 /* A message with receive sequence number rsn arrived at qp, an SRQ's: its receives, now. */
 void core_srq_feed(struct mrcd_core *c, struct mrcd_qp *qp, uint32_t rsn, uint64_t now);
+/* The SRQ's next receive, taken for good (1), none (0), or a corrupt ring (-1). */
+int core_srq_take(struct mrcd_core *c, struct mrcd_srq *s, struct mrc_rq_entry *r);
 /* The engine's callbacks, user = the QP. */
 int core_mr_lookup(void *user, uint32_t key, uint64_t addr, uint32_t len, unsigned access,
 		   uint8_t **host);
@@ -70,8 +72,19 @@ void core_on_complete(void *user, bool from_recv_queue, const struct mrc_complet
 /* A completion the core makes itself (MRC_CQ_*), for the entry at ring index idx. */
 void core_complete_now(struct mrcd_core *c, struct mrcd_qp *qp, bool recv, uint64_t wr_id,
 		       uint32_t idx, uint8_t status, uint8_t opcode);
+/* The same with every field the caller chose (a UD receive's source QP, GRH, immediate). */
+void core_complete_entry(struct mrcd_core *c, struct mrcd_qp *qp, bool recv, uint32_t idx,
+			 struct mrc_cq_entry *e);
 
 /* --- qp.c: queue pairs ------------------------------------------------------------------- */
+
+/* The client's QP of `type` a request names by its leading qp_num (the struct copied into r);
+ * NULL with *err when the request, the QP or its type is wrong. */
+struct mrcd_qp *core_requested_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload,
+				  size_t len, void *r, size_t size, uint8_t type, int *err);
+bool core_is_local_addr(const struct mrcd_config *cfg, const uint8_t addr[16]);
+/* A ring whose indices the client corrupted: the QP fails, the daemon carries on. */
+void core_ring_corrupt(struct mrcd_core *c, struct mrcd_qp *qp, const char *which, uint64_t now);
 
 int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
 		   struct mrc_ctl_qp_created *out);
@@ -92,6 +105,19 @@ void core_drain_receives(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now);
 void core_apply_drains(struct mrcd_core *c, struct mrcd_qp *qp);
 /* A peer's discovery finished, changed or failed: QPs waiting on it go on. */
 void core_peers_changed(struct mrcd_core *c, unsigned peer, int event, uint64_t now);
+
+/* --- ud.c: UD QPs (SPEC 4.8) ------------------------------------------------------------- */
+
+/* MRC_CTL_UD_QP: a UD QP to RTR or RTS, or its new qkey. */
+int core_ud_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len);
+/* MRC_CTL_RESOLVE (ibv_create_ah): discovery of an address begins. */
+int core_resolve(struct mrcd_core *c, const uint8_t *payload, size_t len, uint64_t now);
+/* The QP's next datagram into buf and *g; false when it has none to send now. */
+bool core_ud_next(struct mrcd_core *c, struct mrcd_qp *qp, uint8_t *buf, size_t cap,
+		  struct mrcd_dgram *g, uint64_t now);
+/* A UD datagram arrived: delivered into the next receive, or dropped and counted. */
+void core_ud_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct mrcd_dgram *g,
+		uint64_t now);
 
 /* --- pump.c -------------------------------------------------------------------------------- */
 

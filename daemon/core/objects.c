@@ -510,12 +510,18 @@ void core_on_complete(void *user, bool from_recv_queue, const struct mrc_complet
 	cq_push(qp->core, qp, from_recv_queue, &e);
 }
 
+void core_complete_entry(struct mrcd_core *c, struct mrcd_qp *qp, bool recv, uint32_t idx,
+			 struct mrc_cq_entry *e)
+{
+	if (!recv || qp->srq < 0)
+		release_through(recv ? &qp->rq : &qp->sq, idx);
+	cq_push(c, qp, recv, e);
+}
+
 void core_complete_now(struct mrcd_core *c, struct mrcd_qp *qp, bool recv, uint64_t wr_id,
 		       uint32_t idx, uint8_t status, uint8_t opcode)
 {
 	struct mrc_cq_entry e = { .wr_id = wr_id, .status = status, .opcode = opcode };
 
-	if (!recv || qp->srq < 0)
-		release_through(recv ? &qp->rq : &qp->sq, idx);
-	cq_push(c, qp, recv, &e);
+	core_complete_entry(c, qp, recv, idx, &e);
 }

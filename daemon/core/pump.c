@@ -245,6 +245,25 @@ static enum sent send_some(struct mrcd_core *c, struct mrc_conn *conn, uint32_t 
 	return SENT_MORE;
 }
 
+/* A UD QP's datagrams into the transmit batch, as send_some does a connection's packets. */
+static enum sent send_datagrams(struct mrcd_core *c, struct mrcd_qp *qp, unsigned *budget,
+				uint64_t now)
+{
+	struct mrcd_tables *t = &c->t;
+
+	for (unsigned k = 0; k < MRCD_SEND_PER_VISIT; k++) {
+		if (!*budget)
+			return SENT_MORE;
+		if (!core_ud_next(c, qp, t->tx_buf + (size_t)t->tx_queued * c->cfg->mtu,
+				  c->cfg->mtu, &t->tx_dgrams[t->tx_queued], now))
+			return SENT_ALL;
+		(*budget)--;
+		if (++t->tx_queued == MRCD_TX_BATCH && !flush_tx(c, now))
+			return SENT_BLOCKED;
+	}
+	return SENT_MORE;
+}
+
 /*
  * A destroyed QP still answering its peer (SPEC 11.4): its timers, its few packets
  * (acknowledgements, probe replies, CLOSE), and its end once CLOSED with nothing left to
@@ -293,6 +312,8 @@ static enum sent visit_qp(struct mrcd_core *c, struct mrcd_qp *qp, unsigned *bud
 		core_qp_error(c, qp, now);
 	}
 	core_drain_rings(c, qp, now);
+	if (qp->type == MRC_CTL_QPT_UD)
+		return send_datagrams(c, qp, budget, now);
 	if (!qp->conn)
 		return SENT_ALL;
 	if (mrc_conn_next_timeout(qp->conn) <= now)
@@ -317,7 +338,7 @@ static uint64_t slot_deadline(const struct mrcd_core *c, unsigned slot)
 	if (qp->owner >= 0) {
 		if (qp->conn)
 			at = mrc_conn_next_timeout(qp->conn);
-		else if (qp->state == MRC_CTL_QP_RESOLVING)
+		else if (qp->state == MRC_CTL_QP_RESOLVING || qp->ud_waiting)
 			at = qp->resolve_deadline_ns;
 	}
 	if (l->conn) {
@@ -359,7 +380,9 @@ static bool rings_have_work(const struct mrcd_qp *qp)
 {
 	bool err = qp->state == MRC_CTL_QP_ERR;
 
-	return ((qp->state == MRC_CTL_QP_RTS || err) && mrc_ring_pending(&qp->sq)) ||
+	/* a UD QP whose next datagram waits for discovery is woken by it (core_peers_changed) */
+	return (((qp->state == MRC_CTL_QP_RTS && !qp->ud_waiting) || err) &&
+		mrc_ring_pending(&qp->sq)) ||
 	       (err && mrc_ring_pending(&qp->rq));
 }
 

@@ -123,7 +123,8 @@ int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 	rcq = core_cq_by_handle(&c->t, (int)owner, r.recv_cq);
 	if (!scq || !rcq || !r.max_send_wr || !r.max_recv_wr ||
 	    r.max_send_wr > MRCD_MAX_RING_ENTRIES || r.max_recv_wr > MRCD_MAX_RING_ENTRIES ||
-	    r.sq_sig_all > 1 || !r.pd || r.pd > MRC_CTL_MAX_PD || r.reserved)
+	    r.sq_sig_all > 1 || !r.pd || r.pd > MRC_CTL_MAX_PD ||
+	    (r.type != MRC_CTL_QPT_RC && r.type != MRC_CTL_QPT_UD))
 		return -EINVAL;
 	if (r.srq && !(srq = core_srq_by_handle(&c->t, (int)owner, r.srq)))
 		return -EINVAL;
@@ -163,6 +164,7 @@ int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 		return -ENOMEM;
 	}
 	qp->owner = (int)owner;
+	qp->type = (uint8_t)r.type;
 	qp->pd = r.pd;
 	qp->srq = srq ? (int)(srq - c->t.srqs) : -1;
 	if (srq)
@@ -184,7 +186,7 @@ int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 	return 0;
 }
 
-static bool is_local_addr(const struct mrcd_config *cfg, const uint8_t addr[16])
+bool core_is_local_addr(const struct mrcd_config *cfg, const uint8_t addr[16])
 {
 	for (unsigned i = 0; i < cfg->n_planes; i++)
 		if (!memcmp(cfg->planes[i].addr.addr, addr, 16))
@@ -366,19 +368,17 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 		qp_ready(c, qp, now);
 }
 
-/*
- * A request about one of the client's QPs (connect, ready, modify: each struct begins with
- * qp_num): the struct copied into r, and the QP; NULL with *err when either is wrong.
- */
-static struct mrcd_qp *requested_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload,
-				    size_t len, void *r, size_t size, int *err)
+/* Each request about one QP begins with qp_num (internal.h). */
+struct mrcd_qp *core_requested_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload,
+				  size_t len, void *r, size_t size, uint8_t type, int *err)
 {
 	struct mrcd_qp *qp;
 	uint32_t qpn;
 
 	_Static_assert(__builtin_offsetof(struct mrc_ctl_connect_qp, qp_num) == 0 &&
 			       __builtin_offsetof(struct mrc_ctl_ready_qp, qp_num) == 0 &&
-			       __builtin_offsetof(struct mrc_ctl_modify_qp, qp_num) == 0,
+			       __builtin_offsetof(struct mrc_ctl_modify_qp, qp_num) == 0 &&
+			       __builtin_offsetof(struct mrc_ctl_ud_qp, qp_num) == 0,
 		       "qp_num leads each QP request");
 	*err = -EINVAL;
 	if (len != size)
@@ -386,8 +386,11 @@ static struct mrcd_qp *requested_qp(struct mrcd_core *c, unsigned owner, const u
 	memcpy(r, payload, size);
 	memcpy(&qpn, r, sizeof(qpn));
 	qp = core_qp_by_num(&c->t, qpn);
-	*err = -ENOENT;
-	return qp && qp->owner == (int)owner ? qp : NULL;
+	if (!qp || qp->owner != (int)owner) {
+		*err = -ENOENT;
+		return NULL;
+	}
+	return qp->type == type ? qp : NULL; /* -EINVAL: a request of the other kind of QP */
 }
 
 int core_connect_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
@@ -398,7 +401,7 @@ int core_connect_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload,
 	struct mrcd_addr addr;
 	int idx, err;
 
-	qp = requested_qp(c, owner, payload, len, &r, sizeof(r), &err);
+	qp = core_requested_qp(c, owner, payload, len, &r, sizeof(r), MRC_CTL_QPT_RC, &err);
 	if (!qp)
 		return err;
 	if (qp->state != MRC_CTL_QP_IDLE)
@@ -410,7 +413,7 @@ int core_connect_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload,
 	    (r.path_mtu && (r.path_mtu < 256 || r.path_mtu > 4096)))
 		return -EINVAL;
 	qp->req = r;
-	if (is_local_addr(c->cfg, r.dgid)) {
+	if (core_is_local_addr(c->cfg, r.dgid)) {
 		qp_learn_peer(c, qp, &c->peers.local);
 		qp_start(c, qp, now);
 		return 0;
@@ -437,7 +440,8 @@ int core_ready_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, s
 {
 	struct mrc_ctl_ready_qp r;
 	int err;
-	struct mrcd_qp *qp = requested_qp(c, owner, payload, len, &r, sizeof(r), &err);
+	struct mrcd_qp *qp =
+		core_requested_qp(c, owner, payload, len, &r, sizeof(r), MRC_CTL_QPT_RC, &err);
 
 	if (!qp)
 		return err;
@@ -462,7 +466,8 @@ int core_modify_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 {
 	struct mrc_ctl_modify_qp r;
 	int err;
-	struct mrcd_qp *qp = requested_qp(c, owner, payload, len, &r, sizeof(r), &err);
+	struct mrcd_qp *qp =
+		core_requested_qp(c, owner, payload, len, &r, sizeof(r), MRC_CTL_QPT_RC, &err);
 
 	if (!qp)
 		return err;
@@ -510,9 +515,15 @@ void core_peers_changed(struct mrcd_core *c, unsigned peer, int event, uint64_t 
 {
 	const struct mrc_peer *p = &c->peers.peers[peer];
 
+	c->peers_epoch++; /* UD routes are made anew */
 	for (unsigned j = 0; j < c->t.n_qps; j++) {
 		struct mrcd_qp *qp = &c->t.qps[c->t.active[j]];
 
+		if (qp->type == MRC_CTL_QPT_UD) {
+			if (qp->ud_waiting)
+				core_qp_touch(c, qp); /* its datagram may go now */
+			continue;
+		}
 		if (memcmp(qp->req.dgid, p->named, 16))
 			continue;
 		if (qp->state == MRC_CTL_QP_RESOLVING &&
@@ -587,9 +598,7 @@ static int rq_entry_to_wr(struct mrcd_core *c, struct mrcd_qp *qp,
 	return MRC_CQ_SUCCESS;
 }
 
-/* A ring whose indices the client corrupted: the QP fails, the daemon carries on. */
-static void ring_corrupt(struct mrcd_core *c, struct mrcd_qp *qp, const char *which,
-			 uint64_t now)
+void core_ring_corrupt(struct mrcd_core *c, struct mrcd_qp *qp, const char *which, uint64_t now)
 {
 	core_log(c, MRCD_NOTICE, "client pid %d: QP %u %s ring indices corrupt, QP to error",
 		 c->t.client[qp->owner].pid, qp->qpn, which);
@@ -631,7 +640,7 @@ static bool drain_receives(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now
 		}
 	}
 	if (got < 0) {
-		ring_corrupt(c, qp, "receive", now);
+		core_ring_corrupt(c, qp, "receive", now);
 		return false;
 	}
 	return true;
@@ -688,5 +697,5 @@ void core_drain_rings(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 		}
 	}
 	if (got < 0)
-		ring_corrupt(c, qp, "send", now);
+		core_ring_corrupt(c, qp, "send", now);
 }

@@ -229,6 +229,16 @@ static void plane_counter(struct out *o, const struct mrcd_config *cfg,
 	}
 }
 
+/* The reasons a UD datagram is dropped, as the metrics label them. */
+static const struct {
+	enum mrc_drop_reason reason;
+	const char *name;
+} ud_drops[] = {
+	{ MRC_DROP_WRONG_QPN, "no_qp" },	{ MRC_DROP_QP_STATE, "qp_state" },
+	{ MRC_DROP_NOT_ADMITTED, "not_admitted" }, { MRC_DROP_UD_QKEY, "qkey" },
+	{ MRC_DROP_UD_NO_RECEIVE, "no_receive" }, { MRC_DROP_UD_TOO_LONG, "too_long" },
+};
+
 size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 {
 	static const char *qp_states[5] = { "idle", "resolving", "rtr", "rts", "error" };
@@ -297,6 +307,20 @@ size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 	       "Datagrams given up to loss recovery after the local queue took nothing for 2 ms.");
 	put(&o, "metaroce_tx_held_dropped_total %llu\n",
 	    (unsigned long long)c->stats.tx_held_dropped);
+	family(&o, "metaroce_ud_datagrams_total", "counter",
+	       "UD datagrams sent and delivered into a receive (SPEC 4.8).");
+	put(&o, "metaroce_ud_datagrams_total{direction=\"tx\"} %llu\n",
+	    (unsigned long long)c->stats.ud_tx);
+	put(&o, "metaroce_ud_datagrams_total{direction=\"rx\"} %llu\n",
+	    (unsigned long long)c->stats.ud_rx);
+	family(&o, "metaroce_ud_dropped_total", "counter",
+	       "UD datagrams dropped, by reason (SPEC R-422, R-423; qp_state: not a UD QP at "
+	       "RTR or RTS; unroutable: sent to an address this daemon may not reach).");
+	for (unsigned i = 0; i < sizeof(ud_drops) / sizeof(ud_drops[0]); i++)
+		put(&o, "metaroce_ud_dropped_total{reason=\"%s\"} %llu\n", ud_drops[i].name,
+		    (unsigned long long)c->stats.ud_dropped[ud_drops[i].reason]);
+	put(&o, "metaroce_ud_dropped_total{reason=\"unroutable\"} %llu\n",
+	    (unsigned long long)c->stats.ud_unroutable);
 	family(&o, "metaroce_cq_events_total", "counter",
 	       "Completion events raised on clients' completion channels (each a wakeup).");
 	put(&o, "metaroce_cq_events_total %llu\n", (unsigned long long)c->stats.cq_events);

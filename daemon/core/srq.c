@@ -120,6 +120,16 @@ static void check_limit(struct mrcd_core *c, struct mrcd_srq *s)
 	c->ops->notify(c->io, s->channel);
 }
 
+int core_srq_take(struct mrcd_core *c, struct mrcd_srq *s, struct mrc_rq_entry *r)
+{
+	int got = mrc_ring_take(&s->ring, r);
+
+	if (got == 1)
+		mrc_ring_release(&s->ring, s->ring.mine); /* the entry is copied: the slot is free */
+	check_limit(c, s);
+	return got;
+}
+
 /*
  * The message with receive sequence number rsn arrived at qp: the receives it and the
  * messages before it consume come from the SRQ now. An SRQ that runs dry leaves the message
@@ -133,12 +143,11 @@ void core_srq_feed(struct mrcd_core *c, struct mrcd_qp *qp, uint32_t rsn, uint64
 	while (want--) {
 		struct mrc_rq_entry r;
 		struct mrc_recv_wr wr;
-		int got = mrc_ring_take(&s->ring, &r);
+		int got = core_srq_take(c, s, &r);
 		bool ok = got == 1 && r.num_sge <= MRC_RING_MAX_SGE;
 
 		if (got == 0)
 			break;
-		mrc_ring_release(&s->ring, s->ring.mine); /* the entry is copied: the slot is free */
 		memset(&wr, 0, sizeof(wr));
 		wr.wr_id = r.wr_id;
 		wr.num_sge = ok ? r.num_sge : 0;
@@ -156,5 +165,4 @@ void core_srq_feed(struct mrcd_core *c, struct mrcd_qp *qp, uint32_t rsn, uint64
 			break;
 		}
 	}
-	check_limit(c, s);
 }

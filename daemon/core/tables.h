@@ -119,9 +119,22 @@ struct mrcd_retired {
 
 struct mrcd_core;
 
+/* Where a UD QP's datagrams to one destination go (ud.c), kept while nothing changes. */
+struct mrcd_ud_route {
+	bool valid;
+	bool named;	    /* discovery did not answer: the named address on the plane reaching it */
+	uint8_t dgid[16];   /* the destination the application named */
+	int peer;	    /* its peer table index; -1: this node */
+	uint32_t planes;    /* the planes datagrams rotate over */
+	uint16_t port;
+	uint16_t max_payload;
+	uint64_t epoch;	    /* the core's peers_epoch when it was made */
+};
+
 struct mrcd_qp {
 	struct mrcd_core *core;	/* for the engine's callbacks */
 	int owner;
+	uint8_t type;		/* enum mrc_ctl_qp_type */
 	uint32_t pd;		/* its client's protection domain */
 	int srq;		/* the SRQ slot its receives come from; -1: its own RQ */
 	uint32_t qpn;
@@ -154,6 +167,12 @@ struct mrcd_qp {
 	/* where this QP stood at its client's latest ibv_dereg_mr: work taken before it may
 	 * point into the region, so the region stays mapped until all of it is done */
 	uint32_t retire_sq, retire_rq, retire_rr;
+	/* a UD QP's (ud.c) */
+	uint32_t qkey;		/* what arriving datagrams must carry */
+	uint32_t ud_seq;	/* datagrams sent, from sq_psn: the next one's psn and path */
+	bool ud_waiting;	/* the send ring's head waits for discovery, until
+				 * resolve_deadline_ns [R-421] */
+	struct mrcd_ud_route ud_route;
 };
 
 struct mrcd_dgram;

@@ -371,6 +371,8 @@ static const struct {
 	[MRC_CTL_CREATE_SRQ] = { do_library, -1, -1, false },
 	[MRC_CTL_MODIFY_SRQ] = { do_library, -1, -1, false },
 	[MRC_CTL_DESTROY_SRQ] = { do_library, -1, -1, false },
+	[MRC_CTL_UD_QP] = { do_library, -1, -1, false },
+	[MRC_CTL_RESOLVE] = { do_library, -1, -1, false },
 	[MRC_CTL_ERROR_QP] = { do_library, -1, -1, false },
 	[MRC_CTL_DESTROY_QP] = { do_library, -1, -1, false },
 };

@@ -31,6 +31,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <metaroce/drop_reasons.h>
 #include <metaroce/wire.h>
@@ -103,6 +104,35 @@ struct mrc_sge {
 	uint32_t length;
 	uint32_t lkey;
 };
+
+/*
+ * Copies len bytes at offset off of a scatter list: from `in` into the list (placing what
+ * arrived) when in is given, else out of the list into `out` (gathering what leaves).
+ */
+static inline void mrc_sge_copy(const struct mrc_sge *sge, unsigned n, uint32_t off,
+				 uint8_t *out, const uint8_t *in, uint32_t len)
+{
+	for (unsigned i = 0; i < n && len; i++) {
+		uint8_t *at;
+		uint32_t take;
+
+		if (off >= sge[i].length) {
+			off -= sge[i].length;
+			continue;
+		}
+		at = (uint8_t *)sge[i].host + off;
+		take = sge[i].length - off < len ? sge[i].length - off : len;
+		if (in) {
+			memcpy(at, in, take);
+			in += take;
+		} else {
+			memcpy(out, at, take);
+			out += take;
+		}
+		len -= take;
+		off = 0;
+	}
+}
 
 struct mrc_send_wr {
 	uint64_t wr_id;

@@ -173,35 +173,6 @@ static inline bool rocev2(const struct mrc_conn *c)
 	return c->cfg.mode == MRC_MODE_ROCEV2;
 }
 
-/*
- * Copies len bytes at offset off of a scatter list: from `in` into the list (placing what
- * arrived) when in is given, else out of the list into `out` (gathering what leaves).
- */
-static inline void conn_sge_copy(const struct mrc_sge *sge, unsigned n, uint32_t off,
-				 uint8_t *out, const uint8_t *in, uint32_t len)
-{
-	for (unsigned i = 0; i < n && len; i++) {
-		uint8_t *at;
-		uint32_t take;
-
-		if (off >= sge[i].length) {
-			off -= sge[i].length;
-			continue;
-		}
-		at = (uint8_t *)sge[i].host + off;
-		take = sge[i].length - off < len ? sge[i].length - off : len;
-		if (in) {
-			memcpy(at, in, take);
-			in += take;
-		} else {
-			memcpy(out, at, take);
-			out += take;
-		}
-		len -= take;
-		off = 0;
-	}
-}
-
 /* READ and the atomics: requests answered by READ_RESP, counted against max_rd_atomic. */
 static inline bool conn_read_like(uint8_t wr_opcode)
 {

@@ -500,7 +500,7 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 		if (one_sided && pkt->payload_len && !rx->placed)
 			memcpy(host, pkt->payload, pkt->payload_len);
 		else if (!one_sided)
-			conn_sge_copy(e->wr.sge, e->wr.num_sge, d->msg_off, NULL, pkt->payload,
+			mrc_sge_copy(e->wr.sge, e->wr.num_sge, d->msg_off, NULL, pkt->payload,
 				      pkt->payload_len);
 		if (e) {
 			if (!e->started) {
@@ -558,7 +558,7 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 			return MRC_DROP_BAD_READ_RESP;
 		}
 		if (!rx->placed)
-			conn_sge_copy(m->wr.sge, m->wr.num_sge, d->msg_off, NULL, pkt->payload,
+			mrc_sge_copy(m->wr.sge, m->wr.num_sge, d->msg_off, NULL, pkt->payload,
 				      pkt->payload_len);
 		m->read_placed += pkt->payload_len;
 		/* the responder is alive and answering: the READ watchdog starts over */

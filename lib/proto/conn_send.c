@@ -314,7 +314,7 @@ static bool build_data(struct mrc_conn *c, const struct msg *m, uint32_t psn, ui
 	if (piece) {
 		pkt.payload = piece;
 	} else {
-		conn_sge_copy(m->wr.sge, m->wr.num_sge, off, (uint8_t *)buf + hdr, NULL,
+		mrc_sge_copy(m->wr.sge, m->wr.num_sge, off, (uint8_t *)buf + hdr, NULL,
 			      pkt.payload_len);
 		pkt.payload = (const uint8_t *)buf + hdr;
 	}

@@ -299,7 +299,8 @@ static enum ibv_wc_opcode wc_opcode(uint8_t op)
 
 static unsigned wc_flags(const struct mrc_cq_entry *e)
 {
-	return e->flags & MRC_CQ_F_WITH_IMM ? IBV_WC_WITH_IMM : 0;
+	return (e->flags & MRC_CQ_F_WITH_IMM ? IBV_WC_WITH_IMM : 0) |
+	       (e->flags & MRC_CQ_F_GRH ? IBV_WC_GRH : 0);
 }
 
 static void to_wc(const struct mrc_cq_entry *e, struct ibv_wc *wc)
@@ -311,6 +312,7 @@ static void to_wc(const struct mrc_cq_entry *e, struct ibv_wc *wc)
 	wc->byte_len = e->byte_len;
 	wc->imm_data = e->imm; /* the bits the sender posted, untouched */
 	wc->qp_num = e->qp_num;
+	wc->src_qp = e->src_qp;
 	wc->wc_flags = wc_flags(e);
 	wc->pkey_index = 0;
 }
@@ -417,6 +419,11 @@ static uint32_t read_qp_num(struct ibv_cq_ex *c)
 	return ((struct mrv_cq *)c)->cur.qp_num;
 }
 
+static uint32_t read_src_qp(struct ibv_cq_ex *c)
+{
+	return ((struct mrv_cq *)c)->cur.src_qp;
+}
+
 static uint32_t read_zero32(struct ibv_cq_ex *c)
 {
 	(void)c;
@@ -490,7 +497,7 @@ static struct mrv_cq *cq_new(struct ibv_context *context, uint32_t cqe, void *cq
 	cq->ibcq.read_byte_len = read_byte_len;
 	cq->ibcq.read_imm_data = read_imm_data;
 	cq->ibcq.read_qp_num = read_qp_num;
-	cq->ibcq.read_src_qp = read_zero32;
+	cq->ibcq.read_src_qp = read_src_qp;
 	cq->ibcq.read_wc_flags = read_wc_flags;
 	cq->ibcq.read_slid = read_zero32;
 	cq->ibcq.read_sl = read_zero8;

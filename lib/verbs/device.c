@@ -127,6 +127,8 @@ static int mrv_query_device(struct ibv_context *context, struct ibv_device_attr 
 	a->max_srq = MRC_CTL_CLIENT_MAX_SRQS;
 	a->max_srq_wr = MRC_CTL_MAX_RING_ENTRIES;
 	a->max_srq_sge = MRC_RING_MAX_SGE;
+	/* an address handle is the library's alone (the destination's GID): no daemon table */
+	a->max_ah = INT32_MAX;
 	a->local_ca_ack_delay = 0;
 	a->phys_port_cnt = 1;
 	return 0;

@@ -148,6 +148,16 @@ struct mrv_qp {
 	uint32_t doorbell_bit;	 /* its bit in the context's doorbell page */
 };
 
+/* --- UD QPs and address handles (ud.c) --- */
+/* A UD send entry's destination, from an address handle; EINVAL when it is none. */
+int mrv_ud_address(struct mrc_sq_entry *e, struct ibv_ah *ah, uint32_t remote_qpn,
+		   uint32_t remote_qkey);
+void mrv_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t remote_qpn,
+			uint32_t remote_qkey);
+/* A UD QP's ibv_modify_qp, checked and told to the daemon; the caller enters the state. */
+int mrv_ud_modify(struct mrv_qp *qp, enum ibv_qp_state from, enum ibv_qp_state to,
+		  const struct ibv_qp_attr *a, int mask);
+
 static inline struct mrv_context *to_ctx(struct ibv_context *c)
 {
 	return (struct mrv_context *)((uint8_t *)c - __builtin_offsetof(struct mrv_context,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * RC queue pairs. Posting writes descriptors into the SQ or RQ ring, and rings the doorbell
+ * Queue pairs (RC here, UD's own parts in ud.c). Posting writes descriptors into the SQ or RQ ring, and rings the doorbell
  * only if the daemon asked for it (it is going to sleep); the daemon validates and executes
  * them. The verbs state machine (RESET, INIT, RTR, RTS, ERR) is kept here: the daemon learns
  * of a QP's peer at RTR, of its send settings at RTS.
@@ -17,6 +17,9 @@
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |  \
 	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                             \
 	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+
+/* what a UD QP sends: datagrams, with or without immediate data [SPEC R-326] */
+#define MRV_UD_SEND_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
 
 static struct mrv_qp *to_qp(struct ibv_qp *qp)
 {
@@ -95,6 +98,14 @@ static int build_send(struct mrv_qp *qp, uint32_t at, const struct ibv_send_wr *
 	e->wr_id = wr->wr_id;
 	e->flags = send_flags(wr->send_flags);
 	e->imm = wr->imm_data;
+	if (qp->ibqpx.qp_base.qp_type == IBV_QPT_UD) {
+		/* datagrams: SEND and SEND with immediate only */
+		if (e->opcode != MRC_SQ_SEND && e->opcode != MRC_SQ_SEND_IMM)
+			return EINVAL;
+		err = mrv_ud_address(e, wr->wr.ud.ah, wr->wr.ud.remote_qpn, wr->wr.ud.remote_qkey);
+		if (err)
+			return err;
+	}
 	if (e->opcode == MRC_SQ_WRITE || e->opcode == MRC_SQ_WRITE_IMM ||
 	    e->opcode == MRC_SQ_READ) {
 		e->rkey = wr->wr.rdma.rkey;
@@ -361,6 +372,9 @@ static int wr_complete(struct ibv_qp_ex *qpx)
 
 		if (e->opcode >= MRC_SQ_ATOMIC_CMP_SWAP && (e->num_sge != 1 || e->sge[0].length != 8))
 			err = EINVAL; /* one element of 8 bytes [SPEC R-325] */
+		if (qpx->qp_base.qp_type == IBV_QPT_UD &&
+		    ((e->opcode != MRC_SQ_SEND && e->opcode != MRC_SQ_SEND_IMM) || !e->remote_qpn))
+			err = EINVAL; /* a datagram, with its address (ibv_wr_set_ud_addr) */
 	}
 	for (uint32_t i = 0; !err && i < qp->n_staged; i++)
 		if (mrc_ring_produce(&qp->sq, &qp->staged[i]))
@@ -439,13 +453,14 @@ struct ibv_qp *mrv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 	uint32_t len = 0;
 	int err;
 
-	if (attr->qp_type != IBV_QPT_RC ||
+	if ((attr->qp_type != IBV_QPT_RC && attr->qp_type != IBV_QPT_UD) ||
 	    (attr->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS |
 					   IBV_QP_INIT_ATTR_CREATE_FLAGS)) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags) ||
 	    ((attr->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) &&
-	     (attr->send_ops_flags & ~(uint64_t)MRV_SEND_OPS))) {
-		errno = EOPNOTSUPP; /* RC only: no UD/UC/XRC, special flags */
+	     (attr->send_ops_flags & ~(uint64_t)(attr->qp_type == IBV_QPT_UD ? MRV_UD_SEND_OPS
+									      : MRV_SEND_OPS)))) {
+		errno = EOPNOTSUPP; /* RC and UD: no UC, XRC, raw packet, special flags */
 		return NULL;
 	}
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || !attr->pd || !scq || !rcq ||
@@ -467,7 +482,9 @@ struct ibv_qp *mrv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 					  .sq_sig_all = attr->sq_sig_all ? 1 : 0,
 					  .pd = mrv_pd_id(attr->pd),
 					  .srq = attr->srq ? ((struct mrv_srq *)attr->srq)->handle
-							   : 0 };
+							   : 0,
+					  .type = attr->qp_type == IBV_QPT_UD ? MRC_CTL_QPT_UD
+									      : MRC_CTL_QPT_RC };
 	err = mrv_request(ctx, MRC_CTL_CREATE_QP, &req, sizeof(req), NULL, 0, &rep, sizeof(rep),
 			  &len, fds, &n_fds);
 	if (!err && (len != sizeof(rep) || n_fds != 2))
@@ -539,7 +556,7 @@ struct ibv_qp *mrv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 	b->srq = attr->srq;
 	b->handle = rep.qp_num;
 	b->state = IBV_QPS_RESET;
-	b->qp_type = IBV_QPT_RC;
+	b->qp_type = attr->qp_type;
 	pthread_mutex_init(&b->mutex, NULL);
 	pthread_cond_init(&b->cond, NULL);
 	qp->attr.qp_state = IBV_QPS_RESET;
@@ -558,6 +575,8 @@ struct ibv_qp *mrv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 	qp->ibqpx.wr_start = wr_start;
 	qp->ibqpx.wr_complete = wr_complete;
 	qp->ibqpx.wr_abort = wr_abort;
+	if (attr->qp_type == IBV_QPT_UD)
+		qp->ibqpx.wr_set_ud_addr = mrv_wr_set_ud_addr;
 	return b;
 }
 
@@ -739,6 +758,26 @@ static int modify_in_daemon(struct mrv_qp *qp)
 			   NULL, NULL);
 }
 
+/* The transition's last step, for either kind of QP: the daemon fails it into ERR. */
+static int enter_state(struct mrv_qp *qp, enum ibv_qp_state from, enum ibv_qp_state to)
+{
+	struct ibv_qp *ibqp = &qp->ibqpx.qp_base;
+
+	if (to == IBV_QPS_ERR && from != IBV_QPS_ERR) {
+		struct mrc_ctl_handle h = { .handle = ibqp->qp_num };
+		int err = mrv_request(qp->ctx, MRC_CTL_ERROR_QP, &h, sizeof(h), NULL, 0, NULL, 0,
+				      NULL, NULL, NULL);
+
+		if (err && err != ENODEV)
+			return err;
+	}
+	pthread_mutex_lock(&ibqp->mutex);
+	ibqp->state = to;
+	qp->attr.qp_state = to;
+	pthread_mutex_unlock(&ibqp->mutex);
+	return 0;
+}
+
 int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 {
 	struct mrv_qp *qp = to_qp(ibqp);
@@ -748,6 +787,10 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 
 	if ((attr_mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != from)
 		return EINVAL;
+	if (ibqp->qp_type == IBV_QPT_UD) {
+		err = mrv_ud_modify(qp, from, to, attr, attr_mask);
+		return err ? err : enter_state(qp, from, to);
+	}
 	err = required_for(from, to, &need);
 	if (!err && (attr_mask & need) != need)
 		err = EINVAL;
@@ -777,19 +820,8 @@ int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask)
 		err = ready_in_daemon(qp);
 		if (err)
 			return err;
-	} else if (to == IBV_QPS_ERR && from != IBV_QPS_ERR) {
-		struct mrc_ctl_handle h = { .handle = ibqp->qp_num };
-
-		err = mrv_request(qp->ctx, MRC_CTL_ERROR_QP, &h, sizeof(h), NULL, 0, NULL, 0, NULL,
-				  NULL, NULL);
-		if (err && err != ENODEV)
-			return err;
 	}
-	pthread_mutex_lock(&ibqp->mutex);
-	ibqp->state = to;
-	qp->attr.qp_state = to;
-	pthread_mutex_unlock(&ibqp->mutex);
-	return 0;
+	return enter_state(qp, from, to);
 }
 
 int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
@@ -809,7 +841,7 @@ int ibv_query_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int attr_mask,
 	init_attr->recv_cq = ibqp->recv_cq;
 	init_attr->cap = qp->cap;
 	init_attr->srq = ibqp->srq;
-	init_attr->qp_type = IBV_QPT_RC;
+	init_attr->qp_type = ibqp->qp_type;
 	init_attr->sq_sig_all = qp->sq_sig_all;
 	return 0;
 }

@@ -38,12 +38,6 @@ static int fail_errno(void)
 	return EOPNOTSUPP;
 }
 
-static int fail_minus_one(void)
-{
-	errno = EOPNOTSUPP;
-	return -1;
-}
-
 /* sysfs: there is no /sys/class/infiniband device behind a metaroce context */
 
 const char *ibv_get_sysfs_path(void)
@@ -56,31 +50,6 @@ int ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t siz
 {
 	errno = ENOSYS;
 	return -1;
-}
-
-/* address handles: only UD sends use them, and an RC QP carries its peer in its own state */
-
-struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
-{
-	return fail_null();
-}
-
-int ibv_destroy_ah(struct ibv_ah *ah)
-{
-	return fail_errno();
-}
-
-/* rdma-core fails this one with -1 and errno, not an errno value */
-int ibv_init_ah_from_wc(struct ibv_context *context, uint8_t port_num, struct ibv_wc *wc,
-			struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)
-{
-	return fail_minus_one();
-}
-
-struct ibv_ah *ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc, struct ibv_grh *grh,
-				     uint8_t port_num)
-{
-	return fail_null();
 }
 
 /*

@@ -132,6 +132,15 @@ PY
 	fail "metaroce_xdp_sleeping_events_total: no wakeups, or none coalesced"
 "$CTL" -S "$TMP/b.sock" xdp
 
+# UD datagrams: the program leaves them to the daemon (AF_XDP), which answers by AF_XDP frames
+bg_b "$TMP/ud.server.log" timeout 60 ibv_ud_pingpong -g 0 -s 1024 -n 500
+srv=$BG
+wait_listening "$NS_B" 18515
+on_a timeout 60 ibv_ud_pingpong -g 0 -s 1024 -n 500 198.18.0.2 >"$TMP/ud.client.log" 2>&1 ||
+	{ cat "$TMP/ud.client.log" "$TMP/ud.server.log"; fail "ibv_ud_pingpong over the xdp backend"; }
+wait "$srv" || { cat "$TMP/ud.server.log"; fail "ibv_ud_pingpong server over the xdp backend"; }
+grep " iters in " "$TMP/ud.client.log" || fail "ibv_ud_pingpong over the xdp backend: no result"
+
 # a clean stop detaches the program; so does the kernel when a daemon is killed, since a BPF
 # link, not the interface, holds the program
 kill -TERM "$PID_a"

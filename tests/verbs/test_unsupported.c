@@ -99,10 +99,6 @@ static void test_unsupported(void)
 		   -1, ENOSYS);
 	CHECK(buf[0] == 0x5a && buf[sizeof(buf) - 1] == 0x5a, "ibv_read_sysfs_file wrote to buf");
 
-	EXPECT_NULL(ibv_create_ah(NULL, NULL), EOPNOTSUPP);
-	EXPECT_INT(ibv_destroy_ah(NULL), EOPNOTSUPP, EOPNOTSUPP);
-	EXPECT_INT(ibv_init_ah_from_wc(NULL, 0, NULL, NULL, NULL), -1, EOPNOTSUPP);
-	EXPECT_NULL(ibv_create_ah_from_wc(NULL, NULL, NULL, 0), EOPNOTSUPP);
 	EXPECT_INT(ibv_resolve_eth_l2_from_gid(NULL, NULL, mac, &vid), -EOPNOTSUPP, EOPNOTSUPP);
 	CHECK(mac[0] == 0xa5 && mac[ETHERNET_LL_SIZE - 1] == 0xa5 && vid == 0xbeef,
 	      "ibv_resolve_eth_l2_from_gid wrote to its out-parameters");

@@ -60,7 +60,11 @@ enum mrc_ctl_type {
 				  * reply: mrc_ctl_srq + the SRQ ring's memfd */
 	MRC_CTL_MODIFY_SRQ = 26, /* request: mrc_ctl_modify_srq (the limit); reply: empty */
 	MRC_CTL_DESTROY_SRQ = 27, /* request: mrc_ctl_handle; reply: empty, -EBUSY while QPs use it */
-	MRC_CTL_TYPE_MAX = MRC_CTL_DESTROY_SRQ,
+	MRC_CTL_UD_QP = 28,	  /* request: mrc_ctl_ud_qp (a UD QP to RTR or RTS, or a new qkey);
+				   * reply: empty */
+	MRC_CTL_RESOLVE = 29,	  /* request: mrc_ctl_resolve (ibv_create_ah): discovery of the
+				   * address begins; reply: empty, -EHOSTUNREACH if not a peer */
+	MRC_CTL_TYPE_MAX = MRC_CTL_RESOLVE,
 };
 
 /* The shared-memory and request layout this library speaks (bumped on any change; 2: the
@@ -68,8 +72,9 @@ enum mrc_ctl_type {
  * HELLO reply carries the doorbell page, the work queues' need-wakeup flag; 4: a CQ's arm
  * may carry MRC_CQ_ARM_SPINNING, which a daemon of 3 would fire on as an ARM_NEXT; 5: regions
  * and QPs carry their protection domain; 6: send queue entries carry atomic operands; 7: shared
- * receive queues, a QP names its SRQ). */
-#define MRC_CTL_CLIENT_ABI 7
+ * receive queues, a QP names its SRQ; 8: UD QPs, completions carry src_qp, send entries the
+ * UD destination). */
+#define MRC_CTL_CLIENT_ABI 8
 
 struct mrc_ctl_hello {
 	__u32 abi; /* MRC_CTL_CLIENT_ABI */
@@ -178,7 +183,26 @@ struct mrc_ctl_create_qp {
 	__u32 pd;	   /* the protection domain, 1..MRC_CTL_MAX_PD (as the library numbers
 			    * them in the client): the regions this QP reaches [SPEC R-27] */
 	__u32 srq;	   /* 0, or the handle of the SRQ its receives come from */
-	__u32 reserved;	   /* 0 */
+	__u32 type;	   /* enum mrc_ctl_qp_type */
+};
+
+enum mrc_ctl_qp_type {
+	MRC_CTL_QPT_RC = 0, /* connected: MRC_CTL_CONNECT_QP, READY_QP, MODIFY_QP */
+	MRC_CTL_QPT_UD = 1, /* datagrams [SPEC 4.8]: MRC_CTL_UD_QP */
+};
+
+/* A UD QP's states: RTR receives, RTS sends too; the same state again changes the qkey. */
+struct mrc_ctl_ud_qp {
+	__u32 qp_num;
+	__u32 qkey;
+	__u32 sq_psn;	 /* RTS: the first datagram's psn [SPEC R-327] */
+	__u8 state;	 /* MRC_CTL_QP_RTR or MRC_CTL_QP_RTS */
+	__u8 reserved[3];
+};
+
+/* ibv_create_ah: the address the application will send datagrams to. */
+struct mrc_ctl_resolve {
+	__u8 dgid[16];	/* IPv4-mapped for IPv4 */
 };
 
 /*
@@ -370,6 +394,7 @@ _Static_assert(sizeof(struct mrc_ctl_peer) == 608, "mrc_ctl_peer is 608 bytes");
 
 _Static_assert(sizeof(struct mrc_ctl_connect_qp) == 36, "mrc_ctl_connect_qp is 36 bytes");
 _Static_assert(sizeof(struct mrc_ctl_ready_qp) == 8, "mrc_ctl_ready_qp is 8 bytes");
+_Static_assert(sizeof(struct mrc_ctl_ud_qp) == 16, "mrc_ctl_ud_qp is 16 bytes");
 _Static_assert(sizeof(struct mrc_ctl_qp) == 88, "mrc_ctl_qp is 88 bytes");
 _Static_assert(sizeof(struct mrc_ctl_path) == 64, "mrc_ctl_path is 64 bytes");
 

@@ -171,6 +171,7 @@ enum mrc_cq_opcode {
 
 #define MRC_CQ_F_WITH_IMM 0x01u
 #define MRC_CQ_F_SOLICITED 0x02u
+#define MRC_CQ_F_GRH 0x04u /* a UD receive: the buffer begins with the 40-byte GRH */
 
 /* The completion opcode of a send work request. */
 static inline __u8 mrc_sq_cq_opcode(__u8 sq_opcode)
@@ -197,11 +198,21 @@ struct mrc_sq_entry {
 	__u8 num_sge;	/* <= MRC_RING_MAX_SGE */
 	__u8 reserved;
 	__u32 imm;	/* *_IMM: host order as the application gave it */
-	__u32 rkey;
-	__u32 reserved2;
-	__u64 raddr;
-	__u64 compare_add; /* ATOMIC_CMP_SWAP: compared with; ATOMIC_FETCH_ADD: the addend */
-	__u64 swap;	   /* ATOMIC_CMP_SWAP: stored on a match */
+	union {
+		struct { /* an RC QP's */
+			__u32 rkey;
+			__u32 reserved2;
+			__u64 raddr;
+			__u64 compare_add; /* ATOMIC_CMP_SWAP: compared with; FETCH_ADD: addend */
+			__u64 swap;	   /* ATOMIC_CMP_SWAP: stored on a match */
+		};
+		struct { /* a UD QP's SEND and SEND_IMM: the address handle's destination */
+			__u32 remote_qpn;
+			__u32 remote_qkey;  /* bit 31 set: the QP's own [SPEC R-426] */
+			__u8 dgid[16];	    /* the peer's address, IPv4-mapped for IPv4 */
+			__u64 ud_reserved;  /* 0 */
+		};
+	};
 	struct mrc_shm_sge sge[MRC_RING_MAX_SGE];
 };
 
@@ -223,12 +234,14 @@ struct mrc_cq_entry {
 	__u32 byte_len;
 	__u32 imm;
 	__u32 qp_num;
+	__u32 src_qp;	/* a UD receive's: the sending QP */
+	__u32 reserved2;
 };
 
 _Static_assert(sizeof(struct mrc_ring_hdr) == 64, "ring header is one cache line");
 _Static_assert(sizeof(struct mrc_ring_index) == 64, "an index owns its cache line");
 _Static_assert(sizeof(struct mrc_sq_entry) == 112, "mrc_sq_entry is 112 bytes");
 _Static_assert(sizeof(struct mrc_rq_entry) == 80, "mrc_rq_entry is 80 bytes");
-_Static_assert(sizeof(struct mrc_cq_entry) == 24, "mrc_cq_entry is 24 bytes");
+_Static_assert(sizeof(struct mrc_cq_entry) == 32, "mrc_cq_entry is 32 bytes");
 
 #endif /* METAROCE_SHM_H */

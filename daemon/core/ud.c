@@ -1,0 +1,335 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * UD QPs (SPEC 4.8): their states, the datagrams they send (one per send ring entry, to the
+ * destination the entry names, over the planes it shares with this node in turn) and the
+ * datagrams they receive (checked, placed behind the GRH into the next receive, completed).
+ * No engine connection: the rules are lib/proto/ud.c's, the rings and completions the core's.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "core/internal.h"
+#include "proto/ud.h"
+
+#define UD_RESOLVE_TIMEOUT_NS 2000000000ull /* as long as a connected QP waits */
+
+int core_ud_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len)
+{
+	struct mrc_ctl_ud_qp r;
+	int err;
+	struct mrcd_qp *qp = core_requested_qp(c, owner, payload, len, &r, sizeof(r),
+					       MRC_CTL_QPT_UD, &err);
+
+	if (!qp)
+		return err;
+	if ((r.state != MRC_CTL_QP_RTR && r.state != MRC_CTL_QP_RTS) || r.reserved[0] ||
+	    r.reserved[1] || r.reserved[2])
+		return -EINVAL;
+	if (qp->state == MRC_CTL_QP_ERR)
+		return -EBUSY;
+	if (r.state < qp->state)
+		return -EINVAL; /* states go forward; back is RESET, a new QP here */
+	if (r.state == MRC_CTL_QP_RTS && qp->state != MRC_CTL_QP_RTS)
+		qp->ud_seq = r.sq_psn;
+	qp->qkey = r.qkey;
+	qp->state = r.state;
+	core_qp_touch(c, qp); /* sends posted before RTS go now */
+	return 0;
+}
+
+int core_resolve(struct mrcd_core *c, const uint8_t *payload, size_t len, uint64_t now)
+{
+	struct mrc_ctl_resolve r;
+	struct mrcd_addr addr;
+
+	if (len != sizeof(r))
+		return -EINVAL;
+	memcpy(&r, payload, sizeof(r));
+	if (core_is_local_addr(c->cfg, r.dgid))
+		return 0;
+	if (!mrcd_config_admits(c->cfg, r.dgid))
+		return -EHOSTUNREACH; /* not a peer this daemon may talk to */
+	addr.family = mrc_addr_family(r.dgid);
+	memcpy(addr.addr, r.dgid, 16);
+	return mrcd_core_discover(c, &addr, now) ? -ENOMEM : 0;
+}
+
+/* --- sending ------------------------------------------------------------------------------ */
+
+enum route { ROUTE_READY, ROUTE_WAIT, ROUTE_NONE };
+
+/* The planes a node's announcement shares with ours, less the drained ones (either side's). */
+static uint32_t shared_planes(const struct mrcd_core *c, const struct mrc_node_info *info)
+{
+	uint32_t planes = 0;
+
+	for (unsigned i = 0; i < c->cfg->n_planes; i++) {
+		const struct mrcd_plane *p = &c->cfg->planes[i];
+
+		for (unsigned k = 0; k < info->n_addrs; k++)
+			if (info->addrs[k].plane == p->index &&
+			    info->addrs[k].family == p->addr.family &&
+			    !(info->addrs[k].flags & MRC_PLANE_F_DRAINED))
+				planes |= 1u << p->index;
+	}
+	return planes & ~(uint32_t)c->drained_planes ? planes & ~(uint32_t)c->drained_planes
+						      : planes;
+}
+
+/*
+ * Where datagrams to dgid go, remembered per QP until the destination or the peer table
+ * changes (c->peers_epoch), so a QP talking to one peer finds it without a search.
+ */
+static enum route route_to(struct mrcd_core *c, struct mrcd_qp *qp, const uint8_t dgid[16])
+{
+	struct mrcd_ud_route *rt = &qp->ud_route;
+	const struct mrc_peer *p;
+	int idx;
+
+	if (rt->valid && rt->epoch == c->peers_epoch && !memcmp(rt->dgid, dgid, 16))
+		return ROUTE_READY;
+	memset(rt, 0, sizeof(*rt));
+	memcpy(rt->dgid, dgid, 16);
+	rt->epoch = c->peers_epoch;
+	if (core_is_local_addr(c->cfg, dgid)) {
+		rt->peer = -1;
+		rt->planes = shared_planes(c, &c->peers.local);
+		rt->port = c->port;
+		rt->max_payload = c->peers.local.max_payload;
+		rt->valid = true;
+		return ROUTE_READY;
+	}
+	if (!mrcd_config_admits(c->cfg, dgid))
+		return ROUTE_NONE;
+	idx = mrc_peer_table_find(&c->peers, dgid);
+	if (idx < 0) {
+		/* the application skipped ibv_create_ah's resolution, or the table was full */
+		struct mrcd_addr a = { .family = mrc_addr_family(dgid) };
+
+		memcpy(a.addr, dgid, 16);
+		if (mrcd_core_discover(c, &a, c->now) ||
+		    (idx = mrc_peer_table_find(&c->peers, dgid)) < 0)
+			return ROUTE_NONE;
+	}
+	p = &c->peers.peers[idx];
+	rt->peer = idx;
+	if (p->state == MRC_PEER_KNOWN) {
+		rt->planes = shared_planes(c, &p->info);
+		rt->port = p->info.udp_port;
+		rt->max_payload = p->info.max_payload < c->peers.local.max_payload
+					  ? p->info.max_payload
+					  : c->peers.local.max_payload;
+	} else if (p->state == MRC_PEER_UNREACHABLE ||
+		   (qp->ud_waiting && c->now >= qp->resolve_deadline_ns)) {
+		/* the address the application named is all there is: the plane that reaches it */
+		rt->named = true;
+		rt->planes = 1u << p->via_plane;
+		rt->port = p->named_port;
+		rt->max_payload = c->peers.local.max_payload;
+	} else {
+		return ROUTE_WAIT;
+	}
+	rt->valid = rt->planes != 0;
+	return rt->valid ? ROUTE_READY : ROUTE_NONE;
+}
+
+/* The destination's address on plane `plane`, by the route. */
+static const uint8_t *route_addr(const struct mrcd_core *c, const struct mrcd_ud_route *rt,
+				 uint8_t plane)
+{
+	const struct mrc_node_info *info;
+
+	if (rt->named)
+		return rt->dgid;
+	info = rt->peer < 0 ? &c->peers.local : &c->peers.peers[rt->peer].info;
+	for (unsigned k = 0; k < info->n_addrs; k++)
+		if (info->addrs[k].plane == plane)
+			return info->addrs[k].addr;
+	return rt->dgid;
+}
+
+/* A send entry's scatter list, checked: 0, or the completion status that refuses it. */
+static int send_entry_sges(struct mrcd_core *c, const struct mrcd_qp *qp,
+			   const struct mrc_sq_entry *e, struct mrc_sge *sge, uint32_t *total)
+{
+	if ((e->opcode != MRC_SQ_SEND && e->opcode != MRC_SQ_SEND_IMM) ||
+	    (e->flags & ~MRC_SQ_F_ALL) || e->num_sge > MRC_RING_MAX_SGE || !e->remote_qpn ||
+	    e->remote_qpn > MRC_QPN_MAX || e->ud_reserved)
+		return MRC_CQ_LOC_QP_OP_ERR;
+	*total = 0;
+	for (unsigned i = 0; i < e->num_sge; i++) {
+		if (core_local_sge(c, qp, &e->sge[i], false, &sge[i]))
+			return MRC_CQ_LOC_PROT_ERR;
+		*total += e->sge[i].length;
+		if (*total > MRC_WIRE_MAX_PACKET)
+			return MRC_CQ_LOC_LEN_ERR;
+	}
+	return MRC_CQ_SUCCESS;
+}
+
+/* The entry at the ring's head is done: its slot goes back, and its completion if asked. */
+static void send_done(struct mrcd_core *c, struct mrcd_qp *qp, const struct mrc_sq_entry *e,
+		      uint8_t status)
+{
+	if (status == MRC_CQ_SUCCESS && !(e->flags & MRC_SQ_F_SIGNALED) && !qp->sq_sig_all) {
+		mrc_ring_release(&qp->sq, qp->sq.mine);
+		return;
+	}
+	core_complete_now(c, qp, false, e->wr_id, qp->sq.mine - 1, status, MRC_CQ_SEND);
+}
+
+bool core_ud_next(struct mrcd_core *c, struct mrcd_qp *qp, uint8_t *buf, size_t cap,
+		  struct mrcd_dgram *g, uint64_t now)
+{
+	struct mrc_sq_entry e;
+	struct mrc_sge sge[MRC_RING_MAX_SGE];
+	struct mrc_ud_datagram d;
+	uint32_t total;
+	size_t hdr = sizeof(struct mrc_hdr) + sizeof(struct mrc_ud_ext);
+	unsigned sport_index, n_sports;
+	uint16_t sports[MRCD_SPORTS_PER_PLANE];
+	uint8_t plane;
+	int got, status;
+	enum route route;
+
+	if (qp->state != MRC_CTL_QP_RTS)
+		return false;
+	for (;;) {
+		got = mrc_ring_peek(&qp->sq, 0, &e);
+		if (got <= 0) {
+			if (got < 0)
+				core_ring_corrupt(c, qp, "send", now);
+			return false;
+		}
+		status = send_entry_sges(c, qp, &e, sge, &total);
+		route = status ? ROUTE_READY : route_to(c, qp, e.dgid);
+		if (route == ROUTE_WAIT) {
+			if (!qp->ud_waiting) {
+				qp->ud_waiting = true;
+				qp->resolve_deadline_ns = now + UD_RESOLVE_TIMEOUT_NS;
+			}
+			return false; /* discovery or the deadline brings it back */
+		}
+		qp->ud_waiting = false;
+		mrc_ring_take(&qp->sq, &e);
+		if (!status && total > qp->ud_route.max_payload)
+			status = MRC_CQ_LOC_LEN_ERR; /* */
+		if (status) {
+			core_log(c, MRCD_DEBUG, "UD QP %u: send %llu refused (status %u)", qp->qpn,
+				 (unsigned long long)e.wr_id, status);
+			core_qp_error(c, qp, now);
+			send_done(c, qp, &e, (uint8_t)status);
+			return false;
+		}
+		if (route == ROUTE_NONE || hdr + total > cap) {
+			/* not a destination this daemon may reach: lost, as on any network */
+			c->stats.ud_unroutable++;
+			send_done(c, qp, &e, MRC_CQ_SUCCESS);
+			continue;
+		}
+		break;
+	}
+	mrc_ud_path(qp->ud_seq, qp->ud_route.planes, MRCD_SPORTS_PER_PLANE, &plane,
+		    &sport_index); /* */
+	n_sports = c->ops->sports(c->io, plane, sports, MRCD_SPORTS_PER_PLANE);
+	mrc_sge_copy(sge, e.num_sge, 0, buf + hdr, NULL, total);
+	d = (struct mrc_ud_datagram){
+		.dst_qpn = e.remote_qpn, .src_qpn = qp->qpn,
+		.qkey = mrc_ud_send_qkey(e.remote_qkey, qp->qkey), .psn = qp->ud_seq,
+		.tx_ts = (uint32_t)now, .has_imm = e.opcode == MRC_SQ_SEND_IMM, .imm = e.imm,
+		.solicited = e.flags & MRC_SQ_F_SOLICITED, .payload = buf + hdr,
+		.payload_len = (uint16_t)total
+	};
+	qp->ud_seq++;
+	mrc_ud_encode(&d, buf, cap, &hdr);
+	*g = (struct mrcd_dgram){ .data = buf, .len = (uint32_t)(hdr + total), .plane = plane,
+				  .peer_port = qp->ud_route.port };
+	g->sport = n_sports ? sports[sport_index % n_sports] : 0;
+	g->peer.family = mrc_addr_family(route_addr(c, &qp->ud_route, plane));
+	memcpy(g->peer.addr, route_addr(c, &qp->ud_route, plane), 16);
+	c->stats.ud_tx++;
+	send_done(c, qp, &e, MRC_CQ_SUCCESS);
+	return true;
+}
+
+/* --- receiving ---------------------------------------------------------------------------- */
+
+/* Our address on plane `plane`, where a datagram arrived. */
+static const uint8_t *local_addr(const struct mrcd_core *c, uint8_t plane)
+{
+	for (unsigned i = 0; i < c->cfg->n_planes; i++)
+		if (c->cfg->planes[i].index == plane)
+			return c->cfg->planes[i].addr.addr;
+	return c->cfg->planes[0].addr.addr;
+}
+
+static void ud_drop(struct mrcd_core *c, enum mrc_drop_reason why)
+{
+	c->stats.ud_dropped[why <= MRC_DROP_REASON_MAX ? why : 0]++;
+}
+
+void core_ud_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct mrcd_dgram *g,
+		uint64_t now)
+{
+	struct mrcd_qp *qp = core_qp_by_num(&c->t, pkt->dst_qpn);
+	struct mrcd_srq *srq;
+	struct mrc_ring *ring;
+	struct mrc_rq_entry r;
+	struct mrc_sge sge[MRC_RING_MAX_SGE];
+	struct mrc_cq_entry e = { 0 };
+	uint64_t room = 0;
+	uint8_t grh[MRC_UD_GRH_LEN];
+	enum mrc_drop_reason why;
+	int got;
+
+	if (!qp || qp->type != MRC_CTL_QPT_UD ||
+	    (qp->state != MRC_CTL_QP_RTR && qp->state != MRC_CTL_QP_RTS)) {
+		ud_drop(c, qp ? MRC_DROP_QP_STATE : MRC_DROP_WRONG_QPN); /* */
+		return;
+	}
+	if (!mrcd_config_admits(c->cfg, g->peer.addr)) {
+		ud_drop(c, MRC_DROP_NOT_ADMITTED);
+		return;
+	}
+	srq = qp->srq >= 0 ? &c->t.srqs[qp->srq] : NULL;
+	ring = srq ? &srq->ring : &qp->rq;
+	got = mrc_ring_peek(ring, 0, &r);
+	if (got < 0) {
+		core_ring_corrupt(c, qp, "receive", now);
+		return;
+	}
+	for (unsigned i = 0; got && i < r.num_sge && i < MRC_RING_MAX_SGE; i++)
+		room += r.sge[i].length;
+	why = mrc_ud_check(pkt, qp->qkey, got == 1, room); /* */
+	if (why != MRC_DROP_NONE) {
+		ud_drop(c, why);
+		return;
+	}
+	if (srq)
+		core_srq_take(c, srq, &r);
+	else
+		mrc_ring_take(ring, &r);
+	for (unsigned i = 0; i < r.num_sge; i++)
+		if (r.num_sge > MRC_RING_MAX_SGE ||
+		    (srq ? core_local_sge_in(c, srq->owner, srq->pd, &r.sge[i], true, &sge[i])
+			 : core_local_sge(c, qp, &r.sge[i], true, &sge[i]))) {
+			core_log(c, MRCD_NOTICE, "client pid %d: UD QP %u: a receive's buffer is "
+				 "not its, QP to error", c->t.client[qp->owner].pid, qp->qpn);
+			core_qp_error(c, qp, now);
+			core_complete_now(c, qp, true, r.wr_id, ring->mine - 1, MRC_CQ_LOC_PROT_ERR,
+					  MRC_CQ_RECV);
+			return;
+		}
+	mrc_ud_grh(grh, g->peer.addr, local_addr(c, g->plane), g->ce ? 3 : 2, g->len);
+	mrc_sge_copy(sge, r.num_sge, 0, NULL, grh, sizeof(grh)); /* */
+	mrc_sge_copy(sge, r.num_sge, sizeof(grh), NULL, pkt->payload, pkt->payload_len);
+	e.wr_id = r.wr_id;
+	e.opcode = MRC_CQ_RECV;
+	e.byte_len = MRC_UD_GRH_LEN + pkt->payload_len;
+	e.src_qp = pkt->u.ud.src_qpn;
+	e.flags = MRC_CQ_F_GRH | (pkt->opcode == MRC_OP_UD_SEND_IMM ? MRC_CQ_F_WITH_IMM : 0) |
+		  (pkt->flags & MRC_F_SOLICITED ? MRC_CQ_F_SOLICITED : 0);
+	e.imm = pkt->u.ud.imm;
+	c->stats.ud_rx++;
+	core_complete_entry(c, qp, true, ring->mine - 1, &e); /* */
+}

@@ -1,0 +1,67 @@
+# UD QPs (SPEC 4.8) between two metaroced, with unmodified programs: ibv_ud_pingpong from
+# ibverbs-utils (address handles from the peer's GID, 40-byte GRH at each receive) and
+# perftest's ib_send_bw / ib_send_lat -c UD; the datagrams spread over both planes [R-420]
+# and none is dropped on a clean link.
+. "$(dirname "$0")/lib.sh"
+
+command -v ibv_ud_pingpong >/dev/null || fail "ibv_ud_pingpong missing (ibverbs-utils: make deps)"
+command -v ib_send_bw >/dev/null || fail "ib_send_bw missing (perftest: make deps)"
+two_daemons
+
+# pingpong_pair NAME ARGS...: the server on B, the client on A, both unmodified
+pingpong_pair() {
+	name=$1
+	shift
+	bg_b "$TMP/$name.server.log" timeout 60 ibv_ud_pingpong -g 0 "$@"
+	srv=$BG
+	wait_listening "$NS_B" 18515
+	on_a timeout 60 ibv_ud_pingpong -g 0 "$@" 198.18.0.2 >"$TMP/$name.client.log" 2>&1 ||
+		{ cat "$TMP/$name.client.log" "$TMP/$name.server.log"; fail "$name client"; }
+	wait "$srv" || { cat "$TMP/$name.server.log"; fail "$name server"; }
+	grep -q " iters in " "$TMP/$name.client.log" || fail "$name: no result line (client)"
+	grep -q " iters in " "$TMP/$name.server.log" || fail "$name: no result line (server)"
+	echo "$name: $(grep ' iters in ' "$TMP/$name.client.log")"
+}
+pingpong_pair ud_pingpong -s 1024 -n 1000
+pingpong_pair ud_pingpong_events -s 64 -n 200 -e
+
+# tx_bytes PLANE: what host A's interface of that plane sent so far (bytes: UDP GSO trains
+# cross the veth as one packet each)
+tx_bytes() {
+	ip netns exec "$NS_A" cat "/sys/class/net/${TAG}a$1/statistics/tx_bytes"
+}
+metric() {
+	"$BUILD/bin/metaroce-ctl" -S "$TMP/$1.sock" metrics | awk -v n="$2" '$1 == n {print $2}'
+}
+
+# 1000 datagrams of 1024 bytes, every receive posted before the first (RX depth = -n)
+p0=$(tx_bytes 0)
+p1=$(tx_bytes 1)
+bg_b "$TMP/sbw.server.log" timeout 60 ib_send_bw -d metaroce0 -x 0 -c UD -F -n 1000
+srv=$BG
+wait_listening "$NS_B" 18515
+on_a timeout 60 ib_send_bw -d metaroce0 -x 0 -c UD -F -n 1000 198.18.0.2 \
+	>"$TMP/sbw.client.log" 2>&1 || { cat "$TMP/sbw.client.log"; fail "ib_send_bw -c UD client"; }
+wait "$srv" || { cat "$TMP/sbw.server.log"; fail "ib_send_bw -c UD server"; }
+grep -E '^ 1024 +1000 ' "$TMP/sbw.client.log" || fail "ib_send_bw -c UD: no result line"
+d0=$(($(tx_bytes 0) - p0))
+d1=$(($(tx_bytes 1) - p1))
+echo "plane 0 sent $d0 bytes, plane 1 sent $d1 (1000 datagrams of 1024 and perftest's exchange)"
+[ "$d0" -ge 400000 ] && [ "$d1" -ge 400000 ] ||
+	fail "UD datagrams not spread over both planes: $d0 and $d1 bytes [R-420]"
+
+bg_b "$TMP/slat.server.log" timeout 60 ib_send_lat -d metaroce0 -x 0 -c UD -F -n 1000
+srv=$BG
+wait_listening "$NS_B" 18515
+on_a timeout 60 ib_send_lat -d metaroce0 -x 0 -c UD -F -n 1000 198.18.0.2 \
+	>"$TMP/slat.client.log" 2>&1 || { cat "$TMP/slat.client.log"; fail "ib_send_lat -c UD"; }
+wait "$srv" || { cat "$TMP/slat.server.log"; fail "ib_send_lat -c UD server"; }
+grep -E '^ 2 +1000 ' "$TMP/slat.client.log" || fail "ib_send_lat -c UD: no result line"
+
+for reason in no_qp qp_state not_admitted qkey no_receive too_long unroutable; do
+	n=$(metric b "metaroce_ud_dropped_total{reason=\"$reason\"}")
+	[ "$n" = 0 ] || fail "host B dropped $n UD datagrams for $reason on a clean link"
+done
+rx=$(metric b 'metaroce_ud_datagrams_total{direction="rx"}')
+echo "host B delivered $rx UD datagrams, dropped none"
+[ "$rx" -ge 3200 ] || fail "host B delivered only $rx UD datagrams"
