@@ -80,7 +80,8 @@ static uint32_t shared_planes(const struct mrcd_core *c, const struct mrc_node_i
  * Where datagrams to dgid go, remembered per QP until the destination or the peer table
  * changes (c->peers_epoch), so a QP talking to one peer finds it without a search.
  */
-static enum route route_to(struct mrcd_core *c, struct mrcd_qp *qp, const uint8_t dgid[16])
+static enum route route_to(struct mrcd_core *c, struct mrcd_qp *qp, const uint8_t dgid[16],
+			   uint64_t now)
 {
 	struct mrcd_ud_route *rt = &qp->ud_route;
 	const struct mrc_peer *p;
@@ -107,7 +108,7 @@ static enum route route_to(struct mrcd_core *c, struct mrcd_qp *qp, const uint8_
 		struct mrcd_addr a = { .family = mrc_addr_family(dgid) };
 
 		memcpy(a.addr, dgid, 16);
-		if (mrcd_core_discover(c, &a, c->now) ||
+		if (mrcd_core_discover(c, &a, now) ||
 		    (idx = mrc_peer_table_find(&c->peers, dgid)) < 0)
 			return ROUTE_NONE;
 	}
@@ -120,7 +121,7 @@ static enum route route_to(struct mrcd_core *c, struct mrcd_qp *qp, const uint8_
 					  ? p->info.max_payload
 					  : c->peers.local.max_payload;
 	} else if (p->state == MRC_PEER_UNREACHABLE ||
-		   (qp->ud_waiting && c->now >= qp->resolve_deadline_ns)) {
+		   (qp->ud_waiting && now >= qp->resolve_deadline_ns)) {
 		/* the address the application named is all there is: the plane that reaches it */
 		rt->named = true;
 		rt->planes = 1u << p->via_plane;
@@ -202,7 +203,7 @@ bool core_ud_next(struct mrcd_core *c, struct mrcd_qp *qp, uint8_t *buf, size_t 
 			return false;
 		}
 		status = send_entry_sges(c, qp, &e, sge, &total);
-		route = status ? ROUTE_READY : route_to(c, qp, e.dgid);
+		route = status ? ROUTE_NONE : route_to(c, qp, e.dgid, now);
 		if (route == ROUTE_WAIT) {
 			if (!qp->ud_waiting) {
 				qp->ud_waiting = true;
@@ -212,7 +213,7 @@ bool core_ud_next(struct mrcd_core *c, struct mrcd_qp *qp, uint8_t *buf, size_t 
 		}
 		qp->ud_waiting = false;
 		mrc_ring_take(&qp->sq, &e);
-		if (!status && total > qp->ud_route.max_payload)
+		if (route == ROUTE_READY && total > qp->ud_route.max_payload)
 			status = MRC_CQ_LOC_LEN_ERR; /* */
 		if (status) {
 			core_log(c, MRCD_DEBUG, "UD QP %u: send %llu refused (status %u)", qp->qpn,
@@ -305,10 +306,8 @@ void core_ud_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 		ud_drop(c, why);
 		return;
 	}
-	if (srq)
-		core_srq_take(c, srq, &r);
-	else
-		mrc_ring_take(ring, &r);
+	if ((srq ? core_srq_take(c, srq, &r) : mrc_ring_take(ring, &r)) != 1)
+		return; /* the client moved its indices meanwhile: what it peeked is gone */
 	for (unsigned i = 0; i < r.num_sge; i++)
 		if (r.num_sge > MRC_RING_MAX_SGE ||
 		    (srq ? core_local_sge_in(c, srq->owner, srq->pd, &r.sge[i], true, &sge[i])

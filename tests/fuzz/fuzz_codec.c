@@ -42,8 +42,8 @@ static void clear_ignored(uint8_t *p, size_t len, uint8_t opcode)
 	p[3] &= (uint8_t)defined;
 	p[22] = p[23] = 0;
 	if (!mrc_opcode_is_sequenced(opcode) && opcode != MRC_OP_DISCOVER &&
-	    opcode != MRC_OP_DISCOVER_REPLY)
-		memset(p + 8, 0, 4); /* psn */
+	    opcode != MRC_OP_DISCOVER_REPLY && !mrc_opcode_is_ud(opcode))
+		memset(p + 8, 0, 4); /* psn */
 
 	switch (opcode) {
 	case MRC_OP_ACK:
@@ -64,6 +64,10 @@ static void clear_ignored(uint8_t *p, size_t len, uint8_t opcode)
 		break;
 	case MRC_OP_CLOSE:
 		memset(ext + __builtin_offsetof(struct mrc_close_ext, reserved), 0, 4);
+		break;
+	case MRC_OP_UD_SEND:
+	case MRC_OP_UD_SEND_IMM:
+		memset(ext + __builtin_offsetof(struct mrc_ud_ext, reserved), 0, 4);
 		break;
 	}
 	reseal(p, len);

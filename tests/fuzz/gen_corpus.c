@@ -43,7 +43,7 @@ static int codec_corpus(const char *dir)
 		MRC_OP_WRITE,	    MRC_OP_WRITE_IMM, MRC_OP_SEND,	   MRC_OP_SEND_IMM,
 		MRC_OP_READ_REQ,    MRC_OP_READ_RESP, MRC_OP_ACK,	   MRC_OP_NAK,
 		MRC_OP_PROBE,	    MRC_OP_PROBE_REPLY, MRC_OP_DISCOVER, MRC_OP_DISCOVER_REPLY,
-		MRC_OP_CLOSE,
+		MRC_OP_CLOSE,	    MRC_OP_ATOMIC_REQ, MRC_OP_UD_SEND,	   MRC_OP_UD_SEND_IMM,
 	};
 	int failed = 0;
 
@@ -118,6 +118,22 @@ static int codec_corpus(const char *dir)
 			break;
 		case MRC_OP_CLOSE:
 			p.u.close.reason = MRC_CLOSE_ERROR;
+			break;
+		case MRC_OP_ATOMIC_REQ:
+			p.u.atomic.op = MRC_ATOMIC_CMP_SWAP;
+			p.u.atomic.rkey = 1;
+			p.u.atomic.raddr = 0x1000;
+			p.u.atomic.sink_addr = 0x2000;
+			p.u.atomic.compare = 5;
+			p.u.atomic.swap_add = 6;
+			break;
+		case MRC_OP_UD_SEND:
+		case MRC_OP_UD_SEND_IMM:
+			p.u.ud.src_qpn = 0x22;
+			p.u.ud.qkey = 0x11111111;
+			p.u.ud.imm = ops[i] == MRC_OP_UD_SEND_IMM ? 0xabcd : 0;
+			p.payload = payload;
+			p.payload_len = 1024;
 			break;
 		}
 		failed |= write_seed(dir, mrc_opcode_name(ops[i]), &p);

@@ -32,6 +32,7 @@ int main(void)
 	srunner_add_suite(runner, core_sched_suite());
 	srunner_add_suite(runner, spin_suite());
 	srunner_add_suite(runner, core_pair_suite());
+	srunner_add_suite(runner, core_ud_suite());
 	srunner_add_suite(runner, neigh_suite());
 	srunner_run_all(runner, CK_ENV);
 	failed = srunner_ntests_failed(runner);

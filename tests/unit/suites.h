@@ -15,6 +15,7 @@ Suite *conn_suite(void);
 Suite *conn_errors_suite(void);
 Suite *core_pair_suite(void);
 Suite *core_sched_suite(void);
+Suite *core_ud_suite(void);
 Suite *linger_suite(void);
 Suite *loss_suite(void);
 Suite *neigh_suite(void);

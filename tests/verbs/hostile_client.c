@@ -133,10 +133,11 @@ static void connect_qp(int ctl, uint32_t qpn, uint32_t dest)
 	}
 }
 
-/* A QP connected to itself through the daemon's own plane address, unless told otherwise. */
-static struct qp make_qp(int ctl, bool connect_self)
+/* A QP of the type; an RC one connected to itself through the daemon's own plane address,
+ * unless told otherwise, a UD one at RTS. */
+static struct qp make_qp_of(int ctl, bool connect_self, uint32_t type)
 {
-	struct mrc_ctl_create_qp req = { cq_handle, cq_handle, 16, 16, 0, 1, 0, 0 };
+	struct mrc_ctl_create_qp req = { cq_handle, cq_handle, 16, 16, 0, 1, 0, type };
 	struct mrc_ctl_qp_created rep;
 	int fds[2] = { -1, -1 };
 	struct qp qp = { 0 };
@@ -156,9 +157,20 @@ static struct qp make_qp(int ctl, bool connect_self)
 	close(fds[1]);
 	qp.qpn = rep.qp_num;
 	qp.doorbell_bit = rep.doorbell_bit % MRC_DOORBELL_BITS;
-	if (connect_self)
+	if (type == MRC_CTL_QPT_UD) {
+		struct mrc_ctl_ud_qp st = { .qp_num = qp.qpn, .qkey = 1, .state = MRC_CTL_QP_RTS };
+
+		if (request(ctl, MRC_CTL_UD_QP, &st, sizeof(st), NULL, 0, NULL, 0, NULL, 0))
+			exit(2);
+	} else if (connect_self) {
 		connect_qp(ctl, qp.qpn, qp.qpn);
+	}
 	return qp;
+}
+
+static struct qp make_qp(int ctl, bool connect_self)
+{
+	return make_qp_of(ctl, connect_self, MRC_CTL_QPT_RC);
 }
 
 static struct mrc_doorbell_page *doorbells;
@@ -453,6 +465,38 @@ int main(int argc, char **argv)
 			ring(bit, doorbell);
 		CHECK(request(ctl, MRC_CTL_STATUS, NULL, 0, NULL, 0, &status, sizeof(status), NULL, 0) == 0,
 		      "every doorbell bit rung at once: the daemon still answers");
+	}
+	{
+		/* UD QPs: requests of the other kind refused, a WRITE failing its QP, a datagram
+		 * to an address the daemon may not reach lost like any other */
+		struct qp ud = make_qp_of(ctl, false, MRC_CTL_QPT_UD), rc = make_qp(ctl, false);
+		struct mrc_ctl_ud_qp st = { .qp_num = rc.qpn, .state = MRC_CTL_QP_RTR };
+		struct mrc_ctl_connect_qp cn = { .qp_num = ud.qpn, .dest_qp_num = 1,
+						 .max_dest_rd_atomic = 1 };
+		struct mrc_ctl_resolve rs = { .dgid = { [10] = 0xff, [11] = 0xff, 192, 0, 2, 1 } };
+		struct mrc_sq_entry e = { .wr_id = 6, .opcode = MRC_SQ_SEND, .flags = MRC_SQ_F_SIGNALED,
+					  .remote_qpn = 5, .remote_qkey = 1 };
+
+		err = request(ctl, MRC_CTL_UD_QP, &st, sizeof(st), NULL, 0, NULL, 0, NULL, 0);
+		CHECK(err == -EINVAL, "a UD state for an RC QP: EINVAL (%d)", err);
+		err = request(ctl, MRC_CTL_CONNECT_QP, &cn, sizeof(cn), NULL, 0, NULL, 0, NULL, 0);
+		CHECK(err == -EINVAL, "connecting a UD QP like an RC one: EINVAL (%d)", err);
+		err = request(ctl, MRC_CTL_RESOLVE, &rs, sizeof(rs), NULL, 0, NULL, 0, NULL, 0);
+		CHECK(err == -EHOSTUNREACH, "resolving 192.0.2.1, not a peer: EHOSTUNREACH (%d)", err);
+		err = request(ctl, MRC_CTL_RESOLVE, &rs, 3, NULL, 0, NULL, 0, NULL, 0);
+		CHECK(err == -EINVAL, "a resolve request of 3 bytes: EINVAL (%d)", err);
+		memcpy(e.dgid, rs.dgid, 16);
+		post(&ud, doorbell, &e);
+		CHECK(next_completion(&wc) && wc.wr_id == 6 && wc.status == MRC_CQ_SUCCESS,
+		      "a datagram to an address the daemon may not reach: sent into nothing (%u)",
+		      wc.status);
+		e = (struct mrc_sq_entry){ .wr_id = 7, .opcode = MRC_SQ_WRITE,
+					   .flags = MRC_SQ_F_SIGNALED, .remote_qpn = 5 };
+		post(&ud, doorbell, &e);
+		CHECK(next_completion(&wc) && wc.wr_id == 7 && wc.status == MRC_CQ_LOC_QP_OP_ERR &&
+			      qp_in_error(&ud),
+		      "an RDMA WRITE on a UD QP: QP operation error, the QP in error (%u)",
+		      wc.status);
 	}
 	{
 		struct qp qp = make_qp(ctl, true);
