@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Queue pairs (RC here, UD's own parts in ud.c). Posting writes descriptors into the SQ or RQ ring, and rings the doorbell
- * only if the daemon asked for it (it is going to sleep); the daemon validates and executes
- * them. The verbs state machine (RESET, INIT, RTR, RTS, ERR) is kept here: the daemon learns
+ * Queue pairs (UD's own parts in ud.c). Posting writes descriptors into the SQ or RQ ring,
+ * and rings the doorbell only if the daemon asked for it (it is going to sleep); the daemon
+ * validates and executes them. The verbs state machine (RESET, INIT, RTR, RTS, ERR) is kept here: the daemon learns
  * of a QP's peer at RTR, of its send settings at RTS.
  */
 #include <errno.h>

@@ -34,29 +34,28 @@ metric() {
 	"$BUILD/bin/metaroce-ctl" -S "$TMP/$1.sock" metrics | awk -v n="$2" '$1 == n {print $2}'
 }
 
+# perftest_pair PROGRAM RESULT: PROGRAM -c UD over 1000 iterations, the server on B, the
+# client on A, both unmodified; RESULT is the start of the client's result line
+perftest_pair() {
+	bg_b "$TMP/$1.server.log" timeout 60 "$1" -d metaroce0 -x 0 -c UD -F -n 1000
+	srv=$BG
+	wait_listening "$NS_B" 18515
+	on_a timeout 60 "$1" -d metaroce0 -x 0 -c UD -F -n 1000 198.18.0.2 \
+		>"$TMP/$1.client.log" 2>&1 || { cat "$TMP/$1.client.log"; fail "$1 -c UD client"; }
+	wait "$srv" || { cat "$TMP/$1.server.log"; fail "$1 -c UD server"; }
+	grep -E "^ $2 +1000 " "$TMP/$1.client.log" || fail "$1 -c UD: no result line"
+}
+
 # 1000 datagrams of 1024 bytes, every receive posted before the first (RX depth = -n)
 p0=$(tx_bytes 0)
 p1=$(tx_bytes 1)
-bg_b "$TMP/sbw.server.log" timeout 60 ib_send_bw -d metaroce0 -x 0 -c UD -F -n 1000
-srv=$BG
-wait_listening "$NS_B" 18515
-on_a timeout 60 ib_send_bw -d metaroce0 -x 0 -c UD -F -n 1000 198.18.0.2 \
-	>"$TMP/sbw.client.log" 2>&1 || { cat "$TMP/sbw.client.log"; fail "ib_send_bw -c UD client"; }
-wait "$srv" || { cat "$TMP/sbw.server.log"; fail "ib_send_bw -c UD server"; }
-grep -E '^ 1024 +1000 ' "$TMP/sbw.client.log" || fail "ib_send_bw -c UD: no result line"
+perftest_pair ib_send_bw 1024
 d0=$(($(tx_bytes 0) - p0))
 d1=$(($(tx_bytes 1) - p1))
 echo "plane 0 sent $d0 bytes, plane 1 sent $d1 (1000 datagrams of 1024 and perftest's exchange)"
 [ "$d0" -ge 400000 ] && [ "$d1" -ge 400000 ] ||
 	fail "UD datagrams not spread over both planes: $d0 and $d1 bytes [R-420]"
-
-bg_b "$TMP/slat.server.log" timeout 60 ib_send_lat -d metaroce0 -x 0 -c UD -F -n 1000
-srv=$BG
-wait_listening "$NS_B" 18515
-on_a timeout 60 ib_send_lat -d metaroce0 -x 0 -c UD -F -n 1000 198.18.0.2 \
-	>"$TMP/slat.client.log" 2>&1 || { cat "$TMP/slat.client.log"; fail "ib_send_lat -c UD"; }
-wait "$srv" || { cat "$TMP/slat.server.log"; fail "ib_send_lat -c UD server"; }
-grep -E '^ 2 +1000 ' "$TMP/slat.client.log" || fail "ib_send_lat -c UD: no result line"
+perftest_pair ib_send_lat 2
 
 for reason in no_qp qp_state not_admitted qkey no_receive too_long unroutable; do
 	n=$(metric b "metaroce_ud_dropped_total{reason=\"$reason\"}")
