@@ -422,12 +422,19 @@ $(BUILD)/tests/verbs/verbs_check: tests/verbs/verbs_check.c $(wildcard tests/ver
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) -Itests/verbs $(MRC_CFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^) -libverbs
 
-$(BUILD)/tests/verbs/verbs_api_check: tests/verbs/verbs_api_check.c \
+$(BUILD)/tests/verbs/verbs_api_check: tests/verbs/verbs_api_check.c tests/verbs/rc_connect.c \
+				      tests/verbs/rc_connect.h \
 				      $(wildcard tests/verbs/api/*.c tests/verbs/api/*.h)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) -Itests/verbs $(MRC_CFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^) \
 		-libverbs -ldl
+
+$(BUILD)/tests/verbs/atomic_check: tests/verbs/atomic_check.c tests/verbs/rc_connect.c \
+				   tests/verbs/rc_connect.h
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) -Itests/verbs $(MRC_CFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^) -libverbs
 
 # Generic verbs programs: built against rdma-core's libibverbs, run through libmetaroce.
 $(BUILD)/tests/verbs/%: tests/verbs/%.c

@@ -6,6 +6,8 @@
 #include "core/core.h"
 
 #define MRCD_NOTIFY_RETRY_NS 1000000 /* an event a full channel refused is sent again after */
+/* how long a QP, or a UD QP's next datagram, waits for its peer's discovery */
+#define MRCD_RESOLVE_TIMEOUT_NS 2000000000ull
 
 /* --- telling (tell.c) ---------------------------------------------------------------------- */
 
@@ -18,10 +20,17 @@ void core_event(struct mrcd_core *c, int priority, const char *fmt, ...)
 /* --- peers.c: this node to its peers ------------------------------------------------------- */
 
 void core_node_info(const struct mrcd_core *c, uint64_t node_id, struct mrc_node_info *info);
+/* The planes a node's announcement shares with ours (bit i: our plane i), less those it
+ * drained; addr[i], when given, gets its address on plane i. */
+uint32_t core_shared_planes(const struct mrcd_core *c, const struct mrc_node_info *info,
+			    uint8_t (*addr)[16]);
 /* The peer table's admission callback: the configuration's peer prefixes. */
 bool core_admit(void *user, const uint8_t addr[16]);
 /* An address as text, without the C library's network functions. */
 const char *core_addr_str(const uint8_t a[16], char *buf, size_t len);
+/* Discovery of the peer at addr begins (or goes on): 0, -EHOSTUNREACH when the configuration
+ * does not admit it [R-123], -ENOMEM when the peer table is full. */
+int core_discover_addr(struct mrcd_core *c, const uint8_t addr[16], uint64_t now);
 /* What the peer table has to send (DISCOVER and its answers), to the wire. */
 void core_send_daemon_packets(struct mrcd_core *c, uint64_t now);
 
@@ -48,6 +57,10 @@ void core_retry_notifications(struct mrcd_core *c);
 int core_ring_new(struct mrcd_core *c, uint16_t kind, uint32_t entries, uint32_t qpn,
 		  void **mem, size_t *len, struct mrc_ring *ring);
 uint32_t core_ring_entries(uint32_t want);
+/* The same, for want entries or more, with the channel (descriptor 0 of the request) kept as
+ * *channel_out when `channel`: 0, or the error with nothing kept. */
+int core_ring_with_channel(struct mrcd_core *c, uint16_t kind, uint32_t want, bool channel,
+			   void **mem, size_t *len, struct mrc_ring *ring, int *channel_out);
 /* A client's scatter element to host memory; `write` when the daemon will store into it. */
 int core_local_sge(struct mrcd_core *c, const struct mrcd_qp *qp, const struct mrc_shm_sge *in,
 		   bool write, struct mrc_sge *out);

@@ -351,6 +351,20 @@ void core_cq_free(struct mrcd_core *c, struct mrcd_cq *cq)
 	cq->handle = 0;
 }
 
+int core_ring_with_channel(struct mrcd_core *c, uint16_t kind, uint32_t want, bool channel,
+			   void **mem, size_t *len, struct mrc_ring *ring, int *channel_out)
+{
+	int err = core_ring_new(c, kind, core_ring_entries(want), 0, mem, len, ring);
+
+	if (err)
+		return err;
+	if (channel && (err = c->ops->keep_channel(c->io, 0, channel_out))) {
+		c->ops->unmap(c->io, *mem, *len);
+		c->t.mapped_bytes -= *len;
+	}
+	return err;
+}
+
 int core_create_cq(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
 		   unsigned n_desc, struct mrc_ctl_cq *out)
 {
@@ -379,16 +393,11 @@ int core_create_cq(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 	memset(cq, 0, sizeof(*cq));
 	cq->owner = -1;
 	cq->channel = -1;
-	err = core_ring_new(c, MRC_RING_CQ, core_ring_entries(r.entries), 0, &cq->mem,
-			    &cq->mem_len, &cq->ring);
+	/* a completion channel is the library's datagram socket: io checks it */
+	err = core_ring_with_channel(c, MRC_RING_CQ, r.entries, n_desc, &cq->mem, &cq->mem_len,
+				     &cq->ring, &channel);
 	if (err)
 		return err;
-	/* a completion channel is the library's datagram socket: io checks it */
-	if (n_desc && (err = c->ops->keep_channel(c->io, 0, &channel))) {
-		c->ops->unmap(c->io, cq->mem, cq->mem_len);
-		t->mapped_bytes -= cq->mem_len;
-		return err;
-	}
 	cq->owner = (int)owner;
 	cq->handle = core_make_handle(t, slot);
 	cq->channel = channel;

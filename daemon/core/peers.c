@@ -4,6 +4,7 @@
  * tells peers about itself, who may discover it, the DISCOVER packets it sends, and a lookup
  * by address for a QP that names a peer.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -32,6 +33,28 @@ void core_node_info(const struct mrcd_core *c, uint64_t node_id, struct mrc_node
 		info->addrs[i].plane = c->cfg->planes[i].index;
 		memcpy(info->addrs[i].addr, c->cfg->planes[i].addr.addr, 16);
 	}
+}
+
+uint32_t core_shared_planes(const struct mrcd_core *c, const struct mrc_node_info *info,
+			    uint8_t (*addr)[16])
+{
+	uint32_t planes = 0;
+
+	for (unsigned i = 0; i < c->cfg->n_planes; i++) {
+		const struct mrcd_plane *p = &c->cfg->planes[i];
+
+		for (unsigned k = 0; k < info->n_addrs; k++) {
+			const struct mrc_plane_rec *a = &info->addrs[k];
+
+			if (a->plane != p->index || a->family != p->addr.family ||
+			    (a->flags & MRC_PLANE_F_DRAINED))
+				continue;
+			planes |= 1u << p->index;
+			if (addr)
+				memcpy(addr[p->index], a->addr, 16);
+		}
+	}
+	return planes;
 }
 
 bool core_admit(void *user, const uint8_t addr[16])
@@ -74,6 +97,16 @@ int mrcd_core_discover(struct mrcd_core *c, const struct mrcd_addr *addr, uint64
 	return mrc_peer_table_lookup(&c->peers, addr->addr, p->index, c->cfg->port, now) < 0
 		       ? -1
 		       : 0;
+}
+
+int core_discover_addr(struct mrcd_core *c, const uint8_t addr[16], uint64_t now)
+{
+	struct mrcd_addr a = { .family = mrc_addr_family(addr) };
+
+	if (!mrcd_config_admits(c->cfg, addr))
+		return -EHOSTUNREACH; /* not a peer this daemon may talk to */
+	memcpy(a.addr, addr, 16);
+	return mrcd_core_discover(c, &a, now) ? -ENOMEM : 0;
 }
 
 void core_send_daemon_packets(struct mrcd_core *c, uint64_t now)

@@ -12,8 +12,6 @@
 #include "core/shm_map.h"
 #include "proto/random.h"
 
-#define RESOLVE_TIMEOUT_NS 2000000000ull
-
 /* A QP's counts go into the totals of those gone before it. */
 static void qp_retire_counts(struct mrcd_core *c, const struct mrcd_qp *qp)
 {
@@ -198,23 +196,10 @@ bool core_is_local_addr(const struct mrcd_config *cfg, const uint8_t addr[16])
 static void qp_learn_peer(struct mrcd_core *c, struct mrcd_qp *qp,
 			  const struct mrc_node_info *info)
 {
-	qp->peer_planes = 0;
 	qp->peer_node = info->node_id;
 	qp->peer_port = info->udp_port;
 	qp->peer_max_payload = info->max_payload;
-	for (unsigned i = 0; i < c->cfg->n_planes; i++) {
-		const struct mrcd_plane *p = &c->cfg->planes[i];
-
-		for (unsigned k = 0; k < info->n_addrs; k++) {
-			const struct mrc_plane_rec *a = &info->addrs[k];
-
-			if (a->plane == p->index && a->family == p->addr.family &&
-			    !(a->flags & MRC_PLANE_F_DRAINED)) {
-				memcpy(qp->peer_addr[p->index], a->addr, 16);
-				qp->peer_planes |= 1u << p->index;
-			}
-		}
-	}
+	qp->peer_planes = core_shared_planes(c, info, qp->peer_addr);
 	if (qp->fast)
 		c->fast->qp_peer(c->io, qp->qpn, qp->peer_planes,
 				 (const uint8_t(*)[16])qp->peer_addr);
@@ -398,7 +383,6 @@ int core_connect_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload,
 {
 	struct mrc_ctl_connect_qp r;
 	struct mrcd_qp *qp;
-	struct mrcd_addr addr;
 	int idx, err;
 
 	qp = core_requested_qp(c, owner, payload, len, &r, sizeof(r), MRC_CTL_QPT_RC, &err);
@@ -418,19 +402,16 @@ int core_connect_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload,
 		qp_start(c, qp, now);
 		return 0;
 	}
-	addr.family = mrc_addr_family(r.dgid);
-	memcpy(addr.addr, r.dgid, 16);
-	if (!mrcd_config_admits(c->cfg, r.dgid))
-		return -EHOSTUNREACH; /* not a peer this daemon may talk to */
-	if (mrcd_core_discover(c, &addr, now))
-		return -ENOMEM;
+	err = core_discover_addr(c, r.dgid, now);
+	if (err)
+		return err;
 	idx = mrc_peer_table_find(&c->peers, r.dgid);
 	if (idx >= 0 && c->peers.peers[idx].state == MRC_PEER_KNOWN) {
 		qp_learn_peer(c, qp, &c->peers.peers[idx].info);
 		qp_start(c, qp, now);
 	} else {
 		qp->state = MRC_CTL_QP_RESOLVING;
-		qp->resolve_deadline_ns = now + RESOLVE_TIMEOUT_NS;
+		qp->resolve_deadline_ns = now + MRCD_RESOLVE_TIMEOUT_NS;
 	}
 	return 0;
 }

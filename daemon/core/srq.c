@@ -57,16 +57,10 @@ int core_create_srq(struct mrcd_core *c, unsigned owner, const uint8_t *payload,
 	memset(s, 0, sizeof(*s));
 	s->owner = -1;
 	s->channel = -1;
-	err = core_ring_new(c, MRC_RING_RQ, core_ring_entries(r.max_wr), 0, &s->mem, &s->mem_len,
-			    &s->ring);
+	err = core_ring_with_channel(c, MRC_RING_RQ, r.max_wr, true, &s->mem, &s->mem_len, &s->ring,
+				     &channel);
 	if (err)
 		return err;
-	err = c->ops->keep_channel(c->io, 0, &channel);
-	if (err) {
-		c->ops->unmap(c->io, s->mem, s->mem_len);
-		t->mapped_bytes -= s->mem_len;
-		return err;
-	}
 	s->owner = (int)owner;
 	s->handle = core_make_handle(t, slot);
 	s->pd = r.pd;

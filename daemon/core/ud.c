@@ -11,8 +11,6 @@
 #include "core/internal.h"
 #include "proto/ud.h"
 
-#define UD_RESOLVE_TIMEOUT_NS 2000000000ull /* as long as a connected QP waits */
-
 int core_ud_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len)
 {
 	struct mrc_ctl_ud_qp r;
@@ -40,38 +38,23 @@ int core_ud_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size
 int core_resolve(struct mrcd_core *c, const uint8_t *payload, size_t len, uint64_t now)
 {
 	struct mrc_ctl_resolve r;
-	struct mrcd_addr addr;
 
 	if (len != sizeof(r))
 		return -EINVAL;
 	memcpy(&r, payload, sizeof(r));
-	if (core_is_local_addr(c->cfg, r.dgid))
-		return 0;
-	if (!mrcd_config_admits(c->cfg, r.dgid))
-		return -EHOSTUNREACH; /* not a peer this daemon may talk to */
-	addr.family = mrc_addr_family(r.dgid);
-	memcpy(addr.addr, r.dgid, 16);
-	return mrcd_core_discover(c, &addr, now) ? -ENOMEM : 0;
+	return core_is_local_addr(c->cfg, r.dgid) ? 0 : core_discover_addr(c, r.dgid, now);
 }
 
 /* --- sending ------------------------------------------------------------------------------ */
 
 enum route { ROUTE_READY, ROUTE_WAIT, ROUTE_NONE };
 
-/* The planes a node's announcement shares with ours, less the drained ones (either side's). */
+/* The planes shared with a node, less those either side drained (all of them if that leaves
+ * none: a datagram has no other way). */
 static uint32_t shared_planes(const struct mrcd_core *c, const struct mrc_node_info *info)
 {
-	uint32_t planes = 0;
+	uint32_t planes = core_shared_planes(c, info, NULL);
 
-	for (unsigned i = 0; i < c->cfg->n_planes; i++) {
-		const struct mrcd_plane *p = &c->cfg->planes[i];
-
-		for (unsigned k = 0; k < info->n_addrs; k++)
-			if (info->addrs[k].plane == p->index &&
-			    info->addrs[k].family == p->addr.family &&
-			    !(info->addrs[k].flags & MRC_PLANE_F_DRAINED))
-				planes |= 1u << p->index;
-	}
 	return planes & ~(uint32_t)c->drained_planes ? planes & ~(uint32_t)c->drained_planes
 						      : planes;
 }
@@ -103,15 +86,10 @@ static enum route route_to(struct mrcd_core *c, struct mrcd_qp *qp, const uint8_
 	if (!mrcd_config_admits(c->cfg, dgid))
 		return ROUTE_NONE;
 	idx = mrc_peer_table_find(&c->peers, dgid);
-	if (idx < 0) {
-		/* the application skipped ibv_create_ah's resolution, or the table was full */
-		struct mrcd_addr a = { .family = mrc_addr_family(dgid) };
-
-		memcpy(a.addr, dgid, 16);
-		if (mrcd_core_discover(c, &a, now) ||
-		    (idx = mrc_peer_table_find(&c->peers, dgid)) < 0)
-			return ROUTE_NONE;
-	}
+	/* the application skipped ibv_create_ah's resolution, or the table was full */
+	if (idx < 0 && (core_discover_addr(c, dgid, now) ||
+			(idx = mrc_peer_table_find(&c->peers, dgid)) < 0))
+		return ROUTE_NONE;
 	p = &c->peers.peers[idx];
 	rt->peer = idx;
 	if (p->state == MRC_PEER_KNOWN) {
@@ -207,13 +185,15 @@ bool core_ud_next(struct mrcd_core *c, struct mrcd_qp *qp, uint8_t *buf, size_t 
 		if (route == ROUTE_WAIT) {
 			if (!qp->ud_waiting) {
 				qp->ud_waiting = true;
-				qp->resolve_deadline_ns = now + UD_RESOLVE_TIMEOUT_NS;
+				qp->resolve_deadline_ns = now + MRCD_RESOLVE_TIMEOUT_NS;
 			}
 			return false; /* discovery or the deadline brings it back */
 		}
 		qp->ud_waiting = false;
 		mrc_ring_take(&qp->sq, &e);
-		if (route == ROUTE_READY && total > qp->ud_route.max_payload)
+		/* the path's payload limit, which the transmit slot always holds */
+		if (route == ROUTE_READY &&
+		    (total > qp->ud_route.max_payload || hdr + total > cap))
 			status = MRC_CQ_LOC_LEN_ERR; /* */
 		if (status) {
 			core_log(c, MRCD_DEBUG, "UD QP %u: send %llu refused (status %u)", qp->qpn,
@@ -222,7 +202,7 @@ bool core_ud_next(struct mrcd_core *c, struct mrcd_qp *qp, uint8_t *buf, size_t 
 			send_done(c, qp, &e, (uint8_t)status);
 			return false;
 		}
-		if (route == ROUTE_NONE || hdr + total > cap) {
+		if (route == ROUTE_NONE) {
 			/* not a destination this daemon may reach: lost, as on any network */
 			c->stats.ud_unroutable++;
 			send_done(c, qp, &e, MRC_CQ_SUCCESS);
@@ -246,8 +226,8 @@ bool core_ud_next(struct mrcd_core *c, struct mrcd_qp *qp, uint8_t *buf, size_t 
 	*g = (struct mrcd_dgram){ .data = buf, .len = (uint32_t)(hdr + total), .plane = plane,
 				  .peer_port = qp->ud_route.port };
 	g->sport = n_sports ? sports[sport_index % n_sports] : 0;
-	g->peer.family = mrc_addr_family(route_addr(c, &qp->ud_route, plane));
 	memcpy(g->peer.addr, route_addr(c, &qp->ud_route, plane), 16);
+	g->peer.family = mrc_addr_family(g->peer.addr);
 	c->stats.ud_tx++;
 	send_done(c, qp, &e, MRC_CQ_SUCCESS);
 	return true;

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <metaroce/wire.h>
+
 #include "internal.h"
 
 struct mrv_ah {
@@ -68,12 +70,8 @@ static int addresses_of(const struct ibv_grh *grh, uint8_t src[16], uint8_t dst[
 	const uint8_t *b = (const uint8_t *)grh;
 
 	if (b[20] >> 4 == 4) {
-		static const uint8_t v4_mapped[12] = { [10] = 0xff, [11] = 0xff };
-
-		memcpy(src, v4_mapped, 12);
-		memcpy(src + 12, b + 32, 4);
-		memcpy(dst, v4_mapped, 12);
-		memcpy(dst + 12, b + 36, 4);
+		mrc_addr_from_v4(src, b + 32);
+		mrc_addr_from_v4(dst, b + 36);
 		*tclass = b[21];
 		return 0;
 	}
@@ -182,6 +180,7 @@ static int ud_required_for(enum ibv_qp_state from, enum ibv_qp_state to, int *ne
 int mrv_ud_modify(struct mrv_qp *qp, enum ibv_qp_state from, enum ibv_qp_state to,
 		  const struct ibv_qp_attr *a, int mask)
 {
+	struct ibv_qp_attr before = qp->attr;
 	struct mrc_ctl_ud_qp req;
 	int need, err = ud_required_for(from, to, &need);
 
@@ -208,6 +207,9 @@ int mrv_ud_modify(struct mrv_qp *qp, enum ibv_qp_state from, enum ibv_qp_state t
 	req = (struct mrc_ctl_ud_qp){ .qp_num = qp->ibqpx.qp_base.qp_num, .qkey = qp->attr.qkey,
 				      .sq_psn = qp->attr.sq_psn,
 				      .state = to == IBV_QPS_RTS ? MRC_CTL_QP_RTS : MRC_CTL_QP_RTR };
-	return mrv_request(qp->ctx, MRC_CTL_UD_QP, &req, sizeof(req), NULL, 0, NULL, 0, NULL, NULL,
-			   NULL);
+	err = mrv_request(qp->ctx, MRC_CTL_UD_QP, &req, sizeof(req), NULL, 0, NULL, 0, NULL, NULL,
+			  NULL);
+	if (err)
+		qp->attr = before; /* what the daemon refused did not happen */
+	return err;
 }

@@ -327,6 +327,14 @@ int world_request(struct host *h, uint16_t type, const void *payload, uint32_t l
 	return status;
 }
 
+void world_attach_ring(struct mrc_ring *r, void *mem, uint32_t entries, uint16_t kind)
+{
+	size_t bytes = MRC_RING_BYTES((size_t)entries, mrc_ring_entry_size(kind));
+
+	/* the client produces into its work queues and consumes its CQ */
+	ck_assert_int_eq(mrc_ring_attach(r, mem, bytes, kind, kind != MRC_RING_CQ), 0);
+}
+
 /* HELLO, one region, one CQ, QPS QPs. */
 static void client_open(struct host *h, uint64_t seed)
 {
@@ -362,11 +370,7 @@ static void client_open(struct host *h, uint64_t seed)
 	ck_assert_int_eq(world_request(h, MRC_CTL_CREATE_CQ, &ccq, sizeof(ccq), NULL, &cq, sizeof(cq)),
 			 0);
 	cl->cq_handle = cq.handle;
-	ck_assert_int_eq(mrc_ring_attach(&cl->cq, h->reply_mem[0],
-					 MRC_RING_BYTES((size_t)cq.entries,
-							sizeof(struct mrc_cq_entry)),
-					 MRC_RING_CQ, 0),
-			 0);
+	world_attach_ring(&cl->cq, h->reply_mem[0], cq.entries, MRC_RING_CQ);
 	for (unsigned q = 0; q < QPS; q++) {
 		struct mrc_ctl_create_qp cqp = { cq.handle, cq.handle, WRS, WRS, 0, 1, 0, 0 };
 		struct mrc_ctl_qp_created rep;
@@ -379,16 +383,8 @@ static void client_open(struct host *h, uint64_t seed)
 		ck_assert_uint_eq(h->n_reply, 2);
 		x->qpn = rep.qp_num;
 		x->bit = rep.doorbell_bit % MRC_DOORBELL_BITS;
-		ck_assert_int_eq(mrc_ring_attach(&x->sq, h->reply_mem[0],
-						 MRC_RING_BYTES((size_t)rep.sq_entries,
-								sizeof(struct mrc_sq_entry)),
-						 MRC_RING_SQ, 1),
-				 0);
-		ck_assert_int_eq(mrc_ring_attach(&x->rq, h->reply_mem[1],
-						 MRC_RING_BYTES((size_t)rep.rq_entries,
-								sizeof(struct mrc_rq_entry)),
-						 MRC_RING_RQ, 1),
-				 0);
+		world_attach_ring(&x->sq, h->reply_mem[0], rep.sq_entries, MRC_RING_SQ);
+		world_attach_ring(&x->rq, h->reply_mem[1], rep.rq_entries, MRC_RING_RQ);
 	}
 }
 

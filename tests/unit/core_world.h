@@ -108,6 +108,8 @@ void world_host_crash(struct world *w, unsigned k);
 /* A control request of host h's client, as the library sends it; the reply into reply. */
 int world_request(struct host *h, uint16_t type, const void *payload, uint32_t len,
 		  void *desc, void *reply, size_t cap);
+/* A ring the daemon's reply carried, attached as the library does (its side of it). */
+void world_attach_ring(struct mrc_ring *r, void *mem, uint32_t entries, uint16_t kind);
 void world_client_close(struct host *h);
 /* As the library does after producing: the doorbell only when the daemon asked for it. */
 void world_ring(struct host *h, struct client_qp *x, struct mrc_ring *r);

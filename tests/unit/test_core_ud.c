@@ -36,11 +36,7 @@ static void ud_qp_open(struct host *h, struct ud_qp *u)
 				       sizeof(cq)),
 			 0);
 	u->cq_handle = cq.handle;
-	ck_assert_int_eq(mrc_ring_attach(&u->cq, h->reply_mem[0],
-					 MRC_RING_BYTES((size_t)cq.entries,
-							sizeof(struct mrc_cq_entry)),
-					 MRC_RING_CQ, 0),
-			 0);
+	world_attach_ring(&u->cq, h->reply_mem[0], cq.entries, MRC_RING_CQ);
 	{
 		struct mrc_ctl_create_qp c = { .send_cq = cq.handle, .recv_cq = cq.handle,
 					       .max_send_wr = N_DG, .max_recv_wr = N_DG, .pd = 1,
@@ -52,16 +48,8 @@ static void ud_qp_open(struct host *h, struct ud_qp *u)
 	}
 	u->x.qpn = rep.qp_num;
 	u->x.bit = rep.doorbell_bit % MRC_DOORBELL_BITS;
-	ck_assert_int_eq(mrc_ring_attach(&u->x.sq, h->reply_mem[0],
-					 MRC_RING_BYTES((size_t)rep.sq_entries,
-							sizeof(struct mrc_sq_entry)),
-					 MRC_RING_SQ, 1),
-			 0);
-	ck_assert_int_eq(mrc_ring_attach(&u->x.rq, h->reply_mem[1],
-					 MRC_RING_BYTES((size_t)rep.rq_entries,
-							sizeof(struct mrc_rq_entry)),
-					 MRC_RING_RQ, 1),
-			 0);
+	world_attach_ring(&u->x.sq, h->reply_mem[0], rep.sq_entries, MRC_RING_SQ);
+	world_attach_ring(&u->x.rq, h->reply_mem[1], rep.rq_entries, MRC_RING_RQ);
 	/* RTR receives; RTS sends too, the first datagram's psn 100 */
 	st = (struct mrc_ctl_ud_qp){ .qp_num = u->x.qpn, .qkey = QKEY, .state = MRC_CTL_QP_RTR };
 	ck_assert_int_eq(world_request(h, MRC_CTL_UD_QP, &st, sizeof(st), NULL, NULL, 0), 0);
@@ -123,7 +111,7 @@ static void send_datagrams(struct world *w, struct ud_qp *u, uint32_t dst, uint3
 	world_ring(a, &u->x, &u->x.sq);
 }
 
-static unsigned sent_completions;
+static unsigned sent_completions, sends_wanted;
 
 static struct ud_qp *sender;
 
@@ -136,7 +124,18 @@ static bool sends_done_and_quiet(struct world *w)
 		ck_assert_uint_eq(e.opcode, MRC_CQ_SEND);
 		sent_completions++;
 	}
-	return sent_completions == N_DG && w->n_heap == 0;
+	return sent_completions == sends_wanted && w->n_heap == 0;
+}
+
+/* Datagrams first..first+n-1 sent, and the network quiet again. */
+static void send_and_settle(struct world *w, struct ud_qp *u, uint32_t dst, uint32_t qkey,
+			    unsigned first, unsigned n)
+{
+	sent_completions = 0;
+	sends_wanted = n;
+	send_datagrams(w, u, dst, qkey, first, n);
+	world_run(w, 10 * SEC, sends_done_and_quiet, 0, NULL);
+	ck_assert_uint_eq(sent_completions, n);
 }
 
 /* B's receives: each one datagram, whole and exactly once unless the network duplicated it;
@@ -190,10 +189,7 @@ static void datagrams(uint64_t seed, double loss, double duplicate)
 	ud_qp_open(&w.h[1], &b);
 	post_receives(&w.h[1], &b, N_DG, RECV);
 	sender = &a;
-	sent_completions = 0;
-	send_datagrams(&w, &a, b.x.qpn, QKEY, 0, N_DG);
-	world_run(&w, 10 * SEC, sends_done_and_quiet, 0, NULL);
-	ck_assert_uint_eq(sent_completions, N_DG);
+	send_and_settle(&w, &a, b.x.qpn, QKEY, 0, N_DG);
 	got = check_received(&w, &b, a.x.qpn, &dup);
 	sa = &w.h[0].core.stats;
 	sb = &w.h[1].core.stats;
@@ -204,7 +200,7 @@ static void datagrams(uint64_t seed, double loss, double duplicate)
 	if (duplicate == 0)
 		ck_assert_uint_eq(dup, 0);
 	else
-		ck_assert_uint_le(got, N_DG + dup);
+		ck_assert_uint_gt(dup, 0); /* a copy the network made is delivered too */
 	if (loss > 0)
 		ck_assert_uint_lt(got - dup, N_DG); /* what the network lost stays lost */
 	world_free(&w);
@@ -236,32 +232,20 @@ START_TEST(core_ud__drops_are_counted_and_consume_nothing)
 	ud_qp_open(&w.h[0], &a);
 	ud_qp_open(&w.h[1], &b);
 	sender = &a;
-	sent_completions = N_DG - 1; /* one datagram at a time */
-	send_datagrams(&w, &a, b.x.qpn, QKEY, 5, 1); /* no receive posted yet */
-	world_run(&w, SEC, sends_done_and_quiet, 0, NULL);
 	sb = &w.h[1].core.stats;
+	send_and_settle(&w, &a, b.x.qpn, QKEY, 5, 1); /* no receive posted yet */
 	ck_assert_uint_eq(sb->ud_dropped[MRC_DROP_UD_NO_RECEIVE], 1);
 	post_receives(&w.h[1], &b, 1, 40 + dg_len(6) - 1);
-	sent_completions = N_DG - 1;
-	send_datagrams(&w, &a, b.x.qpn, QKEY, 6, 1); /* one byte too long for it */
-	world_run(&w, SEC, sends_done_and_quiet, 0, NULL);
+	send_and_settle(&w, &a, b.x.qpn, QKEY, 6, 1); /* one byte too long for it */
 	ck_assert_uint_eq(sb->ud_dropped[MRC_DROP_UD_TOO_LONG], 1);
-	sent_completions = N_DG - 1;
-	send_datagrams(&w, &a, b.x.qpn, QKEY + 1, 2, 1); /* wrong qkey */
-	world_run(&w, SEC, sends_done_and_quiet, 0, NULL);
+	send_and_settle(&w, &a, b.x.qpn, QKEY + 1, 2, 1); /* wrong qkey */
 	ck_assert_uint_eq(sb->ud_dropped[MRC_DROP_UD_QKEY], 1);
-	sent_completions = N_DG - 1;
-	send_datagrams(&w, &a, b.x.qpn + 1, QKEY, 2, 1); /* no such QP */
-	world_run(&w, SEC, sends_done_and_quiet, 0, NULL);
+	send_and_settle(&w, &a, b.x.qpn + 1, QKEY, 2, 1); /* no such QP */
 	ck_assert_uint_eq(sb->ud_dropped[MRC_DROP_WRONG_QPN], 1);
-	sent_completions = N_DG - 1;
-	send_datagrams(&w, &a, w.h[1].cl.qp[0].qpn, QKEY, 2, 1); /* an RC QP */
-	world_run(&w, SEC, sends_done_and_quiet, 0, NULL);
+	send_and_settle(&w, &a, w.h[1].cl.qp[0].qpn, QKEY, 2, 1); /* an RC QP */
 	ck_assert_uint_eq(sb->ud_dropped[MRC_DROP_QP_STATE], 1);
 	ck_assert_uint_eq(sb->ud_rx, 0);
-	sent_completions = N_DG - 1;
-	send_datagrams(&w, &a, b.x.qpn, 0x80000000u, 0, 1); /* bit 31: A's own qkey */
-	world_run(&w, SEC, sends_done_and_quiet, 0, NULL);
+	send_and_settle(&w, &a, b.x.qpn, 0x80000000u, 0, 1); /* bit 31: A's own qkey */
 	ck_assert_uint_eq(check_received(&w, &b, a.x.qpn, &dup), 1);
 	world_free(&w);
 }
