@@ -290,7 +290,10 @@ static void cost_complete(void *user, bool from_recv, const struct mrc_completio
 static double ns_per_packet(uint16_t payload, uint64_t *packets_out)
 {
 	static uint8_t src[1 << 20], dst[1 << 21];
-	static const struct mrc_conn_callbacks cb = { cost_lookup, cost_complete };
+	static const struct mrc_conn_callbacks cb = {
+		.mr_lookup = cost_lookup,
+		.complete = cost_complete,
+	};
 	struct mrc_conn_config cc;
 	struct mrc_conn *a, *b;
 	uint8_t buf[9216];
@@ -384,7 +387,10 @@ int main(int argc, char **argv)
 	ns256 = ns_per_packet(256, &pk256);
 	{
 		struct mrc_conn_config cc;
-		static const struct mrc_conn_callbacks cb = { cost_lookup, cost_complete };
+		static const struct mrc_conn_callbacks cb = {
+			.mr_lookup = cost_lookup,
+			.complete = cost_complete,
+		};
 		struct mrc_conn *c;
 
 		mrc_conn_config_default(&cc);

@@ -81,8 +81,7 @@ bool core_qp_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 	    memcmp(qp->peer_addr[g->plane], g->peer.addr, 16))
 		return false;
 	/* the receive ring rings no doorbell (see core_qps_idle): read it when it matters */
-	if (pkt->opcode == MRC_OP_SEND || pkt->opcode == MRC_OP_SEND_IMM ||
-	    pkt->opcode == MRC_OP_WRITE_IMM) {
+	if (mrc_opcode_consumes_receive(pkt->opcode)) {
 		if (qp->srq >= 0)
 			core_srq_feed(c, qp, pkt->u.data.rsn, now);
 		else

@@ -263,7 +263,10 @@ static void qp_ready(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 /* The peer's planes are known: build the engine connection with a path per (plane, port). */
 static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 {
-	static const struct mrc_conn_callbacks cb = { core_mr_lookup, core_on_complete };
+	static const struct mrc_conn_callbacks cb = {
+		.mr_lookup = core_mr_lookup,
+		.complete = core_on_complete,
+	};
 	struct mrc_conn_config cc;
 	uint16_t ports[MRCD_SPORTS_PER_PLANE];
 	unsigned per_plane = qp->req.paths_per_plane ? qp->req.paths_per_plane

@@ -81,6 +81,8 @@ static const struct opcode_info opcodes[256] = {
 			  1, QPN_QP },
 	[MRC_OP_SEND_IMM] = { "send_imm", SEQ_FLAGS | MRC_F_SOLICITED,
 			      sizeof(struct mrc_data_ext), 1, 1, 1, QPN_QP },
+	[MRC_OP_SEND_INV] = { "send_inv", SEQ_FLAGS | MRC_F_SOLICITED,
+			      sizeof(struct mrc_data_ext), 1, 1, 1, QPN_QP },
 	[MRC_OP_READ_REQ] = { "read_req", SEQ_FLAGS, sizeof(struct mrc_read_req_ext), 1, 0, 0,
 			      QPN_QP },
 	[MRC_OP_READ_RESP] = { "read_resp", SEQ_FLAGS, sizeof(struct mrc_data_ext), 1, 1, 1,
@@ -124,6 +126,12 @@ int mrc_opcode_is_sequenced(uint8_t opcode)
 int mrc_opcode_is_data(uint8_t opcode)
 {
 	return opcodes[opcode].data;
+}
+
+int mrc_opcode_consumes_receive(uint8_t opcode)
+{
+	return opcode == MRC_OP_SEND || opcode == MRC_OP_SEND_IMM || opcode == MRC_OP_SEND_INV ||
+	       opcode == MRC_OP_WRITE_IMM;
 }
 
 int mrc_opcode_is_ud(uint8_t opcode)
@@ -209,7 +217,7 @@ static int check_data(const struct mrc_packet *pkt)
 	uint8_t op = pkt->opcode;
 	int has_addr = op == MRC_OP_WRITE || op == MRC_OP_WRITE_IMM || op == MRC_OP_READ_RESP;
 	int has_imm = op == MRC_OP_WRITE_IMM || op == MRC_OP_SEND_IMM;
-	int consumes_recv = op == MRC_OP_SEND || op == MRC_OP_SEND_IMM || op == MRC_OP_WRITE_IMM;
+	int consumes_recv = mrc_opcode_consumes_receive(op);
 
 	if (d->msg_len > MRC_MAX_MSG_LEN)
 		return MRC_WIRE_E_LENGTH;
@@ -220,7 +228,8 @@ static int check_data(const struct mrc_packet *pkt)
 		return MRC_WIRE_E_LENGTH;
 	if (has_addr && range_wraps(d->raddr, pkt->payload_len))
 		return MRC_WIRE_E_LENGTH;
-	if (!has_addr && (d->rkey != 0 || d->raddr != 0))
+	/* SEND_INV's rkey names the key to invalidate; its validity is the receiver's */
+	if (!has_addr && ((d->rkey != 0 && op != MRC_OP_SEND_INV) || d->raddr != 0))
 		return MRC_WIRE_E_FIELD;
 	if (!has_imm && d->imm != 0)
 		return MRC_WIRE_E_FIELD;
@@ -273,6 +282,7 @@ static int check_semantics(const struct mrc_packet *pkt)
 	case MRC_OP_WRITE_IMM:
 	case MRC_OP_SEND:
 	case MRC_OP_SEND_IMM:
+	case MRC_OP_SEND_INV:
 	case MRC_OP_READ_RESP:
 		return check_data(pkt);
 	case MRC_OP_READ_REQ:
@@ -327,6 +337,7 @@ static void decode_ext(const uint8_t *ext, struct mrc_packet *pkt)
 	case MRC_OP_WRITE_IMM:
 	case MRC_OP_SEND:
 	case MRC_OP_SEND_IMM:
+	case MRC_OP_SEND_INV:
 	case MRC_OP_READ_RESP: {
 		struct mrc_data *d = &pkt->u.data;
 
@@ -507,6 +518,7 @@ static void encode_ext(const struct mrc_packet *pkt, uint8_t *ext)
 	case MRC_OP_WRITE_IMM:
 	case MRC_OP_SEND:
 	case MRC_OP_SEND_IMM:
+	case MRC_OP_SEND_INV:
 	case MRC_OP_READ_RESP: {
 		const struct mrc_data *d = &pkt->u.data;
 

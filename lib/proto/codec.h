@@ -108,7 +108,7 @@ struct mrc_packet {
 	uint32_t tx_ts;
 	uint16_t path_id;
 	union {
-		struct mrc_data data;	      /* WRITE, WRITE_IMM, SEND, SEND_IMM, READ_RESP */
+		struct mrc_data data;	      /* WRITE*, SEND*, READ_RESP */
 		struct mrc_read_req read_req; /* READ_REQ */
 		struct mrc_atomic atomic;     /* ATOMIC_REQ */
 		struct mrc_ack ack;	      /* ACK */
@@ -131,6 +131,9 @@ int mrc_opcode_is_sequenced(uint8_t opcode);
 
 /* True for the opcodes that carry the data extension and a payload to place. */
 int mrc_opcode_is_data(uint8_t opcode);
+
+/* True for the data opcodes that consume a posted receive (SEND*, WRITE_IMM). */
+int mrc_opcode_consumes_receive(uint8_t opcode);
 
 /* True for the unreliable datagram opcodes (UD_SEND, UD_SEND_IMM). */
 int mrc_opcode_is_ud(uint8_t opcode);

@@ -219,7 +219,8 @@ struct mrc_conn *mrc_conn_new(const struct mrc_conn_config *cfg,
 {
 	struct mrc_conn *c;
 
-	if (!cfg || !cb || !cb->complete || !cb->mr_lookup || !config_valid(cfg)) {
+	if (!cfg || !cb || !cb->complete || !cb->mr_lookup || !cb->may_invalidate != !cb->invalidate ||
+	    !config_valid(cfg)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -283,6 +284,10 @@ static uint8_t wc_opcode_of(uint8_t wr_opcode)
 		return MRC_WC_COMP_SWAP;
 	case MRC_WR_ATOMIC_FETCH_ADD:
 		return MRC_WC_FETCH_ADD;
+	case MRC_WR_BIND_MW:
+		return MRC_WC_BIND_MW;
+	case MRC_WR_LOCAL_INV:
+		return MRC_WC_LOCAL_INV;
 	default:
 		return MRC_WC_SEND;
 	}
@@ -426,7 +431,9 @@ int mrc_conn_post_send(struct mrc_conn *c, const struct mrc_send_wr *wr)
 	struct msg *m;
 	uint64_t len = 0;
 
-	if (wr->opcode > MRC_WR_ATOMIC_FETCH_ADD || wr->num_sge > MRC_MAX_SGE)
+	if (wr->opcode > MRC_WR_LOCAL_INV || wr->num_sge > MRC_MAX_SGE)
+		return -EINVAL;
+	if (conn_local(wr->opcode) && wr->num_sge)
 		return -EINVAL;
 	/* an atomic returns 8 bytes into one scatter element */
 	if (conn_atomic(wr->opcode) && (wr->num_sge != 1 || wr->sge[0].length != 8))
@@ -460,14 +467,20 @@ int mrc_conn_post_send(struct mrc_conn *c, const struct mrc_send_wr *wr)
 	m->kind = MSG_SQ;
 	m->msn = c->sq_tail;
 	m->len = (uint32_t)len;
-	if (conn_read_like(wr->opcode))
+	if (conn_local(wr->opcode))
+		m->npkts = 0;
+	else if (conn_read_like(wr->opcode))
 		m->npkts = 1;
 	else
 		m->npkts = m->len ? (m->len + c->cfg.max_payload - 1) / c->cfg.max_payload : 1;
 	if (wr->opcode == MRC_WR_SEND || wr->opcode == MRC_WR_SEND_IMM ||
-	    wr->opcode == MRC_WR_WRITE_IMM)
+	    wr->opcode == MRC_WR_SEND_INV || wr->opcode == MRC_WR_WRITE_IMM)
 		m->rsn = c->next_rsn++;
 	c->sq_tail++;
+	if (conn_local(wr->opcode)) {
+		conn_skip_local(c);
+		conn_complete_messages(c); /* at once, when nothing is before it */
+	}
 	return 0;
 }
 

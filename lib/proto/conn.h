@@ -65,6 +65,14 @@ enum mrc_wr_opcode {
 	MRC_WR_READ,
 	MRC_WR_ATOMIC_CMP_SWAP,	 /* 8 bytes at raddr; the original lands in sge[0] */
 	MRC_WR_ATOMIC_FETCH_ADD,
+	MRC_WR_SEND_INV,	 /* a SEND that has the peer invalidate its key `rkey` */
+	/*
+	 * Local operations: no packet, no PSN; each completes in posting order once every
+	 * request before it has [R-523]. What they do (a memory window bound or invalidated)
+	 * the caller did when it posted them.
+	 */
+	MRC_WR_BIND_MW,
+	MRC_WR_LOCAL_INV,
 };
 
 #define MRC_SEND_SIGNALED 0x01u	 /* produce a completion on success */
@@ -93,10 +101,13 @@ enum mrc_wc_opcode {
 	MRC_WC_RECV_RDMA_WITH_IMM, /* a WRITE with immediate arrived */
 	MRC_WC_COMP_SWAP,
 	MRC_WC_FETCH_ADD,
+	MRC_WC_BIND_MW,
+	MRC_WC_LOCAL_INV,
 };
 
 #define MRC_WC_WITH_IMM 0x01u
 #define MRC_WC_SOLICITED 0x02u
+#define MRC_WC_WITH_INV 0x04u /* a SEND_INV arrived: imm holds the key it invalidated */
 
 struct mrc_sge {
 	void *host;	/* where the bytes are in this process */
@@ -141,7 +152,7 @@ struct mrc_send_wr {
 	uint8_t num_sge;
 	struct mrc_sge sge[MRC_MAX_SGE];
 	uint32_t imm;	 /* *_IMM */
-	uint32_t rkey;	 /* WRITE*, READ, ATOMIC* */
+	uint32_t rkey;	 /* WRITE*, READ, ATOMIC*; SEND_INV: the peer's key to invalidate */
 	uint64_t raddr;	 /* WRITE*, READ, ATOMIC* */
 	uint64_t compare_add; /* ATOMIC_CMP_SWAP: the value compared with; FETCH_ADD: the addend */
 	uint64_t swap;	 /* ATOMIC_CMP_SWAP: the value stored on a match */
@@ -159,7 +170,7 @@ struct mrc_completion {
 	uint8_t opcode; /* enum mrc_wc_opcode */
 	uint8_t flags;	/* MRC_WC_* */
 	uint32_t byte_len;
-	uint32_t imm;
+	uint32_t imm;	/* WITH_IMM: the immediate; WITH_INV: the invalidated key */
 };
 
 /* Access a one-sided operation needs from a memory region. */
@@ -177,6 +188,13 @@ struct mrc_conn_callbacks {
 			 uint8_t **host);
 	/* A work request finished; from_recv_queue tells which queue it was posted to. */
 	void (*complete)(void *user, bool from_recv_queue, const struct mrc_completion *wc);
+	/*
+	 * SEND_INV: whether the peer may invalidate key through this QP (asked when the
+	 * message's first packet arrives; -1 refuses it [R-521]), and the invalidation itself,
+	 * when the message is delivered [R-522]. Without them SEND_INV is refused.
+	 */
+	int (*may_invalidate)(void *user, uint32_t key);
+	void (*invalidate)(void *user, uint32_t key);
 };
 
 struct mrc_path_config {

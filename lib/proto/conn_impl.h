@@ -180,6 +180,12 @@ static inline bool conn_read_like(uint8_t wr_opcode)
 	       wr_opcode == MRC_WR_ATOMIC_FETCH_ADD;
 }
 
+/* Local operations: no packet; complete in posting order. */
+static inline bool conn_local(uint8_t wr_opcode)
+{
+	return wr_opcode == MRC_WR_BIND_MW || wr_opcode == MRC_WR_LOCAL_INV;
+}
+
 static inline bool conn_atomic(uint8_t wr_opcode)
 {
 	return wr_opcode == MRC_WR_ATOMIC_CMP_SWAP || wr_opcode == MRC_WR_ATOMIC_FETCH_ADD;
@@ -193,6 +199,13 @@ static inline struct msg *sq_msg(struct mrc_conn *c, uint32_t msn)
 static inline struct msg *rr_msg(struct mrc_conn *c, uint32_t ctr)
 {
 	return &c->msgs[c->sq_cap + (ctr & (c->rr_cap - 1))];
+}
+
+/* Moves the next message to cut past local operations, which have no packets. */
+static inline void conn_skip_local(struct mrc_conn *c)
+{
+	while (c->sq_pkt != c->sq_tail && sq_msg(c, c->sq_pkt)->npkts == 0)
+		c->sq_pkt++;
 }
 
 static inline struct rq_entry *rq_entry(struct mrc_conn *c, uint32_t rsn)

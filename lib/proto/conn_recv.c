@@ -186,6 +186,7 @@ static void rnr_hold(struct mrc_conn *c, struct msg *m, uint64_t until)
 static bool consumes_receive(const struct msg *m)
 {
 	return m->kind == MSG_SQ && (m->wr.opcode == MRC_WR_SEND || m->wr.opcode == MRC_WR_SEND_IMM ||
+				     m->wr.opcode == MRC_WR_SEND_INV ||
 				     m->wr.opcode == MRC_WR_WRITE_IMM);
 }
 
@@ -360,6 +361,9 @@ static void deliver_receives(struct mrc_conn *c)
 		if (!e->done || !mrc_seq_lt(e->last_psn, c->rxw.base))
 			break;
 		c->rq_head++;
+		/* after every earlier message is in place, so those still reach the key */
+		if (e->status == MRC_WC_SUCCESS && (e->wc_flags & MRC_WC_WITH_INV))
+			c->cb.invalidate(c->user, e->imm);
 		conn_complete_recv(c, e, e->status);
 	}
 }
@@ -454,8 +458,11 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 	case MRC_OP_WRITE:
 	case MRC_OP_WRITE_IMM:
 	case MRC_OP_SEND:
-	case MRC_OP_SEND_IMM: {
+	case MRC_OP_SEND_IMM:
+	case MRC_OP_SEND_INV: {
 		bool consumes = pkt->opcode != MRC_OP_WRITE;
+		/* what the completion carries: the immediate, or the key to invalidate */
+		uint32_t carried = pkt->opcode == MRC_OP_SEND_INV ? d->rkey : d->imm;
 		bool one_sided = pkt->opcode == MRC_OP_WRITE || pkt->opcode == MRC_OP_WRITE_IMM;
 		struct rq_entry *e = NULL;
 
@@ -474,8 +481,19 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 			e = rq_entry(c, d->rsn);
 			if (e->started &&
 			    (e->msg_len != d->msg_len || e->opcode != pkt->opcode ||
-			     (pkt->opcode != MRC_OP_SEND && e->imm != d->imm))) {
+			     (pkt->opcode != MRC_OP_SEND && e->imm != carried))) {
 				/* packets of one message disagree */
+				queue_nak(c, rx, MRC_NAK_INVALID_REQ, pkt->psn, d->msn, 0);
+				return MRC_DROP_INVALID_REQ;
+			}
+			if (!e->started && pkt->opcode == MRC_OP_SEND_INV &&
+			    (!c->cb.may_invalidate || c->cb.may_invalidate(c->user, d->rkey))) {
+				/* not a key the peer may invalidate here */
+				e->started = true;
+				e->opcode = pkt->opcode;
+				e->msg_len = d->msg_len;
+				e->wc_opcode = MRC_WC_RECV;
+				e->status = MRC_WC_REM_INV_REQ_ERR;
 				queue_nak(c, rx, MRC_NAK_INVALID_REQ, pkt->psn, d->msn, 0);
 				return MRC_DROP_INVALID_REQ;
 			}
@@ -511,8 +529,9 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 									       : MRC_WC_RECV;
 			}
 			if (pkt->opcode != MRC_OP_SEND) {
-				e->imm = d->imm;
-				e->wc_flags |= MRC_WC_WITH_IMM;
+				e->imm = carried;
+				e->wc_flags |= pkt->opcode == MRC_OP_SEND_INV ? MRC_WC_WITH_INV
+									     : MRC_WC_WITH_IMM;
 			}
 			if (pkt->flags & MRC_F_SOLICITED)
 				e->wc_flags |= MRC_WC_SOLICITED;

@@ -220,6 +220,8 @@ static uint8_t wire_opcode(const struct msg *m)
 		return MRC_OP_SEND;
 	case MRC_WR_SEND_IMM:
 		return MRC_OP_SEND_IMM;
+	case MRC_WR_SEND_INV:
+		return MRC_OP_SEND_INV;
 	case MRC_WR_READ:
 		return MRC_OP_READ_REQ;
 	default:
@@ -326,6 +328,8 @@ static bool build_data(struct mrc_conn *c, const struct msg *m, uint32_t psn, ui
 		pkt.u.data.rkey = m->wr.rkey;
 		pkt.u.data.raddr = m->wr.raddr + off;
 	}
+	if (op == MRC_OP_SEND_INV)
+		pkt.u.data.rkey = m->wr.rkey; /* on every packet, as imm is */
 	if (op == MRC_OP_WRITE_IMM || op == MRC_OP_SEND_IMM)
 		pkt.u.data.imm = m->wr.imm;
 	if (!piece)
@@ -567,6 +571,7 @@ static bool send_data(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_i
 			c->sq_pkt++;
 			if (conn_read_like(m->wr.opcode))
 				c->reads_outstanding++;
+			conn_skip_local(c);
 		}
 	} else {
 		c->cur_msg = (int32_t)(m - c->msgs);

@@ -53,7 +53,8 @@ void mrc_conn_close(struct mrc_conn *c, uint64_t now_ns)
 	bool owed_reads = c->rr_head != c->rr_tail;
 
 	c->last_now_ns = now_ns;
-	c->cb = (struct mrc_conn_callbacks){ closed_mr_lookup, closed_complete };
+	c->cb = (struct mrc_conn_callbacks){ .mr_lookup = closed_mr_lookup,
+					     .complete = closed_complete };
 	c->user = NULL;
 	/* its share of the host's receive capacity goes to the QPs still working */
 	if (c->cfg.rate_domain && c->rate_entry >= 0) {

@@ -31,6 +31,7 @@ struct side {
 	uint32_t qpn;
 	uint8_t send_done[MAX_WR], recv_done[MAX_WR];
 	unsigned posted_send, posted_recv;
+	uint64_t last_send_completed, sends_completed, invalidated;
 };
 
 struct script {
@@ -72,6 +73,20 @@ static int lookup(void *user, uint32_t key, uint64_t addr, uint32_t len, unsigne
 	return 0;
 }
 
+/* SEND_INV: 0x4321 is a window's key, which the peer may invalidate; nothing else is */
+static int may_invalidate(void *user, uint32_t key)
+{
+	(void)user;
+	return key == 0x4321 ? 0 : -1;
+}
+
+static void invalidate(void *user, uint32_t key)
+{
+	if (key != 0x4321)
+		abort(); /* invalidated what it was told it may not */
+	((struct side *)user)->invalidated++;
+}
+
 static void complete(void *user, bool from_recv, const struct mrc_completion *wc)
 {
 	struct side *sd = user;
@@ -81,6 +96,13 @@ static void complete(void *user, bool from_recv, const struct mrc_completion *wc
 	/* wr_id == posted: the request being posted right now (an erred QP flushes it at once) */
 	if (wc->wr_id > posted || wc->wr_id >= MAX_WR || done[wc->wr_id])
 		abort(); /* completed twice, or never posted */
+	/* sends complete in posting order, local operations among them */
+	if (!from_recv && sd->sends_completed && wc->wr_id < sd->last_send_completed)
+		abort();
+	if (!from_recv) {
+		sd->last_send_completed = wc->wr_id;
+		sd->sends_completed++;
+	}
 	done[wc->wr_id] = 1;
 }
 
@@ -124,7 +146,7 @@ static void inject(struct script *s, uint64_t now)
 	static const uint8_t ops[] = { MRC_OP_WRITE,	 MRC_OP_WRITE_IMM, MRC_OP_SEND,
 				       MRC_OP_SEND_IMM, MRC_OP_READ_REQ,  MRC_OP_READ_RESP,
 				       MRC_OP_ACK,	 MRC_OP_NAK,	   MRC_OP_PROBE,
-				       MRC_OP_PROBE_REPLY, MRC_OP_CLOSE };
+				       MRC_OP_PROBE_REPLY, MRC_OP_CLOSE, MRC_OP_SEND_INV };
 	static uint8_t payload[MRC_MIN_PAYLOAD];
 	unsigned to = (unsigned)take(s, 1) & 1;
 	struct side *sd = &sides[to];
@@ -192,6 +214,8 @@ static void inject(struct script *s, uint64_t now)
 		d->imm = p.opcode == MRC_OP_WRITE_IMM || p.opcode == MRC_OP_SEND_IMM
 				 ? (uint32_t)take(s, 4)
 				 : 0;
+		if (p.opcode == MRC_OP_SEND_INV)
+			d->rkey = take(s, 1) & 1 ? 0x1234 : (uint32_t)take(s, 4);
 		if (addr) {
 			d->rkey = take(s, 1) & 1 ? 0x1234 : (uint32_t)take(s, 4);
 			d->raddr = (uintptr_t)base(sd) + take(s, 2) - 64;
@@ -205,8 +229,9 @@ static void inject(struct script *s, uint64_t now)
 
 static void post_send(struct script *s, struct side *sd)
 {
-	static const uint8_t ops[] = { MRC_WR_WRITE, MRC_WR_WRITE_IMM, MRC_WR_SEND,
-				       MRC_WR_SEND_IMM, MRC_WR_READ };
+	static const uint8_t ops[] = { MRC_WR_WRITE,	MRC_WR_WRITE_IMM, MRC_WR_SEND,
+				       MRC_WR_SEND_IMM, MRC_WR_READ,	  MRC_WR_SEND_INV,
+				       MRC_WR_BIND_MW,	MRC_WR_LOCAL_INV };
 	struct mrc_send_wr wr = { .wr_id = sd->posted_send, .num_sge = 1,
 				  .flags = MRC_SEND_SIGNALED, .rkey = 0x1234 };
 	uint32_t off = (uint32_t)take(s, 2) % MEM, len = (uint32_t)take(s, 2) % (MEM - off + 1);
@@ -217,6 +242,10 @@ static void post_send(struct script *s, struct side *sd)
 	wr.sge[0] = (struct mrc_sge){ base(sd) + off, (uint64_t)(uintptr_t)(base(sd) + off), len,
 				      0x1234 };
 	wr.raddr = (uint64_t)(uintptr_t)base(&sides[sd == sides]) + off;
+	if (wr.opcode == MRC_WR_SEND_INV)
+		wr.rkey = take(s, 1) & 1 ? 0x4321 : 0x1234;
+	if (wr.opcode == MRC_WR_BIND_MW || wr.opcode == MRC_WR_LOCAL_INV)
+		wr.num_sge = 0; /* local: no data */
 	/* counted first: a QP in error completes the request inside the call */
 	if (mrc_conn_post_send(sd->conn, &wr) == 0)
 		sd->posted_send++;
@@ -240,7 +269,12 @@ static void post_recv(struct script *s, struct side *sd)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static const struct mrc_conn_callbacks cb = { lookup, complete };
+	static const struct mrc_conn_callbacks cb = {
+		.mr_lookup = lookup,
+		.complete = complete,
+		.may_invalidate = may_invalidate,
+		.invalidate = invalidate,
+	};
 	struct script s = { data, size };
 	uint64_t now = 1000;
 

@@ -44,6 +44,7 @@ static int codec_corpus(const char *dir)
 		MRC_OP_READ_REQ,    MRC_OP_READ_RESP, MRC_OP_ACK,	   MRC_OP_NAK,
 		MRC_OP_PROBE,	    MRC_OP_PROBE_REPLY, MRC_OP_DISCOVER, MRC_OP_DISCOVER_REPLY,
 		MRC_OP_CLOSE,	    MRC_OP_ATOMIC_REQ, MRC_OP_UD_SEND,	   MRC_OP_UD_SEND_IMM,
+		MRC_OP_SEND_INV,
 	};
 	int failed = 0;
 
@@ -65,6 +66,9 @@ static int codec_corpus(const char *dir)
 			/* fall through */
 		case MRC_OP_SEND:
 		case MRC_OP_SEND_IMM:
+		case MRC_OP_SEND_INV:
+			if (ops[i] == MRC_OP_SEND_INV)
+				p.u.data.rkey = 0x40001; /* the receiver's key to invalidate */
 			if (ops[i] == MRC_OP_WRITE_IMM || ops[i] == MRC_OP_SEND_IMM)
 				p.u.data.imm = 0xabcd;
 			if (ops[i] != MRC_OP_WRITE && ops[i] != MRC_OP_READ_RESP)

@@ -181,7 +181,7 @@ static int ep_mr_lookup(void *user, uint32_t key, uint64_t addr, uint32_t len, u
 		const struct sim_mr *mr = &ep->mrs[i];
 		uint64_t base = (uint64_t)(uintptr_t)mr->host;
 
-		if (mr->key != key)
+		if (!mr->key || mr->key != key)
 			continue;
 		if ((mr->access & access) != access || addr < base || len > mr->len ||
 		    addr - base > mr->len - len)
@@ -208,6 +208,34 @@ static void ep_complete(void *user, bool from_recv, const struct mrc_completion 
 	ep->last_from_recv = from_recv;
 	if (ep->on_complete)
 		ep->on_complete(ep, from_recv, wc);
+}
+
+/* SEND_INV: windows of this endpoint may be invalidated; an invalidated key resolves no more */
+static int ep_may_invalidate(void *user, uint32_t key)
+{
+	struct sim_endpoint *ep = user;
+
+	for (unsigned i = 0; i < ep->n_mrs; i++)
+		if (ep->mrs[i].key == key && key)
+			return ep->mrs[i].window ? 0 : -1;
+	return -1;
+}
+
+static void ep_invalidate(void *user, uint32_t key)
+{
+	struct sim_endpoint *ep = user;
+
+	for (unsigned i = 0; i < ep->n_mrs; i++)
+		if (ep->mrs[i].key == key && ep->mrs[i].window)
+			ep->mrs[i].key = 0;
+}
+
+uint32_t sim_register_window(struct sim_endpoint *ep, void *host, uint32_t len, unsigned access)
+{
+	uint32_t key = sim_register(ep, host, len, access);
+
+	ep->mrs[ep->n_mrs - 1].window = true;
+	return key;
 }
 
 uint32_t sim_register(struct sim_endpoint *ep, void *host, uint32_t len, unsigned access)
@@ -243,7 +271,12 @@ void sim_connect(struct sim *sim, unsigned host_a, unsigned host_b,
 		 const struct mrc_conn_config *base, unsigned paths_per_plane,
 		 struct sim_endpoint **a, struct sim_endpoint **b)
 {
-	static const struct mrc_conn_callbacks cb = { ep_mr_lookup, ep_complete };
+	static const struct mrc_conn_callbacks cb = {
+		.mr_lookup = ep_mr_lookup,
+		.complete = ep_complete,
+		.may_invalidate = ep_may_invalidate,
+		.invalidate = ep_invalidate,
+	};
 	struct sim_endpoint *ep[2];
 	unsigned hosts[2] = { host_a, host_b };
 

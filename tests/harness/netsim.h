@@ -64,6 +64,7 @@ struct sim_mr {
 	uint8_t *host;
 	uint32_t len;
 	unsigned access; /* MRC_ACCESS_* */
+	bool window;	 /* a memory window's key: the peer may invalidate it (SEND_INV) */
 };
 
 struct sim;
@@ -149,6 +150,9 @@ unsigned sim_core_link_of(const struct sim *sim, unsigned src_host, unsigned dst
 
 /* Registers memory with an endpoint; returns its key. */
 uint32_t sim_register(struct sim_endpoint *ep, void *host, uint32_t len, unsigned access);
+
+/* The same for a memory window: a key the peer may invalidate with SEND_INV. */
+uint32_t sim_register_window(struct sim_endpoint *ep, void *host, uint32_t len, unsigned access);
 
 /* Advances virtual time, moving packets and firing timers, until stop(sim, arg) or until. */
 void sim_run(struct sim *sim, uint64_t until_ns, bool (*stop)(struct sim *, void *), void *arg);

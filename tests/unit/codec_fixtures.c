@@ -13,6 +13,7 @@ const uint8_t codec_opcodes[] = {
 	MRC_OP_WRITE,	 MRC_OP_WRITE_IMM, MRC_OP_SEND,		MRC_OP_SEND_IMM, MRC_OP_READ_REQ,
 	MRC_OP_READ_RESP, MRC_OP_ATOMIC_REQ, MRC_OP_ACK,	   MRC_OP_NAK,		MRC_OP_PROBE,	 MRC_OP_PROBE_REPLY,
 	MRC_OP_DISCOVER, MRC_OP_DISCOVER_REPLY, MRC_OP_CLOSE, MRC_OP_UD_SEND, MRC_OP_UD_SEND_IMM,
+	MRC_OP_SEND_INV,
 };
 
 void codec_reseal(uint8_t *p, size_t len)
@@ -71,7 +72,8 @@ struct mrc_packet codec_sample(uint8_t op, int variant)
 		struct mrc_data *d = &p.u.data;
 		int has_addr = op == MRC_OP_WRITE || op == MRC_OP_WRITE_IMM || op == MRC_OP_READ_RESP;
 		int has_imm = op == MRC_OP_WRITE_IMM || op == MRC_OP_SEND_IMM;
-		int has_rsn = op == MRC_OP_SEND || op == MRC_OP_SEND_IMM || op == MRC_OP_WRITE_IMM;
+		int has_rsn = mrc_opcode_consumes_receive(op);
+		int has_key = has_addr || op == MRC_OP_SEND_INV;
 
 		d->msn = hi ? UINT32_MAX : mid ? 0xfffffffeu : 0;
 		d->rsn = has_rsn ? (hi ? UINT32_MAX : mid ? 0x10000u : 0) : 0;
@@ -79,7 +81,7 @@ struct mrc_packet codec_sample(uint8_t op, int variant)
 			       mid ? 4096 : 0;
 		d->msg_len = hi ? MRC_MAX_MSG_LEN : mid ? 3 * 4096 + 5 : 0;
 		d->msg_off = hi ? MRC_MAX_MSG_LEN - p.payload_len : mid ? 4096 : 0;
-		d->rkey = has_addr ? (hi ? UINT32_MAX : mid ? 0xa1b2c3d4u : 0) : 0;
+		d->rkey = has_key ? (hi ? UINT32_MAX : mid ? 0xa1b2c3d4u : 0) : 0;
 		d->imm = has_imm ? (hi ? UINT32_MAX : mid ? 0xdeadbeefu : 0) : 0;
 		d->raddr = has_addr ? (hi ? UINT64_MAX - p.payload_len : mid ? 0x7f00ffff0000ull : 0)
 				    : 0;
@@ -202,6 +204,7 @@ void codec_assert_same(const struct mrc_packet *a, const struct mrc_packet *b)
 	case MRC_OP_WRITE_IMM:
 	case MRC_OP_SEND:
 	case MRC_OP_SEND_IMM:
+	case MRC_OP_SEND_INV:
 	case MRC_OP_READ_RESP:
 		ck_assert_uint_eq(a->u.data.msn, b->u.data.msn);
 		ck_assert_uint_eq(a->u.data.rsn, b->u.data.rsn);

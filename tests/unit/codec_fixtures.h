@@ -13,7 +13,7 @@
 #include "proto/codec.h"
 
 #define CODEC_BUF_CAP (MRC_WIRE_MAX_PACKET + 64)
-#define CODEC_N_OPCODES 16
+#define CODEC_N_OPCODES 17
 
 extern uint8_t codec_buf[CODEC_BUF_CAP];	  /* where codec_encode_ok encodes */
 extern uint8_t codec_payload[MRC_WIRE_MAX_PACKET]; /* the samples' payload bytes */

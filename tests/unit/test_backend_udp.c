@@ -251,7 +251,10 @@ static void drain(struct mrc_conn *c, struct side *s, uint64_t now)
 /* The engine over real UDP sockets and the real clock: an 8 MiB WRITE over 4 paths. */
 START_TEST(mrcd_backend_udp__engine_transfer_over_loopback)
 {
-	static const struct mrc_conn_callbacks cb = { lookup, complete };
+	static const struct mrc_conn_callbacks cb = {
+		.mr_lookup = lookup,
+		.complete = complete,
+	};
 	struct side a, b;
 	struct mrc_conn_config cc;
 	struct mrc_conn *ca, *cb_;

@@ -501,6 +501,25 @@ START_TEST(mrc_decode__data_fields_per_opcode)
 }
 END_TEST
 
+/* SEND_INV: rkey names the key to invalidate, whatever it is; no address, no immediate
+ * [R-520, R-521]. */
+START_TEST(mrc_decode__send_inv_fields)
+{
+	struct mrc_packet si = codec_sample(MRC_OP_SEND_INV, 2);
+
+	ck_assert_int_eq(decode_with(&si, EXT_OFF(struct mrc_data_ext, rkey), 4, 0), MRC_WIRE_OK);
+	ck_assert_int_eq(decode_with(&si, EXT_OFF(struct mrc_data_ext, rkey), 4, 0x12345678),
+			 MRC_WIRE_OK);
+	ck_assert_int_eq(decode_with(&si, EXT_OFF(struct mrc_data_ext, raddr), 8, 1),
+			 MRC_WIRE_E_FIELD);
+	ck_assert_int_eq(decode_with(&si, EXT_OFF(struct mrc_data_ext, imm), 4, 1),
+			 MRC_WIRE_E_FIELD);
+	ck_assert_uint_eq(mrc_opcode_flags(MRC_OP_SEND_INV), mrc_opcode_flags(MRC_OP_SEND));
+	ck_assert(mrc_opcode_consumes_receive(MRC_OP_SEND_INV));
+	ck_assert(mrc_opcode_is_sequenced(MRC_OP_SEND_INV));
+}
+END_TEST
+
 /* ATOMIC_REQ: a known operation, reserved bytes zero, no compare for FETCH_ADD, 8 bytes
  * that do not wrap; alignment is left to the responder, which NAKs it [R-322]. */
 START_TEST(mrc_decode__atomic_req_rules)
@@ -692,7 +711,7 @@ START_TEST(mrc_opcode_is_sequenced__exactly_the_data_read_and_atomic_opcodes)
 
 	for (unsigned op = 0; op < 256; op++)
 		sequenced += (unsigned)mrc_opcode_is_sequenced((uint8_t)op);
-	ck_assert_uint_eq(sequenced, 7);
+	ck_assert_uint_eq(sequenced, 8); /* the six data opcodes, READ_REQ, ATOMIC_REQ */
 	ck_assert(mrc_opcode_is_sequenced(MRC_OP_READ_REQ));
 	ck_assert(!mrc_opcode_is_data(MRC_OP_READ_REQ));
 	ck_assert(mrc_opcode_is_sequenced(MRC_OP_ATOMIC_REQ));
@@ -736,6 +755,7 @@ Suite *codec_suite(void)
 	tcase_add_test(bad, mrc_decode__qpn_rules);
 	tcase_add_test(bad, mrc_decode__data_length_rules);
 	tcase_add_test(bad, mrc_decode__data_fields_per_opcode);
+	tcase_add_test(bad, mrc_decode__send_inv_fields);
 	tcase_add_test(bad, mrc_decode__read_req_rules);
 	tcase_add_test(bad, mrc_decode__atomic_req_rules);
 	tcase_add_test(bad, mrc_decode__ack_sack_bit0);

@@ -393,7 +393,7 @@ START_TEST(mrc_conn__window_filling_packet_asks_for_ack)
 {
 	static uint8_t src[1u << 20], pkt[9000];
 	struct mrc_conn_config cc;
-	struct mrc_conn_callbacks cb = { no_region, no_completion };
+	struct mrc_conn_callbacks cb = { .mr_lookup = no_region, .complete = no_completion };
 	struct mrc_send_wr wr = { .wr_id = 1, .opcode = MRC_WR_WRITE, .num_sge = 1,
 				  .rkey = 0x77, .raddr = 0x1000 };
 	struct mrc_tx_info tx;

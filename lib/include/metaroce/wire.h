@@ -78,6 +78,8 @@ enum mrc_opcode {
 	MRC_OP_READ_RESP = 0x06,      /* RDMA READ response data, data extension */
 	MRC_OP_ATOMIC_REQ = 0x07,     /* atomic request, atomic extension, no payload; answered
 				       * by a READ_RESP of the original 8 bytes [R-321] */
+	MRC_OP_SEND_INV = 0x08,	      /* SEND that invalidates the receiver's key in rkey
+				       * [R-520], data extension */
 	MRC_OP_ACK = 0x10,	      /* cumulative PSN + SACK + echoes + rate hint */
 	MRC_OP_NAK = 0x11,	      /* negative acknowledgement with an error kind */
 	MRC_OP_PROBE = 0x20,	      /* path liveness probe */
@@ -119,15 +121,16 @@ struct mrc_hdr {
 MRC_STATIC_ASSERT(sizeof(struct mrc_hdr) == 24, "mrc_hdr is 24 bytes");
 
 /*
- * Data extension: WRITE, WRITE_IMM, SEND, SEND_IMM, READ_RESP [R-20]. Every data packet says
- * where its own bytes go, so a receiver places it the moment it arrives [R-21].
+ * Data extension: WRITE, WRITE_IMM, SEND, SEND_IMM, SEND_INV, READ_RESP [R-20]. Every data
+ * packet says where its own bytes go, so a receiver places it the moment it arrives [R-21].
  */
 struct mrc_data_ext {
 	__be32 msn;	/* message sequence number (READ_RESP: the READ_REQ's msn) */
-	__be32 rsn;	/* SEND, SEND_IMM, WRITE_IMM: receive sequence number, else 0 */
+	__be32 rsn;	/* SEND*, WRITE_IMM: receive sequence number, else 0 */
 	__be32 msg_len; /* total bytes of the message */
 	__be32 msg_off; /* offset of this packet's first payload byte in the message */
-	__be32 rkey;	/* WRITE*: target key; READ_RESP: requester's sink key; SEND*: 0 */
+	__be32 rkey;	/* WRITE*: target key; READ_RESP: requester's sink key; SEND_INV: the
+			 * receiver's key to invalidate [R-520]; SEND, SEND_IMM: 0 */
 	__be32 imm;	/* *_IMM: immediate data, opaque; else 0 */
 	__be64 raddr;	/* WRITE*, READ_RESP: address of this packet's first byte; SEND*: 0 */
 };
