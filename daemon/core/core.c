@@ -184,6 +184,9 @@ void mrcd_core_client_close(struct mrcd_core *c, unsigned slot, uint64_t now)
 			core_cq_free(c, &t->cqs[i]);
 			cqs++;
 		}
+	for (unsigned i = 0; i < MRCD_MAX_MRS && cl->n_mws; i++)
+		if (t->mrs[i].owner == (int)slot && t->mrs[i].mw_type)
+			core_mw_free(c, &t->mrs[i]); /* before the regions they count on */
 	for (unsigned i = 0; i < MRCD_MAX_MRS && cl->n_mrs; i++)
 		if (t->mrs[i].owner == (int)slot) {
 			if (t->mrs[i].retired) {
@@ -304,8 +307,23 @@ static int dereg_mr(struct mrcd_core *c, const struct request *r)
 	mr = core_mr_by_key(&c->t, (int)r->slot, h);
 	if (!mr)
 		return -ENOENT;
+	if (mr->n_windows)
+		return -EBUSY; /* verbs: not while memory windows are bound to it */
 	core_mr_deregister(c, mr);
 	return 0;
+}
+
+static int alloc_mw(struct mrcd_core *c, const struct request *r)
+{
+	return core_alloc_mw(c, r->slot, r->payload, r->len, r->out);
+}
+
+static int dealloc_mw(struct mrcd_core *c, const struct request *r)
+{
+	uint32_t h;
+	int err = handle_arg(r->payload, r->len, &h);
+
+	return err ? err : core_dealloc_mw(c, r->slot, h);
 }
 
 static int create_cq(struct mrcd_core *c, const struct request *r)
@@ -425,6 +443,8 @@ static const struct {
 	[MRC_CTL_PAGES] = { pages, 0 },
 	[MRC_CTL_REG_MR] = { reg_mr, sizeof(struct mrc_ctl_mr) },
 	[MRC_CTL_DEREG_MR] = { dereg_mr, 0 },
+	[MRC_CTL_ALLOC_MW] = { alloc_mw, sizeof(struct mrc_ctl_mw) },
+	[MRC_CTL_DEALLOC_MW] = { dealloc_mw, 0 },
 	[MRC_CTL_CREATE_CQ] = { create_cq, sizeof(struct mrc_ctl_cq) },
 	[MRC_CTL_DESTROY_CQ] = { destroy_cq, 0 },
 	[MRC_CTL_CREATE_QP] = { create_qp, sizeof(struct mrc_ctl_qp_created) },

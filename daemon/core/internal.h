@@ -42,6 +42,7 @@ struct mrcd_cq *core_cq_by_handle(struct mrcd_tables *t, int owner, uint32_t han
 struct mrcd_mr *core_mr_by_key(struct mrcd_tables *t, int owner, uint32_t key);
 struct mrcd_mr *core_mr_of_qp(struct mrcd_tables *t, const struct mrcd_qp *qp, uint32_t key);
 uint32_t core_owner_token(int owner, uint32_t pd);
+struct mrcd_mr *core_key_slot(struct mrcd_tables *t, unsigned owner);
 int core_reg_mr(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
 		unsigned n_desc, struct mrc_ctl_mr *out);
 void core_mr_deregister(struct mrcd_core *c, struct mrcd_mr *mr);
@@ -78,9 +79,7 @@ void core_srq_free(struct mrcd_core *c, struct mrcd_srq *s);
 void core_srq_feed(struct mrcd_core *c, struct mrcd_qp *qp, uint32_t rsn, uint64_t now);
 /* The SRQ's next receive, taken for good (1), none (0), or a corrupt ring (-1). */
 int core_srq_take(struct mrcd_core *c, struct mrcd_srq *s, struct mrc_rq_entry *r);
-/* The engine's callbacks, user = the QP. */
-int core_mr_lookup(void *user, uint32_t key, uint64_t addr, uint32_t len, unsigned access,
-		   uint8_t **host);
+/* The engine's callbacks, user = the QP (core_mr_lookup: windows.c). */
 void core_on_complete(void *user, bool from_recv_queue, const struct mrc_completion *wc);
 /* A completion the core makes itself (MRC_CQ_*), for the entry at ring index idx. */
 void core_complete_now(struct mrcd_core *c, struct mrcd_qp *qp, bool recv, uint64_t wr_id,
@@ -88,6 +87,22 @@ void core_complete_now(struct mrcd_core *c, struct mrcd_qp *qp, bool recv, uint6
 /* The same with every field the caller chose (a UD receive's source QP, GRH, immediate). */
 void core_complete_entry(struct mrcd_core *c, struct mrcd_qp *qp, bool recv, uint32_t idx,
 			 struct mrc_cq_entry *e);
+
+/* --- windows.c: memory windows in the key table [SPEC 4.9] ------------------------------ */
+
+int core_alloc_mw(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
+		  struct mrc_ctl_mw *out);
+int core_dealloc_mw(struct mrcd_core *c, unsigned owner, uint32_t key);
+void core_mw_free(struct mrcd_core *c, struct mrcd_mr *w);
+/* Send queue entries, done as the core takes them: MRC_CQ_SUCCESS or MRC_CQ_MW_BIND_ERR. */
+int core_mw_bind(struct mrcd_core *c, struct mrcd_qp *qp, const struct mrc_sq_entry *e);
+int core_mw_local_inv(struct mrcd_core *c, struct mrcd_qp *qp, const struct mrc_sq_entry *e);
+void core_qp_windows_gone(struct mrcd_core *c, struct mrcd_qp *qp);
+/* Engine callbacks, user = the QP: the peer's keys (a region's or a window's), SEND_INV. */
+int core_mr_lookup(void *user, uint32_t key, uint64_t addr, uint32_t len, unsigned access,
+		   uint8_t **host);
+int core_may_invalidate(void *user, uint32_t key);
+void core_invalidate(void *user, uint32_t key);
 
 /* --- qp.c: queue pairs ------------------------------------------------------------------- */
 

@@ -56,7 +56,7 @@ struct mrcd_mr *core_mr_by_key(struct mrcd_tables *t, int owner, uint32_t key)
 	if (slot >= MRCD_MAX_MRS)
 		return NULL;
 	mr = &t->mrs[slot];
-	return mr->owner == owner && mr->key == key && !mr->retired ? mr : NULL;
+	return mr->owner == owner && mr->key == key && !mr->retired && !mr->mw_type ? mr : NULL;
 }
 
 /* A key as a QP may use it: a region of the QP's client and protection domain. */
@@ -190,6 +190,27 @@ static void mr_hand_to_fast_path(struct mrcd_core *c, const struct mrcd_mr *mr,
 			 strerror(-err));
 }
 
+/*
+ * A free slot of the key table for a new region or window of the client, or NULL when the
+ * client holds its share or the table is full. Next fit, not first fit: a slot just freed is
+ * the last to be handed out again, so an XDP run still reading the old region's slot is long
+ * over by then.
+ */
+struct mrcd_mr *core_key_slot(struct mrcd_tables *t, unsigned owner)
+{
+	if (t->client[owner].n_mrs + t->client[owner].n_mws >= MRCD_CLIENT_MAX_MRS)
+		return NULL;
+	for (unsigned k = 0; k < MRCD_MAX_MRS - 1; k++) {
+		unsigned slot = 1 + (t->next_mr_slot + k) % (MRCD_MAX_MRS - 1);
+
+		if (t->mrs[slot].owner < 0) {
+			t->next_mr_slot = slot % (MRCD_MAX_MRS - 1);
+			return &t->mrs[slot];
+		}
+	}
+	return NULL;
+}
+
 int core_reg_mr(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
 		unsigned n_desc, struct mrc_ctl_mr *out)
 {
@@ -220,20 +241,10 @@ int core_reg_mr(struct mrcd_core *c, unsigned owner, const uint8_t *payload, siz
 	}
 	if (r.offset >= span || r.length > span - r.offset)
 		return -EINVAL;
-	if (t->client[owner].n_mrs >= MRCD_CLIENT_MAX_MRS)
-		return -ENOSPC;
-	/* next fit, not first fit: a slot just freed is the last to be handed out again, so
-	 * an XDP run still reading the old region's slot is long over by then */
-	for (unsigned k = 0; k < MRCD_MAX_MRS - 1; k++) {
-		slot = 1 + (t->next_mr_slot + k) % (MRCD_MAX_MRS - 1);
-		if (t->mrs[slot].owner < 0) {
-			mr = &t->mrs[slot];
-			t->next_mr_slot = slot % (MRCD_MAX_MRS - 1);
-			break;
-		}
-	}
+	mr = core_key_slot(t, owner);
 	if (!mr)
 		return -ENOSPC;
+	slot = (unsigned)(mr - t->mrs);
 	err = c->ops->map_region(c->io, seg, r.n_segments, &map);
 	if (err)
 		return err;
@@ -247,28 +258,14 @@ int core_reg_mr(struct mrcd_core *c, unsigned owner, const uint8_t *payload, siz
 	mr->length = r.length;
 	mr->access = r.access;
 	mr->base = mr->span + r.offset;
+	mr->n_windows = 0;
+	mr->mw_type = 0;
+	mr->bound = false;
 	mr_hand_to_fast_path(c, mr, &r, seg, &map);
 	t->mapped_bytes += mr->span_len;
 	t->n_mrs++;
 	t->client[owner].n_mrs++;
 	out->lkey = out->rkey = mr->key;
-	return 0;
-}
-
-/* Engine callback: a key and a range to host memory, for the peer's one-sided operations. */
-int core_mr_lookup(void *user, uint32_t key, uint64_t addr, uint32_t len, unsigned access,
-		   uint8_t **host)
-{
-	struct mrcd_qp *qp = user;
-	struct mrcd_mr *mr = core_mr_of_qp(&qp->core->t, qp, key);
-	uint32_t need = (access & MRC_ACCESS_REMOTE_WRITE ? MRC_CTL_ACCESS_REMOTE_WRITE : 0) |
-			(access & MRC_ACCESS_REMOTE_READ ? MRC_CTL_ACCESS_REMOTE_READ : 0) |
-			(access & MRC_ACCESS_REMOTE_ATOMIC ? MRC_CTL_ACCESS_REMOTE_ATOMIC : 0);
-
-	if (!mr || (mr->access & need) != need || addr < mr->iova ||
-	    addr - mr->iova > mr->length || len > mr->length - (addr - mr->iova))
-		return -1;
-	*host = mr->base + (addr - mr->iova);
 	return 0;
 }
 

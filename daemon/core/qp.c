@@ -38,6 +38,8 @@ void core_qp_free(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 	struct mrcd_cq *scq = &c->t.cqs[qp->send_cq], *rcq = &c->t.cqs[qp->recv_cq];
 
 	qp_retire_counts(c, qp);
+	if (qp->n_windows)
+		core_qp_windows_gone(c, qp);
 	mrcd_sched_forget(&c->t.sched, slot);
 	if (qp->path_report_listed)
 		for (unsigned j = 0; j < c->t.n_path_report; j++)
@@ -266,6 +268,8 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 	static const struct mrc_conn_callbacks cb = {
 		.mr_lookup = core_mr_lookup,
 		.complete = core_on_complete,
+		.may_invalidate = core_may_invalidate,
+		.invalidate = core_invalidate,
 	};
 	struct mrc_conn_config cc;
 	uint16_t ports[MRCD_SPORTS_PER_PLANE];
@@ -547,14 +551,19 @@ static int sq_entry_to_wr(struct mrcd_core *c, struct mrcd_qp *qp,
 		return MRC_CQ_LOC_QP_OP_ERR;
 	wr->wr_id = e->wr_id;
 	wr->num_sge = e->num_sge;
+	/* a window's bind and invalidation happen now, in posting order */
+	if (e->opcode == MRC_SQ_BIND_MW)
+		return core_mw_bind(c, qp, e);
+	if (e->opcode == MRC_SQ_LOCAL_INV)
+		return core_mw_local_inv(c, qp, e);
 	wr->imm = e->imm;
-	wr->rkey = e->rkey;
-	wr->raddr = e->raddr;
+	wr->rkey = e->opcode == MRC_SQ_SEND_INV ? e->imm : e->rkey;
+	wr->raddr = e->opcode == MRC_SQ_SEND_INV ? 0 : e->raddr;
 	wr->compare_add = e->compare_add;
 	wr->swap = e->swap;
 	for (unsigned i = 0; i < e->num_sge; i++) {
 		/* a READ's and an atomic's elements are written into: local write access */
-		if (core_local_sge(c, qp, &e->sge[i], e->opcode >= MRC_SQ_READ,
+		if (core_local_sge(c, qp, &e->sge[i], mrc_sq_writes_locally(e->opcode),
 				   &wr->sge[i]))
 			return MRC_CQ_LOC_PROT_ERR;
 		total += e->sge[i].length;

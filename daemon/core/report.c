@@ -289,6 +289,8 @@ size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 	put(&o, "metaroce_qps_lingering %u\n", t->lingering.n);
 	family(&o, "metaroce_memory_regions", "gauge", "Memory regions registered.");
 	put(&o, "metaroce_memory_regions %u\n", t->n_mrs);
+	family(&o, "metaroce_memory_windows", "gauge", "Memory windows allocated, bound or not.");
+	put(&o, "metaroce_memory_windows %u\n", t->n_mws);
 	family(&o, "metaroce_mapped_bytes", "gauge", "Client memory the daemon maps.");
 	put(&o, "metaroce_mapped_bytes %llu\n", (unsigned long long)t->mapped_bytes);
 	family(&o, "metaroce_peers", "gauge", "Peer daemons known or being discovered.");

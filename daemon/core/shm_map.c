@@ -11,6 +11,9 @@ bool mrcd_wr_from_sq(uint8_t sq_opcode, uint8_t sq_flags, uint8_t *wr_opcode, ui
 	case MRC_SQ_READ: *wr_opcode = MRC_WR_READ; break;
 	case MRC_SQ_ATOMIC_CMP_SWAP: *wr_opcode = MRC_WR_ATOMIC_CMP_SWAP; break;
 	case MRC_SQ_ATOMIC_FETCH_ADD: *wr_opcode = MRC_WR_ATOMIC_FETCH_ADD; break;
+	case MRC_SQ_SEND_INV: *wr_opcode = MRC_WR_SEND_INV; break;
+	case MRC_SQ_BIND_MW: *wr_opcode = MRC_WR_BIND_MW; break;
+	case MRC_SQ_LOCAL_INV: *wr_opcode = MRC_WR_LOCAL_INV; break;
 	default: return false;
 	}
 	if (sq_flags & ~MRC_SQ_F_ALL)
@@ -47,6 +50,8 @@ static uint8_t cq_opcode(uint8_t opcode)
 	case MRC_WC_RECV_RDMA_WITH_IMM: return MRC_CQ_RECV_RDMA_WITH_IMM;
 	case MRC_WC_COMP_SWAP: return MRC_CQ_COMP_SWAP;
 	case MRC_WC_FETCH_ADD: return MRC_CQ_FETCH_ADD;
+	case MRC_WC_BIND_MW: return MRC_CQ_BIND_MW;
+	case MRC_WC_LOCAL_INV: return MRC_CQ_LOCAL_INV;
 	default: return MRC_CQ_SEND;
 	}
 }
@@ -57,7 +62,8 @@ void mrcd_cq_from_completion(const struct mrc_completion *wc, struct mrc_cq_entr
 	e->status = cq_status(wc->status);
 	e->opcode = cq_opcode(wc->opcode);
 	e->flags = (wc->flags & MRC_WC_WITH_IMM ? MRC_CQ_F_WITH_IMM : 0) |
-		   (wc->flags & MRC_WC_SOLICITED ? MRC_CQ_F_SOLICITED : 0);
+		   (wc->flags & MRC_WC_SOLICITED ? MRC_CQ_F_SOLICITED : 0) |
+		   (wc->flags & MRC_WC_WITH_INV ? MRC_CQ_F_WITH_INV : 0);
 	e->byte_len = wc->byte_len;
 	e->imm = wc->imm;
 }

@@ -49,6 +49,7 @@ struct mrcd_client {
 	uint32_t uid;
 	unsigned channels; /* completion-channel sockets the daemon holds for it */
 	unsigned n_qps, n_cqs, n_mrs; /* n_mrs counts retired regions until they are unmapped */
+	unsigned n_mws;	/* memory windows: with n_mrs, at most MRCD_CLIENT_MAX_MRS */
 	unsigned n_srqs;
 	unsigned n_retired;
 	uint64_t page_bytes; /* page maps handed to it (MRC_CTL_PAGES) since it connected */
@@ -64,16 +65,25 @@ _Static_assert(MRCD_CLIENT_MAX_QPS <= MRCD_MAX_QPS / 2 && MRCD_CLIENT_MAX_CQS <=
 		       MRCD_CLIENT_MAX_MRS <= MRCD_MAX_MRS / 2,
 	       "one client cannot take the daemon's whole table");
 
+/*
+ * A slot of the key table: a memory region, or a memory window (windows.c), which maps
+ * nothing of its own but opens onto part of a region while bound [SPEC 4.9].
+ */
 struct mrcd_mr {
 	int owner;	/* client slot; -1: free */
 	uint32_t pd;	/* the client's protection domain: only its QPs reach the region */
-	uint32_t key;	/* lkey == rkey */
-	uint64_t iova, length;
+	uint32_t key;	/* lkey == rkey; a window's current key */
+	uint64_t iova, length; /* a window: the range it is bound to, as peers address it */
 	uint32_t access;
 	uint8_t *span;	/* the segments mapped back to back */
 	size_t span_len;
-	uint8_t *base;	/* iova's byte 0 inside span */
+	uint8_t *base;	/* iova's byte 0 inside span; a window: inside its region's */
 	bool retired;	/* deregistered; unmapped once the client's QPs hold no pointer */
+	uint32_t n_windows; /* a region: windows bound to it, which keep it registered */
+	uint8_t mw_type;    /* enum mrc_ctl_mw_type for a window; 0 for a region */
+	bool bound;	    /* a window: open onto region `region` now */
+	uint32_t region;    /* a bound window's region slot */
+	uint32_t bound_qpn; /* a bound type 2 window: the only QP it serves */
 };
 
 struct mrcd_cq {
@@ -137,6 +147,7 @@ struct mrcd_qp {
 	uint8_t type;		/* enum mrc_ctl_qp_type */
 	uint32_t pd;		/* its client's protection domain */
 	int srq;		/* the SRQ slot its receives come from; -1: its own RQ */
+	uint32_t n_windows;	/* type 2 windows bound through it: unbound when it goes */
 	uint32_t qpn;
 	uint8_t state;		/* enum mrc_ctl_qp_state */
 	int send_cq, recv_cq;	/* CQ slots */
@@ -184,7 +195,7 @@ struct mrcd_tables {
 	struct mrcd_srq *srqs;
 	struct mrcd_qp *qps;
 	uint32_t generation; /* mixed into new handles so a stale one never names a new object */
-	unsigned n_mrs, n_cqs, n_qps;
+	unsigned n_mrs, n_cqs, n_qps, n_mws;
 	unsigned next_mr_slot; /* where the search for a free region slot starts */
 	unsigned next_qp_slot; /* and for a free QP slot */
 	uint16_t active[MRCD_MAX_QPS]; /* slots of the n_qps live QPs (reports, operators) */

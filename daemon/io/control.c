@@ -362,6 +362,8 @@ static const struct {
 	[MRC_CTL_HELLO] = { do_library, -1, -1, false },
 	[MRC_CTL_REG_MR] = { do_library, -1, -1, false },
 	[MRC_CTL_DEREG_MR] = { do_library, -1, -1, false },
+	[MRC_CTL_ALLOC_MW] = { do_library, -1, -1, false },
+	[MRC_CTL_DEALLOC_MW] = { do_library, -1, -1, false },
 	[MRC_CTL_CREATE_CQ] = { do_library, -1, -1, false },
 	[MRC_CTL_DESTROY_CQ] = { do_library, -1, -1, false },
 	[MRC_CTL_CREATE_QP] = { do_library, -1, -1, false },

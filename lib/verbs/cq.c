@@ -280,6 +280,7 @@ static enum ibv_wc_status wc_status(uint8_t s)
 	case MRC_CQ_RNR_RETRY_EXC_ERR: return IBV_WC_RNR_RETRY_EXC_ERR;
 	case MRC_CQ_LOC_QP_OP_ERR: return IBV_WC_LOC_QP_OP_ERR;
 	case MRC_CQ_LOC_PROT_ERR: return IBV_WC_LOC_PROT_ERR;
+	case MRC_CQ_MW_BIND_ERR: return IBV_WC_MW_BIND_ERR;
 	default: return IBV_WC_GENERAL_ERR;
 	}
 }
@@ -293,6 +294,8 @@ static enum ibv_wc_opcode wc_opcode(uint8_t op)
 	case MRC_CQ_FETCH_ADD: return IBV_WC_FETCH_ADD;
 	case MRC_CQ_RECV: return IBV_WC_RECV;
 	case MRC_CQ_RECV_RDMA_WITH_IMM: return IBV_WC_RECV_RDMA_WITH_IMM;
+	case MRC_CQ_BIND_MW: return IBV_WC_BIND_MW;
+	case MRC_CQ_LOCAL_INV: return IBV_WC_LOCAL_INV;
 	default: return IBV_WC_SEND;
 	}
 }
@@ -300,6 +303,7 @@ static enum ibv_wc_opcode wc_opcode(uint8_t op)
 static unsigned wc_flags(const struct mrc_cq_entry *e)
 {
 	return (e->flags & MRC_CQ_F_WITH_IMM ? IBV_WC_WITH_IMM : 0) |
+	       (e->flags & MRC_CQ_F_WITH_INV ? IBV_WC_WITH_INV : 0) |
 	       (e->flags & MRC_CQ_F_GRH ? IBV_WC_GRH : 0);
 }
 
@@ -310,7 +314,7 @@ static void to_wc(const struct mrc_cq_entry *e, struct ibv_wc *wc)
 	wc->status = wc_status(e->status);
 	wc->opcode = wc_opcode(e->opcode);
 	wc->byte_len = e->byte_len;
-	wc->imm_data = e->imm; /* the bits the sender posted, untouched */
+	wc->imm_data = e->imm; /* the bits the sender posted, untouched; or invalidated_rkey */
 	wc->qp_num = e->qp_num;
 	wc->src_qp = e->src_qp;
 	wc->wc_flags = wc_flags(e);

@@ -112,12 +112,14 @@ static int mrv_query_device(struct ibv_context *context, struct ibv_device_attr 
 	a->max_qp = MRC_CTL_CLIENT_MAX_QPS;
 	a->max_qp_wr = MRC_CTL_MAX_RING_ENTRIES;
 	/* the one asynchronous event raised is DEVICE_FATAL: no PORT_ACTIVE_EVENT */
-	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN;
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B; /* SPEC 4.9 */
 	a->max_sge = MRC_RING_MAX_SGE;
 	a->max_sge_rd = MRC_RING_MAX_SGE;
 	a->max_cq = MRC_CTL_CLIENT_MAX_CQS;
 	a->max_cqe = MRC_CTL_MAX_RING_ENTRIES;
 	a->max_mr = MRC_CTL_CLIENT_MAX_MRS;
+	a->max_mw = MRC_CTL_CLIENT_MAX_MRS; /* one key table: regions and windows together */
 	a->max_pd = MRC_CTL_MAX_PD;
 	a->max_qp_rd_atom = MRV_MAX_RD_ATOM;
 	a->max_qp_init_rd_atom = MRV_MAX_RD_ATOM;
@@ -367,6 +369,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ctx->vctx.context.ops.post_send = mrv_post_send;
 	ctx->vctx.context.ops.post_recv = mrv_post_recv;
 	ctx->vctx.context.ops.post_srq_recv = mrv_post_srq_recv;
+	mrv_window_ops(&ctx->vctx.context.ops);
 	pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
 	return &ctx->vctx.context;
 

@@ -158,6 +158,13 @@ void mrv_wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t remot
 int mrv_ud_modify(struct mrv_qp *qp, enum ibv_qp_state from, enum ibv_qp_state to,
 		  const struct ibv_qp_attr *a, int mask);
 
+/* --- memory windows (window.c) --- */
+/* A bind's send entry from verbs' bind information; EINVAL or EPERM when it is not one. */
+int mrv_bind_entry(struct mrc_sq_entry *e, struct ibv_mw *mw, uint32_t rkey,
+		   const struct ibv_mw_bind_info *info);
+/* alloc_mw, dealloc_mw, bind_mw into a context's ops */
+void mrv_window_ops(struct ibv_context_ops *ops);
+
 static inline struct mrv_context *to_ctx(struct ibv_context *c)
 {
 	return (struct mrv_context *)((uint8_t *)c - __builtin_offsetof(struct mrv_context,
@@ -198,6 +205,8 @@ int mrv_map_ring(int fd, uint16_t kind, uint32_t entries, void **mem, size_t *le
  * any went in, *bad at the first refused (EINVAL: too many elements; ENOMEM: ring full). */
 int mrv_produce_receives(struct mrc_ring *ring, unsigned max_sge, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad, bool *posted);
+/* One send entry onto a QP's ring, as ibv_post_send would (EINVAL before RTS, ENOMEM full). */
+int mrv_post_entry(struct mrv_qp *qp, const struct mrc_sq_entry *e);
 int mrv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 struct mrv_srq *mrv_srq_limit_reached(struct mrv_context *ctx);
 enum ibv_mtu mrv_active_mtu(const struct mrv_context *ctx);

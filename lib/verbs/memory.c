@@ -324,7 +324,8 @@ static unsigned to_ctl_access(unsigned ibv)
 	return (ibv & IBV_ACCESS_LOCAL_WRITE ? MRC_CTL_ACCESS_LOCAL_WRITE : 0) |
 	       (ibv & IBV_ACCESS_REMOTE_WRITE ? MRC_CTL_ACCESS_REMOTE_WRITE : 0) |
 	       (ibv & IBV_ACCESS_REMOTE_READ ? MRC_CTL_ACCESS_REMOTE_READ : 0) |
-	       (ibv & IBV_ACCESS_REMOTE_ATOMIC ? MRC_CTL_ACCESS_REMOTE_ATOMIC : 0);
+	       (ibv & IBV_ACCESS_REMOTE_ATOMIC ? MRC_CTL_ACCESS_REMOTE_ATOMIC : 0) |
+	       (ibv & IBV_ACCESS_MW_BIND ? MRC_CTL_ACCESS_MW_BIND : 0);
 }
 
 /* What verbs asks of access flags: remote write and remote atomic need local write [IB spec
@@ -332,7 +333,7 @@ static unsigned to_ctl_access(unsigned ibv)
 static int check_access(unsigned access)
 {
 	unsigned known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_RELAXED_ORDERING |
+			 IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_RELAXED_ORDERING |
 			 IBV_ACCESS_OPTIONAL_RANGE;
 
 	if (access & ~known)

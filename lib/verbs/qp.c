@@ -16,7 +16,8 @@
 #define MRV_SEND_OPS                                                                          \
 	(IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM | IBV_QP_EX_WITH_SEND |  \
 	 IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |                             \
-	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD)
+	 IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP | IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD |               \
+	 IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_LOCAL_INV | IBV_QP_EX_WITH_SEND_WITH_INV)
 
 /* what a UD QP sends: datagrams, with or without immediate data [SPEC R-326] */
 #define MRV_UD_SEND_OPS (IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
@@ -43,7 +44,10 @@ static int wr_opcode(enum ibv_wr_opcode op, uint8_t *out)
 	case IBV_WR_RDMA_READ: *out = MRC_SQ_READ; return 0;
 	case IBV_WR_ATOMIC_CMP_AND_SWP: *out = MRC_SQ_ATOMIC_CMP_SWAP; return 0;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD: *out = MRC_SQ_ATOMIC_FETCH_ADD; return 0;
-	default: return EOPNOTSUPP; /* memory windows, invalidation, TSO */
+	case IBV_WR_SEND_WITH_INV: *out = MRC_SQ_SEND_INV; return 0;
+	case IBV_WR_BIND_MW: *out = MRC_SQ_BIND_MW; return 0;
+	case IBV_WR_LOCAL_INV: *out = MRC_SQ_LOCAL_INV; return 0;
+	default: return EOPNOTSUPP; /* TSO, driver-specific */
 	}
 }
 
@@ -97,7 +101,7 @@ static int build_send(struct mrv_qp *qp, uint32_t at, const struct ibv_send_wr *
 		return EINVAL;
 	e->wr_id = wr->wr_id;
 	e->flags = send_flags(wr->send_flags);
-	e->imm = wr->imm_data;
+	e->imm = wr->imm_data; /* or invalidate_rkey, its union twin */
 	if (qp->ibqpx.qp_base.qp_type == IBV_QPT_UD) {
 		/* datagrams: SEND and SEND with immediate only */
 		if (e->opcode != MRC_SQ_SEND && e->opcode != MRC_SQ_SEND_IMM)
@@ -111,6 +115,10 @@ static int build_send(struct mrv_qp *qp, uint32_t at, const struct ibv_send_wr *
 		e->rkey = wr->wr.rdma.rkey;
 		e->raddr = wr->wr.rdma.remote_addr;
 	}
+	if (e->opcode == MRC_SQ_BIND_MW)
+		return mrv_bind_entry(e, wr->bind_mw.mw, wr->bind_mw.rkey, &wr->bind_mw.bind_info);
+	if (e->opcode == MRC_SQ_LOCAL_INV)
+		return 0; /* the key in imm, nothing else */
 	if (e->opcode == MRC_SQ_ATOMIC_CMP_SWAP || e->opcode == MRC_SQ_ATOMIC_FETCH_ADD) {
 		/* the original value comes back into one element of 8 bytes [SPEC R-325] */
 		if (wr->num_sge != 1 || wr->sg_list[0].length != 8)
@@ -121,7 +129,7 @@ static int build_send(struct mrv_qp *qp, uint32_t at, const struct ibv_send_wr *
 		e->swap = wr->wr.atomic.swap;
 	}
 	/* inline data goes out; a READ's or an atomic's element is written into */
-	if ((wr->send_flags & IBV_SEND_INLINE) && e->opcode < MRC_SQ_READ) {
+	if ((wr->send_flags & IBV_SEND_INLINE) && !mrc_sq_writes_locally(e->opcode)) {
 		struct ibv_data_buf bufs[MRC_RING_MAX_SGE];
 
 		for (int i = 0; i < wr->num_sge; i++)
@@ -161,6 +169,21 @@ int mrv_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr, struct ibv_send_w
 	}
 	pthread_spin_unlock(&qp->lock);
 	if (posted)
+		mrv_ring_doorbell(qp, &qp->sq);
+	return err;
+}
+
+int mrv_post_entry(struct mrv_qp *qp, const struct mrc_sq_entry *e)
+{
+	int err = 0;
+
+	pthread_spin_lock(&qp->lock);
+	if (qp->ibqpx.qp_base.state < IBV_QPS_RTS && qp->ibqpx.qp_base.state != IBV_QPS_ERR)
+		err = EINVAL;
+	else if (!sq_free(qp) || mrc_ring_produce(&qp->sq, e))
+		err = ENOMEM;
+	pthread_spin_unlock(&qp->lock);
+	if (!err)
 		mrv_ring_doorbell(qp, &qp->sq);
 	return err;
 }
@@ -304,6 +327,40 @@ static void wr_send_imm(struct ibv_qp_ex *qpx, __be32 imm)
 		e->imm = imm;
 }
 
+static void wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	struct mrc_sq_entry *e = wr_begin(qpx, MRC_SQ_SEND_INV);
+
+	if (e)
+		e->imm = invalidate_rkey;
+}
+
+static void wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
+{
+	struct mrc_sq_entry *e = wr_begin(qpx, MRC_SQ_LOCAL_INV);
+
+	if (e)
+		e->imm = invalidate_rkey;
+}
+
+static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
+		       const struct ibv_mw_bind_info *info)
+{
+	struct mrc_sq_entry *e = wr_begin(qpx, MRC_SQ_BIND_MW);
+	uint64_t wr_id = qpx->wr_id;
+	uint8_t flags;
+	int err;
+
+	if (!e)
+		return;
+	flags = e->flags;
+	err = mrv_bind_entry(e, mw, rkey, info);
+	e->wr_id = wr_id;
+	e->flags = flags;
+	if (err)
+		((struct mrv_qp *)qpx)->wr_error = err;
+}
+
 static void wr_set_sge(struct ibv_qp_ex *qpx, uint32_t lkey, uint64_t addr, uint32_t length)
 {
 	struct mrc_sq_entry *e = wr_current(qpx);
@@ -336,7 +393,8 @@ static void wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t n,
 	struct mrc_sq_entry *e = wr_current(qpx);
 
 	/* the entry will take ring index mine + its place in the batch */
-	if (e && (e->opcode == MRC_SQ_READ ||
+	if (e && (mrc_sq_writes_locally(e->opcode) || e->opcode == MRC_SQ_BIND_MW ||
+		  e->opcode == MRC_SQ_LOCAL_INV ||
 		  copy_inline(qp, qp->sq.mine + qp->n_staged - 1, bufs, n, e)))
 		qp->wr_error = EINVAL;
 }
@@ -370,8 +428,11 @@ static int wr_complete(struct ibv_qp_ex *qpx)
 	for (uint32_t i = 0; !err && i < qp->n_staged; i++) {
 		const struct mrc_sq_entry *e = &qp->staged[i];
 
-		if (e->opcode >= MRC_SQ_ATOMIC_CMP_SWAP && (e->num_sge != 1 || e->sge[0].length != 8))
+		if ((e->opcode == MRC_SQ_ATOMIC_CMP_SWAP || e->opcode == MRC_SQ_ATOMIC_FETCH_ADD) &&
+		    (e->num_sge != 1 || e->sge[0].length != 8))
 			err = EINVAL; /* one element of 8 bytes [SPEC R-325] */
+		if ((e->opcode == MRC_SQ_BIND_MW || e->opcode == MRC_SQ_LOCAL_INV) && e->num_sge)
+			err = EINVAL; /* a local operation carries no data */
 		if (qpx->qp_base.qp_type == IBV_QPT_UD &&
 		    ((e->opcode != MRC_SQ_SEND && e->opcode != MRC_SQ_SEND_IMM) || !e->remote_qpn))
 			err = EINVAL; /* a datagram, with its address (ibv_wr_set_ud_addr) */
@@ -568,6 +629,9 @@ struct ibv_qp *mrv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 	qp->ibqpx.wr_atomic_fetch_add = wr_atomic_fetch_add;
 	qp->ibqpx.wr_send = wr_send;
 	qp->ibqpx.wr_send_imm = wr_send_imm;
+	qp->ibqpx.wr_send_inv = wr_send_inv;
+	qp->ibqpx.wr_local_inv = wr_local_inv;
+	qp->ibqpx.wr_bind_mw = wr_bind_mw;
 	qp->ibqpx.wr_set_sge = wr_set_sge;
 	qp->ibqpx.wr_set_sge_list = wr_set_sge_list;
 	qp->ibqpx.wr_set_inline_data = wr_set_inline_data;

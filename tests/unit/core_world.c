@@ -459,7 +459,7 @@ void world_post_everything(struct world *w)
 			se.sge[0] = (struct mrc_shm_sge){ world_slot_addr(&a->cl, q, i), p->len,
 							  a->cl.keys.lkey };
 			if (p->opcode != MRC_SQ_SEND && p->opcode != MRC_SQ_SEND_IMM) {
-				se.rkey = b->cl.keys.rkey;
+				se.rkey = w->target_rkey ? w->target_rkey : b->cl.keys.rkey;
 				se.raddr = world_slot_addr(&b->cl, q, i);
 			}
 			ck_assert_int_eq(mrc_ring_produce(&ra->sq, &se), 0);
@@ -673,6 +673,7 @@ void world_check_reclaimed(struct world *w)
 		ck_assert_uint_eq(t->n_qps, 0);
 		ck_assert_uint_eq(t->n_cqs, 0);
 		ck_assert_uint_eq(t->n_mrs, 0);
+		ck_assert_uint_eq(t->n_mws, 0);
 		ck_assert_uint_eq(t->lingering.n, 0);
 		ck_assert_uint_eq(mrcd_sched_n_ready(&t->sched), 0);
 		ck_assert_uint_eq(mrcd_sched_next_deadline(&t->sched), UINT64_MAX);

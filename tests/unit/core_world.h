@@ -94,6 +94,7 @@ struct world {
 	bool disaster_done;
 	bool struck_mid_transfer; /* A had requests outstanding when it struck */
 	bool expect_success; /* every completion must be a success */
+	uint32_t target_rkey; /* the key A's WRITEs and READs name; 0: B's region's */
 	uint64_t delivered, lost;
 };
 

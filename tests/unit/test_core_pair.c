@@ -49,6 +49,54 @@ static void transfer(uint64_t seed, double loss, double duplicate, uint64_t jitt
 	world_free(&w);
 }
 
+/*
+ * The same property with B's memory reached only through a type 1 memory window that B's
+ * client binds over its whole region on one QP's send queue (unsignaled): every WRITE and
+ * READ of A's names the window's key, which only B's core resolves (SPEC 4.9, R-428).
+ */
+START_TEST(core_pair__through_a_memory_window)
+{
+	static struct world w;
+	struct host *b;
+	struct mrc_ctl_alloc_mw am = { .pd = 1, .type = MRC_CTL_MW_TYPE_1 };
+	struct mrc_ctl_mw mw;
+	struct mrc_sq_entry bind = { .opcode = MRC_SQ_BIND_MW,
+				     .mw_access = MRC_CTL_ACCESS_REMOTE_WRITE |
+						  MRC_CTL_ACCESS_REMOTE_READ };
+	const struct mrcd_mr *win;
+
+	world_init(&w, 4241);
+	b = &w.h[1];
+	w.loss = 0.02;
+	w.duplicate = 0.02;
+	w.jitter_ns = 200 * US;
+	w.expect_success = true;
+	ck_assert_int_eq(world_request(b, MRC_CTL_ALLOC_MW, &am, sizeof(am), NULL, &mw,
+				       sizeof(mw)),
+			 0);
+	bind.mw_rkey = (mw.rkey & ~MRC_CTL_MW_KEY_TAG) | ((mw.rkey + 1) & MRC_CTL_MW_KEY_TAG);
+	bind.mr_lkey = b->cl.keys.lkey;
+	bind.mw_addr = world_slot_addr(&b->cl, 0, 0);
+	bind.mw_length = REGION;
+	ck_assert_int_eq(mrc_ring_produce(&b->cl.qp[0].sq, &bind), 0);
+	world_ring(b, &b->cl.qp[0], &b->cl.qp[0].sq);
+	world_run(&w, MS, NULL, 0, NULL);
+	win = &b->core.t.mrs[MRC_KEY_SLOT(mw.rkey)];
+	ck_assert(win->mw_type == MRC_CTL_MW_TYPE_1 && win->bound && win->key == bind.mw_rkey);
+	ck_assert_uint_eq(b->core.t.mrs[MRC_KEY_SLOT(b->cl.keys.lkey)].n_windows, 1);
+	w.target_rkey = bind.mw_rkey;
+	world_post_everything(&w);
+	world_run(&w, 60 * SEC, world_all_sent_completed, 0, NULL);
+	ck_assert(world_all_sent_completed(&w));
+	world_run(&w, SEC, NULL, 0, NULL);
+	for (unsigned q = 0; q < QPS; q++)
+		ck_assert_uint_eq(w.h[0].cl.qp[q].failed, 0);
+	world_check_bytes(&w);
+	world_check_reclaimed(&w); /* the window too, with its client */
+	world_free(&w);
+}
+END_TEST
+
 START_TEST(core_pair__clean_network)
 {
 	transfer(1, 0, 0, 0, 0);
@@ -227,6 +275,7 @@ Suite *core_pair_suite(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, core_pair__clean_network);
+	tcase_add_test(tc, core_pair__through_a_memory_window);
 	tcase_add_test(tc, core_pair__loss_duplication_reordering);
 	tcase_add_test(tc, core_pair__local_queue_refuses);
 	tcase_add_test(tc, core_pair__plane_drained_mid_transfer);

@@ -499,6 +499,68 @@ int main(int argc, char **argv)
 		      wc.status);
 	}
 	{
+		/* memory windows: malformed requests refused; binds and invalidations naming
+		 * what is not a window of this client, or using a window as a local key, fail the
+		 * QP that carried them and nothing else */
+		struct mrc_ctl_alloc_mw am = { .pd = 1, .type = 9 };
+		struct mrc_ctl_mw w;
+		struct mrc_sq_entry e = { .wr_id = 8, .opcode = MRC_SQ_BIND_MW,
+					  .flags = MRC_SQ_F_SIGNALED, .mr_lkey = keys.lkey,
+					  .mw_addr = 0x10000, .mw_length = 64,
+					  .mw_access = MRC_CTL_ACCESS_REMOTE_READ };
+		struct qp qp;
+
+		err = request(ctl, MRC_CTL_ALLOC_MW, &am, sizeof(am), NULL, 0, &w, sizeof(w), NULL, 0);
+		CHECK(err == -EINVAL, "a window of type 9: EINVAL (%d)", err);
+		am = (struct mrc_ctl_alloc_mw){ .pd = 0, .type = MRC_CTL_MW_TYPE_2 };
+		err = request(ctl, MRC_CTL_ALLOC_MW, &am, sizeof(am), NULL, 0, &w, sizeof(w), NULL, 0);
+		CHECK(err == -EINVAL, "a window in no protection domain: EINVAL (%d)", err);
+		err = request(ctl, MRC_CTL_ALLOC_MW, &am, 3, NULL, 0, &w, sizeof(w), NULL, 0);
+		CHECK(err == -EINVAL, "an allocation request of 3 bytes: EINVAL (%d)", err);
+		err = request(ctl, MRC_CTL_DEALLOC_MW, &(struct mrc_ctl_handle){ keys.lkey, 0 },
+			      sizeof(struct mrc_ctl_handle), NULL, 0, NULL, 0, NULL, 0);
+		CHECK(err == -ENOENT, "deallocating a region as a window: ENOENT (%d)", err);
+		am.pd = 1;
+		err = request(ctl, MRC_CTL_ALLOC_MW, &am, sizeof(am), NULL, 0, &w, sizeof(w), NULL, 0);
+		CHECK(err == 0 && w.rkey, "a type 2 window (%d)", err);
+
+		qp = make_qp(ctl, true);
+		e.mw_rkey = keys.rkey; /* a region's key */
+		post(&qp, doorbell, &e);
+		CHECK(next_completion(&wc) && wc.wr_id == 8 && wc.status == MRC_CQ_MW_BIND_ERR &&
+			      qp_in_error(&qp),
+		      "binding a region's key as a window: MW_BIND_ERR, that QP in error (%u)",
+		      wc.status);
+		qp = make_qp(ctl, true);
+		e.mw_rkey = w.rkey ^ 0x100; /* not the window's own bits */
+		post(&qp, doorbell, &e);
+		CHECK(next_completion(&wc) && wc.status == MRC_CQ_MW_BIND_ERR,
+		      "a bind whose key changes more than its low byte: MW_BIND_ERR (%u)", wc.status);
+		qp = make_qp(ctl, true);
+		e.mw_rkey = w.rkey;
+		e.mw_length = 1ull << 40;
+		post(&qp, doorbell, &e);
+		CHECK(next_completion(&wc) && wc.status == MRC_CQ_MW_BIND_ERR,
+		      "a bind of 1 TiB over a smaller region: MW_BIND_ERR (%u)", wc.status);
+		qp = make_qp(ctl, true);
+		e = (struct mrc_sq_entry){ .wr_id = 9, .opcode = MRC_SQ_LOCAL_INV,
+					   .flags = MRC_SQ_F_SIGNALED, .imm = keys.rkey };
+		post(&qp, doorbell, &e);
+		CHECK(next_completion(&wc) && wc.wr_id == 9 && wc.status == MRC_CQ_MW_BIND_ERR,
+		      "invalidating a region's key locally: MW_BIND_ERR (%u)", wc.status);
+		qp = make_qp(ctl, true);
+		e = (struct mrc_sq_entry){ .wr_id = 10, .opcode = MRC_SQ_WRITE,
+					   .flags = MRC_SQ_F_SIGNALED, .num_sge = 1,
+					   .rkey = keys.rkey, .raddr = 0x10000 };
+		e.sge[0] = (struct mrc_shm_sge){ 0x10000, 8, w.rkey };
+		post(&qp, doorbell, &e);
+		CHECK(next_completion(&wc) && wc.wr_id == 10 && wc.status == MRC_CQ_LOC_PROT_ERR,
+		      "a window's key as a local key: LOC_PROT_ERR (%u)", wc.status);
+		err = request(ctl, MRC_CTL_DEALLOC_MW, &(struct mrc_ctl_handle){ w.rkey, 0 },
+			      sizeof(struct mrc_ctl_handle), NULL, 0, NULL, 0, NULL, 0);
+		CHECK(err == 0, "the window deallocated (%d)", err);
+	}
+	{
 		struct qp qp = make_qp(ctl, true);
 		struct mrc_sq_entry e = { .wr_id = 5, .opcode = MRC_SQ_WRITE,
 					  .flags = MRC_SQ_F_SIGNALED, .num_sge = 1,

@@ -64,7 +64,10 @@ enum mrc_ctl_type {
 				   * reply: empty */
 	MRC_CTL_RESOLVE = 29,	  /* request: mrc_ctl_resolve (ibv_create_ah): discovery of the
 				   * address begins; reply: empty, -EHOSTUNREACH if not a peer */
-	MRC_CTL_TYPE_MAX = MRC_CTL_RESOLVE,
+	MRC_CTL_ALLOC_MW = 30,	  /* request: mrc_ctl_alloc_mw; reply: mrc_ctl_mw (unbound) */
+	MRC_CTL_DEALLOC_MW = 31,  /* request: mrc_ctl_handle (any key the window had); reply:
+				   * empty */
+	MRC_CTL_TYPE_MAX = MRC_CTL_DEALLOC_MW,
 };
 
 /* The shared-memory and request layout this library speaks (bumped on any change; 2: the
@@ -73,8 +76,8 @@ enum mrc_ctl_type {
  * may carry MRC_CQ_ARM_SPINNING, which a daemon of 3 would fire on as an ARM_NEXT; 5: regions
  * and QPs carry their protection domain; 6: send queue entries carry atomic operands; 7: shared
  * receive queues, a QP names its SRQ; 8: UD QPs, completions carry src_qp, send entries the
- * UD destination). */
-#define MRC_CTL_CLIENT_ABI 8
+ * UD destination; 9: memory windows, SEND with invalidate). */
+#define MRC_CTL_CLIENT_ABI 9
 
 struct mrc_ctl_hello {
 	__u32 abi; /* MRC_CTL_CLIENT_ABI */
@@ -85,7 +88,7 @@ struct mrc_ctl_hello {
  * reports them as the device's limits. */
 #define MRC_CTL_CLIENT_MAX_QPS 2048u
 #define MRC_CTL_CLIENT_MAX_CQS 2048u
-#define MRC_CTL_CLIENT_MAX_MRS 8192u
+#define MRC_CTL_CLIENT_MAX_MRS 8192u /* regions and memory windows together: one key table */
 #define MRC_CTL_CLIENT_MAX_SRQS 512u
 #define MRC_CTL_MAX_RING_ENTRIES 16384u /* per SQ, RQ or CQ */
 #define MRC_CTL_MAX_RD_ATOMIC 16u /* READs outstanding per QP, each way */
@@ -96,7 +99,9 @@ struct mrc_ctl_hello {
 #define MRC_CTL_ACCESS_REMOTE_WRITE 0x2u
 #define MRC_CTL_ACCESS_REMOTE_READ 0x4u
 #define MRC_CTL_ACCESS_REMOTE_ATOMIC 0x8u
-#define MRC_CTL_ACCESS_ALL 0xfu
+#define MRC_CTL_ACCESS_MW_BIND 0x10u	 /* a region: memory windows may be bound to it */
+#define MRC_CTL_ACCESS_ALL 0x1fu
+#define MRC_CTL_ACCESS_ZERO_BASED 0x20u /* a type 2 window's bind: addresses from its start */
 
 /*
  * A region is backed by one or more memfd segments that lie back to back in the client's
@@ -124,6 +129,29 @@ struct mrc_ctl_mr_segment {
 struct mrc_ctl_mr {
 	__u32 lkey;
 	__u32 rkey;
+};
+
+/*
+ * A memory window [SPEC 4.9]. Its key is the table slot in the high bits, random bits, and a
+ * low byte that each bind may change (ibv_inc_rkey); binding and invalidating go through a
+ * QP's send queue (MRC_SQ_BIND_MW, MRC_SQ_LOCAL_INV).
+ */
+enum mrc_ctl_mw_type {
+	MRC_CTL_MW_TYPE_1 = 1, /* bound by ibv_bind_mw; any QP of its PD uses it */
+	MRC_CTL_MW_TYPE_2 = 2, /* bound by IBV_WR_BIND_MW; only that QP uses it (type 2B) */
+};
+
+#define MRC_CTL_MW_KEY_TAG 0xffu /* the key bits a bind may change */
+
+struct mrc_ctl_alloc_mw {
+	__u32 pd;   /* its protection domain */
+	__u8 type;  /* enum mrc_ctl_mw_type */
+	__u8 reserved[3];
+};
+
+struct mrc_ctl_mw {
+	__u32 rkey;
+	__u32 reserved;
 };
 
 /* Take a plane out of service (drained = 1) or back: no new packets there, in flight

@@ -137,6 +137,9 @@ enum mrc_sq_opcode {
 	MRC_SQ_READ = 4,
 	MRC_SQ_ATOMIC_CMP_SWAP = 5,  /* 8 bytes at raddr; the original lands in sge[0] */
 	MRC_SQ_ATOMIC_FETCH_ADD = 6,
+	MRC_SQ_SEND_INV = 7,	     /* a SEND; imm is the peer's key to invalidate [SPEC R-520] */
+	MRC_SQ_BIND_MW = 8,	     /* bind (or, length 0, unbind) a window: the bind fields */
+	MRC_SQ_LOCAL_INV = 9,	     /* invalidate a type 2 window of ours: imm is its key */
 };
 
 #define MRC_SQ_F_SIGNALED 0x01u	 /* IBV_SEND_SIGNALED */
@@ -157,6 +160,7 @@ enum mrc_cq_status {
 	MRC_CQ_LOC_QP_OP_ERR = 8,
 	MRC_CQ_LOC_PROT_ERR = 9,
 	MRC_CQ_GENERAL_ERR = 10, /* what the daemon could not map to a better one */
+	MRC_CQ_MW_BIND_ERR = 11, /* a bind or local invalidation refused [SPEC R-523] */
 };
 
 enum mrc_cq_opcode {
@@ -167,11 +171,14 @@ enum mrc_cq_opcode {
 	MRC_CQ_RECV_RDMA_WITH_IMM = 4,	/* a WRITE with immediate arrived */
 	MRC_CQ_COMP_SWAP = 5,
 	MRC_CQ_FETCH_ADD = 6,
+	MRC_CQ_BIND_MW = 7,
+	MRC_CQ_LOCAL_INV = 8,
 };
 
 #define MRC_CQ_F_WITH_IMM 0x01u
 #define MRC_CQ_F_SOLICITED 0x02u
 #define MRC_CQ_F_GRH 0x04u /* a UD receive: the buffer begins with the 40-byte GRH */
+#define MRC_CQ_F_WITH_INV 0x08u /* a SEND_INV arrived: imm is the key it invalidated */
 
 /* The completion opcode of a send work request. */
 static inline __u8 mrc_sq_cq_opcode(__u8 sq_opcode)
@@ -180,7 +187,16 @@ static inline __u8 mrc_sq_cq_opcode(__u8 sq_opcode)
 	       : sq_opcode == MRC_SQ_READ				  ? MRC_CQ_RDMA_READ
 	       : sq_opcode == MRC_SQ_ATOMIC_CMP_SWAP			  ? MRC_CQ_COMP_SWAP
 	       : sq_opcode == MRC_SQ_ATOMIC_FETCH_ADD			  ? MRC_CQ_FETCH_ADD
+	       : sq_opcode == MRC_SQ_BIND_MW				  ? MRC_CQ_BIND_MW
+	       : sq_opcode == MRC_SQ_LOCAL_INV				  ? MRC_CQ_LOCAL_INV
 									  : MRC_CQ_SEND;
+}
+
+/* READ and the atomics: their scatter elements are written into (local write access). */
+static inline int mrc_sq_writes_locally(__u8 sq_opcode)
+{
+	return sq_opcode == MRC_SQ_READ || sq_opcode == MRC_SQ_ATOMIC_CMP_SWAP ||
+	       sq_opcode == MRC_SQ_ATOMIC_FETCH_ADD;
 }
 
 /* A scatter element as the application wrote it: addresses in the application's space. */
@@ -197,7 +213,8 @@ struct mrc_sq_entry {
 	__u8 flags;	/* MRC_SQ_F_* */
 	__u8 num_sge;	/* <= MRC_RING_MAX_SGE */
 	__u8 reserved;
-	__u32 imm;	/* *_IMM: host order as the application gave it */
+	__u32 imm;	/* *_IMM: host order as the application gave it; SEND_INV, LOCAL_INV: the
+			 * key to invalidate */
 	union {
 		struct { /* an RC QP's */
 			__u32 rkey;
@@ -211,6 +228,14 @@ struct mrc_sq_entry {
 			__u32 remote_qkey;  /* bit 31 set: the QP's own [SPEC R-426] */
 			__u8 dgid[16];	    /* the peer's address, IPv4-mapped for IPv4 */
 			__u64 ud_reserved;  /* 0 */
+		};
+		struct { /* BIND_MW [SPEC 4.9] */
+			__u32 mw_rkey;	  /* the key the window takes: its own, new low byte */
+			__u32 mr_lkey;	  /* the region it opens onto; ignored with length 0 */
+			__u64 mw_addr;	  /* the window's first byte, in the region's addresses */
+			__u64 mw_length;  /* 0: unbind (type 1) */
+			__u32 mw_access;  /* MRC_CTL_ACCESS_REMOTE_* | MRC_CTL_ACCESS_ZERO_BASED */
+			__u32 mw_reserved; /* 0 */
 		};
 	};
 	struct mrc_shm_sge sge[MRC_RING_MAX_SGE];

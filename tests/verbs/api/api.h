@@ -2,7 +2,8 @@
 /*
  * verbs_api_check's inside: the check macro, loopback QP pairs and the helpers every section
  * uses (sides.c), and the sections of its own files: regions and protection domains
- * (memory.c), atomics (atomics.c), shared receive queues (srq.c), UD QPs (ud.c).
+ * (memory.c), atomics (atomics.c), shared receive queues (srq.c), UD QPs (ud.c), memory windows
+ * (windows.c).
  */
 #ifndef METAROCE_TESTS_VERBS_API_H
 #define METAROCE_TESTS_VERBS_API_H
@@ -63,5 +64,6 @@ void pd_boundary(void);
 void atomics(void);
 void shared_receive_queue(void);
 void unreliable_datagrams(void);
+void memory_windows(void);
 
 #endif
