@@ -444,6 +444,19 @@ static int accept_atomic(struct mrc_conn *c, const struct mrc_rx_info *rx,
 	return MRC_DROP_NONE;
 }
 
+/* A message the receive it would consume refuses: NAK invalid_req, the receive fails so. */
+static int refuse_receive(struct mrc_conn *c, const struct mrc_rx_info *rx,
+			  const struct mrc_packet *pkt, struct rq_entry *e, uint8_t status)
+{
+	e->started = true;
+	e->opcode = pkt->opcode;
+	e->msg_len = pkt->u.data.msg_len;
+	e->wc_opcode = MRC_WC_RECV;
+	e->status = status;
+	queue_nak(c, rx, MRC_NAK_INVALID_REQ, pkt->psn, pkt->u.data.msn, 0);
+	return MRC_DROP_INVALID_REQ;
+}
+
 /*
  * Places one new sequenced packet. Returns MRC_DROP_NONE when placed (the caller then marks
  * it received), or why not (the caller then leaves its SACK bit clear).
@@ -489,13 +502,7 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 			if (!e->started && pkt->opcode == MRC_OP_SEND_INV &&
 			    (!c->cb.may_invalidate || c->cb.may_invalidate(c->user, d->rkey))) {
 				/* not a key the peer may invalidate here */
-				e->started = true;
-				e->opcode = pkt->opcode;
-				e->msg_len = d->msg_len;
-				e->wc_opcode = MRC_WC_RECV;
-				e->status = MRC_WC_REM_INV_REQ_ERR;
-				queue_nak(c, rx, MRC_NAK_INVALID_REQ, pkt->psn, d->msn, 0);
-				return MRC_DROP_INVALID_REQ;
+				return refuse_receive(c, rx, pkt, e, MRC_WC_REM_INV_REQ_ERR);
 			}
 		}
 		if (one_sided && pkt->payload_len &&
@@ -507,13 +514,7 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 		if (!one_sided && d->msg_len > e->capacity) {
 			/* [R-28] the receive is too small: the requester sees an invalid request,
 			 * the receive completes with a local length error */
-			e->started = true;
-			e->opcode = pkt->opcode;
-			e->msg_len = d->msg_len;
-			e->wc_opcode = MRC_WC_RECV;
-			e->status = MRC_WC_LOC_LEN_ERR;
-			queue_nak(c, rx, MRC_NAK_INVALID_REQ, pkt->psn, d->msn, 0);
-			return MRC_DROP_INVALID_REQ;
+			return refuse_receive(c, rx, pkt, e, MRC_WC_LOC_LEN_ERR);
 		}
 		if (one_sided && pkt->payload_len && !rx->placed)
 			memcpy(host, pkt->payload, pkt->payload_len);

@@ -115,6 +115,15 @@ static enum ibv_wc_status send_inv(struct world *x, uint32_t rkey, struct ibv_wc
 	return wc.status;
 }
 
+/* A READ through a key that must be dead now, then the pair it erred goes. */
+static void refused_then_dropped(struct world *x, uint32_t key, uint64_t raddr, const char *what)
+{
+	enum ibv_wc_status st = rdma(x, IBV_WR_RDMA_READ, 0, 64, key, raddr);
+
+	CHECK(st == IBV_WC_REM_ACCESS_ERR, "%s: %s", what, ibv_wc_status_str(st));
+	drop_pair(&x->w, &x->t);
+}
+
 static void fill(struct world *x, uint8_t seed)
 {
 	for (unsigned i = 0; i < LEN; i++)
@@ -166,18 +175,13 @@ static void type_1(struct world *x)
 	      ibv_wc_status_str(st));
 	drop_pair(&x->w, &x->t);
 	fresh_pair(x);
-	st = rdma(x, IBV_WR_RDMA_READ, 0, 64, old, (uintptr_t)x->target + 1024);
-	CHECK(st == IBV_WC_REM_ACCESS_ERR, "the key before the rebind: %s", ibv_wc_status_str(st));
-	drop_pair(&x->w, &x->t);
+	refused_then_dropped(x, old, (uintptr_t)x->target + 1024, "the key before the rebind");
 
 	/* unbound: nothing reaches through it; the region may go once no window is bound */
 	fresh_pair(x);
 	err = bind1(x, mw, NULL, 0, 0, 0, &st);
 	CHECK(!err && st == IBV_WC_SUCCESS, "unbound (ibv_bind_mw with length 0)");
-	st = rdma(x, IBV_WR_RDMA_READ, 0, 64, mw->rkey, (uintptr_t)x->target);
-	CHECK(st == IBV_WC_REM_ACCESS_ERR, "READ through an unbound window: %s",
-	      ibv_wc_status_str(st));
-	drop_pair(&x->w, &x->t);
+	refused_then_dropped(x, mw->rkey, (uintptr_t)x->target, "READ through an unbound window");
 
 	/* refusals at the call and in the completion */
 	fresh_pair(x);
@@ -260,9 +264,7 @@ static void type_2(struct world *x)
 		      !(rwc.wc_flags & IBV_WC_WITH_IMM) && rwc.invalidated_rkey == key &&
 		      rwc.byte_len == 64 && !memcmp(x->target, x->local, 4096),
 	      "WRITE then SEND_WITH_INV: bytes exact; receive WITH_INV, invalidated_rkey the key");
-	st = rdma(x, IBV_WR_RDMA_READ, 0, 64, key, (uintptr_t)x->target);
-	CHECK(st == IBV_WC_REM_ACCESS_ERR, "the invalidated key: %s", ibv_wc_status_str(st));
-	drop_pair(&x->w, &x->t);
+	refused_then_dropped(x, key, (uintptr_t)x->target, "the invalidated key");
 
 	/* the owner invalidates it with LOCAL_INV */
 	fresh_pair(x);
@@ -270,9 +272,7 @@ static void type_2(struct world *x)
 	st = bind2(x, mw, key, 0, 4096, rw);
 	CHECK(st == IBV_WC_SUCCESS && local_inv(x, key) == IBV_WC_SUCCESS,
 	      "bound again, then IBV_WR_LOCAL_INV: IBV_WC_LOCAL_INV");
-	st = rdma(x, IBV_WR_RDMA_READ, 0, 64, key, (uintptr_t)x->target);
-	CHECK(st == IBV_WC_REM_ACCESS_ERR, "a locally invalidated key: %s", ibv_wc_status_str(st));
-	drop_pair(&x->w, &x->t);
+	refused_then_dropped(x, key, (uintptr_t)x->target, "a locally invalidated key");
 
 	/* bound through one QP, used through another of the same PD */
 	fresh_pair(x);
