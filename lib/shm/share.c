@@ -186,8 +186,13 @@ static void *move_window(void *arg)
 	if (!w.err)
 		w.err = copy_pages(&w);
 	if (!w.err) {
-		if (mremap(w.staged, w.length, w.length, MREMAP_MAYMOVE | MREMAP_FIXED,
-			   (void *)w.start) == MAP_FAILED)
+		/*
+		 * The system call itself, not libc's mremap: memory hooks that programs install
+		 * over it need not pass MREMAP_FIXED's fifth argument on (UCX 1.13's do not, and
+		 * the move then fails with EINVAL).
+		 */
+		if ((void *)syscall(SYS_mremap, w.staged, w.length, w.length,
+				    MREMAP_MAYMOVE | MREMAP_FIXED, (void *)w.start) == MAP_FAILED)
 			w.err = -errno;
 		else
 			w.staged = NULL; /* it is the pages now */
