@@ -306,6 +306,7 @@ void core_ud_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 	e.opcode = MRC_CQ_RECV;
 	e.byte_len = MRC_UD_GRH_LEN + pkt->payload_len;
 	e.src_qp = pkt->u.ud.src_qpn;
+	e.sl = mrc_ud_sl(g->peer.addr);
 	e.flags = MRC_CQ_F_GRH | (pkt->opcode == MRC_OP_UD_SEND_IMM ? MRC_CQ_F_WITH_IMM : 0) |
 		  (pkt->flags & MRC_F_SOLICITED ? MRC_CQ_F_SOLICITED : 0);
 	e.imm = pkt->u.ud.imm;

@@ -60,6 +60,11 @@ static void put16(uint8_t *p, uint16_t v)
 	p[1] = (uint8_t)v;
 }
 
+uint8_t mrc_ud_sl(const uint8_t src[16])
+{
+	return mrc_addr_is_v4(src) ? 0x8 | 0x2 : 0x8 | 0x1;
+}
+
 void mrc_ud_grh(uint8_t grh[40], const uint8_t src[16], const uint8_t dst[16], uint8_t tclass,
 		uint32_t packet_len)
 {

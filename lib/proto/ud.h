@@ -64,4 +64,11 @@ enum mrc_drop_reason mrc_ud_check(const struct mrc_packet *pkt, uint32_t qp_qkey
 void mrc_ud_grh(uint8_t grh[40], const uint8_t src[16], const uint8_t dst[16], uint8_t tclass,
 		uint32_t packet_len);
 
+/*
+ * A UD receive's `sl`: the RoCEv2 packet type as mlx5 devices report it there (bit 3: the
+ * frame had a UDP header; bits 2..0: 2 IPv4, 1 IPv6), which tells a reader such as UCX's
+ * ud_verbs where the GRH holds the destination address [R-425].
+ */
+uint8_t mrc_ud_sl(const uint8_t src[16]);
+
 #endif /* METAROCE_PROTO_UD_H */

@@ -317,6 +317,7 @@ static void to_wc(const struct mrc_cq_entry *e, struct ibv_wc *wc)
 	wc->imm_data = e->imm; /* the bits the sender posted, untouched; or invalidated_rkey */
 	wc->qp_num = e->qp_num;
 	wc->src_qp = e->src_qp;
+	wc->sl = e->sl;
 	wc->wc_flags = wc_flags(e);
 	wc->pkey_index = 0;
 }
@@ -418,6 +419,11 @@ static __be32 read_imm_data(struct ibv_cq_ex *c)
 	return ((struct mrv_cq *)c)->cur.imm;
 }
 
+static uint8_t read_sl(struct ibv_cq_ex *c)
+{
+	return ((struct mrv_cq *)c)->cur.sl;
+}
+
 static uint32_t read_qp_num(struct ibv_cq_ex *c)
 {
 	return ((struct mrv_cq *)c)->cur.qp_num;
@@ -504,7 +510,7 @@ static struct mrv_cq *cq_new(struct ibv_context *context, uint32_t cqe, void *cq
 	cq->ibcq.read_src_qp = read_src_qp;
 	cq->ibcq.read_wc_flags = read_wc_flags;
 	cq->ibcq.read_slid = read_zero32;
-	cq->ibcq.read_sl = read_zero8;
+	cq->ibcq.read_sl = read_sl;
 	cq->ibcq.read_dlid_path_bits = read_zero8;
 	if (channel) {
 		struct mrv_channel *ch = (struct mrv_channel *)channel;

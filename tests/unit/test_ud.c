@@ -167,6 +167,10 @@ START_TEST(mrc_ud_grh__ipv4_as_rocev2_presents_it)
 	ck_assert_mem_eq(grh + 32, src + 12, 4);
 	ck_assert_mem_eq(grh + 36, dst + 12, 4);
 	ck_assert(mrc_csum_verify(grh + 20, 20));
+	/* sl says so, as mlx5 reports a RoCEv2 IPv4 frame: UDP (bit 3), IPv4 (2) */
+	ck_assert_uint_eq(mrc_ud_sl(src), 0xa);
+	memset(src, 0x20, 16);
+	ck_assert_uint_eq(mrc_ud_sl(src), 0x9);
 }
 END_TEST
 

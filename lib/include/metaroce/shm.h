@@ -255,7 +255,7 @@ struct mrc_cq_entry {
 	__u8 status;	/* enum mrc_cq_status */
 	__u8 opcode;	/* enum mrc_cq_opcode */
 	__u8 flags;	/* MRC_CQ_F_* */
-	__u8 reserved;
+	__u8 sl;	/* a UD receive: the RoCEv2 packet type, as mlx5 reports it [SPEC R-425] */
 	__u32 byte_len;
 	__u32 imm;
 	__u32 qp_num;

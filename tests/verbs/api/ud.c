@@ -107,6 +107,7 @@ static bool received(struct ud_side *s, unsigned slot, uint32_t len, uint8_t b, 
 		return false;
 	return wc->status == IBV_WC_SUCCESS && wc->opcode == IBV_WC_RECV && wc->wr_id == slot &&
 	       wc->byte_len == 40 + len && wc->src_qp == src_qp && wc->qp_num == s->qp->qp_num &&
+	       wc->sl == 0xa && /* a RoCEv2 IPv4 frame, as mlx5 reports it [SPEC R-425] */
 	       (wc->wc_flags & IBV_WC_GRH) && !!(wc->wc_flags & IBV_WC_WITH_IMM) == imm &&
 	       (!imm || wc->imm_data == htobe32(0xabc00000u | b)) && all(grh + 40, len, b) &&
 	       /* the GRH as RoCEv2 gives it for IPv4: the IPv4 header, from our own address
