@@ -132,7 +132,7 @@ DEB_PACKAGES := \
 	clang libclang-rt-14-dev \
 	linux-libc-dev \
 	check libsystemd-dev libmicrohttpd-dev libmnl-dev libbpf-dev libxdp-dev bpftool xdp-tools \
-	libibverbs-dev ibverbs-utils perftest libgloo-dev \
+	libibverbs-dev ibverbs-utils perftest libgloo-dev ucx-utils \
 	iproute2 python3 iperf3 sockperf gnuplot-nox time groff-base curl \
 	dpkg-dev debhelper python3-yaml linux-perf
 
@@ -287,6 +287,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 MANDIR ?= $(PREFIX)/share/man
 SYSCONFDIR ?= /etc
 UNITDIR ?= $(PREFIX)/lib/systemd/system
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
 SOVERSION := 1
 # libmetaroce.so.1 is the ABI (rdma-core's symbol versions plus METAROCE_1.0); the file carries it
 LIBMETAROCE_REAL := libmetaroce.so.$(SOVERSION).0.0
@@ -295,7 +296,8 @@ install: $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) $(METAROCE
 	$(call msg,INSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)install -d $(DESTDIR)$(SBINDIR) $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
 		$(DESTDIR)$(INCLUDEDIR)/metaroce $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
-		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/metaroce $(DESTDIR)$(UNITDIR)
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSCONFDIR)/metaroce $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(TMPFILESDIR)
 	$(Q)install -m 0755 $(METAROCED) $(DESTDIR)$(SBINDIR)/metaroced
 	$(Q)install -m 0755 $(METAROCE_CTL) $(METAROCE_PERF) $(METAROCE_RUN) $(DESTDIR)$(BINDIR)/
 	$(Q)install -m 0755 $(LIBMETAROCE) $(DESTDIR)$(LIBDIR)/$(LIBMETAROCE_REAL)
@@ -312,6 +314,7 @@ install: $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) $(METAROCE
 		$(DESTDIR)$(MANDIR)/man8/
 	$(Q)sed 's|/usr/sbin/metaroced|$(SBINDIR)/metaroced|' packaging/systemd/metaroced.service \
 		>$(DESTDIR)$(UNITDIR)/metaroced.service
+	$(Q)install -m 0644 packaging/tmpfiles/metaroce.conf $(DESTDIR)$(TMPFILESDIR)/
 	$(Q)[ -e $(DESTDIR)$(SYSCONFDIR)/metaroce/metaroced.conf ] || \
 		install -m 0644 packaging/config/metaroced.conf $(DESTDIR)$(SYSCONFDIR)/metaroce/
 

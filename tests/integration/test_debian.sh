@@ -17,6 +17,8 @@ for p in metaroce libmetaroce1 libmetaroce-dev; do
 done
 grep -q '/usr/sbin/metaroced$' "$TMP/metaroce.files" || fail "metaroce lacks the daemon"
 grep -q '/usr/lib/systemd/system/metaroced.service$' "$TMP/metaroce.files" || fail "no unit"
+grep -q '/usr/lib/tmpfiles.d/metaroce.conf$' "$TMP/metaroce.files" ||
+	fail "no tmpfiles.d entry (UCX's /dev/infiniband node)"
 grep -q '/etc/metaroce/metaroced.conf$' "$TMP/metaroce.files" || fail "no configuration"
 grep -q '/usr/share/man/man8/metaroced.8' "$TMP/metaroce.files" || fail "no man page"
 grep -q '/usr/bin/metaroce-perf$' "$TMP/metaroce.files" || fail "metaroce lacks metaroce-perf"
