@@ -210,8 +210,8 @@ bool core_ud_next(struct mrcd_core *c, struct mrcd_qp *qp, uint8_t *buf, size_t 
 		}
 		break;
 	}
-	mrc_ud_path(qp->ud_seq, qp->ud_route.planes, MRCD_SPORTS_PER_PLANE, &plane,
-		    &sport_index); /* */
+	mrc_ud_path(mrc_ud_flow(qp->qpn, e.remote_qpn, e.dgid), qp->ud_route.planes,
+		    MRCD_SPORTS_PER_PLANE, &plane, &sport_index); /* */
 	n_sports = c->ops->sports(c->io, plane, sports, MRCD_SPORTS_PER_PLANE);
 	mrc_sge_copy(sge, e.num_sge, 0, buf + hdr, NULL, total);
 	d = (struct mrc_ud_datagram){

@@ -23,20 +23,41 @@ int mrc_ud_encode(const struct mrc_ud_datagram *d, void *buf, size_t cap, size_t
 	return mrc_encode_headers(&pkt, buf, cap, hdr_len);
 }
 
-bool mrc_ud_path(uint32_t seq, uint32_t planes, unsigned sports_per_plane, uint8_t *plane,
+/* murmur3's finalizer: every input bit moves every output bit */
+static uint32_t mix32(uint32_t h)
+{
+	h ^= h >> 16;
+	h *= 0x85ebca6bu;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35u;
+	h ^= h >> 16;
+	return h;
+}
+
+uint32_t mrc_ud_flow(uint32_t src_qpn, uint32_t dst_qpn, const uint8_t dgid[16])
+{
+	uint32_t h = mix32(src_qpn * 0x9e3779b9u ^ dst_qpn);
+
+	for (unsigned i = 0; i < 16; i += 4)
+		h = mix32(h ^ ((uint32_t)dgid[i] << 24 | (uint32_t)dgid[i + 1] << 16 |
+			       (uint32_t)dgid[i + 2] << 8 | dgid[i + 3]));
+	return h;
+}
+
+bool mrc_ud_path(uint32_t flow, uint32_t planes, unsigned sports_per_plane, uint8_t *plane,
 		 unsigned *sport_index)
 {
 	unsigned n = (unsigned)__builtin_popcount(planes), k;
 
 	if (!n || !sports_per_plane)
 		return false;
-	k = seq % n;
+	k = flow % n;
 	for (unsigned p = 0; p < 32; p++)
 		if (planes >> p & 1 && !k--) {
 			*plane = (uint8_t)p;
 			break;
 		}
-	*sport_index = (seq / n) % sports_per_plane;
+	*sport_index = (flow / n) % sports_per_plane;
 	return true;
 }
 

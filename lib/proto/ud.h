@@ -40,11 +40,18 @@ static inline uint32_t mrc_ud_send_qkey(uint32_t wr_qkey, uint32_t qp_qkey)
 }
 
 /*
- * The path datagram number seq of a QP takes [R-420]: the planes set in `planes` in turn,
- * and on each plane the source ports in turn, so consecutive datagrams spread over every
- * (plane, port) pair. False when planes is empty.
+ * The flow of a QP's datagrams to one destination (its address and QPN) [R-524]: a hash that
+ * picks the one path they all take, as ECMP hashes a RoCEv2 QP's one 5-tuple.
  */
-bool mrc_ud_path(uint32_t seq, uint32_t planes, unsigned sports_per_plane, uint8_t *plane,
+uint32_t mrc_ud_flow(uint32_t src_qpn, uint32_t dst_qpn, const uint8_t dgid[16]);
+
+/*
+ * The path of a flow [R-524]: one of the planes set in `planes` and, on it, one of the
+ * sender's source ports, the same for every datagram of the flow while the planes stay the
+ * same, so they arrive in order; different flows spread over every (plane, port) pair.
+ * False when planes is empty.
+ */
+bool mrc_ud_path(uint32_t flow, uint32_t planes, unsigned sports_per_plane, uint8_t *plane,
 		 unsigned *sport_index);
 
 /*

@@ -60,7 +60,7 @@ perf am_lat $rc -t am_lat -n 1000 -w 100
 perf am_bw $rc -t am_bw -D zcopy -s 8000 -n 2000 -w 100
 perf fadd $rc -t fadd -n 1000 -w 100
 perf ud_am_lat $ud -t am_lat -n 1000 -w 100
-perf ud_am_bw $ud -t am_bw -D bcopy -s 1000 -n 300 -w 10
+perf ud_am_bw $ud -t am_bw -D bcopy -s 1000 -n 10000 -w 100
 # UCP: rc_verbs for the data, ud_verbs to wire it up ("rc_v"), metaroce0 alone
 export UCX_NET_DEVICES=metaroce0:1 UCX_TLS=rc_v
 perf ucp_tag_bw -t tag_bw -s 1000000 -n 200 -w 10

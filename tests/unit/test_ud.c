@@ -90,31 +90,49 @@ START_TEST(mrc_decode__ud_field_rules)
 }
 END_TEST
 
-/* R-420: consecutive datagrams visit every (plane, source port) pair of the shared planes,
- * each equally often, and never a plane outside the set. */
-START_TEST(mrc_ud_path__rotates_over_planes_then_ports)
+/*
+ * R-524: a flow (source QP, destination QP and address) keeps one path, so its datagrams
+ * arrive in order; the flows of many destinations spread over every (plane, source port)
+ * pair of the shared planes, and never onto a plane outside the set.
+ */
+START_TEST(mrc_ud_path__one_path_per_flow_flows_spread)
 {
 	const uint32_t planes = 0x2d; /* planes 0, 2, 3, 5 */
-	const unsigned sports = 16;
+	const unsigned sports = 16, flows = 4 * 16 * 64;
 	unsigned seen[32][16];
-	uint8_t plane, last_plane = 0xff;
-	unsigned port;
+	uint8_t dgid[16] = { [10] = 0xff, [11] = 0xff, 198, 18, 0, 2 };
+	uint8_t plane, again_plane;
+	unsigned port, again_port;
 
 	memset(seen, 0, sizeof(seen));
-	for (uint32_t seq = 0; seq < 4 * 16 * 3; seq++) {
-		ck_assert(mrc_ud_path(seq, planes, sports, &plane, &port));
+	for (uint32_t dst = 1; dst <= flows; dst++) {
+		uint32_t flow = mrc_ud_flow(0x1234, dst, dgid);
+
+		ck_assert(mrc_ud_path(flow, planes, sports, &plane, &port));
 		ck_assert(planes >> plane & 1);
 		ck_assert_uint_lt(port, sports);
-		ck_assert_uint_ne(plane, last_plane); /* the next datagram, the next plane */
-		last_plane = plane;
+		ck_assert(mrc_ud_path(mrc_ud_flow(0x1234, dst, dgid), planes, sports, &again_plane,
+				      &again_port));
+		ck_assert_uint_eq(again_plane, plane); /* the same flow, the same path */
+		ck_assert_uint_eq(again_port, port);
 		seen[plane][port]++;
 	}
+	/* 64 flows per pair on average: each pair gets some, none more than twice its share */
 	for (unsigned p = 0; p < 32; p++)
-		for (unsigned s = 0; s < sports; s++)
-			ck_assert_uint_eq(seen[p][s], planes >> p & 1 ? 3 : 0);
+		for (unsigned k = 0; k < sports; k++) {
+			if (!(planes >> p & 1)) {
+				ck_assert_uint_eq(seen[p][k], 0);
+				continue;
+			}
+			ck_assert_uint_gt(seen[p][k], 16);
+			ck_assert_uint_lt(seen[p][k], 128);
+		}
+	/* the address and the source QP are part of the flow too */
+	ck_assert_uint_ne(mrc_ud_flow(1, 2, dgid), mrc_ud_flow(2, 2, dgid));
+	dgid[15] = 3;
+	ck_assert_uint_ne(mrc_ud_flow(1, 2, dgid), mrc_ud_flow(1, 2, (uint8_t[16]){ 0 }));
 	ck_assert(!mrc_ud_path(0, 0, sports, &plane, &port));
 	ck_assert(!mrc_ud_path(0, planes, 0, &plane, &port));
-	/* wrap of the 32-bit count keeps it on the set */
 	ck_assert(mrc_ud_path(UINT32_MAX, 1u << 7, 3, &plane, &port));
 	ck_assert_uint_eq(plane, 7);
 }
@@ -198,7 +216,7 @@ Suite *ud_suite(void)
 
 	tcase_add_test(tc, mrc_ud_encode__round_trip_with_payload_by_reference);
 	tcase_add_test(tc, mrc_decode__ud_field_rules);
-	tcase_add_test(tc, mrc_ud_path__rotates_over_planes_then_ports);
+	tcase_add_test(tc, mrc_ud_path__one_path_per_flow_flows_spread);
 	tcase_add_test(tc, mrc_ud_check__qkey_receive_room);
 	tcase_add_test(tc, mrc_ud_send_qkey__bit_31_takes_the_qps);
 	tcase_add_test(tc, mrc_ud_grh__ipv4_as_rocev2_presents_it);
