@@ -296,9 +296,11 @@ else
 	perf_pair write_beside -- -t write -s 100000 -q 2 -n 100 -V
 	json_check write_beside 'j["messages"] == 200 and j["peer"]["verified"] == 200 and j["errors"] == 0'
 	seen=$(($(neighbour_seen) - seen0))
-	# about half of the 14,200 data packets, and the ACKs, crossed plane 0
+	# a share of the 14,200 data packets crossed plane 0: about half, but the split follows
+	# each path's window (a third in a slow ASan build), so a floor well below half; that
+	# the neighbour passed them all up, the verified WRITEs show
 	echo "  the neighbour on ${TAG}b0 saw $seen MetaRoCE packets and passed them up to B's UDP socket"
-	[ "$seen" -ge 5000 ] || fail "the neighbour saw only $seen packets"
+	[ "$seen" -ge 2000 ] || fail "the neighbour saw only $seen packets"
 	kill -TERM "$PID_b4"
 	wait "$PID_b4" || fail "daemon b4 did not stop cleanly (exit $?)"
 fi
