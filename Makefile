@@ -106,7 +106,8 @@ LIBMETAROCE := $(BUILD)/lib/libmetaroce.so.1
 METAROCE_RUN := $(BUILD)/bin/metaroce-run
 VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupported \
 	       $(BUILD)/tests/verbs/hostile_client $(BUILD)/tests/verbs/verbs_api_check \
-	       $(BUILD)/tests/verbs/atomic_check $(BUILD)/tests/attack/udp_flood
+	       $(BUILD)/tests/verbs/atomic_check $(BUILD)/tests/attack/udp_flood \
+	       $(BUILD)/tests/ucx/ucp_check
 
 # --- top-level targets -----------------------------------------------------------------
 
@@ -132,7 +133,7 @@ DEB_PACKAGES := \
 	clang libclang-rt-14-dev \
 	linux-libc-dev \
 	check libsystemd-dev libmicrohttpd-dev libmnl-dev libbpf-dev libxdp-dev bpftool xdp-tools \
-	libibverbs-dev ibverbs-utils perftest libgloo-dev ucx-utils \
+	libibverbs-dev ibverbs-utils perftest libgloo-dev ucx-utils libucx-dev \
 	iproute2 python3 iperf3 sockperf gnuplot-nox time groff-base curl \
 	dpkg-dev debhelper python3-yaml linux-perf
 
@@ -432,6 +433,11 @@ $(BUILD)/tests/verbs/verbs_api_check: tests/verbs/verbs_api_check.c tests/verbs/
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) -Itests/verbs $(MRC_CFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^) \
 		-libverbs -ldl
+
+$(BUILD)/tests/ucx/ucp_check: tests/ucx/ucp_check.c
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) -o $@ $< $$(pkg-config --libs ucx)
 
 $(BUILD)/tests/verbs/atomic_check: tests/verbs/atomic_check.c tests/verbs/rc_connect.c \
 				   tests/verbs/rc_connect.h

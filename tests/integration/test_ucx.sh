@@ -1,6 +1,7 @@
 # UCX over metaroced, unmodified (Debian's UCX 1.13): ucx_perftest between two hosts on UCT's
 # rc_verbs (put, get, active messages, fetch-and-add) and ud_verbs (active messages), and on
-# UCP's tag matching over rc_verbs with ud_verbs for its wire-up, each run to its end.
+# UCP's tag matching over rc_verbs with ud_verbs for its wire-up, each run to its end; and
+# tests/ucx/ucp_check, UCX's own API with every byte checked, over rc_verbs and ud_verbs.
 #
 # Two things UCX asks of a device beyond the verbs, both found and documented in the README:
 # /dev/infiniband/<dev_name> must be a character device (packaging/tmpfiles/metaroce.conf
@@ -64,3 +65,20 @@ perf ud_am_bw $ud -t am_bw -D bcopy -s 1000 -n 10000 -w 100
 # UCP: rc_verbs for the data, ud_verbs to wire it up ("rc_v"), metaroce0 alone
 export UCX_NET_DEVICES=metaroce0:1 UCX_TLS=rc_v
 perf ucp_tag_bw -t tag_bw -s 1000000 -n 200 -w 10
+
+# UCX's own API with every byte checked (ucx_perftest checks none): tagged messages of 1 B to
+# 1 MiB echoed back, 4 MiB put into the server's memory and read back, which the server
+# checks too; over rc_verbs, then over ud_verbs alone
+for tls in rc_v ud_v; do
+	export UCX_TLS=$tls
+	bg_b "$TMP/ucp.$tls.server.log" timeout 60 "$BUILD/tests/ucx/ucp_check" -p 13400
+	srv=$BG
+	wait_listening "$NS_B" 13400
+	on_a timeout 60 "$BUILD/tests/ucx/ucp_check" -p 13400 -n 10 198.18.0.2 \
+		>"$TMP/ucp.$tls.client.log" 2>&1 ||
+		{ cat "$TMP/ucp.$tls.client.log" "$TMP/ucp.$tls.server.log"; fail "ucp_check over $tls"; }
+	wait "$srv" || { cat "$TMP/ucp.$tls.server.log"; fail "ucp_check server over $tls"; }
+	grep -q "ucp_check: OK" "$TMP/ucp.$tls.server.log" ||
+		{ cat "$TMP/ucp.$tls.server.log"; fail "ucp_check server over $tls: not OK"; }
+	echo "$tls: $(grep 'transfers checked' "$TMP/ucp.$tls.client.log")"
+done
