@@ -347,16 +347,8 @@ static void wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
 		       const struct ibv_mw_bind_info *info)
 {
 	struct mrc_sq_entry *e = wr_begin(qpx, MRC_SQ_BIND_MW);
-	uint64_t wr_id = qpx->wr_id;
-	uint8_t flags;
-	int err;
+	int err = e ? mrv_bind_entry(e, mw, rkey, info) : 0;
 
-	if (!e)
-		return;
-	flags = e->flags;
-	err = mrv_bind_entry(e, mw, rkey, info);
-	e->wr_id = wr_id;
-	e->flags = flags;
 	if (err)
 		((struct mrv_qp *)qpx)->wr_error = err;
 }

@@ -76,7 +76,7 @@ enum mrc_ctl_type {
  * may carry MRC_CQ_ARM_SPINNING, which a daemon of 3 would fire on as an ARM_NEXT; 5: regions
  * and QPs carry their protection domain; 6: send queue entries carry atomic operands; 7: shared
  * receive queues, a QP names its SRQ; 8: UD QPs, completions carry src_qp, send entries the
- * UD destination; 9: memory windows, SEND with invalidate). */
+ * UD destination; 9: memory windows, SEND with invalidate, UD completions carry sl). */
 #define MRC_CTL_CLIENT_ABI 9
 
 struct mrc_ctl_hello {
