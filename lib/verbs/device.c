@@ -161,25 +161,6 @@ int mrv_query_device_ex(struct ibv_context *context, const struct ibv_query_devi
 	return 0;
 }
 
-/* The largest IB MTU that fits the payload the daemon's planes carry. */
-static enum ibv_mtu active_mtu_for(uint16_t max_payload)
-{
-	if (max_payload >= 4096)
-		return IBV_MTU_4096;
-	if (max_payload >= 2048)
-		return IBV_MTU_2048;
-	if (max_payload >= 1024)
-		return IBV_MTU_1024;
-	if (max_payload >= 512)
-		return IBV_MTU_512;
-	return IBV_MTU_256;
-}
-
-enum ibv_mtu mrv_active_mtu(const struct mrv_context *ctx)
-{
-	return active_mtu_for(ctx->status.max_payload);
-}
-
 int mrv_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *out,
 		   size_t attr_len)
 {

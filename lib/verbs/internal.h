@@ -159,11 +159,20 @@ int mrv_ud_modify(struct mrv_qp *qp, enum ibv_qp_state from, enum ibv_qp_state t
 		  const struct ibv_qp_attr *a, int mask);
 
 /* --- memory windows (window.c) --- */
-/* A bind's send entry from verbs' bind information; EINVAL or EPERM when it is not one. */
-int mrv_bind_entry(struct mrc_sq_entry *e, struct ibv_mw *mw, uint32_t rkey,
-		   const struct ibv_mw_bind_info *info);
 /* alloc_mw, dealloc_mw, bind_mw into a context's ops */
 void mrv_window_ops(struct ibv_context_ops *ops);
+
+/* The port's active MTU: the largest IB MTU that fits the payload the daemon's planes carry. */
+static inline enum ibv_mtu mrv_active_mtu(const struct mrv_context *ctx)
+{
+	uint16_t max_payload = ctx->status.max_payload;
+
+	return max_payload >= 4096   ? IBV_MTU_4096
+	       : max_payload >= 2048 ? IBV_MTU_2048
+	       : max_payload >= 1024 ? IBV_MTU_1024
+	       : max_payload >= 512  ? IBV_MTU_512
+				     : IBV_MTU_256;
+}
 
 static inline struct mrv_context *to_ctx(struct ibv_context *c)
 {
@@ -205,11 +214,14 @@ int mrv_map_ring(int fd, uint16_t kind, uint32_t entries, void **mem, size_t *le
  * any went in, *bad at the first refused (EINVAL: too many elements; ENOMEM: ring full). */
 int mrv_produce_receives(struct mrc_ring *ring, unsigned max_sge, struct ibv_recv_wr *wr,
 			 struct ibv_recv_wr **bad, bool *posted);
+/* A window's bind as a send entry, from verbs' bind information; EINVAL or EPERM when it is
+ * not one. */
+int mrv_bind_entry(struct mrc_sq_entry *e, struct ibv_mw *mw, uint32_t rkey,
+		   const struct ibv_mw_bind_info *info);
 /* One send entry onto a QP's ring, as ibv_post_send would (EINVAL before RTS, ENOMEM full). */
 int mrv_post_entry(struct mrv_qp *qp, const struct mrc_sq_entry *e);
 int mrv_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 struct mrv_srq *mrv_srq_limit_reached(struct mrv_context *ctx);
-enum ibv_mtu mrv_active_mtu(const struct mrv_context *ctx);
 int mrv_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *attr,
 		   size_t attr_len);
 int mrv_query_device_ex(struct ibv_context *context, const struct ibv_query_device_ex_input *in,

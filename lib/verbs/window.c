@@ -60,34 +60,6 @@ static int dealloc_mw(struct ibv_mw *mw)
 	return 0;
 }
 
-int mrv_bind_entry(struct mrc_sq_entry *e, struct ibv_mw *mw, uint32_t rkey,
-		   const struct ibv_mw_bind_info *info)
-{
-	unsigned remote = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			  IBV_ACCESS_REMOTE_ATOMIC;
-	unsigned access = info->mw_access_flags;
-
-	if (!mw || (access & ~(remote | IBV_ACCESS_ZERO_BASED)) ||
-	    (!info->mr && (info->addr || info->length)))
-		return EINVAL;
-	if (info->mr && info->mr->pd != mw->pd)
-		return EPERM;
-	if ((rkey & ~MRC_CTL_MW_KEY_TAG) != (mw->rkey & ~MRC_CTL_MW_KEY_TAG))
-		return EINVAL; /* only the low byte is the consumer's to change */
-	e->opcode = MRC_SQ_BIND_MW;
-	e->num_sge = 0;
-	e->mw_rkey = rkey;
-	e->mr_lkey = info->mr ? info->mr->lkey : 0;
-	e->mw_addr = info->addr;
-	e->mw_length = info->length;
-	e->mw_access = (access & IBV_ACCESS_REMOTE_WRITE ? MRC_CTL_ACCESS_REMOTE_WRITE : 0) |
-		       (access & IBV_ACCESS_REMOTE_READ ? MRC_CTL_ACCESS_REMOTE_READ : 0) |
-		       (access & IBV_ACCESS_REMOTE_ATOMIC ? MRC_CTL_ACCESS_REMOTE_ATOMIC : 0) |
-		       (access & IBV_ACCESS_ZERO_BASED ? MRC_CTL_ACCESS_ZERO_BASED : 0);
-	e->mw_reserved = 0;
-	return 0;
-}
-
 /* ibv_bind_mw, type 1 (verbs.h checked the type and the PDs): a bind on qp's send queue. */
 static int bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
 {
