@@ -251,12 +251,58 @@ START_TEST(core_ud__drops_are_counted_and_consume_nothing)
 }
 END_TEST
 
+/*
+ * R-421: a datagram to a peer whose discovery is under way waits for it, and the datagrams
+ * posted after it wait behind it, even one to a peer known already; discovery of an address
+ * where nobody answers ends, and the wait with it, within the resolution bound; then both
+ * go, the first to the address named (into nothing here), the second to B.
+ */
+START_TEST(core_ud__waits_for_discovery_in_posting_order)
+{
+	static struct world w;
+	struct ud_qp a, b;
+	unsigned dup;
+	struct host *ha;
+	const struct mrcd_stats *sa;
+	uint8_t *p;
+	struct mrc_sq_entry e = { .wr_id = 0, .opcode = MRC_SQ_SEND_IMM, .flags = MRC_SQ_F_SIGNALED,
+				  .num_sge = 1, .imm = 0, .remote_qpn = 77, .remote_qkey = QKEY,
+				  .dgid = { [10] = 0xff, [11] = 0xff, 198, 18, 0, 99 } };
+
+	world_init(&w, 21);
+	ha = &w.h[0];
+	sa = &ha->core.stats;
+	ud_qp_open(&w.h[0], &a);
+	ud_qp_open(&w.h[1], &b);
+	post_receives(&w.h[1], &b, 1, RECV);
+	sender = &a;
+	p = ha->cl.mem + UD_AREA + N_DG * RECV;
+	for (uint32_t k = 0; k < dg_len(0); k++)
+		p[k] = dg_byte(0, k);
+	e.sge[0] = (struct mrc_shm_sge){ (uintptr_t)p, dg_len(0), ha->cl.keys.lkey };
+	ck_assert_int_eq(mrc_ring_produce(&a.x.sq, &e), 0); /* to 198.18.0.99: nobody */
+	sent_completions = 0;
+	sends_wanted = 2;
+	send_datagrams(&w, &a, b.x.qpn, QKEY, 1, 1); /* to B, behind it */
+	world_run(&w, 50 * MS, NULL, 0, NULL);
+	ck_assert(!sends_done_and_quiet(&w));
+	ck_assert_uint_eq(sent_completions, 0); /* both wait */
+	ck_assert_uint_eq(sa->ud_tx, 0);
+	world_run(&w, 3 * SEC, sends_done_and_quiet, 0, NULL);
+	ck_assert_uint_eq(sent_completions, 2);
+	ck_assert_uint_eq(sa->ud_tx, 2);
+	ck_assert_uint_eq(check_received(&w, &b, a.x.qpn, &dup), 1);
+	world_free(&w);
+}
+END_TEST
+
 Suite *core_ud_suite(void)
 {
 	Suite *s = suite_create("core_ud");
 	TCase *tc = tcase_create("core_ud");
 
 	tcase_add_test(tc, core_ud__clean_network_every_datagram_once);
+	tcase_add_test(tc, core_ud__waits_for_discovery_in_posting_order);
 	tcase_add_test(tc, core_ud__loss_and_duplicates_are_the_networks);
 	tcase_add_test(tc, core_ud__drops_are_counted_and_consume_nothing);
 	tcase_set_timeout(tc, 60);
