@@ -145,14 +145,94 @@ void mrcd_core_fini(struct mrcd_core *c)
 
 /* --- clients ------------------------------------------------------------------------------- */
 
-int mrcd_core_client_open(struct mrcd_core *c, int pid, uint32_t uid)
+/* An entry still waiting: its client is open, silent, and the one it was queued for. */
+static bool silent_entry_live(const struct mrcd_core *c, unsigned at)
 {
+	const struct mrcd_silent_queue *q = &c->t.silent;
+	const struct mrcd_client *cl = &c->t.client[q->slot[at]];
+
+	return cl->open && cl->silent_until == q->until[at];
+}
+
+/* Drops the entries of clients that spoke or went (they leave the head lazily otherwise). */
+static void silent_compact(struct mrcd_core *c)
+{
+	struct mrcd_silent_queue *q = &c->t.silent;
+	unsigned kept = 0;
+
+	for (unsigned k = 0; k < q->n; k++) {
+		unsigned from = (q->head + k) % MRCD_MAX_CLIENTS;
+		unsigned to = (q->head + kept) % MRCD_MAX_CLIENTS;
+
+		if (silent_entry_live(c, from)) {
+			q->slot[to] = q->slot[from];
+			q->until[to] = q->until[from];
+			kept++;
+		}
+	}
+	q->n = kept;
+}
+
+int mrcd_core_client_open(struct mrcd_core *c, int pid, uint32_t uid, uint64_t now)
+{
+	struct mrcd_silent_queue *q = &c->t.silent;
+
 	for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
 		if (!c->t.client[i].open) {
-			c->t.client[i] = (struct mrcd_client){ .open = true, .pid = pid, .uid = uid };
+			unsigned at;
+
+			/* full of stale entries: live ones are fewer than the open slots, so
+			 * compacting makes room */
+			if (q->n == MRCD_MAX_CLIENTS)
+				silent_compact(c);
+			at = (q->head + q->n++) % MRCD_MAX_CLIENTS;
+			c->t.client[i] = (struct mrcd_client){ .open = true, .pid = pid, .uid = uid,
+							       .silent_until = now +
+									       MRCD_FIRST_REQUEST_NS };
+			q->slot[at] = (uint16_t)i;
+			q->until[at] = c->t.client[i].silent_until;
 			return (int)i;
 		}
 	return -ENOSPC;
+}
+
+void mrcd_core_client_heard(struct mrcd_core *c, unsigned slot)
+{
+	if (slot < MRCD_MAX_CLIENTS)
+		c->t.client[slot].silent_until = 0;
+}
+
+/* The queue's head, less entries of clients that spoke or went since. */
+static bool silent_head(struct mrcd_core *c, unsigned *slot, uint64_t *until)
+{
+	struct mrcd_silent_queue *q = &c->t.silent;
+
+	while (q->n) {
+		if (silent_entry_live(c, q->head)) {
+			*slot = q->slot[q->head];
+			*until = q->until[q->head];
+			return true;
+		}
+		q->head = (q->head + 1) % MRCD_MAX_CLIENTS;
+		q->n--;
+	}
+	return false;
+}
+
+int mrcd_core_silent_client(struct mrcd_core *c, uint64_t now)
+{
+	struct mrcd_silent_queue *q = &c->t.silent;
+	unsigned slot;
+	uint64_t until;
+
+	if (!silent_head(c, &slot, &until) || now < until)
+		return -1;
+	q->head = (q->head + 1) % MRCD_MAX_CLIENTS;
+	q->n--;
+	c->t.client[slot].silent_until = 0;
+	core_event(c, MRCD_NOTICE, "client pid %d made no request within %llu ms: closed",
+		   c->t.client[slot].pid, MRCD_FIRST_REQUEST_NS / 1000000);
+	return (int)slot;
 }
 
 const struct mrcd_client *mrcd_core_client(const struct mrcd_core *c, unsigned slot)
@@ -472,6 +552,7 @@ int mrcd_core_request(struct mrcd_core *c, unsigned slot, const struct mrc_ctl_h
 	c->now = now;
 	if (slot >= MRCD_MAX_CLIENTS || !t->client[slot].open)
 		return -ENOTCONN;
+	mrcd_core_client_heard(c, slot);
 	if (req->type == MRC_CTL_HELLO)
 		return hello(c, slot, payload, req->len, n_desc);
 	if (!t->client[slot].library)
@@ -555,8 +636,14 @@ uint64_t mrcd_core_next_timeout(const struct mrcd_core *c)
 {
 	uint64_t next = mrc_peer_table_next_timeout(&c->peers);
 	uint64_t qps = core_qps_next_timeout(c);
+	const struct mrcd_silent_queue *q = &c->t.silent;
 
-	return qps < next ? qps : next;
+	if (qps < next)
+		next = qps;
+	/* the head may be stale (its client spoke): waking for it then costs one turn */
+	if (q->n && q->until[q->head] < next)
+		next = q->until[q->head];
+	return next;
 }
 
 /* --- operators ----------------------------------------------------------------------------- */

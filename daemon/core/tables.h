@@ -53,6 +53,22 @@ struct mrcd_client {
 	unsigned n_srqs;
 	unsigned n_retired;
 	uint64_t page_bytes; /* page maps handed to it (MRC_CTL_PAGES) since it connected */
+	uint64_t silent_until; /* its first request is due by then; 0: it made one */
+};
+
+/*
+ * A connection must make its first request within this (libmetaroce says HELLO, metaroce-ctl
+ * asks, at once), or it is closed: connections that never speak would otherwise hold every
+ * slot and lock every client out.
+ */
+#define MRCD_FIRST_REQUEST_NS 2000000000ull
+
+/* Connections yet to speak, in the order they opened (so in deadline order). */
+struct mrcd_silent_queue {
+	uint16_t slot[MRCD_MAX_CLIENTS];
+	uint64_t until[MRCD_MAX_CLIENTS]; /* the deadline it was queued with: a reused slot's
+					     entry is stale when they differ */
+	unsigned head, n;
 };
 
 /* What one client may hold: half of each table, so one cannot starve all the others. */
@@ -190,6 +206,7 @@ struct mrcd_dgram;
 
 struct mrcd_tables {
 	struct mrcd_client client[MRCD_MAX_CLIENTS];
+	struct mrcd_silent_queue silent;
 	struct mrcd_mr *mrs;
 	struct mrcd_cq *cqs;
 	struct mrcd_srq *srqs;

@@ -167,7 +167,7 @@ static void accept_clients(struct mrcd *d, struct mrcd_watch *w, uint32_t events
 			cred.pid = -1;
 			cred.uid = (uid_t)-1;
 		}
-		slot = mrcd_core_client_open(&d->core, cred.pid, cred.uid);
+		slot = mrcd_core_client_open(&d->core, cred.pid, cred.uid, mrcd_now_ns());
 		if (slot >= 0) {
 			d->conn[slot].sock = (struct mrcd_watch){ serve, fd, (unsigned)slot };
 			if (mrcd_watch(d, &d->conn[slot].sock, false)) {
@@ -437,6 +437,8 @@ static void serve(struct mrcd *d, struct mrcd_watch *w, uint32_t events)
 		rep.seq = req.seq;
 	}
 	bad = rep.status == -EPROTO;
+	if (!bad)
+		mrcd_core_client_heard(&d->core, slot);
 	{
 		struct call k = { slot, &req, in + sizeof(req), out + sizeof(rep),
 				  sizeof(out) - sizeof(rep), 0 };
@@ -462,6 +464,15 @@ static void serve(struct mrcd *d, struct mrcd_watch *w, uint32_t events)
 			 mrcd_core_client(&d->core, slot)->pid);
 		drop_client(d, slot);
 	}
+}
+
+void mrcd_control_close_silent(struct mrcd *d, uint64_t now)
+{
+	int slot;
+
+	while ((slot = mrcd_core_silent_client(&d->core, now)) >= 0)
+		if (d->conn[slot].sock.fd >= 0)
+			drop_client(d, (unsigned)slot);
 }
 
 void mrcd_control_broadcast(struct mrcd *d, const char *line)

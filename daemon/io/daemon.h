@@ -94,6 +94,8 @@ int mrcd_watch(struct mrcd *d, struct mrcd_watch *w, bool edge);
 extern const struct mrcd_core_ops mrcd_core_io_ops;
 extern const struct mrcd_fast_ops mrcd_core_io_fast_ops;
 /* A line to monitor subscribers (control.c). */
+/* Connections that made no request in time (mrcd_core_silent_client) are closed. */
+void mrcd_control_close_silent(struct mrcd *d, uint64_t now);
 void mrcd_control_broadcast(struct mrcd *d, const char *line);
 
 #endif /* METAROCE_DAEMON_IO_DAEMON_H */

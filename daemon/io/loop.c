@@ -244,6 +244,7 @@ int mrcd_run(struct mrcd *d)
 		int n;
 
 		worked = mrcd_core_pump(&d->core, now);
+		mrcd_control_close_silent(d, now);
 		if (d->watchdog_usec && now >= d->next_watchdog_ns) {
 			sd_notify(0, "WATCHDOG=1");
 			d->next_watchdog_ns = now + d->watchdog_usec * 1000 / 2;

@@ -348,7 +348,7 @@ static void client_open(struct host *h, uint64_t seed)
 	struct mrc_ctl_cq cq;
 	int dummy_eventfd = 1;
 
-	cl->slot = mrcd_core_client_open(&h->core, 1000 + (int)h->index, 0);
+	cl->slot = mrcd_core_client_open(&h->core, 1000 + (int)h->index, 0, h->w->now);
 	ck_assert_int_ge(cl->slot, 0);
 	cl->open = true;
 	ck_assert_int_eq(world_request(h, MRC_CTL_HELLO, &hello, sizeof(hello), &dummy_eventfd, NULL, 0),

@@ -97,6 +97,47 @@ START_TEST(core_pair__through_a_memory_window)
 }
 END_TEST
 
+/*
+ * Connections that make no request within MRCD_FIRST_REQUEST_NS are handed out to be closed,
+ * in the order they opened; one that spoke is not; the deadline is a timeout of the core's;
+ * slots reused by connections that speak at once never fill the queue.
+ */
+START_TEST(core_pair__silent_connections_are_closed)
+{
+	static struct world w;
+	struct mrcd_core *c;
+	uint64_t t0;
+	int s1, s2, s3;
+
+	world_init(&w, 77);
+	c = &w.h[0].core;
+	t0 = w.now;
+	for (unsigned i = 0; i < 3 * MRCD_MAX_CLIENTS; i++) {
+		int s = mrcd_core_client_open(c, 4000 + (int)i, 0, t0);
+
+		ck_assert_int_ge(s, 0);
+		mrcd_core_client_heard(c, (unsigned)s); /* a client that speaks at once */
+		mrcd_core_client_close(c, (unsigned)s, t0);
+	}
+	s1 = mrcd_core_client_open(c, 1, 0, t0);
+	s2 = mrcd_core_client_open(c, 2, 0, t0 + 10);
+	s3 = mrcd_core_client_open(c, 3, 0, t0 + 20);
+	ck_assert(s1 >= 0 && s2 >= 0 && s3 >= 0);
+	mrcd_core_client_heard(c, (unsigned)s2);
+	ck_assert_uint_le(mrcd_core_next_timeout(c), t0 + MRCD_FIRST_REQUEST_NS);
+	ck_assert_int_eq(mrcd_core_silent_client(c, t0 + MRCD_FIRST_REQUEST_NS - 1), -1);
+	ck_assert_int_eq(mrcd_core_silent_client(c, t0 + MRCD_FIRST_REQUEST_NS + 20), s1);
+	ck_assert_int_eq(mrcd_core_silent_client(c, t0 + MRCD_FIRST_REQUEST_NS + 20), s3);
+	ck_assert_int_eq(mrcd_core_silent_client(c, t0 + MRCD_FIRST_REQUEST_NS + 20), -1);
+	mrcd_core_client_close(c, (unsigned)s1, w.now);
+	mrcd_core_client_close(c, (unsigned)s2, w.now);
+	mrcd_core_client_close(c, (unsigned)s3, w.now);
+	/* the world's own clients said HELLO: never silent */
+	ck_assert_int_eq(mrcd_core_silent_client(c, t0 + 100 * SEC), -1);
+	world_free(&w);
+}
+END_TEST
+
 START_TEST(core_pair__clean_network)
 {
 	transfer(1, 0, 0, 0, 0);
@@ -276,6 +317,7 @@ Suite *core_pair_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, core_pair__clean_network);
 	tcase_add_test(tc, core_pair__through_a_memory_window);
+	tcase_add_test(tc, core_pair__silent_connections_are_closed);
 	tcase_add_test(tc, core_pair__loss_duplication_reordering);
 	tcase_add_test(tc, core_pair__local_queue_refuses);
 	tcase_add_test(tc, core_pair__plane_drained_mid_transfer);

@@ -639,6 +639,40 @@ int main(int argc, char **argv)
 		CHECK(err == 0, "garbage on another connection: closed, this one still served (%d)",
 		      err);
 	}
+	{
+		/* connections that never speak: more than the daemon has slots; each is closed
+		 * once its deadline for a first request passes, the slots come back, and the
+		 * connection that spoke is never touched */
+		enum { SILENT = 300 }; /* the daemon has 256 connection slots */
+		static int fds[SILENT];
+		unsigned closed = 0, refused_then_served = 0;
+		char c;
+
+		for (unsigned i = 0; i < SILENT; i++)
+			fds[i] = connect_daemon();
+		for (unsigned i = 0; i < SILENT; i++) {
+			struct pollfd p = { fds[i], POLLIN, 0 };
+
+			/* EOF within 10 s: refused at once (no slot) or closed at its deadline */
+			if (poll(&p, 1, 10000) == 1 && recv(fds[i], &c, 1, MSG_DONTWAIT) == 0)
+				closed++;
+			close(fds[i]);
+		}
+		CHECK(closed == SILENT, "%u silent connections: all %u closed by the daemon",
+		      SILENT, closed);
+		for (int tries = 0; tries < 100 && !refused_then_served; tries++) {
+			int fresh = connect_daemon();
+
+			refused_then_served = request(fresh, MRC_CTL_STATUS, NULL, 0, NULL, 0, &status,
+						      sizeof(status), NULL, 0) == 0;
+			close(fresh);
+			if (!refused_then_served)
+				usleep(100000);
+		}
+		err = request(ctl, MRC_CTL_STATUS, NULL, 0, NULL, 0, &status, sizeof(status), NULL, 0);
+		CHECK(refused_then_served && err == 0,
+		      "then a new connection is served, and the one that spoke still is (%d)", err);
+	}
 	printf("hostile_client: %s\n", failures ? "FAILED" : "the daemon refused or contained every case");
 	return failures ? 1 : 0;
 }
