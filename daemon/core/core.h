@@ -157,7 +157,8 @@ int mrcd_core_client_open(struct mrcd_core *c, int pid, uint32_t uid, uint64_t n
 /* It made a request (any: the daemon's I/O answers the operator's itself). */
 void mrcd_core_client_heard(struct mrcd_core *c, unsigned slot);
 /* A connection that made no request by its deadline (MRCD_FIRST_REQUEST_NS), to close,
- * one per call; -1: none. Its deadline counts in mrcd_core_next_timeout. */
+ * one per call; -1: none. Its deadline counts in mrcd_core_next_timeout: call this first in
+ * each turn, which also drops the entries of connections that spoke since. */
 int mrcd_core_silent_client(struct mrcd_core *c, uint64_t now);
 /* It closed (exit, kill): everything it owned is reclaimed, its QPs linger. */
 void mrcd_core_client_close(struct mrcd_core *c, unsigned slot, uint64_t now);
