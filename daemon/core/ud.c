@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * UD QPs (SPEC 4.8): their states, the datagrams they send (one per send ring entry, to the
- * destination the entry names, over the planes it shares with this node in turn) and the
+ * destination the entry names, each flow on its one hashed path [R-524]) and the
  * datagrams they receive (checked, placed behind the GRH into the next receive, completed).
  * No engine connection: the rules are lib/proto/ud.c's, the rings and completions the core's.
  */
@@ -261,6 +261,7 @@ void core_ud_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 	uint64_t room = 0;
 	uint8_t grh[MRC_UD_GRH_LEN];
 	enum mrc_drop_reason why;
+	bool bad;
 	int got;
 
 	if (!qp || qp->type != MRC_CTL_QPT_UD ||
@@ -288,17 +289,18 @@ void core_ud_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 	}
 	if ((srq ? core_srq_take(c, srq, &r) : mrc_ring_take(ring, &r)) != 1)
 		return; /* the client moved its indices meanwhile: what it peeked is gone */
-	for (unsigned i = 0; i < r.num_sge; i++)
-		if (r.num_sge > MRC_RING_MAX_SGE ||
-		    (srq ? core_local_sge_in(c, srq->owner, srq->pd, &r.sge[i], true, &sge[i])
-			 : core_local_sge(c, qp, &r.sge[i], true, &sge[i]))) {
-			core_log(c, MRCD_NOTICE, "client pid %d: UD QP %u: a receive's buffer is "
-				 "not its, QP to error", c->t.client[qp->owner].pid, qp->qpn);
-			core_qp_error(c, qp, now);
-			core_complete_now(c, qp, true, r.wr_id, ring->mine - 1, MRC_CQ_LOC_PROT_ERR,
-					  MRC_CQ_RECV);
-			return;
-		}
+	bad = r.num_sge > MRC_RING_MAX_SGE;
+	for (unsigned i = 0; !bad && i < r.num_sge; i++)
+		bad = srq ? core_local_sge_in(c, srq->owner, srq->pd, &r.sge[i], true, &sge[i])
+			  : core_local_sge(c, qp, &r.sge[i], true, &sge[i]);
+	if (bad) {
+		core_log(c, MRCD_NOTICE, "client pid %d: UD QP %u: a receive's buffer is not its, "
+			 "QP to error", c->t.client[qp->owner].pid, qp->qpn);
+		core_qp_error(c, qp, now);
+		core_complete_now(c, qp, true, r.wr_id, ring->mine - 1, MRC_CQ_LOC_PROT_ERR,
+				  MRC_CQ_RECV);
+		return;
+	}
 	mrc_ud_grh(grh, g->peer.addr, local_addr(c, g->plane), g->ce ? 3 : 2, g->len);
 	mrc_sge_copy(sge, r.num_sge, 0, NULL, grh, sizeof(grh)); /* */
 	mrc_sge_copy(sge, r.num_sge, sizeof(grh), NULL, pkt->payload, pkt->payload_len);

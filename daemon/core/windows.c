@@ -220,21 +220,27 @@ int core_mr_lookup(void *user, uint32_t key, uint64_t addr, uint32_t len, unsign
 	return 0;
 }
 
-/* Engine callbacks for SEND_INV: a type 2 window bound through this very QP. */
-int core_may_invalidate(void *user, uint32_t key)
+/* What the peer may invalidate through qp: a type 2 window bound through it. */
+static struct mrcd_mr *invalidatable(struct mrcd_qp *qp, uint32_t key)
 {
-	struct mrcd_qp *qp = user;
 	struct mrcd_mr *w = bound_type_2(&qp->core->t, qp->owner, key);
 
-	return w && w->bound_qpn == qp->qpn ? 0 : -1;
+	return w && w->bound_qpn == qp->qpn ? w : NULL;
+}
+
+/* Engine callbacks for SEND_INV, user = the QP: checked at the first packet, done at
+ * delivery [R-521, R-522]. */
+int core_may_invalidate(void *user, uint32_t key)
+{
+	return invalidatable(user, key) ? 0 : -1;
 }
 
 void core_invalidate(void *user, uint32_t key)
 {
 	struct mrcd_qp *qp = user;
-	struct mrcd_mr *w = bound_type_2(&qp->core->t, qp->owner, key);
+	struct mrcd_mr *w = invalidatable(qp, key);
 
 	/* gone already if the application invalidated it meanwhile: the key is dead either way */
-	if (w && w->bound_qpn == qp->qpn)
+	if (w)
 		unbind(&qp->core->t, w);
 }

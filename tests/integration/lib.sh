@@ -216,6 +216,20 @@ verbs_pair() {
 	grep "verbs_check: OK" "$TMP/$name.client.log"
 }
 
+# run_pair NAME PORT PROGRAM ARGS...: PROGRAM ARGS through metaroce-run, as a server on B
+# (waited for until it listens on TCP PORT) and as its client on A, which names B's plane-0
+# address last; both must exit 0. Logs in $TMP/NAME.{server,client}.log.
+run_pair() {
+	name=$1 port=$2
+	shift 2
+	bg_b "$TMP/$name.server.log" timeout 60 "$@"
+	srv=$BG
+	wait_listening "$NS_B" "$port"
+	on_a timeout 60 "$@" 198.18.0.2 >"$TMP/$name.client.log" 2>&1 ||
+		{ cat "$TMP/$name.client.log" "$TMP/$name.server.log"; fail "$name: client"; }
+	wait "$srv" || { cat "$TMP/$name.server.log"; fail "$name: server"; }
+}
+
 # ctl_true SOCKET OBJECT PYTHON: whether a Python expression over `j`, metaroce-ctl -j OBJECT's
 # parsed output, holds; the JSON is printed when it does not
 ctl_true() {

@@ -33,12 +33,7 @@ export UCX_IB_TX_MIN_SGE=3
 perf() {
 	name=$1
 	shift
-	bg_b "$TMP/$name.server.log" timeout 60 ucx_perftest "$@"
-	srv=$BG
-	wait_listening "$NS_B" 13337
-	on_a timeout 60 ucx_perftest 198.18.0.2 "$@" >"$TMP/$name.client.log" 2>&1 ||
-		{ cat "$TMP/$name.client.log" "$TMP/$name.server.log"; fail "$name: client"; }
-	wait "$srv" || { cat "$TMP/$name.server.log"; fail "$name: server"; }
+	run_pair "$name" 13337 ucx_perftest "$@"
 	final=$(grep '^Final:' "$TMP/$name.client.log") ||
 		{ cat "$TMP/$name.client.log"; fail "$name: no final figures"; }
 	echo "$name: $final"
@@ -71,13 +66,7 @@ perf ucp_tag_bw -t tag_bw -s 1000000 -n 200 -w 10
 # checks too; over rc_verbs, then over ud_verbs alone
 for tls in rc_v ud_v; do
 	export UCX_TLS=$tls
-	bg_b "$TMP/ucp.$tls.server.log" timeout 60 "$BUILD/tests/ucx/ucp_check" -p 13400
-	srv=$BG
-	wait_listening "$NS_B" 13400
-	on_a timeout 60 "$BUILD/tests/ucx/ucp_check" -p 13400 -n 10 198.18.0.2 \
-		>"$TMP/ucp.$tls.client.log" 2>&1 ||
-		{ cat "$TMP/ucp.$tls.client.log" "$TMP/ucp.$tls.server.log"; fail "ucp_check over $tls"; }
-	wait "$srv" || { cat "$TMP/ucp.$tls.server.log"; fail "ucp_check server over $tls"; }
+	run_pair "ucp.$tls" 13400 "$BUILD/tests/ucx/ucp_check" -p 13400 -n 10
 	grep -q "ucp_check: OK" "$TMP/ucp.$tls.server.log" ||
 		{ cat "$TMP/ucp.$tls.server.log"; fail "ucp_check server over $tls: not OK"; }
 	echo "$tls: $(grep 'transfers checked' "$TMP/ucp.$tls.client.log")"

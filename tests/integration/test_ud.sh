@@ -12,12 +12,7 @@ two_daemons
 pingpong_pair() {
 	name=$1
 	shift
-	bg_b "$TMP/$name.server.log" timeout 60 ibv_ud_pingpong -g 0 "$@"
-	srv=$BG
-	wait_listening "$NS_B" 18515
-	on_a timeout 60 ibv_ud_pingpong -g 0 "$@" 198.18.0.2 >"$TMP/$name.client.log" 2>&1 ||
-		{ cat "$TMP/$name.client.log" "$TMP/$name.server.log"; fail "$name client"; }
-	wait "$srv" || { cat "$TMP/$name.server.log"; fail "$name server"; }
+	run_pair "$name" 18515 ibv_ud_pingpong -g 0 "$@"
 	grep -q " iters in " "$TMP/$name.client.log" || fail "$name: no result line (client)"
 	grep -q " iters in " "$TMP/$name.server.log" || fail "$name: no result line (server)"
 	echo "$name: $(grep ' iters in ' "$TMP/$name.client.log")"
@@ -37,12 +32,7 @@ metric() {
 # perftest_pair PROGRAM RESULT: PROGRAM -c UD over 1000 iterations, the server on B, the
 # client on A, both unmodified; RESULT is the start of the client's result line
 perftest_pair() {
-	bg_b "$TMP/$1.server.log" timeout 60 "$1" -d metaroce0 -x 0 -c UD -F -n 1000
-	srv=$BG
-	wait_listening "$NS_B" 18515
-	on_a timeout 60 "$1" -d metaroce0 -x 0 -c UD -F -n 1000 198.18.0.2 \
-		>"$TMP/$1.client.log" 2>&1 || { cat "$TMP/$1.client.log"; fail "$1 -c UD client"; }
-	wait "$srv" || { cat "$TMP/$1.server.log"; fail "$1 -c UD server"; }
+	run_pair "$1" 18515 "$1" -d metaroce0 -x 0 -c UD -F -n 1000
 	grep -E "^ $2 +1000 " "$TMP/$1.client.log" || fail "$1 -c UD: no result line"
 }
 
