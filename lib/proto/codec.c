@@ -420,6 +420,7 @@ static void decode_ext(const uint8_t *ext, struct mrc_packet *pkt)
 	}
 	case MRC_OP_CLOSE:
 		pkt->u.close.reason = GET32(ext, struct mrc_close_ext, reason);
+		pkt->u.close.cum_psn = GET32(ext, struct mrc_close_ext, cum_psn);
 		break;
 	case MRC_OP_UD_SEND:
 	case MRC_OP_UD_SEND_IMM:
@@ -601,6 +602,7 @@ static void encode_ext(const struct mrc_packet *pkt, uint8_t *ext)
 	}
 	case MRC_OP_CLOSE:
 		PUT32(ext, struct mrc_close_ext, reason, pkt->u.close.reason);
+		PUT32(ext, struct mrc_close_ext, cum_psn, pkt->u.close.cum_psn);
 		break;
 	case MRC_OP_UD_SEND:
 	case MRC_OP_UD_SEND_IMM:

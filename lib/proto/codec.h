@@ -92,6 +92,7 @@ struct mrc_discover {
 
 struct mrc_close {
 	uint32_t reason; /* enum mrc_close_reason */
+	uint32_t cum_psn;
 };
 
 struct mrc_ud {

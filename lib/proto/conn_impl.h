@@ -12,6 +12,7 @@
 #include "conn.h"
 #include "loss.h"
 #include "random.h"
+#include "seq.h"
 
 #define RNR_UNLIMITED 7
 #define MAX_PROBE_REPLIES 4
@@ -166,6 +167,17 @@ struct mrc_conn {
 static inline uint64_t next_random(struct mrc_conn *c)
 {
 	return mrc_splitmix64(&c->prng);
+}
+
+/*
+ * A cumulative PSN an ACK, NAK or CLOSE may carry [R-334]: never one not yet sent, nor one
+ * more than a window below the oldest unacknowledged, which no ACK still on its way can
+ * name. A sender has at most MRC_SACK_BITS PSNs out, so a blind guess lands in here once
+ * in 2^23 tries: a forged acknowledgement cannot throttle or tear down a QP by chance.
+ */
+static inline bool conn_cum_plausible(const struct mrc_conn *c, uint32_t cum)
+{
+	return mrc_seq_le(cum, c->snd_nxt) && mrc_seq_le(c->snd_una - MRC_SACK_BITS, cum);
 }
 
 static inline bool rocev2(const struct mrc_conn *c)

@@ -74,8 +74,9 @@ static int on_ack(struct mrc_conn *c, const struct mrc_packet *pkt, uint32_t cum
 	uint32_t acked_on_path[2 * MRC_MAX_PATHS] = { 0 };
 	uint16_t echo_path = pkt->opcode == MRC_OP_ACK ? pkt->u.ack.echo_path : UINT16_MAX;
 
-	/* An acknowledgement of PSNs never sent is bogus or misdirected: ignored whole. */
-	if (mrc_seq_lt(c->snd_nxt, cum))
+	/* An acknowledgement of PSNs never sent, or from before the window, is bogus, forged or
+	 * misdirected: ignored whole, its rate hint and ECE too [R-239, R-334]. */
+	if (!conn_cum_plausible(c, cum))
 		return MRC_DROP_BAD_ACK;
 	if (sack && !rocev2(c))
 		for (unsigned i = 1; i < MRC_SACK_BITS; i++)
@@ -220,9 +221,16 @@ static void on_rnr(struct mrc_conn *c, struct msg *m, uint16_t retry_after, uint
 static int on_nak(struct mrc_conn *c, const struct mrc_packet *pkt, uint64_t now_ns)
 {
 	const struct mrc_nak *n = &pkt->u.nak;
-	int err = on_ack(c, pkt, n->cum_psn, NULL, now_ns); /* a NAK is an ACK too */
 	struct msg *m;
+	int err;
 
+	/* An RNR or error NAK names a packet still unacknowledged, at or above its cum_psn: one
+	 * that does not is ignored whole, so a forgery needs the window twice [R-261]. */
+	if (n->kind != MRC_NAK_SEQ &&
+	    (!mrc_seq_le(n->cum_psn, n->nak_psn) || !mrc_seq_le(c->snd_una, n->nak_psn) ||
+	     !mrc_seq_lt(n->nak_psn, c->snd_nxt)))
+		return MRC_DROP_BAD_ACK;
+	err = on_ack(c, pkt, n->cum_psn, NULL, now_ns); /* a NAK is an ACK too */
 	if (err)
 		return err;
 	switch (n->kind) {
@@ -741,6 +749,11 @@ int mrc_conn_recv_packet(struct mrc_conn *c, const struct mrc_rx_info *rx,
 			err = on_probe_reply(c, pkt, now_ns);
 			break;
 		case MRC_OP_CLOSE:
+			/* only a CLOSE that knows what we sent ends the QP */
+			if (!conn_cum_plausible(c, pkt->u.close.cum_psn)) {
+				err = MRC_DROP_BAD_ACK;
+				break;
+			}
 			conn_enter_error(c, NULL, MRC_WC_WR_FLUSH_ERR, false);
 			err = MRC_DROP_NONE;
 			break;

@@ -179,6 +179,7 @@ bool conn_send_close(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_in
 
 	init_packet(c, &pkt, MRC_OP_CLOSE, 0, now_ns);
 	pkt.u.close.reason = c->close_reason;
+	pkt.u.close.cum_psn = c->rxw.base;
 	c->close_pending = false;
 	if (!encode(&pkt, buf, cap, len))
 		return false;

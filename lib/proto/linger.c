@@ -135,6 +135,8 @@ int conn_closing_recv(struct mrc_conn *c, const struct mrc_rx_info *rx,
 		conn_queue_probe_reply(c, rx, pkt);
 		return MRC_DROP_NONE;
 	case MRC_OP_CLOSE:
+		if (!conn_cum_plausible(c, pkt->u.close.cum_psn))
+			return MRC_DROP_BAD_ACK; /* */
 		/* the peer's QP is gone too: nothing left to answer for, and no CLOSE in answer
 		 * to a CLOSE [R-77] */
 		c->state = MRC_QPS_CLOSED;

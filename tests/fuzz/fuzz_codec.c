@@ -62,9 +62,6 @@ static void clear_ignored(uint8_t *p, size_t len, uint8_t opcode)
 	case MRC_OP_DISCOVER_REPLY:
 		memset(ext + __builtin_offsetof(struct mrc_discover_ext, reserved), 0, 3);
 		break;
-	case MRC_OP_CLOSE:
-		memset(ext + __builtin_offsetof(struct mrc_close_ext, reserved), 0, 4);
-		break;
 	case MRC_OP_UD_SEND:
 	case MRC_OP_UD_SEND_IMM:
 		memset(ext + __builtin_offsetof(struct mrc_ud_ext, reserved), 0, 4);

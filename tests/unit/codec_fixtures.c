@@ -166,6 +166,7 @@ struct mrc_packet codec_sample(uint8_t op, int variant)
 	}
 	case MRC_OP_CLOSE:
 		p.u.close.reason = hi ? MRC_CLOSE_REASON_MAX : mid ? MRC_CLOSE_ERROR : MRC_CLOSE_NORMAL;
+		p.u.close.cum_psn = hi ? UINT32_MAX : mid ? 0x80000000u : 0;
 		break;
 	case MRC_OP_UD_SEND:
 	case MRC_OP_UD_SEND_IMM:
@@ -281,6 +282,7 @@ void codec_assert_same(const struct mrc_packet *a, const struct mrc_packet *b)
 		break;
 	case MRC_OP_CLOSE:
 		ck_assert_uint_eq(a->u.close.reason, b->u.close.reason);
+		ck_assert_uint_eq(a->u.close.cum_psn, b->u.close.cum_psn);
 		break;
 	}
 }

@@ -22,7 +22,7 @@ enum mrc_drop_reason {
 	MRC_DROP_RNR = 38,	      /* no receive posted: NAKed, not acknowledged */
 	MRC_DROP_INVALID_REQ = 39,    /* message longer than the receive, or opcode refused */
 	MRC_DROP_BAD_READ_RESP = 40,  /* READ response matching no outstanding READ */
-	MRC_DROP_BAD_ACK = 41,	      /* acknowledges PSNs that were never sent */
+	MRC_DROP_BAD_ACK = 41,	      /* ACK, NAK or CLOSE naming PSNs out of the send window */
 	MRC_DROP_STALE_PROBE = 42,    /* probe reply matching no outstanding probe */
 	MRC_DROP_OPCODE_REFUSED = 43, /* opcode a connection does not accept (e.g. DISCOVER) */
 	MRC_DROP_NOT_ADMITTED = 44,   /* DISCOVER from outside the configured peer prefixes */

@@ -299,8 +299,8 @@ enum mrc_close_reason {
 
 /* CLOSE extension. */
 struct mrc_close_ext {
-	__be32 reason;	 /* enum mrc_close_reason */
-	__be32 reserved; /* zero */
+	__be32 reason;	/* enum mrc_close_reason */
+	__be32 cum_psn; /* the sender's receive cum_psn: checked like an ACK's */
 };
 MRC_STATIC_ASSERT(sizeof(struct mrc_close_ext) == 8, "mrc_close_ext is 8 bytes");
 
