@@ -55,6 +55,8 @@ CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 SYSTEMD_LIBS = $(shell pkg-config --libs libsystemd 2>/dev/null)
 MHD_LIBS = $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
+# the unit tests check the SipHash the engine and the XDP program share against libsodium's
+SODIUM_LIBS = $(shell pkg-config --libs libsodium 2>/dev/null)
 DAEMON_LIBS = $(SYSTEMD_LIBS) $(MHD_LIBS) -lmnl -lxdp -lbpf
 BPFTOOL ?= bpftool
 
@@ -133,6 +135,7 @@ DEB_PACKAGES := \
 	clang libclang-rt-14-dev \
 	linux-libc-dev \
 	check libsystemd-dev libmicrohttpd-dev libmnl-dev libbpf-dev libxdp-dev bpftool xdp-tools \
+	libsodium-dev \
 	libibverbs-dev ibverbs-utils perftest libgloo-dev ucx-utils libucx-dev \
 	iproute2 python3 iperf3 sockperf gnuplot-nox time groff-base curl \
 	dpkg-dev debhelper python3-yaml linux-perf
@@ -511,12 +514,12 @@ $(SAN_METAROCED): $(SAN)/obj/daemon/main.o $(SAN_LIBDAEMON) $(SAN_LIBPROTO)
 $(UNIT_RUNNER): $(UNIT_OBJS) $(LIBDAEMON) $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) $(SODIUM_LIBS)
 
 $(SAN_UNIT_RUNNER): $(SAN_UNIT_OBJS) $(SAN_LIBDAEMON) $(SAN_LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS)
+	$(Q)$(CLANG) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) $(SODIUM_LIBS)
 
 # Harnesses compile the library sources themselves: libFuzzer needs its coverage
 # instrumentation in the code under test, not only in the harness.

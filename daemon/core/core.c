@@ -87,7 +87,7 @@ int mrcd_core_init(struct mrcd_core *c, const struct mrcd_core_params *p)
 	c->page_size = p->page_size;
 	c->page_map_quota = p->page_map_quota;
 	c->started_ns = c->now = p->now;
-	t->seed = p->seed;
+	mrc_prf_init(&t->rng, p->seed[0], p->seed[1]);
 	t->mrs = calloc(MRCD_MAX_MRS, sizeof(*t->mrs));
 	t->cqs = calloc(MRCD_MAX_CQS, sizeof(*t->cqs));
 	t->qps = calloc(MRCD_MAX_QPS, sizeof(*t->qps));

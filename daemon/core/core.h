@@ -120,7 +120,7 @@ struct mrcd_core_params {
 	const struct mrcd_fast_ops *fast; /* NULL: the backend has no XDP fast path */
 	void *io;
 	uint64_t node_id;      /* random per start: what peers know this daemon by */
-	uint64_t seed;	       /* keys' random bits */
+	uint64_t seed[2];      /* the key behind QPNs' and keys' random bits */
 	uint64_t request_seed; /* discovery's request ids, apart from the node id */
 	uint16_t port;	       /* the MetaRoCE port the backend bound */
 	size_t page_size;

@@ -251,7 +251,7 @@ int core_reg_mr(struct mrcd_core *c, unsigned owner, const uint8_t *payload, siz
 	mr->span = map.base;
 	mr->span_len = map.len;
 	mr->key = slot << MRC_XDP_KEY_SLOT_SHIFT |
-		  ((uint32_t)mrc_splitmix64(&t->seed) & MRC_KEY_RANDOM_MASK) | 1;
+		  ((uint32_t)mrc_prf_next(&t->rng) & MRC_KEY_RANDOM_MASK) | 1;
 	mr->owner = (int)owner;
 	mr->pd = r.pd;
 	mr->iova = r.iova;

@@ -78,16 +78,17 @@ void core_qp_free(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 }
 
 /*
- * A free QP slot, next-fit from the last one given, so a QP destroyed a moment ago lingers
- * undisturbed (SPEC 11.4) while a client creates and destroys others: a slot where a
- * destroyed QP lingers is taken only when no other is free, and that ends its lingering.
+ * A free QP slot, the first from a random one: the QPN's low bits, as unpredictable as its
+ * generation [R-127]. A slot where a destroyed QP lingers (SPEC 11.4) is taken only when no
+ * other is free, and that ends its lingering.
  */
 static struct mrcd_qp *qp_slot_free(struct mrcd_core *c, unsigned *slot_out)
 {
+	unsigned start = (unsigned)mrc_prf_next(&c->t.rng) % MRCD_MAX_QPS;
 	int fallback = -1;
 
 	for (unsigned k = 0; k < MRCD_MAX_QPS; k++) {
-		unsigned slot = (c->t.next_qp_slot + k) % MRCD_MAX_QPS;
+		unsigned slot = (start + k) % MRCD_MAX_QPS;
 
 		if (c->t.qps[slot].owner >= 0)
 			continue;
@@ -102,8 +103,24 @@ static struct mrcd_qp *qp_slot_free(struct mrcd_core *c, unsigned *slot_out)
 	if (fallback < 0)
 		return NULL;
 	*slot_out = (unsigned)fallback;
-	c->t.next_qp_slot = (unsigned)(fallback + 1) % MRCD_MAX_QPS;
 	return &c->t.qps[fallback];
+}
+
+/*
+ * A QPN for the slot: a random non-zero generation, never the slot's last one, so a peer
+ * still holding the old number reaches nothing. A destroyed QP lingering in the slot has
+ * that last number (taking the slot ends it), so no new QP takes its number [R-273].
+ */
+static uint32_t qp_new_number(struct mrcd_core *c, unsigned slot)
+{
+	const unsigned gens = 1u << MRCD_HANDLE_SLOT_BITS;
+	unsigned gen;
+
+	do
+		gen = (unsigned)mrc_prf_next(&c->t.rng) % gens;
+	while (!gen || gen == c->t.qpn_generation[slot]);
+	c->t.qpn_generation[slot] = (uint16_t)gen;
+	return gen << MRCD_HANDLE_SLOT_BITS | slot;
 }
 
 int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
@@ -134,11 +151,7 @@ int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 	if (!qp)
 		return -ENOSPC;
 	memset(qp, 0, sizeof(*qp));
-	/* not the number of a destroyed QP of this slot that still answers its peer [R-273]
-	 * (one lingers per slot at most: a second draw cannot meet it) */
-	qp->qpn = core_make_handle(&c->t, slot);
-	if (mrcd_linger_find(&c->t.lingering, slot, qp->qpn))
-		qp->qpn = core_make_handle(&c->t, slot);
+	qp->qpn = qp_new_number(c, slot);
 	qp->core = c;
 	qp->owner = -1;
 	/* the two rings' memory goes with the reply: the send queue's first */
@@ -334,7 +347,7 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 	cc.sq_sig_all = qp->sq_sig_all;
 	cc.rnr_retry_after = rnr_wait_units(qp->req.min_rnr_timer);
 	cc.rate_domain = &c->t.rate;
-	cc.seed = mrc_splitmix64(&c->t.seed);
+	cc.seed = mrc_prf_next(&c->t.rng);
 	qp->conn = mrc_conn_new(&cc, &cb, qp, now);
 	if (!qp->conn) {
 		core_log(c, MRCD_ERR, "QP %u: engine refused the connection: %s", qp->qpn,

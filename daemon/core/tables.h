@@ -20,6 +20,7 @@
 #include "core/linger.h"
 #include "core/sched.h"
 #include "proto/conn.h"
+#include "proto/random.h"
 #include "proto/ratehint.h"
 #include "shm/ring.h"
 
@@ -31,7 +32,8 @@
 #define MRCD_MAX_MRS MRC_XDP_MAX_MRS
 #define MRCD_MAX_RING_ENTRIES MRC_CTL_MAX_RING_ENTRIES
 
-/* A QPN or a CQ handle is (generation << MRCD_HANDLE_SLOT_BITS | slot). */
+/* A QPN or a CQ handle is (generation << MRCD_HANDLE_SLOT_BITS | slot); a QPN's generation
+ * and slot are drawn at random, so no QPN tells another (qp.c). */
 #define MRCD_HANDLE_SLOT_BITS 12
 _Static_assert(MRCD_MAX_QPS == 1u << MRCD_HANDLE_SLOT_BITS, "a QPN's slot is its low bits");
 _Static_assert(MRCD_MAX_CQS == 1u << MRCD_HANDLE_SLOT_BITS, "a CQ handle's slot is its low bits");
@@ -214,7 +216,6 @@ struct mrcd_tables {
 	uint32_t generation; /* mixed into new handles so a stale one never names a new object */
 	unsigned n_mrs, n_cqs, n_qps, n_mws;
 	unsigned next_mr_slot; /* where the search for a free region slot starts */
-	unsigned next_qp_slot; /* and for a free QP slot */
 	uint16_t active[MRCD_MAX_QPS]; /* slots of the n_qps live QPs (reports, operators) */
 	struct mrcd_linger_table lingering; /* destroyed QPs still answering their peers */
 	struct mrcd_retired retired;	    /* what destroyed QPs had counted */
@@ -232,7 +233,8 @@ struct mrcd_tables {
 	unsigned n_path_report;
 	uint64_t next_path_report_ns;
 	uint64_t mapped_bytes;
-	uint64_t seed;
+	struct mrc_prf rng;  /* QPNs, keys' random bits, connections' seeds */
+	uint16_t qpn_generation[MRCD_MAX_QPS]; /* of each slot's latest QPN: never its next */
 	uint8_t *tx_buf;     /* MRCD_TX_BATCH packets of mtu bytes */
 	/* Datagrams the engine produced and the wire has not taken yet: a plane's local queue
 	 * refused them (ENOBUFS, EAGAIN) and they wait, so back-pressure never turns into

@@ -76,7 +76,7 @@ int core_alloc_mw(struct mrcd_core *c, unsigned owner, const uint8_t *payload, s
 	w->mw_type = r.type;
 	/* slot, random bits, and a tag the binds move on (ibv_inc_rkey) */
 	w->key = slot << MRC_XDP_KEY_SLOT_SHIFT |
-		 ((uint32_t)mrc_splitmix64(&t->seed) & MRC_KEY_RANDOM_MASK);
+		 ((uint32_t)mrc_prf_next(&t->rng) & MRC_KEY_RANDOM_MASK);
 	t->n_mws++;
 	t->client[owner].n_mws++;
 	memset(out, 0, sizeof(*out));

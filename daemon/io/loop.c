@@ -113,7 +113,7 @@ static int start_core(struct mrcd *d, char *err, size_t errlen)
 	 * keys have a seed of their own, nothing on the wire tells it [R-120] */
 	if (getrandom(&p.node_id, sizeof(p.node_id), 0) != sizeof(p.node_id) ||
 	    getrandom(&p.request_seed, sizeof(p.request_seed), 0) != sizeof(p.request_seed) ||
-	    getrandom(&p.seed, sizeof(p.seed), 0) != sizeof(p.seed)) {
+	    getrandom(p.seed, sizeof(p.seed), 0) != sizeof(p.seed)) {
 		snprintf(err, errlen, "getrandom: %s", strerror(errno));
 		return -1;
 	}

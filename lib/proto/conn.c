@@ -251,7 +251,7 @@ struct mrc_conn *mrc_conn_new(const struct mrc_conn_config *cfg,
 	c->snd_una = c->snd_nxt = cfg->sq_psn;
 	for (unsigned i = 0; i < c->n_paths; i++)
 		path_init(c, &c->paths[i], &cfg->paths[i]);
-	c->prng = cfg->seed;
+	mrc_prf_seed(&c->rng, cfg->seed);
 	mrc_rx_window_init(&c->rxw, cfg->rq_psn);
 	c->rx_highest = cfg->rq_psn - 1;
 	c->rate_entry = cfg->rate_domain ? mrc_rate_domain_join(cfg->rate_domain) : -1;

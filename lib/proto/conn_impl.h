@@ -112,7 +112,7 @@ struct mrc_conn {
 				    outstanding, or the last retry counted [R-253] */
 	uint64_t rnr_wakeup_ns; /* earliest end of an RNR wait */
 	uint64_t retx_wakeup_ns; /* earliest a lost packet held back may go again */
-	uint64_t prng;
+	struct mrc_prf rng; /* probe nonces, source ports */
 	uint64_t last_now_ns; /* latest time the caller gave us */
 
 	/* receiver */
@@ -166,7 +166,7 @@ struct mrc_conn {
 
 static inline uint64_t next_random(struct mrc_conn *c)
 {
-	return mrc_splitmix64(&c->prng);
+	return mrc_prf_next(&c->rng);
 }
 
 /*

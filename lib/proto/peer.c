@@ -17,7 +17,7 @@
 
 static uint32_t new_request_id(struct mrc_peer_table *t)
 {
-	return (uint32_t)mrc_splitmix64(&t->prng) | 1; /* never 0 */
+	return (uint32_t)mrc_prf_next(&t->rng) | 1; /* never 0 */
 }
 
 int mrc_peer_table_init(struct mrc_peer_table *t, const struct mrc_node_info *local,
@@ -38,7 +38,7 @@ int mrc_peer_table_init(struct mrc_peer_table *t, const struct mrc_node_info *lo
 	t->retry_ns = DEFAULT_RETRY_NS;
 	t->max_tries = DEFAULT_MAX_TRIES;
 	t->reply_gap_ns = DEFAULT_REPLY_GAP_NS;
-	t->prng = seed;
+	mrc_prf_seed(&t->rng, seed);
 	return 0;
 }
 

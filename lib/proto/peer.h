@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "codec.h"
+#include "random.h"
 
 /* One side's announcement: what DISCOVER and DISCOVER_REPLY carry. */
 struct mrc_node_info {
@@ -81,7 +82,7 @@ struct mrc_peer_table {
 	uint64_t retry_ns;	/* first retransmission delay, doubling (default 10 ms) */
 	uint8_t max_tries;	/* transmissions in all (default 3) */
 	uint64_t reply_gap_ns;	/* at least this between replies to one peer (default 1 ms) */
-	uint64_t prng;
+	struct mrc_prf rng; /* request ids */
 	uint64_t drops;		/* refused discovery packets */
 };
 

@@ -4,11 +4,12 @@
 
 #include <stdint.h>
 
+#include <metaroce/siphash.h>
+
 /*
- * splitmix64: the engine's one source of randomness (source ports, probe nonces, request
- * ids) and the simulator's. Deterministic under a seed, so a simulated run replays exactly.
- * It is not a cryptographic generator: its outputs are as hard to guess as its seed, so the
- * daemon seeds it from getrandom() and never with a value that goes on the wire.
+ * splitmix64: a fast mixer for what needs spread, not secrecy (the simulator's randomness,
+ * hashing, expanding a seed). Its outputs betray its state: one whole output, inverted,
+ * predicts every later one. Nothing that goes on the wire as an identifier comes from it.
  */
 static inline uint64_t mrc_splitmix64(uint64_t *state)
 {
@@ -17,6 +18,40 @@ static inline uint64_t mrc_splitmix64(uint64_t *state)
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
 	return z ^ (z >> 31);
+}
+
+/*
+ * The engine's and the daemon's source of identifiers an attacker must not predict (QPNs,
+ * key bits, request ids, probe nonces, source ports) [R-127]: the n-th output is
+ * SipHash-2-4 of n under a secret 128-bit key, a pseudo-random function, so outputs seen
+ * reveal neither the key nor any other output. Deterministic under its key, so a simulated
+ * run still replays exactly; the daemon's key comes from getrandom().
+ */
+struct mrc_prf {
+	uint64_t k0, k1;
+	uint64_t counter;
+};
+
+static inline void mrc_prf_init(struct mrc_prf *p, uint64_t k0, uint64_t k1)
+{
+	p->k0 = k0;
+	p->k1 = k1;
+	p->counter = 0;
+}
+
+/* A stream keyed by a 64-bit seed (a simulation's, or another stream's output). */
+static inline void mrc_prf_seed(struct mrc_prf *p, uint64_t seed)
+{
+	uint64_t k0 = mrc_splitmix64(&seed);
+
+	mrc_prf_init(p, k0, mrc_splitmix64(&seed));
+}
+
+static inline uint64_t mrc_prf_next(struct mrc_prf *p)
+{
+	__u64 n = p->counter++;
+
+	return mrc_siphash24(p->k0, p->k1, &n, 1);
 }
 
 #endif /* METAROCE_PROTO_RANDOM_H */

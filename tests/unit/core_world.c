@@ -273,7 +273,8 @@ void world_host_start(struct world *w, unsigned k)
 				      .page_size = 4096, .now = w->now };
 
 	p.node_id = h->node_id = world_rnd(w) | 1;
-	p.seed = world_rnd(w);
+	p.seed[0] = world_rnd(w);
+	p.seed[1] = world_rnd(w);
 	p.request_seed = world_rnd(w);
 	ck_assert_int_eq(mrcd_core_init(&h->core, &p), 0);
 	h->up = true;

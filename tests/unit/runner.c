@@ -18,6 +18,7 @@ int main(void)
 	srunner_add_suite(runner, cc_aimd_suite());
 	srunner_add_suite(runner, sched_suite());
 	srunner_add_suite(runner, loss_suite());
+	srunner_add_suite(runner, random_suite());
 	srunner_add_suite(runner, ratehint_suite());
 	srunner_add_suite(runner, peer_suite());
 	srunner_add_suite(runner, config_suite());

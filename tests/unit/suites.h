@@ -21,6 +21,7 @@ Suite *linger_suite(void);
 Suite *loss_suite(void);
 Suite *neigh_suite(void);
 Suite *peer_suite(void);
+Suite *random_suite(void);
 Suite *ratehint_suite(void);
 Suite *ring_suite(void);
 Suite *rtt_suite(void);
