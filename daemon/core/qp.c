@@ -17,6 +17,8 @@ static void qp_retire_counts(struct mrcd_core *c, const struct mrcd_qp *qp)
 {
 	c->t.retired.completions += qp->completions;
 	c->t.retired.error_completions += qp->error_completions;
+	for (unsigned r = 0; qp->conn && r <= MRC_DROP_REASON_MAX; r++)
+		c->t.retired.rx_drops[r] += mrc_conn_stats(qp->conn)->rx_drops[r];
 	for (unsigned k = 0; qp->conn && k < mrc_conn_n_paths(qp->conn); k++) {
 		const struct mrc_path *p = mrc_conn_path(qp->conn, k);
 		unsigned plane = p->plane % MRC_MAX_PLANES;

@@ -239,6 +239,24 @@ static const struct {
 	{ MRC_DROP_UD_NO_RECEIVE, "no_receive" }, { MRC_DROP_UD_TOO_LONG, "too_long" },
 };
 
+/* The reasons a connected QP refuses a well-formed packet, as the metrics label them. */
+static const char *const qp_drop_names[MRC_DROP_REASON_MAX + 1] = {
+	[MRC_DROP_WRONG_QPN] = "wrong_qpn",
+	[MRC_DROP_QP_STATE] = "qp_state",
+	[MRC_DROP_DUPLICATE] = "duplicate",
+	[MRC_DROP_ABOVE_WINDOW] = "above_window",
+	[MRC_DROP_OUT_OF_ORDER] = "out_of_order",
+	[MRC_DROP_REMOTE_ACCESS] = "remote_access",
+	[MRC_DROP_RNR] = "rnr",
+	[MRC_DROP_INVALID_REQ] = "invalid_req",
+	[MRC_DROP_BAD_READ_RESP] = "bad_read_resp",
+	[MRC_DROP_BAD_ACK] = "bad_ack",
+	[MRC_DROP_STALE_PROBE] = "stale_probe",
+	[MRC_DROP_OPCODE_REFUSED] = "opcode_refused",
+	[MRC_DROP_QP_CLOSED] = "qp_closed",
+	[MRC_DROP_RESPONDER_BUSY] = "responder_busy",
+};
+
 size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 {
 	static const char *qp_states[5] = { "idle", "resolving", "rtr", "rts", "error" };
@@ -248,8 +266,10 @@ size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 	struct out o = { buf, cap, 0 };
 	unsigned clients = 0, qp_state[5] = { 0 };
 	uint64_t completions = t->retired.completions, errors = t->retired.error_completions;
+	uint64_t qp_drops[MRC_DROP_REASON_MAX + 1];
 
 	memset(p, 0, sizeof(p));
+	memcpy(qp_drops, t->retired.rx_drops, sizeof(qp_drops));
 	/* the counts of QPs that are gone: the totals never fall */
 	for (unsigned i = 0; i < MRC_MAX_PLANES; i++) {
 		p[i].tx_packets = t->retired.path_tx[i];
@@ -264,6 +284,8 @@ size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 		qp_state[qp->state < 5 ? qp->state : 4]++;
 		completions += qp->completions;
 		errors += qp->error_completions;
+		for (unsigned r = 0; qp->conn && r <= MRC_DROP_REASON_MAX; r++)
+			qp_drops[r] += mrc_conn_stats(qp->conn)->rx_drops[r];
 		for (unsigned k = 0; qp->conn && k < mrc_conn_n_paths(qp->conn); k++) {
 			const struct mrc_path *path = mrc_conn_path(qp->conn, k);
 			struct plane_sums *s = &p[path->plane % MRC_MAX_PLANES];
@@ -303,6 +325,13 @@ size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 	family(&o, "metaroce_rx_no_qp_total", "counter",
 	       "Datagrams for a QP this daemon does not have, or from an address not its peer's.");
 	put(&o, "metaroce_rx_no_qp_total %llu\n", (unsigned long long)c->stats.rx_no_qp);
+	family(&o, "metaroce_qp_rx_dropped_total", "counter",
+	       "Well-formed packets a connected QP refused, by reason (SPEC R-121): guessed keys "
+	       "show as remote_access, forged ACKs, NAKs and CLOSEs as bad_ack (R-334).");
+	for (unsigned r = 0; r <= MRC_DROP_REASON_MAX; r++)
+		if (qp_drop_names[r])
+			put(&o, "metaroce_qp_rx_dropped_total{reason=\"%s\"} %llu\n", qp_drop_names[r],
+			    (unsigned long long)qp_drops[r]);
 	family(&o, "metaroce_tx_datagrams_total", "counter", "Datagrams sent.");
 	put(&o, "metaroce_tx_datagrams_total %llu\n", (unsigned long long)c->stats.tx_datagrams);
 	family(&o, "metaroce_tx_held_dropped_total", "counter",

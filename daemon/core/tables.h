@@ -143,6 +143,7 @@ struct mrcd_qp_base {
 struct mrcd_retired {
 	uint64_t completions, error_completions;
 	uint64_t path_tx[MRC_MAX_PLANES], path_retx[MRC_MAX_PLANES], path_ecn[MRC_MAX_PLANES];
+	uint64_t rx_drops[MRC_DROP_REASON_MAX + 1];
 };
 
 struct mrcd_core;
