@@ -109,6 +109,7 @@ METAROCE_RUN := $(BUILD)/bin/metaroce-run
 VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupported \
 	       $(BUILD)/tests/verbs/hostile_client $(BUILD)/tests/verbs/verbs_api_check \
 	       $(BUILD)/tests/verbs/atomic_check $(BUILD)/tests/attack/udp_flood \
+	       $(BUILD)/tests/attack/forge \
 	       $(BUILD)/tests/ucx/ucp_check
 
 # --- top-level targets -----------------------------------------------------------------
@@ -459,6 +460,12 @@ $(BUILD)/tests/attack/%: tests/attack/%.c
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) -o $@ $<
+
+# ... the forger builds its packets with the engine's encoder
+$(BUILD)/tests/attack/forge: tests/attack/forge.c $(LIBPROTO)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) -o $@ $^
 
 $(BUILD)/tests/verbs/hostile_client: $(OBJ)/tests/verbs/hostile_client.o $(LIBPROTO)
 	$(call msg,LD,$@)

@@ -256,6 +256,33 @@ ctl_wait() {
 	wait_until "$cw_secs" "metaroce-ctl -S $1 -j $2: never $3" ctl_true "$@"
 }
 
+# status_probe SOCKET PID OUT: in the background (its PID in PROBE), `metaroce-ctl status`
+# asked back to back for as long as process PID lives; it fails unless every answer came,
+# each within 1 s, and prints how many and the slowest into OUT
+status_probe() {
+	python3 - "$BUILD/bin/metaroce-ctl" "$1" "$2" >"$3" 2>&1 <<'PY' &
+import os, subprocess, sys, time
+ctl, sock, watched = sys.argv[1], sys.argv[2], int(sys.argv[3])
+worst, n = 0.0, 0
+while True:
+    try:
+        os.kill(watched, 0)
+    except ProcessLookupError:
+        break
+    t = time.monotonic()
+    r = subprocess.run(["timeout", "5", ctl, "-S", sock, "status"], capture_output=True)
+    took = time.monotonic() - t
+    if r.returncode != 0:
+        print("status failed (exit %d) after %.3f s: %s" % (r.returncode, took, r.stderr))
+        sys.exit(1)
+    worst, n = max(worst, took), n + 1
+print("%d status answers, the slowest in %.3f s" % (n, worst))
+sys.exit(0 if n > 0 and worst < 1.0 else 1)
+PY
+	PROBE=$!
+	PIDS="$PIDS $PROBE"
+}
+
 # ctl_json SOCKET OBJECT PYTHON: prints the expression over `j` (a list: one item a line)
 ctl_json() {
 	# shellcheck disable=SC2086

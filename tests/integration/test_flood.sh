@@ -19,27 +19,8 @@ flood=$!
 PIDS="$PIDS $flood"
 
 # B's control socket, probed back to back for as long as the flood lasts
-python3 - "$BUILD/bin/metaroce-ctl" "$TMP/b.sock" "$flood" >"$TMP/probe.out" 2>&1 <<'PY' &
-import os, subprocess, sys, time
-ctl, sock, flood = sys.argv[1], sys.argv[2], int(sys.argv[3])
-worst, n = 0.0, 0
-while True:
-    try:
-        os.kill(flood, 0)
-    except ProcessLookupError:
-        break
-    t = time.monotonic()
-    r = subprocess.run(["timeout", "5", ctl, "-S", sock, "status"], capture_output=True)
-    took = time.monotonic() - t
-    if r.returncode != 0:
-        print("status failed (exit %d) after %.3f s: %s" % (r.returncode, took, r.stderr))
-        sys.exit(1)
-    worst, n = max(worst, took), n + 1
-print("%d status answers, the slowest in %.3f s" % (n, worst))
-sys.exit(0 if n > 0 and worst < 1.0 else 1)
-PY
-probe=$!
-PIDS="$PIDS $probe"
+status_probe "$TMP/b.sock" "$flood" "$TMP/probe.out"
+probe=$PROBE
 
 perf_pair flooded -e -- -t write -s 65536 -q 2 -Q 8 -n 300 -V -e
 json_check flooded 'j["messages"] == 600 and j["peer"]["verified"] == 600 and j["errors"] == 0 and j["peer"]["errors"] == 0'
