@@ -210,6 +210,39 @@ static struct mrv_cq *spin_for_event(struct mrv_channel *ch, uint64_t budget, bo
 	return cq;
 }
 
+/*
+ * A blocking channel sleeps on its socket and on the daemon's control connection: a daemon
+ * that dies fires no event, so its hang-up fails the outstanding work (fatal.c), which fires
+ * the armed CQs' events. Returns 0 when the socket holds an event or a non-blocking read
+ * should answer; -1 with EIO when the daemon is gone and no event is left.
+ */
+static int wait_event_or_hang_up(struct mrv_channel *ch)
+{
+	struct mrv_context *ctx = to_ctx(ch->ibch.context);
+	int fl = fcntl(ch->ibch.fd, F_GETFL);
+
+	for (;;) {
+		struct pollfd p[2] = { { .fd = ch->ibch.fd, .events = POLLIN },
+				       { .fd = ctx->ctl_fd, .events = POLLRDHUP } };
+		bool dead = __atomic_load_n(&ctx->dead, __ATOMIC_ACQUIRE);
+
+		if (fl < 0 || (fl & O_NONBLOCK))
+			return 0;
+		if (poll(p, dead ? 1 : 2, dead ? 0 : -1) < 0 && errno != EINTR)
+			return -1;
+		if (p[0].revents & POLLIN)
+			return 0;
+		if (dead) {
+			errno = EIO;
+			return -1;
+		}
+		if (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR)) {
+			mrv_mark_dead(ctx);
+			mrv_flush_dead(ctx);
+		}
+	}
+}
+
 int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void **cq_context)
 {
 	struct mrv_channel *ch = (struct mrv_channel *)channel;
@@ -228,7 +261,7 @@ int ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, v
 	}
 	for (;;) {
 		/* blocks or not as the application set the fd (O_NONBLOCK), like rdma-core's */
-		if (read(channel->fd, &one, 1) != 1)
+		if (wait_event_or_hang_up(ch) || read(channel->fd, &one, 1) != 1)
 			return -1;
 		pthread_mutex_lock(&ch->lock);
 		if (slept) {
@@ -327,7 +360,9 @@ int mrv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	struct mrv_cq *cq = (struct mrv_cq *)ibcq;
 	struct mrc_cq_entry e;
 	int got = 0;
+	bool flushed = false;
 
+again:
 	pthread_spin_lock(&cq->lock);
 	while (got < n) {
 		int r = mrc_ring_consume(&cq->ring, &e);
@@ -341,6 +376,10 @@ int mrv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		to_wc(&e, &wc[got++]);
 	}
 	pthread_spin_unlock(&cq->lock);
+	if (!got && !flushed && n > 0 && mrv_cq_polled_empty(cq)) {
+		flushed = true;
+		goto again;
+	}
 	return got;
 }
 
@@ -385,6 +424,12 @@ static int start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 	err = take(cq);
 	if (err)
 		pthread_spin_unlock(&cq->lock); /* verbs: no end_poll after a failed start */
+	if (err == ENOENT && mrv_cq_polled_empty(cq)) {
+		pthread_spin_lock(&cq->lock);
+		err = take(cq);
+		if (err)
+			pthread_spin_unlock(&cq->lock);
+	}
 	return err;
 }
 

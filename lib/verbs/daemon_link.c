@@ -166,19 +166,13 @@ int mrv_request(struct mrv_context *ctx, uint16_t type, const void *payload, uin
 	int err;
 
 	pthread_mutex_lock(&ctx->ctl_lock);
-	if (ctx->dead) {
+	if (__atomic_load_n(&ctx->dead, __ATOMIC_ACQUIRE)) {
 		err = ENODEV;
 	} else {
 		err = transact(ctx->ctl_fd, ++ctx->seq, type, payload, len, fds, n_fds, reply,
 			       reply_cap, reply_len, rfds, n_rfds);
 		if (err == ECONNRESET || err == EPIPE || err == EPROTO) {
-			char one = 1;
-			/* the device is gone for good: say so on the async fd (if its queue is
-			 * full, it says so already) */
-			ssize_t told = send(ctx->async_peer, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL);
-
-			(void)told;
-			ctx->dead = true;
+			mrv_mark_dead(ctx); /* its work is flushed at the next empty poll */
 			err = ENODEV;
 		}
 	}

@@ -336,6 +336,7 @@ struct ibv_context *ibv_open_device(struct ibv_device *device)
 		goto fail;
 	pthread_mutex_init(&ctx->ctl_lock, NULL);
 	pthread_mutex_init(&ctx->pd_lock, NULL);
+	pthread_mutex_init(&ctx->qp_lock, NULL);
 	ctx->vctx.sz = sizeof(ctx->vctx);
 	ctx->vctx.query_port = mrv_query_port;
 	ctx->vctx.query_device_ex = mrv_query_device_ex;
@@ -378,6 +379,7 @@ int ibv_close_device(struct ibv_context *context)
 	close(ctx->async_peer);
 	pthread_mutex_destroy(&ctx->ctl_lock);
 	pthread_mutex_destroy(&ctx->pd_lock);
+	pthread_mutex_destroy(&ctx->qp_lock);
 	free(ctx->pd_ids);
 	free(ctx);
 	return 0;

@@ -50,7 +50,10 @@ struct mrv_context {
 	pthread_mutex_t ctl_lock;  /* one request at a time on ctl_fd */
 	uint32_t seq;
 	struct mrc_ctl_status status;
-	bool dead;		   /* the daemon went away */
+	bool dead;		   /* the daemon went away (fatal.c) */
+	uint64_t next_liveness_ns; /* a CQ polled empty looks for the daemon again from then */
+	pthread_mutex_t qp_lock;   /* the QP list, and the flush when the daemon is gone */
+	struct mrv_qp *qps;
 	pthread_mutex_t pd_lock;   /* PD ids, and the SRQ list */
 	struct mrv_srq *srqs;	   /* for the async events they raise */
 	int async_peer;		   /* the other end of async_fd: the daemon's per SRQ, and
@@ -96,6 +99,7 @@ struct mrv_cq {
 	uint32_t armed_at;	 /* the producer index when it was last armed */
 	pthread_spinlock_t lock;
 	struct mrc_cq_entry cur; /* ibv_start_poll's current entry */
+	uint32_t empty_polls;	 /* since creation: every so many, a look at the daemon */
 	uint64_t wc_flags;	 /* the ibv_create_cq_ex fields the application asked for */
 	struct mrv_cq *next_on_channel;
 };
@@ -146,7 +150,21 @@ struct mrv_qp {
 	uint8_t paths_per_plane; /* metaroce_qp_set_paths; 0: the daemon's choice */
 	uint16_t plane_mask;	 /* 0: every plane */
 	uint32_t doorbell_bit;	 /* its bit in the context's doorbell page */
+	struct mrv_qp *next_in_ctx;
 };
+
+/* --- the daemon gone (fatal.c) --- */
+void mrv_qp_track(struct mrv_qp *qp);
+void mrv_qp_untrack(struct mrv_qp *qp);
+/* The context dead for good, IBV_EVENT_DEVICE_FATAL raised, once. */
+void mrv_mark_dead(struct mrv_context *ctx);
+/* Whether the control connection shows the daemon gone (one poll(), no wait). */
+bool mrv_daemon_hung_up(const struct mrv_context *ctx);
+/* Every outstanding work request of a dead context completed with WR_FLUSH_ERR. */
+void mrv_flush_dead(struct mrv_context *ctx);
+/* After a poll of cq found nothing, not holding its lock: true when the daemon is gone and
+ * whatever was outstanding has just been flushed into the CQs (poll again). */
+bool mrv_cq_polled_empty(struct mrv_cq *cq);
 
 /* --- UD QPs and address handles (ud.c) --- */
 /* A UD send entry's destination, from an address handle; EINVAL when it is none. */

@@ -661,6 +661,7 @@ struct ibv_qp *mrv_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_
 	qp->ibqpx.wr_abort = wr_abort;
 	if (attr->qp_type == IBV_QPT_UD)
 		qp->ibqpx.wr_set_ud_addr = mrv_wr_set_ud_addr;
+	mrv_qp_track(qp);
 	return b;
 }
 
@@ -939,6 +940,7 @@ int ibv_destroy_qp(struct ibv_qp *ibqp)
 
 	if (err && err != ENODEV)
 		return err;
+	mrv_qp_untrack(qp);
 	pthread_mutex_destroy(&ibqp->mutex);
 	pthread_cond_destroy(&ibqp->cond);
 	mrv_pd_use(ibqp->pd, -1);

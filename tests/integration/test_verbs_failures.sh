@@ -3,7 +3,9 @@
 # transfer on the same daemon carries on; a client killed with SIGKILL mid-transfer leaves no
 # QP, CQ, MR, mapping or file descriptor behind in the daemon (counted, not assumed); a daemon
 # stopped under load flushes its clients' work with an error status they see, and the peer's
-# clients fail their work with an error instead of hanging.
+# clients fail their work with an error instead of hanging; a daemon killed outright cannot
+# flush, and its clients, busy-polling or asleep on a completion channel, still see their
+# work flushed (libmetaroce notices the hang-up) and IBV_EVENT_DEVICE_FATAL.
 . "$(dirname "$0")/lib.sh"
 
 command -v ibv_rc_pingpong >/dev/null || fail "ibv_rc_pingpong missing (ibverbs-utils: make deps)"
@@ -62,4 +64,35 @@ wait "$s_cli"
 rc=$?
 [ $rc -ne 0 ] && [ $rc -ne 124 ] || { cat "$TMP/s.client.log"; fail "A's client: exit $rc, wanted an error, not a hang"; }
 grep "Failed status" "$TMP/s.server.log" "$TMP/s.client.log"
+
+# --- daemon B killed under load: no flush from it, so its clients' library does it
+start_daemon "$NS_B" b2 --set "plane=0 ${TAG}b0 198.18.0.2" --set "plane=1 ${TAG}b1 198.19.0.2" \
+	--set "peer_prefix=198.18.0.0/15" --set "control_socket=$TMP/b.sock"
+wait_for "$TMP/b2.log" "$DAEMON_UP"
+for mode in poll events; do
+	flag= port=18520
+	[ $mode = events ] && flag=-e port=18521
+	bg_b "$TMP/$mode.server.log" timeout 60 ibv_rc_pingpong -g 0 $flag -p $port -n 100000000
+	eval "${mode}_srv=\$BG"
+	wait_listening "$NS_B" $port
+	bg_a "$TMP/$mode.client.log" timeout 60 ibv_rc_pingpong -g 0 $flag -p $port -n 100000000 198.18.0.2
+	eval "${mode}_cli=\$BG"
+done
+ctl_wait 10 "$TMP/b.sock" qp "len(j['qps']) == 2 and all(q['state'] == 'rts' and q['completions'] > 100 for q in j['qps'])"
+kill -KILL "$PID_b2"
+wait "$PID_b2" 2>/dev/null
+for mode in poll events; do
+	eval "srv=\$${mode}_srv cli=\$${mode}_cli"
+	wait "$srv"
+	rc=$?
+	[ $rc -ne 0 ] && [ $rc -ne 124 ] ||
+		{ cat "$TMP/$mode.server.log"; fail "B's $mode client after SIGKILL: exit $rc, wanted an error, not a hang"; }
+	grep -q "Failed status Work Request Flushed Error" "$TMP/$mode.server.log" ||
+		{ cat "$TMP/$mode.server.log"; fail "B's $mode client saw no flush completion after SIGKILL"; }
+	wait "$cli"
+	rc=$?
+	[ $rc -ne 0 ] && [ $rc -ne 124 ] ||
+		{ cat "$TMP/$mode.client.log"; fail "A's $mode client: exit $rc, wanted an error, not a hang"; }
+	grep "Failed status" "$TMP/$mode.server.log" "$TMP/$mode.client.log"
+done
 echo PASS
