@@ -207,11 +207,18 @@ void mrcd_core_flush_all(struct mrcd_core *c, uint64_t now);
 
 /* The parts of a status reply the core knows; the caller adds backend, uptime, planes. */
 void mrcd_core_status(const struct mrcd_core *c, struct mrc_ctl_status *s);
-size_t mrcd_core_peers_reply(const struct mrcd_core *c, uint8_t *buf, size_t cap);
-size_t mrcd_core_qps_reply(const struct mrcd_core *c, uint8_t *buf, size_t cap);
+/*
+ * What one user may see of others: an operator (viewer NULL) everything; anyone else (*viewer
+ * their uid) only their own QPs and paths, and the peers without their node ids, from which
+ * with QP numbers the sequence numbers derive (SPEC R-116) [issue 20].
+ */
+size_t mrcd_core_peers_reply(const struct mrcd_core *c, const uint32_t *viewer, uint8_t *buf,
+			     size_t cap);
+size_t mrcd_core_qps_reply(const struct mrcd_core *c, const uint32_t *viewer, uint8_t *buf,
+			   size_t cap);
 /* Every QP's paths, or only those of *qpn. */
-size_t mrcd_core_paths_reply(const struct mrcd_core *c, const uint32_t *qpn, uint8_t *buf,
-			     size_t cap, uint64_t now);
+size_t mrcd_core_paths_reply(const struct mrcd_core *c, const uint32_t *viewer,
+			     const uint32_t *qpn, uint8_t *buf, size_t cap, uint64_t now);
 /* The core's metric families, Prometheus text; returns the bytes written. */
 size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap);
 

@@ -53,7 +53,8 @@ void mrcd_core_status(const struct mrcd_core *c, struct mrc_ctl_status *s)
 			   c->cfg->planes[i].addr.addr, c->cfg->planes[i].ifname);
 }
 
-size_t mrcd_core_peers_reply(const struct mrcd_core *c, uint8_t *buf, size_t cap)
+size_t mrcd_core_peers_reply(const struct mrcd_core *c, const uint32_t *viewer, uint8_t *buf,
+			     size_t cap)
 {
 	size_t n = 0;
 
@@ -62,7 +63,7 @@ size_t mrcd_core_peers_reply(const struct mrcd_core *c, uint8_t *buf, size_t cap
 		struct mrc_ctl_peer out;
 
 		memset(&out, 0, sizeof(out));
-		out.node_id = p->info.node_id;
+		out.node_id = viewer ? 0 : p->info.node_id;
 		memcpy(out.named, p->named, 16);
 		out.state = (uint8_t)p->state;
 		out.port = p->info.udp_port;
@@ -76,7 +77,14 @@ size_t mrcd_core_peers_reply(const struct mrcd_core *c, uint8_t *buf, size_t cap
 	return n;
 }
 
-size_t mrcd_core_qps_reply(const struct mrcd_core *c, uint8_t *buf, size_t cap)
+/* Whether the viewer may see the QP (an operator: every one). */
+static bool visible(const struct mrcd_tables *t, const uint32_t *viewer, const struct mrcd_qp *qp)
+{
+	return qp->owner >= 0 && (!viewer || t->client[qp->owner].uid == *viewer);
+}
+
+size_t mrcd_core_qps_reply(const struct mrcd_core *c, const uint32_t *viewer, uint8_t *buf,
+			   size_t cap)
 {
 	const struct mrcd_tables *t = &c->t;
 	size_t n = 0;
@@ -85,7 +93,7 @@ size_t mrcd_core_qps_reply(const struct mrcd_core *c, uint8_t *buf, size_t cap)
 		const struct mrcd_qp *qp = &t->qps[i];
 		struct mrc_ctl_qp out;
 
-		if (qp->owner < 0)
+		if (!visible(t, viewer, qp))
 			continue;
 		memset(&out, 0, sizeof(out));
 		out.qp_num = qp->qpn;
@@ -112,8 +120,8 @@ size_t mrcd_core_qps_reply(const struct mrcd_core *c, uint8_t *buf, size_t cap)
 	return n;
 }
 
-size_t mrcd_core_paths_reply(const struct mrcd_core *c, const uint32_t *qpn, uint8_t *buf,
-			     size_t cap, uint64_t now)
+size_t mrcd_core_paths_reply(const struct mrcd_core *c, const uint32_t *viewer,
+			     const uint32_t *qpn, uint8_t *buf, size_t cap, uint64_t now)
 {
 	size_t n = 0;
 
@@ -121,7 +129,7 @@ size_t mrcd_core_paths_reply(const struct mrcd_core *c, const uint32_t *qpn, uin
 		const struct mrcd_qp *qp = &c->t.qps[i];
 		struct mrc_conn_info info;
 
-		if (qp->owner < 0 || !qp->conn || (qpn && qp->qpn != *qpn))
+		if (!visible(&c->t, viewer, qp) || !qp->conn || (qpn && qp->qpn != *qpn))
 			continue;
 		mrc_conn_get_info(qp->conn, &info);
 		for (unsigned k = 0; k < mrc_conn_n_paths(qp->conn); k++) {

@@ -250,15 +250,21 @@ static int do_status(struct mrcd *d, struct call *k)
 	return 0;
 }
 
+/* NULL for an operator, who sees everything; else the uid whose objects the caller sees. */
+static const uint32_t *viewer(const struct mrcd *d, unsigned slot)
+{
+	return admin_allowed(d, slot) ? NULL : &mrcd_core_client(&d->core, slot)->uid;
+}
+
 static int do_peers(struct mrcd *d, struct call *k)
 {
-	k->len = mrcd_core_peers_reply(&d->core, k->out, k->cap);
+	k->len = mrcd_core_peers_reply(&d->core, viewer(d, k->slot), k->out, k->cap);
 	return 0;
 }
 
 static int do_qps(struct mrcd *d, struct call *k)
 {
-	k->len = mrcd_core_qps_reply(&d->core, k->out, k->cap);
+	k->len = mrcd_core_qps_reply(&d->core, viewer(d, k->slot), k->out, k->cap);
 	return 0;
 }
 
@@ -268,8 +274,8 @@ static int do_paths(struct mrcd *d, struct call *k)
 
 	if (k->req->len)
 		memcpy(&one, k->payload, sizeof(one));
-	k->len = mrcd_core_paths_reply(&d->core, k->req->len ? &one.handle : NULL, k->out, k->cap,
-				       mrcd_now_ns());
+	k->len = mrcd_core_paths_reply(&d->core, viewer(d, k->slot), k->req->len ? &one.handle : NULL,
+				       k->out, k->cap, mrcd_now_ns());
 	return 0;
 }
 
@@ -353,7 +359,7 @@ static const struct {
 	[MRC_CTL_PATHS] = { do_paths, 0, sizeof(struct mrc_ctl_handle), false },
 	[MRC_CTL_METRICS] = { do_metrics, 0, -1, false },
 	[MRC_CTL_CONFIG] = { do_config, 0, -1, false },
-	[MRC_CTL_MONITOR] = { do_monitor, 0, -1, false },
+	[MRC_CTL_MONITOR] = { do_monitor, 0, -1, true }, /* events name every user's QPs */
 	[MRC_CTL_XDP] = { do_xdp, 0, -1, false },
 	[MRC_CTL_DRAIN_PLANE] = { do_drain, sizeof(struct mrc_ctl_drain), -1, true },
 	[MRC_CTL_RELOAD] = { do_reload, 0, -1, true },

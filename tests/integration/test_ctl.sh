@@ -2,7 +2,8 @@
 # 0/1/2), -j and -j -p parsed back, dev show; the maintenance action: draining a plane in
 # the middle of a verified transfer moves every new packet to the other plane, on both
 # hosts (the peer follows the announcement), with no error and no byte lost; restoring it
-# brings it back; monitor streams all of it as it happens (text and -j); config reload.
+# brings it back; monitor streams all of it as it happens (text and -j); config reload;
+# another user sees only their own QPs and paths, no node ids, and may not act or monitor.
 . "$(dirname "$0")/lib.sh"
 
 two_daemons
@@ -121,6 +122,21 @@ gone "$cli" && transfer_ended "drain"
 "$CTL" -S "$TMP/a.sock" -s path show | grep -q "plane 1 .*drained" || fail "path show: not drained"
 # shellcheck disable=SC2086
 "$CTL" $A -j status | grep -q '"drained_planes":2' || fail "status does not show plane 1 drained"
+# another user, in the socket's group as a deployment puts its users, sees the daemon but
+# none of root's QPs or paths, no node id, and may neither act nor monitor
+chmod o+x "$TMP"
+chgrp nogroup "$TMP/a.sock"
+as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$CTL" -S "$TMP/a.sock" "$@"; }
+as_nobody status >/dev/null || fail "another user cannot ask the status"
+[ "$(ctl_json "$TMP/a.sock" qp 'len(j["qps"])')" -ge 1 ] || transfer_ended "other users' view"
+as_nobody -j qp | grep -qx '{"qps":\[\]}' || fail "another user sees root's QPs: $(as_nobody -j qp)"
+as_nobody -j path | grep -qx '{"paths":\[\]}' || fail "another user sees root's paths"
+as_nobody -j peer | python3 -c '
+import json, sys
+sys.exit(0 if all(p["node"] == "0" * 16 for p in json.load(sys.stdin)["peers"]) else 1)' ||
+	fail "another user sees the peers' node ids"
+as_nobody path set plane 1 up 2>/dev/null && fail "another user restored a plane"
+as_nobody monitor 2>/dev/null && fail "another user may monitor"
 # shellcheck disable=SC2086
 "$CTL" $A path set plane 1 up | grep -q "plane restored" || fail "path set plane 1 up"
 wait_until 5 "plane 1 not used again after restore" back_on_plane_1

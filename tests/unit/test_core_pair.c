@@ -138,6 +138,37 @@ START_TEST(core_pair__silent_connections_are_closed)
 }
 END_TEST
 
+/* A user sees their own QPs and paths, not another's, nor the peers' node ids; an operator
+ * (no viewer) sees everything [issue 20]. */
+START_TEST(core_pair__users_see_only_their_own)
+{
+	static struct world w;
+	static uint8_t buf[MRC_CTL_MAX_MSG];
+	const struct mrcd_core *c;
+	const uint32_t owner = 0, stranger = 1000;
+	struct mrc_ctl_peer peer;
+	size_t all;
+
+	world_init(&w, 78);
+	c = &w.h[0].core;
+	world_run(&w, SEC, NULL, 0, NULL); /* discovery done, paths made */
+	all = mrcd_core_qps_reply(c, NULL, buf, sizeof(buf));
+	ck_assert_uint_gt(all, 0);
+	ck_assert_uint_eq(mrcd_core_qps_reply(c, &owner, buf, sizeof(buf)), all);
+	ck_assert_uint_eq(mrcd_core_qps_reply(c, &stranger, buf, sizeof(buf)), 0);
+	ck_assert_uint_gt(mrcd_core_paths_reply(c, NULL, NULL, buf, sizeof(buf), w.now), 0);
+	ck_assert_uint_gt(mrcd_core_paths_reply(c, &owner, NULL, buf, sizeof(buf), w.now), 0);
+	ck_assert_uint_eq(mrcd_core_paths_reply(c, &stranger, NULL, buf, sizeof(buf), w.now), 0);
+	ck_assert_uint_eq(mrcd_core_peers_reply(c, NULL, buf, sizeof(buf)), sizeof(peer));
+	memcpy(&peer, buf, sizeof(peer));
+	ck_assert_uint_eq(peer.node_id, w.h[1].core.peers.local.node_id);
+	ck_assert_uint_eq(mrcd_core_peers_reply(c, &stranger, buf, sizeof(buf)), sizeof(peer));
+	memcpy(&peer, buf, sizeof(peer));
+	ck_assert_uint_eq(peer.node_id, 0);
+	world_free(&w);
+}
+END_TEST
+
 START_TEST(core_pair__clean_network)
 {
 	transfer(1, 0, 0, 0, 0);
@@ -315,6 +346,7 @@ Suite *core_pair_suite(void)
 	TCase *tc = tcase_create("core_pair");
 
 	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, core_pair__users_see_only_their_own);
 	tcase_add_test(tc, core_pair__clean_network);
 	tcase_add_test(tc, core_pair__through_a_memory_window);
 	tcase_add_test(tc, core_pair__silent_connections_are_closed);
