@@ -142,6 +142,39 @@ static long request_arg(const char *path, uint16_t type, const void *arg, uint32
 	return (long)rep.len;
 }
 
+/* Each user's holdings against its limits (an operator sees every user, others themselves),
+ * after the status: nothing from a daemon that does not know the request. */
+static void show_users(const char *path, bool json)
+{
+	static const char *const names[MRC_CTL_USER_RESOURCES] = {
+		"connections", "qps", "cqs", "mrs", "srqs", "registered", "page_maps"
+	};
+	static struct mrc_ctl_user users[MRC_CTL_MAX_MSG / sizeof(struct mrc_ctl_user)];
+	long n = request(path, MRC_CTL_USERS, (uint8_t *)users, sizeof(users));
+
+	n = n > 0 && n % (long)sizeof(users[0]) == 0 ? n / (long)sizeof(users[0]) : 0;
+	for (long i = 0; i < n; i++) {
+		const struct mrc_ctl_user *u = &users[i];
+
+		if (json)
+			fprintf(out, "%s{\"uid\":%u,\"limited\":%s", i ? "," : "", u->uid,
+				u->limited ? "true" : "false");
+		else
+			fprintf(out, "user %u%s", u->uid, u->limited ? "" : "  (not limited)");
+		for (unsigned r = 0; r < MRC_CTL_USER_RESOURCES; r++) {
+			if (json)
+				fprintf(out, ",\"%s\":[%llu,%llu]", names[r],
+					(unsigned long long)u->used[r], (unsigned long long)u->limit[r]);
+			else if (u->limited)
+				fprintf(out, "  %s %llu/%llu", names[r], (unsigned long long)u->used[r],
+					(unsigned long long)u->limit[r]);
+			else
+				fprintf(out, "  %s %llu", names[r], (unsigned long long)u->used[r]);
+		}
+		fprintf(out, json ? "}" : "\n");
+	}
+}
+
 static int show_status(const char *path, bool json)
 {
 	struct mrc_ctl_status s;
@@ -166,11 +199,13 @@ static int show_status(const char *path, bool json)
 		fprintf(out, "],\"peers\":%u,\"rx_datagrams\":%llu,\"rx_malformed\":%llu,"
 		       "\"rx_no_qp\":%llu,\"tx_datagrams\":%llu,\"clients\":%u,\"qps\":%u,"
 		       "\"cqs\":%u,\"mrs\":%u,\"mapped_bytes\":%llu,\"max_payload\":%u,"
-		       "\"drained_planes\":%u}\n",
+		       "\"drained_planes\":%u,\"users\":[",
 		       s.n_peers, (unsigned long long)s.rx_datagrams,
 		       (unsigned long long)s.rx_malformed, (unsigned long long)s.rx_no_qp,
 		       (unsigned long long)s.tx_datagrams, s.n_clients, s.n_qps, s.n_cqs, s.n_mrs,
 		       (unsigned long long)s.mapped_bytes, s.max_payload, s.drained_planes);
+		show_users(path, true);
+		fprintf(out, "]}\n");
 		return 0;
 	}
 	fprintf(out, "node %016llx  backend %.16s%s%.64s%s  port %u  up %.1fs\n",
@@ -184,6 +219,7 @@ static int show_status(const char *path, bool json)
 	       (unsigned long long)s.rx_no_qp, (unsigned long long)s.tx_datagrams);
 	fprintf(out, "clients %u  qps %u  cqs %u  mrs %u  mapped %llu bytes\n", s.n_clients, s.n_qps,
 	       s.n_cqs, s.n_mrs, (unsigned long long)s.mapped_bytes);
+	show_users(path, false);
 	return 0;
 }
 

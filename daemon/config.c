@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <metaroce/ctl.h>
+
 #include "shm/spin.h"
 
 #define MAX_LINE 1024
@@ -36,6 +38,10 @@ void mrcd_config_default(struct mrcd_config *cfg)
 	cfg->paths_per_plane = 4;
 	cfg->mtu = 1500;
 	cfg->udp_gso = true;
+	cfg->user = (struct mrcd_user_limits){ .connections = 64, .qps = MRC_CTL_CLIENT_MAX_QPS,
+					       .cqs = MRC_CTL_CLIENT_MAX_CQS,
+					       .mrs = MRC_CTL_CLIENT_MAX_MRS,
+					       .srqs = MRC_CTL_CLIENT_MAX_SRQS };
 	snprintf(cfg->control_socket, sizeof(cfg->control_socket), "%s",
 		 MRCD_CONTROL_SOCKET_DEFAULT);
 }
@@ -137,6 +143,29 @@ static int parse_rate(const char *s, uint64_t *out)
 	}
 	if (mult != 1)
 		digits[n - 1] = '\0';
+	if (parse_uint(digits, UINT64_MAX / mult, &v))
+		return -1;
+	*out = v * mult;
+	return 0;
+}
+
+/* A size in bytes: digits and an optional K, M, G or T (powers of 1024). */
+static int parse_bytes(const char *s, uint64_t *out)
+{
+	static const char units[] = "KMGT";
+	char digits[32];
+	size_t n = strlen(s);
+	const char *u;
+	uint64_t mult = 1, v;
+
+	if (n == 0 || n >= sizeof(digits))
+		return -1;
+	memcpy(digits, s, n + 1);
+	u = strchr(units, digits[n - 1] & ~0x20);
+	if (u && *u) {
+		mult = 1ull << (10 * (1 + (u - units)));
+		digits[n - 1] = '\0';
+	}
 	if (parse_uint(digits, UINT64_MAX / mult, &v))
 		return -1;
 	*out = v * mult;
@@ -329,6 +358,70 @@ static int set_prefix(struct mrcd_config *cfg, const char *v, char *err, size_t 
 	return 0;
 }
 
+/* user_max_* counts: at least 1, at most the table a client could fill */
+static int set_user_count(uint32_t *field, const char *key, uint64_t max, const char *v,
+			  char *err, size_t errlen)
+{
+	uint64_t n;
+
+	if (parse_uint(v, max, &n) || n == 0)
+		return fail(err, errlen, "%s must be a number from 1 to %llu, not '%s'", key,
+			    (unsigned long long)max, v);
+	*field = (uint32_t)n;
+	return 0;
+}
+
+static int set_user_connections(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	return set_user_count(&cfg->user.connections, "user_max_connections", 256, v, err, errlen);
+}
+
+static int set_user_qps(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	return set_user_count(&cfg->user.qps, "user_max_qps", MRC_CTL_CLIENT_MAX_QPS, v, err,
+			      errlen);
+}
+
+static int set_user_cqs(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	return set_user_count(&cfg->user.cqs, "user_max_cqs", MRC_CTL_CLIENT_MAX_CQS, v, err,
+			      errlen);
+}
+
+static int set_user_mrs(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	return set_user_count(&cfg->user.mrs, "user_max_mrs", MRC_CTL_CLIENT_MAX_MRS, v, err,
+			      errlen);
+}
+
+static int set_user_srqs(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	return set_user_count(&cfg->user.srqs, "user_max_srqs", MRC_CTL_CLIENT_MAX_SRQS, v, err,
+			      errlen);
+}
+
+static int set_user_size(uint64_t *field, const char *key, const char *v, char *err,
+			 size_t errlen)
+{
+	if (!strcmp(v, "auto")) {
+		*field = 0;
+		return 0;
+	}
+	if (parse_bytes(v, field) || *field == 0)
+		return fail(err, errlen, "%s must be auto or a size such as 64G, not '%s'", key, v);
+	return 0;
+}
+
+static int set_user_registered(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	return set_user_size(&cfg->user.registered_bytes, "user_max_registered", v, err, errlen);
+}
+
+static int set_user_page_maps(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	return set_user_size(&cfg->user.page_map_bytes, "user_max_page_maps", v, err, errlen);
+}
+
 static const struct {
 	const char *key;
 	setter set;
@@ -339,6 +432,11 @@ static const struct {
 	{ "peer_prefix", set_prefix },	      { "control_socket", set_control_socket },
 	{ "busy_poll", set_busy_poll },	      { "metrics_listen", set_metrics_listen },
 	{ "transport", set_transport },	      { "udp_gso", set_udp_gso },
+	{ "user_max_connections", set_user_connections },
+	{ "user_max_qps", set_user_qps },     { "user_max_cqs", set_user_cqs },
+	{ "user_max_mrs", set_user_mrs },     { "user_max_srqs", set_user_srqs },
+	{ "user_max_registered", set_user_registered },
+	{ "user_max_page_maps", set_user_page_maps },
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -560,6 +658,19 @@ size_t mrcd_config_render(const struct mrcd_config *cfg, char *buf, size_t cap)
 		EMIT(cfg->metrics_addr.family == MRC_AF_INET ? "metrics_listen = %s:%u\n"
 							      : "metrics_listen = [%s]:%u\n",
 		     render_addr(&cfg->metrics_addr, a, sizeof(a)), cfg->metrics_port);
+	EMIT("user_max_connections = %u\n", cfg->user.connections);
+	EMIT("user_max_qps = %u\n", cfg->user.qps);
+	EMIT("user_max_cqs = %u\n", cfg->user.cqs);
+	EMIT("user_max_mrs = %u\n", cfg->user.mrs);
+	EMIT("user_max_srqs = %u\n", cfg->user.srqs);
+	if (cfg->user.registered_bytes)
+		EMIT("user_max_registered = %llu\n", (unsigned long long)cfg->user.registered_bytes);
+	else
+		EMIT("user_max_registered = auto\n");
+	if (cfg->user.page_map_bytes)
+		EMIT("user_max_page_maps = %llu\n", (unsigned long long)cfg->user.page_map_bytes);
+	else
+		EMIT("user_max_page_maps = auto\n");
 #undef EMIT
 	return n;
 }

@@ -18,6 +18,13 @@
  *     udp_gso = yes                       # udp sockets: trains as one message (GSO, GRO)
  *     transport = metaroce                # metaroce | rocev2: the baseline, for comparison
  *     metrics_listen = 127.0.0.1:9464     # Prometheus /metrics over HTTP; off when unset
+ *     user_max_connections = 64           # what one user (uid) may hold, over all its
+ *     user_max_qps = 2048                 #   connections; root and the daemon's own user
+ *     user_max_cqs = 2048                 #   are not limited
+ *     user_max_mrs = 8192                 # memory regions and windows
+ *     user_max_srqs = 512
+ *     user_max_registered = auto          # bytes of regions; auto: the host's memory
+ *     user_max_page_maps = auto           # XDP page maps; auto: half the host's memory
  */
 #ifndef METAROCE_DAEMON_CONFIG_H
 #define METAROCE_DAEMON_CONFIG_H
@@ -58,6 +65,12 @@ struct mrcd_prefix {
 	uint8_t len; /* in bits of the 16-byte form: an IPv4 /15 is 96 + 15 */
 };
 
+/* What one user may hold over all its connections [issue 20]; 0 for the two sizes: auto. */
+struct mrcd_user_limits {
+	uint32_t connections, qps, cqs, mrs, srqs;
+	uint64_t registered_bytes, page_map_bytes;
+};
+
 struct mrcd_config {
 	enum mrcd_backend_kind backend;
 	uint16_t port;
@@ -76,6 +89,7 @@ struct mrcd_config {
 	bool metrics;		   /* metrics_listen is set */
 	struct mrcd_addr metrics_addr;
 	uint16_t metrics_port;
+	struct mrcd_user_limits user;
 };
 
 void mrcd_config_default(struct mrcd_config *cfg);

@@ -86,6 +86,8 @@ int mrcd_core_init(struct mrcd_core *c, const struct mrcd_core_params *p)
 	c->port = p->port;
 	c->page_size = p->page_size;
 	c->page_map_quota = p->page_map_quota;
+	c->registered_auto = p->registered_auto;
+	c->operator_uid = p->operator_uid;
 	c->started_ns = c->now = p->now;
 	mrc_prf_init(&t->rng, p->seed[0], p->seed[1]);
 	t->mrs = calloc(MRCD_MAX_MRS, sizeof(*t->mrs));
@@ -176,7 +178,12 @@ static void silent_compact(struct mrcd_core *c)
 int mrcd_core_client_open(struct mrcd_core *c, int pid, uint32_t uid, uint64_t now)
 {
 	struct mrcd_silent_queue *q = &c->t.silent;
+	int err;
 
+	c->now = now;
+	err = core_user_allows(c, uid, MRC_CTL_USER_CONNECTIONS, 1);
+	if (err)
+		return err;
 	for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
 		if (!c->t.client[i].open) {
 			unsigned at;
@@ -364,6 +371,9 @@ static int pages(struct mrcd_core *c, const struct request *r)
 		return -EINVAL;
 	if (cl->page_bytes + pg.length > c->page_map_quota)
 		return -EDQUOT;
+	err = core_user_allows(c, cl->uid, MRC_CTL_USER_PAGE_MAPS, pg.length);
+	if (err)
+		return err;
 	err = c->ops->new_page_map(c->io, pg.length);
 	if (err)
 		return err;

@@ -112,6 +112,7 @@ struct mrcd_stats {
 	uint64_t ud_tx, ud_rx;	    /* UD datagrams sent, delivered [SPEC 4.8] */
 	uint64_t ud_unroutable;	    /* UD datagrams for a destination this daemon may not reach */
 	uint64_t ud_dropped[MRC_DROP_REASON_MAX + 1]; /* UD datagrams refused, by reason */
+	uint64_t user_refusals;	    /* requests a user's limit refused (users.c) */
 };
 
 struct mrcd_core_params {
@@ -124,7 +125,10 @@ struct mrcd_core_params {
 	uint64_t request_seed; /* discovery's request ids, apart from the node id */
 	uint16_t port;	       /* the MetaRoCE port the backend bound */
 	size_t page_size;
-	uint64_t page_map_quota; /* page-map bytes one client connection may have */
+	uint64_t page_map_quota; /* page-map bytes one client connection may have, and one
+				  * user unless user_max_page_maps says */
+	uint64_t registered_auto; /* user_max_registered = auto: the host's memory */
+	uint32_t operator_uid;	  /* the daemon's own user: like root, not limited */
 	uint64_t now;
 };
 
@@ -136,6 +140,9 @@ struct mrcd_core {
 	uint16_t port;
 	size_t page_size;
 	uint64_t page_map_quota;
+	uint64_t registered_auto;
+	uint32_t operator_uid;
+	uint64_t next_user_refusal_log_ns;
 	uint64_t started_ns;
 	uint64_t now;		 /* the latest time the caller gave: the peer table's callbacks */
 	uint16_t drained_planes; /* operator-drained planes (bit i = plane i) */
@@ -152,7 +159,8 @@ void mrcd_core_fini(struct mrcd_core *c);
 
 /* --- clients --------------------------------------------------------------------------- */
 
-/* A control connection opened at now: its slot, or -ENOSPC. */
+/* A control connection opened at now: its slot, or -ENOSPC (no slot), -EUSERS (its user
+ * holds user_max_connections already). */
 int mrcd_core_client_open(struct mrcd_core *c, int pid, uint32_t uid, uint64_t now);
 /* It made a request (any: the daemon's I/O answers the operator's itself). */
 void mrcd_core_client_heard(struct mrcd_core *c, unsigned slot);
@@ -216,6 +224,9 @@ size_t mrcd_core_peers_reply(const struct mrcd_core *c, const uint32_t *viewer, 
 			     size_t cap);
 size_t mrcd_core_qps_reply(const struct mrcd_core *c, const uint32_t *viewer, uint8_t *buf,
 			   size_t cap);
+/* Each user with a connection: what it holds, its limits (users.c). */
+size_t mrcd_core_users_reply(const struct mrcd_core *c, const uint32_t *viewer, uint8_t *buf,
+			     size_t cap);
 /* Every QP's paths, or only those of *qpn. */
 size_t mrcd_core_paths_reply(const struct mrcd_core *c, const uint32_t *viewer,
 			     const uint32_t *qpn, uint8_t *buf, size_t cap, uint64_t now);

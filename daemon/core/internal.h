@@ -34,6 +34,19 @@ int core_discover_addr(struct mrcd_core *c, const uint8_t addr[16], uint64_t now
 /* What the peer table has to send (DISCOVER and its answers), to the wire. */
 void core_send_daemon_packets(struct mrcd_core *c, uint64_t now);
 
+/* --- users.c: what one uid may hold over all its connections -------------------------------- */
+
+/* Root and the daemon's own user: no limit applies. */
+bool core_user_exempt(const struct mrcd_core *c, uint32_t uid);
+void core_user_usage(const struct mrcd_core *c, uint32_t uid,
+		     uint64_t usage[MRC_CTL_USER_RESOURCES]);
+/* The configured limits, autos resolved. */
+void core_user_limits(const struct mrcd_core *c, uint64_t limits[MRC_CTL_USER_RESOURCES]);
+/* 0 when uid may hold `more` of `what` beyond what it holds; else -EUSERS (connections) or
+ * -EDQUOT, counted, and logged once a second at most naming the limit. */
+int core_user_allows(struct mrcd_core *c, uint32_t uid, enum mrc_ctl_user_resource what,
+		     uint64_t more);
+
 /* --- objects.c: handles, regions, completion queues ---------------------------------------- */
 
 uint32_t core_make_handle(struct mrcd_tables *t, unsigned slot);

@@ -83,6 +83,7 @@ void core_mr_unmap(struct mrcd_core *c, struct mrcd_mr *mr)
 		c->fast->mr_clear(c->io, (uint32_t)(mr - c->t.mrs));
 	c->ops->unmap(c->io, mr->span, mr->span_len);
 	c->t.mapped_bytes -= mr->span_len;
+	c->t.client[mr->owner].registered_bytes -= mr->span_len;
 	mr->owner = -1;
 	mr->key = 0;
 	mr->retired = false;
@@ -241,6 +242,11 @@ int core_reg_mr(struct mrcd_core *c, unsigned owner, const uint8_t *payload, siz
 	}
 	if (r.offset >= span || r.length > span - r.offset)
 		return -EINVAL;
+	err = core_user_allows(c, t->client[owner].uid, MRC_CTL_USER_MRS, 1);
+	if (!err)
+		err = core_user_allows(c, t->client[owner].uid, MRC_CTL_USER_REGISTERED, span);
+	if (err)
+		return err;
 	mr = core_key_slot(t, owner);
 	if (!mr)
 		return -ENOSPC;
@@ -263,6 +269,7 @@ int core_reg_mr(struct mrcd_core *c, unsigned owner, const uint8_t *payload, siz
 	mr->bound = false;
 	mr_hand_to_fast_path(c, mr, &r, seg, &map);
 	t->mapped_bytes += mr->span_len;
+	t->client[owner].registered_bytes += mr->span_len;
 	t->n_mrs++;
 	t->client[owner].n_mrs++;
 	out->lkey = out->rkey = mr->key;
@@ -380,6 +387,9 @@ int core_create_cq(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 		return -EMFILE;
 	if (t->client[owner].n_cqs >= MRCD_CLIENT_MAX_CQS)
 		return -ENOSPC;
+	err = core_user_allows(c, t->client[owner].uid, MRC_CTL_USER_CQS, 1);
+	if (err)
+		return err;
 	for (slot = 0; slot < MRCD_MAX_CQS; slot++)
 		if (t->cqs[slot].owner < 0) {
 			cq = &t->cqs[slot];

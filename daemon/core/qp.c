@@ -149,6 +149,9 @@ int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 		return -EINVAL;
 	if (c->t.client[owner].n_qps >= MRCD_CLIENT_MAX_QPS)
 		return -ENOSPC;
+	err = core_user_allows(c, c->t.client[owner].uid, MRC_CTL_USER_QPS, 1);
+	if (err)
+		return err;
 	qp = qp_slot_free(c, &slot);
 	if (!qp)
 		return -ENOSPC;

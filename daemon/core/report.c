@@ -340,6 +340,9 @@ size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 		if (qp_drop_names[r])
 			put(&o, "metaroce_qp_rx_dropped_total{reason=\"%s\"} %llu\n", qp_drop_names[r],
 			    (unsigned long long)qp_drops[r]);
+	family(&o, "metaroce_user_refusals_total", "counter",
+	       "Requests and connections refused because their user holds a user_max_* limit.");
+	put(&o, "metaroce_user_refusals_total %llu\n", (unsigned long long)c->stats.user_refusals);
 	family(&o, "metaroce_tx_datagrams_total", "counter", "Datagrams sent.");
 	put(&o, "metaroce_tx_datagrams_total %llu\n", (unsigned long long)c->stats.tx_datagrams);
 	family(&o, "metaroce_tx_held_dropped_total", "counter",

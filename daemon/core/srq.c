@@ -47,6 +47,9 @@ int core_create_srq(struct mrcd_core *c, unsigned owner, const uint8_t *payload,
 		return -EMFILE;
 	if (t->client[owner].n_srqs >= MRCD_CLIENT_MAX_SRQS)
 		return -ENOSPC;
+	err = core_user_allows(c, t->client[owner].uid, MRC_CTL_USER_SRQS, 1);
+	if (err)
+		return err;
 	for (slot = 1; slot < MRCD_MAX_SRQS; slot++)
 		if (t->srqs[slot].owner < 0) {
 			s = &t->srqs[slot];

@@ -55,6 +55,7 @@ struct mrcd_client {
 	unsigned n_srqs;
 	unsigned n_retired;
 	uint64_t page_bytes; /* page maps handed to it (MRC_CTL_PAGES) since it connected */
+	uint64_t registered_bytes; /* the spans of its regions, which the daemon maps */
 	uint64_t silent_until; /* its first request is due by then; 0: it made one */
 };
 

@@ -59,6 +59,7 @@ int core_alloc_mw(struct mrcd_core *c, unsigned owner, const uint8_t *payload, s
 	struct mrc_ctl_alloc_mw r;
 	struct mrcd_mr *w;
 	uint32_t slot;
+	int err;
 
 	if (len != sizeof(r))
 		return -EINVAL;
@@ -66,6 +67,9 @@ int core_alloc_mw(struct mrcd_core *c, unsigned owner, const uint8_t *payload, s
 	if ((r.type != MRC_CTL_MW_TYPE_1 && r.type != MRC_CTL_MW_TYPE_2) || !r.pd ||
 	    r.pd > MRC_CTL_MAX_PD || r.reserved[0] || r.reserved[1] || r.reserved[2])
 		return -EINVAL;
+	err = core_user_allows(c, t->client[owner].uid, MRC_CTL_USER_MRS, 1);
+	if (err)
+		return err;
 	w = core_key_slot(t, owner);
 	if (!w)
 		return -ENOSPC;

@@ -177,8 +177,11 @@ static void accept_clients(struct mrcd *d, struct mrcd_watch *w, uint32_t events
 			}
 		}
 		if (slot < 0) {
-			mrcd_log(LOG_WARNING, "control: refusing a client: %s",
-				 slot == -ENOSPC ? "too many clients" : strerror(errno));
+			mrcd_log(LOG_WARNING, "control: refusing a client (pid %d uid %u): %s",
+				 (int)cred.pid, (unsigned)cred.uid,
+				 slot == -ENOSPC ? "too many clients"
+				 : slot == -EUSERS ? "its user holds user_max_connections"
+						   : strerror(slot < 0 ? -slot : errno));
 			close(fd);
 			continue;
 		}
@@ -259,6 +262,12 @@ static const uint32_t *viewer(const struct mrcd *d, unsigned slot)
 static int do_peers(struct mrcd *d, struct call *k)
 {
 	k->len = mrcd_core_peers_reply(&d->core, viewer(d, k->slot), k->out, k->cap);
+	return 0;
+}
+
+static int do_users(struct mrcd *d, struct call *k)
+{
+	k->len = mrcd_core_users_reply(&d->core, viewer(d, k->slot), k->out, k->cap);
 	return 0;
 }
 
@@ -356,6 +365,7 @@ static const struct {
 	[MRC_CTL_STATUS] = { do_status, 0, -1, false },
 	[MRC_CTL_PEERS] = { do_peers, 0, -1, false },
 	[MRC_CTL_QPS] = { do_qps, 0, -1, false },
+	[MRC_CTL_USERS] = { do_users, 0, -1, false },
 	[MRC_CTL_PATHS] = { do_paths, 0, sizeof(struct mrc_ctl_handle), false },
 	[MRC_CTL_METRICS] = { do_metrics, 0, -1, false },
 	[MRC_CTL_CONFIG] = { do_config, 0, -1, false },

@@ -38,8 +38,8 @@ static int reload(struct mrcd *d)
 		mrcd_log(LOG_INFO, "reload: no configuration file, nothing to do");
 		return 0;
 	}
-	/* only what can change at run time: who may discover us; planes and ports need a
-	 * restart */
+	/* only what can change at run time: who may discover us, what users may hold (from
+	 * their next request on; what they hold stays); planes and ports need a restart */
 	mrcd_config_default(&next);
 	if (mrcd_config_load(&next, d->config_path, err, sizeof(err)) ||
 	    mrcd_config_check(&next, err, sizeof(err))) {
@@ -49,6 +49,7 @@ static int reload(struct mrcd *d)
 	d->cfg.n_prefixes = next.n_prefixes;
 	memcpy(d->cfg.prefixes, next.prefixes, sizeof(next.prefixes));
 	d->cfg.rx_capacity_bps = next.rx_capacity_bps;
+	d->cfg.user = next.user;
 	if (next.busy_poll_ns != d->cfg.busy_poll_ns) {
 		d->cfg.busy_poll_ns = next.busy_poll_ns;
 		mrc_spin_init(&d->spin, d->cfg.busy_poll_ns);

@@ -104,6 +104,10 @@ static int start_core(struct mrcd *d, char *err, size_t errlen)
 	};
 	long pages = sysconf(_SC_PHYS_PAGES);
 
+	/* a user registers at most the host's memory unless configured (user_max_registered):
+	 * more can only be sparse, and would fill the daemon's address space */
+	p.registered_auto = pages > 0 ? (uint64_t)pages * p.page_size : 64ull << 30;
+	p.operator_uid = (uint32_t)geteuid();
 	if (d->backend.fast) {
 		p.fast = &mrcd_core_io_fast_ops;
 		/* page maps are the daemon's memory: a client gets at most half the machine */

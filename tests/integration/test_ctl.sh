@@ -3,7 +3,8 @@
 # the middle of a verified transfer moves every new packet to the other plane, on both
 # hosts (the peer follows the announcement), with no error and no byte lost; restoring it
 # brings it back; monitor streams all of it as it happens (text and -j); config reload;
-# another user sees only their own QPs and paths, no node ids, and may not act or monitor.
+# another user sees only their own QPs, paths and holdings against the user limits, no node
+# ids, and may not act or monitor.
 . "$(dirname "$0")/lib.sh"
 
 two_daemons
@@ -128,6 +129,14 @@ chmod o+x "$TMP"
 chgrp nogroup "$TMP/a.sock"
 as_nobody() { setpriv --reuid=nobody --regid=nogroup --clear-groups "$CTL" -S "$TMP/a.sock" "$@"; }
 as_nobody status >/dev/null || fail "another user cannot ask the status"
+# ... and in it only its own holdings, against the user limits (its own connection: 1 of 64)
+as_nobody -j status | python3 -c '
+import json, sys
+u = json.load(sys.stdin)["users"]
+sys.exit(0 if [(x["uid"], x["limited"], x["connections"]) for x in u] == [(65534, True, [1, 64])] else 1)' ||
+	fail "another user's status: $(as_nobody status)"
+"$CTL" -S "$TMP/a.sock" status | grep -q "^user 0  (not limited)  connections" ||
+	fail "root's status lacks root's holdings: $("$CTL" -S "$TMP/a.sock" status)"
 [ "$(ctl_json "$TMP/a.sock" qp 'len(j["qps"])')" -ge 1 ] || transfer_ended "other users' view"
 as_nobody -j qp | grep -qx '{"qps":\[\]}' || fail "another user sees root's QPs: $(as_nobody -j qp)"
 as_nobody -j path | grep -qx '{"paths":\[\]}' || fail "another user sees root's paths"

@@ -270,7 +270,8 @@ void world_host_start(struct world *w, unsigned k)
 {
 	struct host *h = &w->h[k];
 	struct mrcd_core_params p = { .cfg = &h->cfg, .ops = &ops, .io = h, .port = 4791,
-				      .page_size = 4096, .now = w->now };
+				      .page_size = 4096, .now = w->now,
+				      .registered_auto = 1ull << 40, .operator_uid = 4242 };
 
 	p.node_id = h->node_id = world_rnd(w) | 1;
 	p.seed[0] = world_rnd(w);

@@ -30,6 +30,7 @@ int main(void)
 	srunner_add_suite(runner, forgery_suite());
 	srunner_add_suite(runner, atomics_suite());
 	srunner_add_suite(runner, ud_suite());
+	srunner_add_suite(runner, users_suite());
 	srunner_add_suite(runner, windows_suite());
 	srunner_add_suite(runner, linger_suite());
 	srunner_add_suite(runner, core_sched_suite());

@@ -30,6 +30,7 @@ Suite *sched_suite(void);
 Suite *share_suite(void);
 Suite *spin_suite(void);
 Suite *ud_suite(void);
+Suite *users_suite(void);
 Suite *windows_suite(void);
 
 #endif

@@ -70,7 +70,9 @@ START_TEST(mrcd_config_render__reads_back)
 				   "rx_capacity = 100G\npeer_prefix = 198.18.0.0/15\n"
 				   "peer_prefix = 2001:db8::/32\ncontrol_socket = /tmp/m.sock\n"
 				   "busy_poll = 50us\nudp_gso = no\nmetrics_listen = [::1]:9464\n"
-				   "transport = rocev2\n";
+				   "transport = rocev2\nuser_max_connections = 8\n"
+				   "user_max_qps = 100\nuser_max_registered = 64G\n"
+				   "user_max_page_maps = 3\n";
 	struct mrcd_config a, b;
 	char out1[2048], out2[2048];
 	size_t n1, n2;
@@ -87,6 +89,10 @@ START_TEST(mrcd_config_render__reads_back)
 	ck_assert_uint_eq(b.prefixes[1].len, 32);
 	ck_assert_uint_eq(b.metrics_port, 9464);
 	ck_assert_uint_eq(b.busy_poll_ns, 50000);
+	ck_assert_uint_eq(b.user.connections, 8);
+	ck_assert_uint_eq(b.user.qps, 100);
+	ck_assert_uint_eq(b.user.registered_bytes, 64ull << 30);
+	ck_assert_uint_eq(b.user.page_map_bytes, 3);
 	ck_assert_uint_eq(mrcd_config_render(&a, out1, 10), 10); /* truncates, never overflows */
 }
 END_TEST
@@ -132,6 +138,14 @@ START_TEST(mrcd_config_parse__errors_name_file_line_and_fault)
 		{ "busy_poll = 99999999999999999999ns\n", "busy_poll must be" },
 		{ "udp_gso = often\n", "udp_gso must be yes or no, not 'often'" },
 		{ "transport = iwarp\n", "transport must be metaroce or rocev2, not 'iwarp'" },
+		{ "user_max_qps = 0\n", "user_max_qps must be a number from 1 to 2048, not '0'" },
+		{ "user_max_connections = 257\n", "user_max_connections must be a number from 1" },
+		{ "user_max_mrs = 8193\n", "user_max_mrs must be a number from 1 to 8192" },
+		{ "user_max_registered = 0\n",
+		  "user_max_registered must be auto or a size such as 64G, not '0'" },
+		{ "user_max_page_maps = 1P\n", "user_max_page_maps must be auto or a size" },
+		{ "user_max_registered = 99999999999T\n", "user_max_registered must be" },
+		{ "user_max_registered = 1 G\n", "not '1 G'" },
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {

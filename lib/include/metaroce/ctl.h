@@ -67,7 +67,9 @@ enum mrc_ctl_type {
 	MRC_CTL_ALLOC_MW = 30,	  /* request: mrc_ctl_alloc_mw; reply: mrc_ctl_mw (unbound) */
 	MRC_CTL_DEALLOC_MW = 31,  /* request: mrc_ctl_handle (any key the window had); reply:
 				   * empty */
-	MRC_CTL_TYPE_MAX = MRC_CTL_DEALLOC_MW,
+	MRC_CTL_USERS = 32,	  /* request: no payload; reply: n x struct mrc_ctl_user (the
+				   * caller's own uid only, unless an operator asks) */
+	MRC_CTL_TYPE_MAX = MRC_CTL_USERS,
 };
 
 /* The shared-memory and request layout this library speaks (bumped on any change; 2: the
@@ -405,6 +407,26 @@ struct mrc_ctl_status {
 	struct mrc_ctl_plane planes[16];
 };
 
+/* What a user (uid) holds over all its connections, against its limits [MRC_CTL_USERS]. */
+enum mrc_ctl_user_resource {
+	MRC_CTL_USER_CONNECTIONS = 0,
+	MRC_CTL_USER_QPS = 1,
+	MRC_CTL_USER_CQS = 2,
+	MRC_CTL_USER_MRS = 3,	     /* memory regions and windows */
+	MRC_CTL_USER_SRQS = 4,
+	MRC_CTL_USER_REGISTERED = 5, /* bytes of memory regions */
+	MRC_CTL_USER_PAGE_MAPS = 6,  /* bytes of XDP page maps */
+	MRC_CTL_USER_RESOURCES
+};
+
+struct mrc_ctl_user {
+	__u32 uid;
+	__u8 limited; /* 0: root or the daemon's own user, whom no limit applies to */
+	__u8 reserved[3];
+	__u64 used[8];	/* by enum mrc_ctl_user_resource; the last is reserved */
+	__u64 limit[8];
+};
+
 struct mrc_ctl_peer {
 	__u64 node_id;
 	__u8 named[16];	     /* the address it was first known by */
@@ -419,6 +441,8 @@ _Static_assert(sizeof(struct mrc_ctl_hdr) == 24, "mrc_ctl_hdr is 24 bytes");
 _Static_assert(sizeof(struct mrc_ctl_plane) == 36, "mrc_ctl_plane is 36 bytes");
 _Static_assert(sizeof(struct mrc_ctl_status) == 744, "mrc_ctl_status is 744 bytes");
 _Static_assert(sizeof(struct mrc_ctl_peer) == 608, "mrc_ctl_peer is 608 bytes");
+_Static_assert(sizeof(struct mrc_ctl_user) == 136, "mrc_ctl_user is 136 bytes");
+_Static_assert(MRC_CTL_USER_RESOURCES <= 8, "a user's resources fit its reply");
 
 _Static_assert(sizeof(struct mrc_ctl_connect_qp) == 36, "mrc_ctl_connect_qp is 36 bytes");
 _Static_assert(sizeof(struct mrc_ctl_ready_qp) == 8, "mrc_ctl_ready_qp is 8 bytes");
