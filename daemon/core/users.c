@@ -12,10 +12,14 @@
 
 #include "core/internal.h"
 
+/* the configuration keys, which the log names */
 static const char *const names[MRC_CTL_USER_RESOURCES] = {
-	[MRC_CTL_USER_CONNECTIONS] = "user_max_connections", [MRC_CTL_USER_QPS] = "user_max_qps",
-	[MRC_CTL_USER_CQS] = "user_max_cqs",		   [MRC_CTL_USER_MRS] = "user_max_mrs",
-	[MRC_CTL_USER_SRQS] = "user_max_srqs",		   [MRC_CTL_USER_REGISTERED] = "user_max_registered",
+	[MRC_CTL_USER_CONNECTIONS] = "user_max_connections",
+	[MRC_CTL_USER_QPS] = "user_max_qps",
+	[MRC_CTL_USER_CQS] = "user_max_cqs",
+	[MRC_CTL_USER_MRS] = "user_max_mrs",
+	[MRC_CTL_USER_SRQS] = "user_max_srqs",
+	[MRC_CTL_USER_REGISTERED] = "user_max_registered",
 	[MRC_CTL_USER_PAGE_MAPS] = "user_max_page_maps",
 };
 
@@ -24,7 +28,8 @@ bool core_user_exempt(const struct mrcd_core *c, uint32_t uid)
 	return uid == 0 || uid == c->operator_uid;
 }
 
-void core_user_usage(const struct mrcd_core *c, uint32_t uid, uint64_t usage[MRC_CTL_USER_RESOURCES])
+void core_user_usage(const struct mrcd_core *c, uint32_t uid,
+		     uint64_t usage[MRC_CTL_USER_RESOURCES])
 {
 	memset(usage, 0, sizeof(uint64_t) * MRC_CTL_USER_RESOURCES);
 	for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++) {

@@ -170,7 +170,7 @@ int mrv_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_por
 	if (port_num != 1)
 		return EINVAL;
 	memset(&a, 0, sizeof(a));
-	a.state = ctx->dead ? IBV_PORT_DOWN : IBV_PORT_ACTIVE;
+	a.state = __atomic_load_n(&ctx->dead, __ATOMIC_ACQUIRE) ? IBV_PORT_DOWN : IBV_PORT_ACTIVE;
 	a.max_mtu = IBV_MTU_4096;
 	a.active_mtu = mrv_active_mtu(ctx);
 	a.gid_tbl_len = ctx->status.n_planes;
@@ -183,7 +183,7 @@ int mrv_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_por
 	a.max_vl_num = 1;
 	a.active_width = 2;   /* 4X */
 	a.active_speed = 32;  /* EDR: 4X EDR reads as 100 Gb/s, a nominal figure */
-	a.phys_state = ctx->dead ? 3 : 5; /* disabled / link up */
+	a.phys_state = a.state == IBV_PORT_DOWN ? 3 : 5; /* disabled / link up */
 	a.link_layer = IBV_LINK_LAYER_ETHERNET;
 	memcpy(out, &a, attr_len < sizeof(a) ? attr_len : sizeof(a));
 	return 0;

@@ -20,7 +20,7 @@ static bool midway(struct sim *sim, void *arg)
 
 	(void)sim;
 	mrc_conn_get_info(x->a->conn, &info);
-	return info.snd_nxt - info.snd_una > 8 && x->a->conn && mrc_conn_stats(x->a->conn)->rx_packets > 16;
+	return info.snd_nxt - info.snd_una > 8 && mrc_conn_stats(x->a->conn)->rx_packets > 16;
 }
 
 /* A 32-bit value outside [una - 256, nxt]: what a blind guess is almost always. */
