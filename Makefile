@@ -65,7 +65,7 @@ BPFTOOL ?= bpftool
 PROTO_SRCS := $(sort $(wildcard lib/proto/*.c lib/shm/*.c))
 DAEMON_SRCS := $(filter-out daemon/main.c,$(sort $(wildcard daemon/*.c daemon/*/*.c)))
 UNIT_SRCS := $(wildcard tests/unit/*.c) $(wildcard tests/harness/*.c)
-FUZZ_HARNESSES := codec conn config ctl cli
+FUZZ_HARNESSES := codec conn config ctl cli peer
 HEADER_CHECKS_BPF := tests/headers/wire_bpf.c
 
 PROTO_OBJS := $(PROTO_SRCS:%.c=$(OBJ)/%.o)

@@ -181,6 +181,40 @@ static int conn_corpus(const char *dir)
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+/*
+ * Scripts for fuzz_peer (its format): name a peer, take its DISCOVER's answer, time passes,
+ * a restart (new node id), a DISCOVER from outside the prefixes, planes drained.
+ */
+static int peer_corpus(const char *dir)
+{
+	static const uint8_t scripts[][40] = {
+		/* seed 8 bytes; lookup .0.2; reply matching peer 0 from .0.2; time; send */
+		{ 0, 0, 0, 0, 0, 0, 0, 7, 0, 1, 0, 1, 7, 0, 0, 1, 0x12, 0x34, 2, 0x10, 0x21, 1,
+		  0x12, 0xb7, 0, 4, 200, 10 },
+		/* DISCOVER from an admitted source, then from outside, then a restart */
+		{ 0, 0, 0, 0, 0, 0, 0, 9, 1, 0, 0, 0, 0, 1, 1, 0, 0x10, 0, 1, 0x12, 0xb7, 0, 1, 0,
+		  0, 0, 0, 1, 1, 0, 0x10, 0, 0, 4, 0x12, 0xb7, 0, 3, 0x11 },
+		/* lookups until the table is full, long silences: retries, unreachable */
+		{ 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 1, 1, 0, 2, 2, 0, 3, 0, 4, 250, 20, 4, 250,
+		  24, 4, 255, 23, 0, 5, 0 },
+	};
+	char path[4096];
+	int failed = 0;
+
+	for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/script%zu", dir, i);
+		f = fopen(path, "wb");
+		if (!f || fwrite(scripts[i], 1, sizeof(scripts[i]), f) != sizeof(scripts[i]) ||
+		    fclose(f) != 0) {
+			fprintf(stderr, "gen_corpus: %s: %s\n", path, strerror(errno));
+			failed = 1;
+		}
+	}
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 /* metaroced.conf files: the documented example and a few edges. */
 static int config_corpus(const char *dir)
 {
@@ -275,6 +309,8 @@ int main(int argc, char **argv)
 		return cli_corpus(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "conn") == 0)
 		return conn_corpus(argv[2]);
-	fprintf(stderr, "usage: gen_corpus codec|conn|config|ctl|cli DIR\n");
+	if (argc == 3 && strcmp(argv[1], "peer") == 0)
+		return peer_corpus(argv[2]);
+	fprintf(stderr, "usage: gen_corpus codec|conn|config|ctl|cli|peer DIR\n");
 	return 2;
 }
