@@ -5,7 +5,7 @@
 # stopped under load flushes its clients' work with an error status they see, and the peer's
 # clients fail their work with an error instead of hanging; a daemon killed outright cannot
 # flush, and its clients, busy-polling or asleep on a completion channel, still see their
-# work flushed (libmetaroce notices the hang-up) and IBV_EVENT_DEVICE_FATAL.
+# work flushed (libmetaroce notices the hang-up).
 . "$(dirname "$0")/lib.sh"
 
 command -v ibv_rc_pingpong >/dev/null || fail "ibv_rc_pingpong missing (ibverbs-utils: make deps)"
@@ -89,10 +89,11 @@ for mode in poll events; do
 		{ cat "$TMP/$mode.server.log"; fail "B's $mode client after SIGKILL: exit $rc, wanted an error, not a hang"; }
 	grep -q "Failed status Work Request Flushed Error" "$TMP/$mode.server.log" ||
 		{ cat "$TMP/$mode.server.log"; fail "B's $mode client saw no flush completion after SIGKILL"; }
-	wait "$cli"
-	rc=$?
-	[ $rc -ne 0 ] && [ $rc -ne 124 ] ||
-		{ cat "$TMP/$mode.client.log"; fail "A's $mode client: exit $rc, wanted an error, not a hang"; }
-	grep "Failed status" "$TMP/$mode.server.log" "$TMP/$mode.client.log"
+	grep "Failed status" "$TMP/$mode.server.log"
+	# A's client fails only if it had a send outstanding (its retries run out); one that
+	# only waits for B's next message waits, as over any RC fabric when a peer vanishes
+	# without a word: nothing told A's daemon
+	kill "$cli" 2>/dev/null
+	wait "$cli" 2>/dev/null
 done
 echo PASS
