@@ -278,6 +278,7 @@ struct mrc_conn_stats {
 	uint64_t rx_ce_packets;
 	uint64_t rx_drops[MRC_DROP_REASON_MAX + 1];
 	uint64_t go_back_n;	      /* RoCEv2 mode: rewinds */
+	uint64_t probe_replies_limited; /* PROBEs left unanswered by the rate limit */
 };
 
 /* A snapshot of a connection's sequence state, for inspection tools and tests. */

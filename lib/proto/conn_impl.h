@@ -16,6 +16,7 @@
 
 #define RNR_UNLIMITED 7
 #define MAX_PROBE_REPLIES 4
+#define PROBE_REPLIES_PER_MS MRC_MAX_PATHS /* */
 #define RETRY_UNIT_NS 10000ull /* NAK retry_after unit: 10 us */
 #define ECHO_SLOTS 32
 #define REVERSE_PORTS 8
@@ -148,6 +149,8 @@ struct mrc_conn {
 	bool seq_nak_sent;
 	struct probe_reply probe_replies[MAX_PROBE_REPLIES];
 	unsigned n_probe_replies;
+	uint64_t probe_replies_since_ns; /* the millisecond probe_replies_recent counts */
+	unsigned probe_replies_recent;
 	bool close_pending;
 	bool last_nak_valid;	/* a NAK went out: where, for the CLOSE that follows */
 	uint8_t last_nak_plane;
@@ -274,7 +277,7 @@ void conn_note_for_ack(struct mrc_conn *c, const struct mrc_rx_info *rx,
 		       const struct mrc_packet *pkt, bool urgent, uint64_t now_ns);
 void conn_note_reverse_port(struct mrc_conn *c, const struct mrc_rx_info *rx);
 void conn_queue_probe_reply(struct mrc_conn *c, const struct mrc_rx_info *rx,
-			    const struct mrc_packet *pkt);
+			    const struct mrc_packet *pkt, uint64_t now_ns);
 bool conn_send_ack(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
 		   uint64_t now_ns, size_t *len);
 bool conn_send_nak(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,

@@ -702,12 +702,25 @@ static int on_probe_reply(struct mrc_conn *c, const struct mrc_packet *pkt, uint
 	return MRC_DROP_NONE;
 }
 
-/* A probe is answered on the path it came by, whatever else is pending. */
+/*
+ * A probe is answered on the path it came by, whatever else is pending [R-81]; at most
+ * PROBE_REPLIES_PER_MS a millisecond, so PROBEs forged in the peer's name cannot turn the QP
+ * into a reflector aimed at it: a peer probes each failed path once per backoff [R-126].
+ */
 void conn_queue_probe_reply(struct mrc_conn *c, const struct mrc_rx_info *rx,
-			    const struct mrc_packet *pkt)
+			    const struct mrc_packet *pkt, uint64_t now_ns)
 {
 	conn_note_reverse_port(c, rx);
+	if (now_ns - c->probe_replies_since_ns >= 1000000u) {
+		c->probe_replies_since_ns = now_ns;
+		c->probe_replies_recent = 0;
+	}
+	if (c->probe_replies_recent >= PROBE_REPLIES_PER_MS) {
+		c->stats.probe_replies_limited++;
+		return;
+	}
 	if (c->n_probe_replies < MAX_PROBE_REPLIES) {
+		c->probe_replies_recent++;
 		struct probe_reply *r = &c->probe_replies[c->n_probe_replies++];
 
 		r->nonce = pkt->u.probe.nonce;
@@ -742,7 +755,7 @@ int mrc_conn_recv_packet(struct mrc_conn *c, const struct mrc_rx_info *rx,
 			err = on_nak(c, pkt, now_ns);
 			break;
 		case MRC_OP_PROBE:
-			conn_queue_probe_reply(c, rx, pkt);
+			conn_queue_probe_reply(c, rx, pkt, now_ns);
 			err = MRC_DROP_NONE;
 			break;
 		case MRC_OP_PROBE_REPLY:

@@ -132,7 +132,7 @@ int conn_closing_recv(struct mrc_conn *c, const struct mrc_rx_info *rx,
 	switch (pkt->opcode) {
 	case MRC_OP_PROBE:
 		/* a peer that probes still has packets out: its paths must not fail meanwhile */
-		conn_queue_probe_reply(c, rx, pkt);
+		conn_queue_probe_reply(c, rx, pkt, now_ns);
 		return MRC_DROP_NONE;
 	case MRC_OP_CLOSE:
 		if (!conn_cum_plausible(c, pkt->u.close.cum_psn))

@@ -157,6 +157,46 @@ START_TEST(mrc_conn__forged_data_lands_nowhere)
 }
 END_TEST
 
+/*
+ * PROBEs forged in the peer's name get at most MRC_MAX_PATHS answers a millisecond, so the
+ * QP is no reflector aimed at its peer; later ones are answered again [R-126].
+ */
+START_TEST(mrc_conn__forged_probes_answered_at_a_bounded_rate)
+{
+	struct sim_config sc;
+	struct xfer x;
+	struct mrc_packet p;
+	uint64_t t0, stale;
+
+	start_transfer(&x, &sc);
+	xfer_run(&x, 1000000000ull);
+	stale = mrc_conn_stats(x.a->conn)->rx_drops[MRC_DROP_STALE_PROBE];
+	t0 = x.sim->now_ns;
+	for (unsigned i = 0; i < 1000; i++) {
+		memset(&p, 0, sizeof(p));
+		p.opcode = MRC_OP_PROBE;
+		p.u.probe.nonce = sim_random(x.sim);
+		ck_assert_int_eq(inject(&x, x.b->conn, &p), MRC_DROP_NONE);
+		x.b->dirty = true;
+		sim_run(x.sim, x.sim->now_ns + 200, NULL, NULL); /* answers go out between */
+	}
+	ck_assert_uint_lt(x.sim->now_ns - t0, 1000000);
+	sim_run(x.sim, x.sim->now_ns + 100000, NULL, NULL);
+	/* the answers reach a, which sent no such probe */
+	ck_assert_uint_le(mrc_conn_stats(x.a->conn)->rx_drops[MRC_DROP_STALE_PROBE] - stale,
+			  MRC_MAX_PATHS);
+	ck_assert_uint_ge(mrc_conn_stats(x.b->conn)->probe_replies_limited, 1000 - MRC_MAX_PATHS);
+	/* a millisecond on, the QP answers again */
+	sim_run(x.sim, t0 + 2000000, NULL, NULL);
+	stale = mrc_conn_stats(x.a->conn)->rx_drops[MRC_DROP_STALE_PROBE];
+	ck_assert_int_eq(inject(&x, x.b->conn, &p), MRC_DROP_NONE);
+	x.b->dirty = true;
+	sim_run(x.sim, x.sim->now_ns + 100000, NULL, NULL);
+	ck_assert_uint_eq(mrc_conn_stats(x.a->conn)->rx_drops[MRC_DROP_STALE_PROBE] - stale, 1);
+	xfer_free(&x);
+}
+END_TEST
+
 /* The same CLOSE with the sequence state it must know ends the QP, and a lingering one. */
 START_TEST(mrc_conn__close_that_knows_the_window_ends_the_qp)
 {
@@ -198,6 +238,7 @@ Suite *forgery_suite(void)
 	tcase_add_test(t, mrc_conn__forged_control_packets_change_nothing);
 	tcase_add_test(t, mrc_conn__forged_data_lands_nowhere);
 	tcase_add_test(t, mrc_conn__close_that_knows_the_window_ends_the_qp);
+	tcase_add_test(t, mrc_conn__forged_probes_answered_at_a_bounded_rate);
 	tcase_set_timeout(t, 60);
 	suite_add_tcase(s, t);
 	return s;
