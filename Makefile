@@ -109,7 +109,7 @@ METAROCE_RUN := $(BUILD)/bin/metaroce-run
 VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupported \
 	       $(BUILD)/tests/verbs/hostile_client $(BUILD)/tests/verbs/verbs_api_check \
 	       $(BUILD)/tests/verbs/atomic_check $(BUILD)/tests/attack/udp_flood \
-	       $(BUILD)/tests/attack/forge \
+	       $(BUILD)/tests/attack/forge $(BUILD)/tests/verbs/fatal_check \
 	       $(BUILD)/tests/ucx/ucp_check
 
 # --- top-level targets -----------------------------------------------------------------

@@ -5,7 +5,8 @@
 # stopped under load flushes its clients' work with an error status they see, and the peer's
 # clients fail their work with an error instead of hanging; a daemon killed outright cannot
 # flush, and its clients, busy-polling or asleep on a completion channel, still see their
-# work flushed (libmetaroce notices the hang-up).
+# work flushed (libmetaroce notices the hang-up), with IBV_EVENT_DEVICE_FATAL and the port
+# down (tests/verbs/fatal_check).
 . "$(dirname "$0")/lib.sh"
 
 command -v ibv_rc_pingpong >/dev/null || fail "ibv_rc_pingpong missing (ibverbs-utils: make deps)"
@@ -96,4 +97,16 @@ for mode in poll events; do
 	kill "$cli" 2>/dev/null
 	wait "$cli" 2>/dev/null
 done
+
+# --- what one program sees of it: flushes while busy-polling, DEVICE_FATAL, the port down
+start_daemon "$NS_B" b3 --set "plane=0 ${TAG}b0 198.18.0.2" --set "plane=1 ${TAG}b1 198.19.0.2" \
+	--set "peer_prefix=198.18.0.0/15" --set "control_socket=$TMP/b.sock"
+wait_for "$TMP/b3.log" "$DAEMON_UP"
+bg_b "$TMP/fatal.log" timeout 60 "$BUILD/tests/verbs/fatal_check"
+fatal=$BG
+wait_for "$TMP/fatal.log" "^ready"
+kill -KILL "$PID_b3"
+wait "$PID_b3" 2>/dev/null
+wait "$fatal" || { cat "$TMP/fatal.log"; fail "fatal_check after the daemon's SIGKILL"; }
+tail -n 1 "$TMP/fatal.log"
 echo PASS
