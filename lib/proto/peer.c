@@ -139,6 +139,15 @@ static bool same_planes(const struct mrc_node_info *a, const struct mrc_node_inf
 	return true;
 }
 
+/* Whether an announcement says anything new of a known peer: another node id or planes. */
+static bool changes(const struct mrc_peer *p, const struct mrc_discover *d)
+{
+	struct mrc_node_info info;
+
+	info_from_packet(&info, d);
+	return info.node_id != p->info.node_id || !same_planes(&info, &p->info);
+}
+
 /* What a peer told us about itself: first news, a change, or a restart. */
 static void record(struct mrc_peer_table *t, struct mrc_peer *p, const struct mrc_discover *d)
 {
@@ -166,7 +175,6 @@ int mrc_peer_table_recv(struct mrc_peer_table *t, const struct mrc_packet *pkt,
 	int i = mrc_peer_table_find(t, src);
 	struct mrc_peer *p = i >= 0 ? &t->peers[i] : NULL;
 
-	(void)now_ns;
 	if (pkt->opcode == MRC_OP_DISCOVER) {
 		if (!t->cb.admit(t->user, src)) {
 			t->drops++;
@@ -179,7 +187,18 @@ int mrc_peer_table_recv(struct mrc_peer_table *t, const struct mrc_packet *pkt,
 				return MRC_DROP_PEERS_FULL;
 			}
 		}
-		record(t, p, &pkt->u.discover);
+		if (p->state == MRC_PEER_KNOWN && changes(p, &pkt->u.discover)) {
+			/* A known peer's new node id or planes are believed only from the answer
+			 * to a question of ours, whose request id an off-path sender cannot see:
+			 * one spoofed DISCOVER must not fail every QP to it nor move its planes.
+			 * The real peer, restarted or replanned, answers within a round trip
+			 * [R-293]. */
+			if (!p->announce)
+				schedule_announce(t, p, now_ns);
+			t->challenges++;
+		} else {
+			record(t, p, &pkt->u.discover);
+		}
 		p->reply_due = true;
 		p->reply_to = pkt->psn;
 		memcpy(p->reply_addr, src, 16);

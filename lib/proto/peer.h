@@ -84,6 +84,7 @@ struct mrc_peer_table {
 	uint64_t reply_gap_ns;	/* at least this between replies to one peer (default 1 ms) */
 	struct mrc_prf rng; /* request ids */
 	uint64_t drops;		/* refused discovery packets */
+	uint64_t challenges;	/* unsolicited changes asked back before believed */
 };
 
 /* Allocates room for cap peers once. Returns 0 or -ENOMEM / -EINVAL. */

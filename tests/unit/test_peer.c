@@ -213,7 +213,8 @@ START_TEST(mrc_peer_table__stale_reply_and_unadmitted_source)
 END_TEST
 
 /* A peer that comes back with a new node id has restarted: the old id is reported so its
- * QPs can be failed [R-98]. */
+ * QPs can be failed [R-98], once the peer has answered the question its DISCOVER raised
+ * [R-293]. */
 START_TEST(mrc_peer_table__restart_reported)
 {
 	struct node a, b;
@@ -227,9 +228,71 @@ START_TEST(mrc_peer_table__restart_reported)
 	node_init(&b, 2, 0x2222, 4); /* restarted daemon */
 	mrc_peer_table_lookup(&b.t, a.addr[0], 0, 0, 5 * MS);
 	exchange(&b, &a, 5 * MS, 0);
+	ck_assert_int_eq(a.events[MRC_PEER_EV_RESTARTED], 0); /* not yet: asked back first */
+	ck_assert_uint_eq(a.t.challenges, 1);
+	ck_assert_uint_eq(exchange(&a, &b, 5 * MS, 0), 2); /* the answer, and the question */
+	exchange(&b, &a, 5 * MS, 0);
 	ck_assert_int_eq(a.events[MRC_PEER_EV_RESTARTED], 1);
 	ck_assert_uint_eq(a.last_old_node, 2);
 	ck_assert_uint_eq(a.t.peers[0].info.node_id, 0x2222);
+	mrc_peer_table_fini(&a.t);
+	mrc_peer_table_fini(&b.t);
+}
+END_TEST
+
+/*
+ * A DISCOVER spoofed from a known peer's address with a new node id or other planes changes
+ * nothing: it is asked back, a reply with a guessed request id is dropped, and the real
+ * peer's answer says nothing changed [R-293].
+ */
+START_TEST(mrc_peer_table__spoofed_discover_does_not_rebind)
+{
+	struct node a, b;
+	struct mrc_node_info forged;
+	struct mrc_packet pkt;
+	uint8_t buf[1024];
+	size_t len;
+
+	node_init(&a, 1, 1, 4);
+	node_init(&b, 2, 2, 4);
+	mrc_peer_table_lookup(&a.t, b.addr[0], 0, 0, 0);
+	exchange(&a, &b, 0, 0);
+	exchange(&b, &a, 0, 0);
+	ck_assert_int_eq(a.events[MRC_PEER_EV_DISCOVERED], 1);
+	for (int restart = 1; restart >= 0; restart--) {
+		struct mrc_peer_table spoof;
+		static const struct mrc_peer_callbacks cb = { admit, event };
+		struct mrc_peer_dest dest;
+		struct node c;
+
+		/* the forger: b's address, a new node id, or b's id with a plane moved */
+		node_init(&c, 2, restart ? 0x666 : 2, 4);
+		node_info(&forged, &c, restart ? 0x666 : 2, 0);
+		v4(forged.addrs[1].addr, 198, 19, 6, 6);
+		ck_assert_int_eq(mrc_peer_table_init(&spoof, &forged, 4, &cb, &c, 99), 0);
+		mrc_peer_table_lookup(&spoof, a.addr[0], 0, 0, 10 * MS);
+		ck_assert(mrc_peer_table_send(&spoof, buf, sizeof(buf), &dest, 10 * MS, &len));
+		ck_assert_int_eq(mrc_decode(buf, len, &pkt), MRC_WIRE_OK);
+		ck_assert_int_eq(mrc_peer_table_recv(&a.t, &pkt, b.addr[0], MRC_UDP_PORT_DEFAULT, 0,
+						     10 * MS),
+				 MRC_DROP_NONE);
+		ck_assert_int_eq(a.events[MRC_PEER_EV_RESTARTED] + a.events[MRC_PEER_EV_CHANGED], 0);
+		/* a reply it cannot match (the forger never saw the question) is dropped */
+		pkt.opcode = MRC_OP_DISCOVER_REPLY;
+		pkt.psn = a.t.peers[0].request_id ^ 0x5a5a5a5a;
+		ck_assert_int_eq(mrc_peer_table_recv(&a.t, &pkt, b.addr[0], MRC_UDP_PORT_DEFAULT, 0,
+						     10 * MS),
+				 MRC_DROP_STALE_DISCOVER);
+		/* the real b answers the question: nothing changed */
+		exchange(&a, &b, 11 * MS, 0);
+		exchange(&b, &a, 11 * MS, 0);
+		ck_assert_int_eq(a.events[MRC_PEER_EV_RESTARTED] + a.events[MRC_PEER_EV_CHANGED], 0);
+		ck_assert_uint_eq(a.t.peers[0].info.node_id, 2);
+		ck_assert_mem_eq(a.t.peers[0].info.addrs[1].addr, b.addr[1], 16);
+		mrc_peer_table_fini(&spoof);
+		mrc_peer_table_fini(&c.t);
+	}
+	ck_assert_uint_eq(a.t.challenges, 2);
 	mrc_peer_table_fini(&a.t);
 	mrc_peer_table_fini(&b.t);
 }
@@ -249,10 +312,12 @@ START_TEST(mrc_peer_table__drain_announced)
 	node_info(&info, &b, 2, MRC_PLANE_F_DRAINED);
 	mrc_peer_table_set_local(&b.t, &info);
 	ck_assert_uint_eq(exchange(&b, &a, 1 * MS, 0), 1);
+	ck_assert_int_eq(a.events[MRC_PEER_EV_CHANGED], 0); /* asked back first */
+	ck_assert_uint_eq(exchange(&a, &b, 1 * MS, 0), 2); /* a answers, and asks */
+	ck_assert_uint_eq(b.t.peers[0].announce, false);
+	ck_assert_uint_eq(exchange(&b, &a, 1 * MS, 0), 1); /* b answers the question */
 	ck_assert_int_eq(a.events[MRC_PEER_EV_CHANGED], 1);
 	ck_assert_uint_eq(a.t.peers[0].info.addrs[1].flags, MRC_PLANE_F_DRAINED);
-	ck_assert_uint_eq(exchange(&a, &b, 1 * MS, 0), 1); /* a answers */
-	ck_assert_uint_eq(b.t.peers[0].announce, false);
 	mrc_peer_table_fini(&a.t);
 	mrc_peer_table_fini(&b.t);
 }
@@ -300,6 +365,7 @@ Suite *peer_suite(void)
 	tcase_add_test(tc, mrc_peer_table__unreachable_after_six_tries);
 	tcase_add_test(tc, mrc_peer_table__stale_reply_and_unadmitted_source);
 	tcase_add_test(tc, mrc_peer_table__restart_reported);
+	tcase_add_test(tc, mrc_peer_table__spoofed_discover_does_not_rebind);
 	tcase_add_test(tc, mrc_peer_table__drain_announced);
 	tcase_add_test(tc, mrc_peer_table__reply_rate_limit_and_capacity);
 	suite_add_tcase(s, tc);
