@@ -15,6 +15,8 @@
  *   write         WRITE of junk at a guessed PSN and key: into the victim's memory
  *   send          SEND of junk at a guessed PSN: into a posted receive
  *   read_req      READ_REQ at a guessed PSN and key: the victim's memory out
+ *   discover      DISCOVER in this host's daemon's name with a new node id and other planes:
+ *                 a restart, every QP to this host failed, unless the victim asks back
  *
  *   forge ADDR PORT SECONDS ROUNDS QPN...   prints how many of each it sent, how fast
  */
@@ -31,11 +33,13 @@
 #include "proto/codec.h"
 
 enum kind { CLOSE, NAK_ACCESS, NAK_RNR, NAK_SEQ, ACK_THROTTLE, ACK_UNSENT, PROBE_REPLY, WRITE,
-	    SEND, READ_REQ, KINDS };
+	    SEND, READ_REQ, DISCOVER, KINDS };
 static const char *const names[KINDS] = { "close",	  "nak_access", "nak_rnr",
 					  "nak_seq",	  "ack_throttle", "ack_unsent",
 					  "probe_reply", "write",	"send",
-					  "read_req" };
+					  "read_req",	  "discover" };
+
+static struct sockaddr_in self; /* this host's address towards the victim */
 
 static uint64_t guess(void)
 {
@@ -120,6 +124,19 @@ static void forge(struct mrc_packet *p, enum kind k, uint32_t qpn)
 		p->u.read_req.sink_key = (uint32_t)guess();
 		p->u.read_req.sink_addr = guess();
 		break;
+	case DISCOVER:
+		p->opcode = MRC_OP_DISCOVER;
+		p->dst_qpn = 0;
+		p->psn = (uint32_t)guess() | 1;
+		p->u.discover.node_id = guess();
+		p->u.discover.udp_port = MRC_UDP_PORT_DEFAULT;
+		p->u.discover.max_payload = 1024;
+		p->u.discover.n_addrs = 1;
+		p->u.discover.addrs[0].family = MRC_AF_INET;
+		p->u.discover.addrs[0].plane = (uint8_t)(guess() % 4);
+		p->u.discover.addrs[0].addr[10] = p->u.discover.addrs[0].addr[11] = 0xff;
+		memcpy(&p->u.discover.addrs[0].addr[12], &self.sin_addr, 4);
+		break;
 	case KINDS:
 		break;
 	}
@@ -137,6 +154,17 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	to.sin_port = htons((uint16_t)atoi(argv[2]));
+	{
+		socklen_t len = sizeof(self);
+		int fd = socket(AF_INET, SOCK_DGRAM, 0);
+
+		if (fd < 0 || connect(fd, (struct sockaddr *)&to, sizeof(to)) ||
+		    getsockname(fd, (struct sockaddr *)&self, &len)) {
+			perror("forge: finding this host's address");
+			return 1;
+		}
+		close(fd);
+	}
 	until = seconds_now() + atof(argv[3]);
 	rounds = strtoul(argv[4], NULL, 0);
 	for (unsigned long r = 0; r < rounds && seconds_now() < until; r++) {

@@ -3,7 +3,8 @@
 # by their real numbers and from the real peer address, every packet that could end, stall,
 # throttle or corrupt them — CLOSE, NAK remote_access/rnr/seq, an ACK with a 1 kbit/s rate
 # hint, ECE and every SACK bit, an ACK of unsent data, probe replies, WRITE, SEND and READ
-# requests — with the sequence numbers, nonces and keys guessed. Every byte still arrives,
+# requests, and DISCOVERs in its own host's daemon's name announcing a restart (R-293: asked
+# back, never believed) — with the sequence numbers, nonces, keys and node ids guessed. Every byte still arrives,
 # checked, no QP fails, both daemons answer `metaroce-ctl status` within 1 s throughout, and
 # their metrics show the forgeries reached the QPs and were refused (bad_ack: R-334, R-261).
 # A guessed cum_psn passes about once in 2^23: the 3,200 forgeries here that would harm a QP
@@ -68,6 +69,8 @@ forged() {
 	wait "$probe_b" || { cat "$TMP/$case_name.probe_b"; fail "$case_name: B's control socket"; }
 	kill -0 "$PID_a" || fail "$case_name: daemon A died"
 	kill -0 "$PID_b" || fail "$case_name: daemon B died"
+	! grep "restarted: node" "$TMP/a.log" "$TMP/b.log" ||
+		fail "$case_name: a forged DISCOVER passed for a restart"
 	a_refused=$(($(qp_dropped "$TMP/a.sock" bad_ack) - a_before))
 	b_refused=$(($(qp_dropped "$TMP/b.sock" bad_ack) - b_before))
 	echo "$case_name: into B's QPs $(cat "$TMP/$case_name.forge_b"); B refused $b_refused as bad_ack"
@@ -78,10 +81,10 @@ forged() {
 		python3 - "$out" "$((2 * ROUNDS))" <<'PY' || fail "$case_name: the forger did not send all"
 import sys
 counts = dict(kv.split() for kv in open(sys.argv[1]).read().split(" in ")[0].split(", "))
-sys.exit(0 if len(counts) == 10 and all(int(v) == int(sys.argv[2]) for v in counts.values()) else 1)
+sys.exit(0 if len(counts) == 11 and all(int(v) == int(sys.argv[2]) for v in counts.values()) else 1)
 PY
 	done
-	# the forged CLOSEs, NAKs and ACKs (six of ten kinds) reached the QPs and were refused
+	# the forged CLOSEs, NAKs and ACKs (six of eleven kinds) reached the QPs and were refused
 	# there: fewer would mean they died earlier, and this test would prove nothing
 	for side_refused in "a $a_refused" "b $b_refused"; do
 		# shellcheck disable=SC2086
