@@ -50,6 +50,11 @@ static void peer_event(void *user, unsigned idx, enum mrc_peer_event ev, uint64_
 	case MRC_PEER_EV_UNREACHABLE:
 		core_event(c, MRCD_WARNING, "peer %s did not answer discovery", a);
 		break;
+	case MRC_PEER_EV_CONFIRMED:
+		core_log(c, MRCD_NOTICE, "peer %s: a change announced in its name was asked back "
+				       "and not confirmed: node %016llx stands", a,
+			 (unsigned long long)p->info.node_id);
+		break;
 	}
 	core_peers_changed(c, idx, (int)ev, c->now);
 }

@@ -431,7 +431,8 @@ int core_connect_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload,
 	if (err)
 		return err;
 	idx = mrc_peer_table_find(&c->peers, r.dgid);
-	if (idx >= 0 && c->peers.peers[idx].state == MRC_PEER_KNOWN) {
+	if (idx >= 0 && c->peers.peers[idx].state == MRC_PEER_KNOWN &&
+	    !c->peers.peers[idx].confirming) {
 		qp_learn_peer(c, qp, &c->peers.peers[idx].info);
 		qp_start(c, qp, now);
 	} else {
@@ -532,8 +533,9 @@ void core_peers_changed(struct mrcd_core *c, unsigned peer, int event, uint64_t 
 		}
 		if (memcmp(qp->req.dgid, p->named, 16))
 			continue;
-		if (qp->state == MRC_CTL_QP_RESOLVING &&
-		    (event == MRC_PEER_EV_DISCOVERED || event == MRC_PEER_EV_CHANGED)) {
+		if (qp->state == MRC_CTL_QP_RESOLVING && p->state == MRC_PEER_KNOWN &&
+		    !p->confirming && event != MRC_PEER_EV_UNREACHABLE) {
+			/* discovered, changed, restarted or confirmed: the node that answered */
 			qp_learn_peer(c, qp, &p->info);
 			qp_start(c, qp, now);
 		} else if (qp->state == MRC_CTL_QP_RESOLVING && event == MRC_PEER_EV_UNREACHABLE) {

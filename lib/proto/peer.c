@@ -148,8 +148,9 @@ static bool changes(const struct mrc_peer *p, const struct mrc_discover *d)
 	return info.node_id != p->info.node_id || !same_planes(&info, &p->info);
 }
 
-/* What a peer told us about itself: first news, a change, or a restart. */
-static void record(struct mrc_peer_table *t, struct mrc_peer *p, const struct mrc_discover *d)
+/* What a peer told us about itself: first news, a change, or a restart [R-95, R-98, R-292];
+ * whether that was news. */
+static bool record(struct mrc_peer_table *t, struct mrc_peer *p, const struct mrc_discover *d)
 {
 	struct mrc_node_info info;
 	enum mrc_peer_event ev = 0;
@@ -167,6 +168,21 @@ static void record(struct mrc_peer_table *t, struct mrc_peer *p, const struct mr
 	if (ev)
 		t->cb.event(t->user, (unsigned)(p - t->peers), ev,
 			    ev == MRC_PEER_EV_RESTARTED ? old : 0);
+	return ev != 0;
+}
+
+/* A change asked back is settled by the peer's answer (or its silence): recorded, whose
+ * event already tells, or not news, and then the record stands. Cleared before recording, so
+ * the QPs waiting for the answer see a settled peer in the event. */
+static void answered(struct mrc_peer_table *t, struct mrc_peer *p, const struct mrc_discover *d)
+{
+	bool was_confirming = p->confirming;
+	bool news;
+
+	p->confirming = false;
+	news = d ? record(t, p, d) : false;
+	if (was_confirming && !news)
+		t->cb.event(t->user, (unsigned)(p - t->peers), MRC_PEER_EV_CONFIRMED, 0);
 }
 
 int mrc_peer_table_recv(struct mrc_peer_table *t, const struct mrc_packet *pkt,
@@ -195,6 +211,7 @@ int mrc_peer_table_recv(struct mrc_peer_table *t, const struct mrc_packet *pkt,
 			 * [R-293]. */
 			if (!p->announce)
 				schedule_announce(t, p, now_ns);
+			p->confirming = true;
 			t->challenges++;
 		} else {
 			record(t, p, &pkt->u.discover);
@@ -214,7 +231,7 @@ int mrc_peer_table_recv(struct mrc_peer_table *t, const struct mrc_packet *pkt,
 		}
 		p->announce = false;
 		p->deadline_ns = 0;
-		record(t, p, &pkt->u.discover);
+		answered(t, p, &pkt->u.discover);
 		return MRC_DROP_NONE;
 	}
 	t->drops++;
@@ -303,5 +320,6 @@ void mrc_peer_table_on_timeout(struct mrc_peer_table *t, uint64_t now_ns)
 			p->state = MRC_PEER_UNREACHABLE;
 			t->cb.event(t->user, i, MRC_PEER_EV_UNREACHABLE, 0);
 		}
+		answered(t, p, NULL); /* unanswered: what we knew stands */
 	}
 }

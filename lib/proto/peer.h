@@ -46,6 +46,8 @@ enum mrc_peer_event {
 	MRC_PEER_EV_CHANGED,	    /* same node, new planes or drain flags */
 	MRC_PEER_EV_RESTARTED,	    /* new node id: fail every QP bound to the old one */
 	MRC_PEER_EV_UNREACHABLE,    /* discovery gave up: QPs keep the named plane only */
+	MRC_PEER_EV_CONFIRMED,	    /* a change it announced was asked back and found none, or
+				     * went unanswered: the record stands [R-293] */
 };
 
 struct mrc_peer {
@@ -57,6 +59,8 @@ struct mrc_peer {
 	uint8_t tries;		    /* transmissions of that DISCOVER */
 	bool announce;		    /* a DISCOVER is due (new, retry, or re-announcement) */
 	bool reply_due;		    /* a DISCOVER_REPLY is due */
+	bool confirming;	    /* a change it announced is being asked back: new QPs wait for
+				     * the answer, so they bind to the node that gives it [R-293] */
 	uint32_t reply_to;	    /* request id it answers */
 	uint8_t reply_addr[16];	    /* where that DISCOVER came from */
 	uint16_t reply_port;

@@ -64,7 +64,7 @@ static void event(void *user, unsigned peer, enum mrc_peer_event ev, uint64_t ol
 {
 	(void)user;
 	(void)old_node_id;
-	if (peer >= CAP || ev < MRC_PEER_EV_DISCOVERED || ev > MRC_PEER_EV_UNREACHABLE)
+	if (peer >= CAP || ev < MRC_PEER_EV_DISCOVERED || ev > MRC_PEER_EV_CONFIRMED)
 		abort();
 }
 

@@ -16,6 +16,7 @@ struct node {
 	int events[8];
 	unsigned last_peer;
 	uint64_t last_old_node;
+	bool confirming_at_event; /* the peer still awaited an answer when its event came */
 	bool admit_all;
 };
 
@@ -43,6 +44,7 @@ static void event(void *user, unsigned peer, enum mrc_peer_event ev, uint64_t ol
 	n->events[ev]++;
 	n->last_peer = peer;
 	n->last_old_node = old_node_id;
+	n->confirming_at_event = n->t.peers[peer].confirming;
 }
 
 static void node_info(struct mrc_node_info *info, const struct node *n, uint64_t node_id,
@@ -230,9 +232,13 @@ START_TEST(mrc_peer_table__restart_reported)
 	exchange(&b, &a, 5 * MS, 0);
 	ck_assert_int_eq(a.events[MRC_PEER_EV_RESTARTED], 0); /* not yet: asked back first */
 	ck_assert_uint_eq(a.t.challenges, 1);
+	ck_assert(a.t.peers[0].confirming); /* new QPs to it wait for the answer */
 	ck_assert_uint_eq(exchange(&a, &b, 5 * MS, 0), 2); /* the answer, and the question */
 	exchange(&b, &a, 5 * MS, 0);
 	ck_assert_int_eq(a.events[MRC_PEER_EV_RESTARTED], 1);
+	ck_assert_int_eq(a.events[MRC_PEER_EV_CONFIRMED], 0);
+	/* settled before the event, so QPs waiting for the answer start in it */
+	ck_assert(!a.confirming_at_event);
 	ck_assert_uint_eq(a.last_old_node, 2);
 	ck_assert_uint_eq(a.t.peers[0].info.node_id, 0x2222);
 	mrc_peer_table_fini(&a.t);
@@ -260,6 +266,7 @@ START_TEST(mrc_peer_table__spoofed_discover_does_not_rebind)
 	exchange(&b, &a, 0, 0);
 	ck_assert_int_eq(a.events[MRC_PEER_EV_DISCOVERED], 1);
 	for (int restart = 1; restart >= 0; restart--) {
+		const uint64_t t0 = (restart ? 10 : 30) * MS; /* each round later than the last */
 		struct mrc_peer_table spoof;
 		static const struct mrc_peer_callbacks cb = { admit, event };
 		struct mrc_peer_dest dest;
@@ -270,22 +277,22 @@ START_TEST(mrc_peer_table__spoofed_discover_does_not_rebind)
 		node_info(&forged, &c, restart ? 0x666 : 2, 0);
 		v4(forged.addrs[1].addr, 198, 19, 6, 6);
 		ck_assert_int_eq(mrc_peer_table_init(&spoof, &forged, 4, &cb, &c, 99), 0);
-		mrc_peer_table_lookup(&spoof, a.addr[0], 0, 0, 10 * MS);
-		ck_assert(mrc_peer_table_send(&spoof, buf, sizeof(buf), &dest, 10 * MS, &len));
+		mrc_peer_table_lookup(&spoof, a.addr[0], 0, 0, t0);
+		ck_assert(mrc_peer_table_send(&spoof, buf, sizeof(buf), &dest, t0, &len));
 		ck_assert_int_eq(mrc_decode(buf, len, &pkt), MRC_WIRE_OK);
 		ck_assert_int_eq(mrc_peer_table_recv(&a.t, &pkt, b.addr[0], MRC_UDP_PORT_DEFAULT, 0,
-						     10 * MS),
+						     t0),
 				 MRC_DROP_NONE);
 		ck_assert_int_eq(a.events[MRC_PEER_EV_RESTARTED] + a.events[MRC_PEER_EV_CHANGED], 0);
 		/* a reply it cannot match (the forger never saw the question) is dropped */
 		pkt.opcode = MRC_OP_DISCOVER_REPLY;
 		pkt.psn = a.t.peers[0].request_id ^ 0x5a5a5a5a;
 		ck_assert_int_eq(mrc_peer_table_recv(&a.t, &pkt, b.addr[0], MRC_UDP_PORT_DEFAULT, 0,
-						     10 * MS),
+						     t0),
 				 MRC_DROP_STALE_DISCOVER);
 		/* the real b answers the question: nothing changed */
-		exchange(&a, &b, 11 * MS, 0);
-		exchange(&b, &a, 11 * MS, 0);
+		exchange(&a, &b, t0 + MS, 0);
+		exchange(&b, &a, t0 + MS, 0);
 		ck_assert_int_eq(a.events[MRC_PEER_EV_RESTARTED] + a.events[MRC_PEER_EV_CHANGED], 0);
 		ck_assert_uint_eq(a.t.peers[0].info.node_id, 2);
 		ck_assert_mem_eq(a.t.peers[0].info.addrs[1].addr, b.addr[1], 16);
@@ -293,6 +300,8 @@ START_TEST(mrc_peer_table__spoofed_discover_does_not_rebind)
 		mrc_peer_table_fini(&c.t);
 	}
 	ck_assert_uint_eq(a.t.challenges, 2);
+	ck_assert_int_eq(a.events[MRC_PEER_EV_CONFIRMED], 2); /* the record stood, twice */
+	ck_assert(!a.t.peers[0].confirming);
 	mrc_peer_table_fini(&a.t);
 	mrc_peer_table_fini(&b.t);
 }
