@@ -531,7 +531,8 @@ $(SAN_UNIT_RUNNER): $(SAN_UNIT_OBJS) $(SAN_LIBDAEMON) $(SAN_LIBPROTO)
 # Harnesses compile the library sources themselves: libFuzzer needs its coverage
 # instrumentation in the code under test, not only in the harness.
 $(FUZZ)/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRCS) $(DAEMON_SRCS) $(XDP_SKEL) \
-		$(wildcard lib/include/metaroce/*.h lib/proto/*.h lib/shm/*.h daemon/*.h daemon/*/*.h)
+		$(wildcard lib/include/metaroce/*.h lib/proto/*.h lib/shm/*.h daemon/*.h daemon/*/*.h \
+			tests/fuzz/*.h)
 	$(call msg,FUZZ-LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) $(SAN_FLAGS) -fsanitize=fuzzer -o $@ \

@@ -236,7 +236,7 @@ static int wait_event_or_hang_up(struct mrv_channel *ch)
 			errno = EIO;
 			return -1;
 		}
-		if (p[1].revents & (POLLHUP | POLLRDHUP | POLLERR)) {
+		if (p[1].revents & MRV_HANG_UP) {
 			mrv_mark_dead(ctx);
 			mrv_flush_dead(ctx);
 		}
@@ -360,7 +360,7 @@ int mrv_poll_cq(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	struct mrv_cq *cq = (struct mrv_cq *)ibcq;
 	struct mrc_cq_entry e;
 	int got = 0;
-	bool flushed = false;
+	bool flushed = false, look;
 
 again:
 	pthread_spin_lock(&cq->lock);
@@ -375,8 +375,9 @@ again:
 			break;
 		to_wc(&e, &wc[got++]);
 	}
+	look = !got && !flushed && n > 0 && mrv_cq_empty_look(cq);
 	pthread_spin_unlock(&cq->lock);
-	if (!got && !flushed && n > 0 && mrv_cq_polled_empty(cq)) {
+	if (look && mrv_cq_polled_empty(cq)) {
 		flushed = true;
 		goto again;
 	}
@@ -416,15 +417,17 @@ static int take(struct mrv_cq *cq)
 static int start_poll(struct ibv_cq_ex *ibcq, struct ibv_poll_cq_attr *attr)
 {
 	struct mrv_cq *cq = (struct mrv_cq *)ibcq;
+	bool look;
 	int err;
 
 	if (attr->comp_mask)
 		return EINVAL;
 	pthread_spin_lock(&cq->lock);
 	err = take(cq);
+	look = err == ENOENT && mrv_cq_empty_look(cq);
 	if (err)
 		pthread_spin_unlock(&cq->lock); /* verbs: no end_poll after a failed start */
-	if (err == ENOENT && mrv_cq_polled_empty(cq)) {
+	if (look && mrv_cq_polled_empty(cq)) {
 		pthread_spin_lock(&cq->lock);
 		err = take(cq);
 		if (err)

@@ -9,7 +9,8 @@
  * forever.
  *
  * The daemon's death shows as a hang-up on the control connection. Looking costs a system
- * call, so a CQ polled empty looks once per 1024 empty polls and 1 ms at most, and
+ * call, so a CQ polled empty looks once per MRV_LIVENESS_POLLS empty polls and 1 ms at most,
+ * and
  * ibv_get_cq_event watches the connection beside the channel while it sleeps.
  */
 #include <poll.h>
@@ -19,7 +20,6 @@
 
 #include "internal.h"
 
-#define LIVENESS_POLLS 1024
 #define LIVENESS_NS 1000000u
 
 void mrv_qp_track(struct mrv_qp *qp)
@@ -57,11 +57,11 @@ void mrv_mark_dead(struct mrv_context *ctx)
 	(void)told;
 }
 
-bool mrv_daemon_hung_up(const struct mrv_context *ctx)
+static bool daemon_hung_up(const struct mrv_context *ctx)
 {
 	struct pollfd p = { .fd = ctx->ctl_fd, .events = POLLRDHUP };
 
-	return poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLRDHUP | POLLERR));
+	return poll(&p, 1, 0) == 1 && (p.revents & MRV_HANG_UP);
 }
 
 static uint8_t flushed_opcode(uint8_t sq_opcode)
@@ -158,8 +158,6 @@ bool mrv_cq_polled_empty(struct mrv_cq *cq)
 	uint64_t now, due;
 
 	if (!__atomic_load_n(&ctx->dead, __ATOMIC_ACQUIRE)) {
-		if (__atomic_add_fetch(&cq->empty_polls, 1, __ATOMIC_RELAXED) % LIVENESS_POLLS)
-			return false;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 		due = __atomic_load_n(&ctx->next_liveness_ns, __ATOMIC_RELAXED);
@@ -167,7 +165,7 @@ bool mrv_cq_polled_empty(struct mrv_cq *cq)
 							      now + LIVENESS_NS, false,
 							      __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 			return false;
-		if (!mrv_daemon_hung_up(ctx))
+		if (!daemon_hung_up(ctx))
 			return false;
 		mrv_mark_dead(ctx);
 	}

@@ -19,6 +19,7 @@
 #define METAROCE_VERBS_INTERNAL_H
 
 #include <infiniband/verbs.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -99,7 +100,8 @@ struct mrv_cq {
 	uint32_t armed_at;	 /* the producer index when it was last armed */
 	pthread_spinlock_t lock;
 	struct mrc_cq_entry cur; /* ibv_start_poll's current entry */
-	uint32_t empty_polls;	 /* since creation: every so many, a look at the daemon */
+	uint32_t empty_polls;	 /* under lock, since creation: every so many, a look at the
+				  * daemon (mrv_cq_empty_look) */
 	uint64_t wc_flags;	 /* the ibv_create_cq_ex fields the application asked for */
 	struct mrv_cq *next_on_channel;
 };
@@ -158,12 +160,20 @@ void mrv_qp_track(struct mrv_qp *qp);
 void mrv_qp_untrack(struct mrv_qp *qp);
 /* The context dead for good, IBV_EVENT_DEVICE_FATAL raised, once. */
 void mrv_mark_dead(struct mrv_context *ctx);
-/* Whether the control connection shows the daemon gone (one poll(), no wait). */
-bool mrv_daemon_hung_up(const struct mrv_context *ctx);
+/* What poll() reports on the control connection when the daemon is gone. */
+#define MRV_HANG_UP (POLLHUP | POLLRDHUP | POLLERR)
 /* Every outstanding work request of a dead context completed with WR_FLUSH_ERR. */
 void mrv_flush_dead(struct mrv_context *ctx);
-/* After a poll of cq found nothing, not holding its lock: true when the daemon is gone and
- * whatever was outstanding has just been flushed into the CQs (poll again). */
+#define MRV_LIVENESS_POLLS 1024
+/* A poll of cq found nothing; under its lock, a plain count (no atomic on the polling path):
+ * whether to look for the daemon (mrv_cq_polled_empty) once the lock is released. */
+static inline bool mrv_cq_empty_look(struct mrv_cq *cq)
+{
+	return __atomic_load_n(&cq->ctx->dead, __ATOMIC_ACQUIRE) ||
+	       ++cq->empty_polls % MRV_LIVENESS_POLLS == 0;
+}
+/* The look, not holding the CQ's lock: true when the daemon is gone and whatever was
+ * outstanding has just been flushed into the CQs (poll again). */
 bool mrv_cq_polled_empty(struct mrv_cq *cq);
 
 /* --- UD QPs and address handles (ud.c) --- */

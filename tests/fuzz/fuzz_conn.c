@@ -17,6 +17,7 @@
 
 #include "proto/codec.h"
 #include "proto/conn.h"
+#include "fuzz/script.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -33,25 +34,6 @@ struct side {
 	unsigned posted_send, posted_recv;
 	uint64_t last_send_completed, sends_completed, invalidated;
 };
-
-struct script {
-	const uint8_t *p;
-	size_t left;
-};
-
-static uint64_t take(struct script *s, unsigned n)
-{
-	uint64_t v = 0;
-
-	while (n--) {
-		v = v << 8 | (s->left ? *s->p : 0);
-		if (s->left) {
-			s->p++;
-			s->left--;
-		}
-	}
-	return v;
-}
 
 static struct side sides[2];
 

@@ -17,30 +17,12 @@
 
 #include "proto/codec.h"
 #include "proto/peer.h"
+#include "fuzz/script.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define CAP 8
 #define LOCAL_NODE 0x1111222233334444ull
-
-struct script {
-	const uint8_t *p;
-	size_t left;
-};
-
-static uint64_t take(struct script *s, unsigned n)
-{
-	uint64_t v = 0;
-
-	while (n--) {
-		v = v << 8 | (s->left ? *s->p : 0);
-		if (s->left) {
-			s->p++;
-			s->left--;
-		}
-	}
-	return v;
-}
 
 /* A handful of IPv4 addresses, half of them inside the admitted 198.18.0.0/15. */
 static void address(uint8_t out[16], unsigned k)

@@ -15,11 +15,24 @@
 
 static uint8_t out[1 + 9000];
 
-static int write_seed(const char *dir, const char *name, const struct mrc_packet *p)
+/* DIR/NAME holding exactly len bytes of data; -1 (said on stderr) when it cannot be written. */
+static int write_file(const char *dir, const char *name, const void *data, size_t len)
 {
 	char path[4096];
-	size_t len;
 	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "wb");
+	if (!f || (len && fwrite(data, len, 1, f) != 1) || fclose(f) != 0) {
+		fprintf(stderr, "gen_corpus: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int write_seed(const char *dir, const char *name, const struct mrc_packet *p)
+{
+	size_t len;
 	int err = mrc_encode(p, out + 1, sizeof(out) - 1, &len);
 
 	if (err) {
@@ -27,13 +40,7 @@ static int write_seed(const char *dir, const char *name, const struct mrc_packet
 		return -1;
 	}
 	out[0] = 1;
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "wb");
-	if (!f || fwrite(out, 1, len + 1, f) != len + 1 || fclose(f) != 0) {
-		fprintf(stderr, "gen_corpus: %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	return 0;
+	return write_file(dir, name, out, len + 1);
 }
 
 static int codec_corpus(const char *dir)
@@ -164,19 +171,12 @@ static int conn_corpus(const char *dir)
 		{ 0, 0, 7, 1, 0, 0, 0, 6, 0, 0, 1, 7, 1, 0, 0, 0, 7, 0, 0, 1, 7, 1, 0, 0, 0, 10,
 		  0, 0, 0 },
 	};
-	char path[4096];
+	char name[32];
 	int failed = 0;
 
 	for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
-		FILE *f;
-
-		snprintf(path, sizeof(path), "%s/script%zu", dir, i);
-		f = fopen(path, "wb");
-		if (!f || fwrite(scripts[i], 1, sizeof(scripts[i]), f) != sizeof(scripts[i]) ||
-		    fclose(f) != 0) {
-			fprintf(stderr, "gen_corpus: %s: %s\n", path, strerror(errno));
-			failed = 1;
-		}
+		snprintf(name, sizeof(name), "script%zu", i);
+		failed |= write_file(dir, name, scripts[i], sizeof(scripts[i]));
 	}
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
@@ -198,19 +198,12 @@ static int peer_corpus(const char *dir)
 		{ 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0, 1, 1, 0, 2, 2, 0, 3, 0, 4, 250, 20, 4, 250,
 		  24, 4, 255, 23, 0, 5, 0 },
 	};
-	char path[4096];
+	char name[32];
 	int failed = 0;
 
 	for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
-		FILE *f;
-
-		snprintf(path, sizeof(path), "%s/script%zu", dir, i);
-		f = fopen(path, "wb");
-		if (!f || fwrite(scripts[i], 1, sizeof(scripts[i]), f) != sizeof(scripts[i]) ||
-		    fclose(f) != 0) {
-			fprintf(stderr, "gen_corpus: %s: %s\n", path, strerror(errno));
-			failed = 1;
-		}
+		snprintf(name, sizeof(name), "script%zu", i);
+		failed |= write_file(dir, name, scripts[i], sizeof(scripts[i]));
 	}
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
@@ -227,18 +220,12 @@ static int config_corpus(const char *dir)
 		"plane = 15 veth-a 198.19.255.254 # trailing comment\r\n",
 		"peer_prefix = fd00::/8\npeer_prefix = 0.0.0.0/0\n",
 	};
-	char path[4096];
+	char name[32];
 	int failed = 0;
 
 	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		FILE *f;
-
-		snprintf(path, sizeof(path), "%s/conf%zu", dir, i);
-		f = fopen(path, "wb");
-		if (!f || fputs(files[i], f) < 0 || fclose(f) != 0) {
-			fprintf(stderr, "gen_corpus: %s: %s\n", path, strerror(errno));
-			failed = 1;
-		}
+		snprintf(name, sizeof(name), "conf%zu", i);
+		failed |= write_file(dir, name, files[i], strlen(files[i]));
 	}
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
@@ -247,20 +234,15 @@ static int config_corpus(const char *dir)
 static int ctl_corpus(const char *dir)
 {
 	static const uint16_t types[] = { MRC_CTL_STATUS, MRC_CTL_PEERS, 99 };
-	char path[4096];
+	char name[32];
 	int failed = 0;
 
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		struct mrc_ctl_hdr h = { .magic = MRC_CTL_MAGIC, .version = MRC_CTL_VERSION,
 					 .type = types[i], .seq = 7 };
-		FILE *f;
 
-		snprintf(path, sizeof(path), "%s/req%zu", dir, i);
-		f = fopen(path, "wb");
-		if (!f || fwrite(&h, sizeof(h), 1, f) != 1 || fclose(f) != 0) {
-			fprintf(stderr, "gen_corpus: %s: %s\n", path, strerror(errno));
-			failed = 1;
-		}
+		snprintf(name, sizeof(name), "req%zu", i);
+		failed |= write_file(dir, name, &h, sizeof(h));
 	}
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
@@ -281,18 +263,12 @@ static int cli_corpus(const char *dir)
 		ARGS("xdp"),
 	};
 #undef ARGS
-	char path[4096];
+	char name[32];
 	int failed = 0;
 
 	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
-		FILE *f;
-
-		snprintf(path, sizeof(path), "%s/args%zu", dir, i);
-		f = fopen(path, "wb");
-		if (!f || fwrite(lines[i].text, lines[i].len, 1, f) != 1 || fclose(f) != 0) {
-			fprintf(stderr, "gen_corpus: %s: %s\n", path, strerror(errno));
-			failed = 1;
-		}
+		snprintf(name, sizeof(name), "args%zu", i);
+		failed |= write_file(dir, name, lines[i].text, lines[i].len);
 	}
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

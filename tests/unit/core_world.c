@@ -390,6 +390,18 @@ static void client_open(struct host *h, uint64_t seed)
 	}
 }
 
+int world_create_rc_qp(struct host *h, uint32_t cq, uint32_t *qpn)
+{
+	struct mrc_ctl_create_qp c = { .send_cq = cq, .recv_cq = cq, .max_send_wr = 4,
+				       .max_recv_wr = 4, .pd = 1, .type = MRC_CTL_QPT_RC };
+	struct mrc_ctl_qp_created rep;
+	int err = world_request(h, MRC_CTL_CREATE_QP, &c, sizeof(c), NULL, &rep, sizeof(rep));
+
+	if (!err)
+		*qpn = rep.qp_num;
+	return err;
+}
+
 void world_client_close(struct host *h)
 {
 	if (!h->cl.open)

@@ -112,6 +112,8 @@ int world_request(struct host *h, uint16_t type, const void *payload, uint32_t l
 /* A ring the daemon's reply carried, attached as the library does (its side of it). */
 void world_attach_ring(struct mrc_ring *r, void *mem, uint32_t entries, uint16_t kind);
 void world_client_close(struct host *h);
+/* A small RC QP of the host's client on CQ cq: 0 with its number, or the core's refusal. */
+int world_create_rc_qp(struct host *h, uint32_t cq, uint32_t *qpn);
 /* As the library does after producing: the doorbell only when the daemon asked for it. */
 void world_ring(struct host *h, struct client_qp *x, struct mrc_ring *r);
 /* The work requests that consume a receive at the peer. */

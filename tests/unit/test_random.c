@@ -69,18 +69,6 @@ START_TEST(prf__keyed_deterministic_and_distinct)
 }
 END_TEST
 
-static uint32_t create_qp(struct host *h, uint32_t cq)
-{
-	struct mrc_ctl_create_qp c = { .send_cq = cq, .recv_cq = cq, .max_send_wr = 4,
-				       .max_recv_wr = 4, .pd = 1, .type = MRC_CTL_QPT_RC };
-	struct mrc_ctl_qp_created rep;
-
-	ck_assert_int_eq(world_request(h, MRC_CTL_CREATE_QP, &c, sizeof(c), NULL, &rep,
-				       sizeof(rep)),
-			 0);
-	return rep.qp_num;
-}
-
 /*
  * QPNs use all 24 bits, slot and generation both drawn: a client that creates QPs learns
  * nothing of the next one's number, and a slot's next QPN is never its last [R-127, R-273].
@@ -102,9 +90,14 @@ START_TEST(core__qpns_are_drawn_not_counted)
 				       sizeof(cq)),
 			 0);
 	for (unsigned i = 0; i < 20000; i++) {
-		uint32_t qpn = create_qp(h, cq.handle);
-		struct mrc_ctl_handle d = { .handle = qpn };
-		unsigned slot = mrcd_qp_slot(qpn), gen = qpn >> MRCD_HANDLE_SLOT_BITS;
+		uint32_t qpn = 0;
+		struct mrc_ctl_handle d;
+		unsigned slot, gen;
+
+		ck_assert_int_eq(world_create_rc_qp(h, cq.handle, &qpn), 0);
+		d = (struct mrc_ctl_handle){ .handle = qpn };
+		slot = mrcd_qp_slot(qpn);
+		gen = qpn >> MRCD_HANDLE_SLOT_BITS;
 
 		ck_assert_uint_lt(qpn, 1u << 24);
 		ck_assert_uint_ne(gen, 0);
