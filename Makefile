@@ -55,8 +55,9 @@ CHECK_CFLAGS = $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS = $(shell pkg-config --libs check 2>/dev/null)
 SYSTEMD_LIBS = $(shell pkg-config --libs libsystemd 2>/dev/null)
 MHD_LIBS = $(shell pkg-config --libs libmicrohttpd 2>/dev/null)
-# the unit tests check the SipHash the engine and the XDP program share against libsodium's
+# the engine's peer authentication and key derivation (lib/proto/auth.c)
 SODIUM_LIBS = $(shell pkg-config --libs libsodium 2>/dev/null)
+PROTO_LIBS = $(SODIUM_LIBS)
 DAEMON_LIBS = $(SYSTEMD_LIBS) $(MHD_LIBS) -lmnl -lxdp -lbpf
 BPFTOOL ?= bpftool
 
@@ -238,7 +239,7 @@ engine-report: $(ENGINE_REPORT)
 $(ENGINE_REPORT): $(OBJ)/bench/engine_report.o $(OBJ)/tests/harness/netsim.o $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(PROTO_LIBS)
 
 # The fabric benchmarks on testbed/mrc-testbed, side by side with RoCEv2, TCP and UDP:
 # bench-quick prints the summary and writes build/bench-quick.json in under 3 minutes; bench
@@ -380,12 +381,12 @@ XDP_ENV := tests/bpf/xdp_env.c tests/bpf/xdp_env.h lib/include/metaroce/xdp.h
 $(BUILD)/tests/bpf/test_xdp: tests/bpf/test_xdp.c $(XDP_ENV) $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) -Itests/bpf $(MRC_CFLAGS) $(CFLAGS) -o $@ $(filter %.c %.a,$^) -lbpf
+	$(Q)$(CC) $(CPPFLAGS) -Itests/bpf $(MRC_CFLAGS) $(CFLAGS) -o $@ $(filter %.c %.a,$^) -lbpf $(PROTO_LIBS)
 
 $(XDP_COST): bench/xdp_cost.c $(XDP_ENV) $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) -Itests/bpf $(MRC_CFLAGS) $(CFLAGS) -o $@ $(filter %.c %.a,$^) -lbpf
+	$(Q)$(CC) $(CPPFLAGS) -Itests/bpf $(MRC_CFLAGS) $(CFLAGS) -o $@ $(filter %.c %.a,$^) -lbpf $(PROTO_LIBS)
 
 $(BUILD)/tests/bpf/%: tests/bpf/%.c
 	$(call msg,LD,$@)
@@ -465,12 +466,12 @@ $(BUILD)/tests/attack/%: tests/attack/%.c
 $(BUILD)/tests/attack/forge: tests/attack/forge.c $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) -o $@ $^
+	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) -o $@ $^ $(PROTO_LIBS)
 
 $(BUILD)/tests/verbs/hostile_client: $(OBJ)/tests/verbs/hostile_client.o $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(PROTO_LIBS)
 
 $(BUILD)/tests/verbs/test_unsupported: tests/verbs/test_unsupported.c $(LIBMETAROCE)
 	$(call msg,LD,$@)
@@ -500,7 +501,7 @@ $(SAN_LIBDAEMON): $(SAN_DAEMON_OBJS)
 $(METAROCE_CTL): $(OBJ)/cli/metaroce-ctl.o
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(SODIUM_LIBS)
 
 # A verbs program like any other: linked to libibverbs, run through metaroce-run for metaroced.
 $(METAROCE_PERF): cli/metaroce-perf.c $(wildcard cli/perf/*.c cli/perf/*.h)
@@ -511,22 +512,22 @@ $(METAROCE_PERF): cli/metaroce-perf.c $(wildcard cli/perf/*.c cli/perf/*.h)
 $(METAROCED): $(OBJ)/daemon/main.o $(LIBDAEMON) $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS)
+	$(Q)$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(DAEMON_LIBS) $(PROTO_LIBS)
 
 $(SAN_METAROCED): $(SAN)/obj/daemon/main.o $(SAN_LIBDAEMON) $(SAN_LIBPROTO)
 	$(call msg,LD-SAN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(DAEMON_LIBS)
+	$(Q)$(CLANG) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(DAEMON_LIBS) $(PROTO_LIBS)
 
 $(UNIT_RUNNER): $(UNIT_OBJS) $(LIBDAEMON) $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) $(SODIUM_LIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) $(PROTO_LIBS)
 
 $(SAN_UNIT_RUNNER): $(SAN_UNIT_OBJS) $(SAN_LIBDAEMON) $(SAN_LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CLANG) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) $(SODIUM_LIBS)
+	$(Q)$(CLANG) $(CFLAGS) $(SAN_FLAGS) -o $@ $^ $(CHECK_LIBS) $(DAEMON_LIBS) $(PROTO_LIBS)
 
 # Harnesses compile the library sources themselves: libFuzzer needs its coverage
 # instrumentation in the code under test, not only in the harness.
@@ -536,18 +537,18 @@ $(FUZZ)/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRCS) $(DAEMON_SRCS) $(XDP_SKEL) \
 	$(call msg,FUZZ-LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) $(SAN_FLAGS) -fsanitize=fuzzer -o $@ \
-		$(filter %.c,$^) $(DAEMON_LIBS)
+		$(filter %.c,$^) $(DAEMON_LIBS) $(PROTO_LIBS)
 
 # The CLI harness runs metaroce-ctl itself, its main renamed.
 $(FUZZ)/fuzz_cli: tests/fuzz/fuzz_cli.c cli/metaroce-ctl.c $(wildcard lib/include/metaroce/*.h)
 	$(call msg,FUZZ-LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) $(SAN_FLAGS) -fsanitize=fuzzer \
-		-Dmain=metaroce_ctl_main -Wno-missing-prototypes -o $@ $(filter %.c,$^)
+		-Dmain=metaroce_ctl_main -Wno-missing-prototypes -o $@ $(filter %.c,$^) $(SODIUM_LIBS)
 
 $(CORPUS_GEN): $(OBJ)/tests/fuzz/gen_corpus.o $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(PROTO_LIBS)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -113,6 +113,15 @@ static int psn_meaningful(uint8_t opcode)
 	       opcode == MRC_OP_DISCOVER_REPLY || mrc_opcode_is_ud(opcode);
 }
 
+size_t mrc_auth_trailer_len(uint8_t opcode)
+{
+	if (!mrc_opcode_is_known(opcode))
+		return 0;
+	return opcode == MRC_OP_DISCOVER || opcode == MRC_OP_DISCOVER_REPLY
+		       ? sizeof(struct mrc_discover_auth)
+		       : sizeof(struct mrc_auth_tag);
+}
+
 int mrc_opcode_is_known(uint8_t opcode)
 {
 	return opcodes[opcode].ext_len != 0;
@@ -141,7 +150,7 @@ int mrc_opcode_is_ud(uint8_t opcode)
 
 uint16_t mrc_opcode_flags(uint8_t opcode)
 {
-	return opcodes[opcode].flags;
+	return opcodes[opcode].ext_len ? opcodes[opcode].flags | MRC_F_AUTH : 0;
 }
 
 size_t mrc_header_len(uint8_t opcode)
@@ -452,7 +461,7 @@ static void decode_plane_addrs(struct mrc_packet *pkt)
 int mrc_decode(const void *buf, size_t len, struct mrc_packet *pkt)
 {
 	const uint8_t *p = buf;
-	size_t hdr_len;
+	size_t hdr_len, trailer;
 
 	if (len < sizeof(struct mrc_hdr))
 		return MRC_WIRE_E_TRUNCATED;
@@ -467,18 +476,22 @@ int mrc_decode(const void *buf, size_t len, struct mrc_packet *pkt)
 	if (len < hdr_len)
 		return MRC_WIRE_E_TRUNCATED;
 	pkt->payload_len = GET16(p, struct mrc_hdr, payload_len);
-	if (len - hdr_len != pkt->payload_len)
+	trailer = GET16(p, struct mrc_hdr, flags) & MRC_F_AUTH ? mrc_auth_trailer_len(pkt->opcode)
+							       : 0;
+	if (len - hdr_len != (size_t)pkt->payload_len + trailer)
 		return MRC_WIRE_E_LENGTH;
 	/* Integrity before any field is believed: a corrupted packet is never acted on. */
-	if (!mrc_csum_verify(p, len))
+	if (!mrc_csum_verify(p, len - trailer))
 		return MRC_WIRE_E_CHECKSUM;
 
-	pkt->flags = GET16(p, struct mrc_hdr, flags) & opcodes[pkt->opcode].flags;
+	pkt->flags = GET16(p, struct mrc_hdr, flags) & mrc_opcode_flags(pkt->opcode);
 	pkt->dst_qpn = GET32(p, struct mrc_hdr, dst_qpn);
 	pkt->psn = psn_meaningful(pkt->opcode) ? GET32(p, struct mrc_hdr, psn) : 0;
 	pkt->tx_ts = GET32(p, struct mrc_hdr, tx_ts);
 	pkt->path_id = GET16(p, struct mrc_hdr, path_id);
 	pkt->payload = p + hdr_len;
+	pkt->wire = p;
+	pkt->auth = trailer ? p + len - trailer : NULL;
 	decode_ext(p + sizeof(struct mrc_hdr), pkt);
 	if (pkt->opcode == MRC_OP_DISCOVER || pkt->opcode == MRC_OP_DISCOVER_REPLY)
 		decode_plane_addrs(pkt);
@@ -502,12 +515,15 @@ int mrc_decode_placed(const void *hdr, size_t len, struct mrc_packet *pkt)
 	pkt->payload_len = GET16(p, struct mrc_hdr, payload_len);
 	if (mrc_header_len(pkt->opcode) + pkt->payload_len > MRC_WIRE_MAX_PACKET)
 		return MRC_WIRE_E_OVERSIZE;
-	pkt->flags = GET16(p, struct mrc_hdr, flags) & opcodes[pkt->opcode].flags;
+	pkt->flags = GET16(p, struct mrc_hdr, flags) & mrc_opcode_flags(pkt->opcode);
 	pkt->dst_qpn = GET32(p, struct mrc_hdr, dst_qpn);
 	pkt->psn = GET32(p, struct mrc_hdr, psn);
 	pkt->tx_ts = GET32(p, struct mrc_hdr, tx_ts);
 	pkt->path_id = GET16(p, struct mrc_hdr, path_id);
 	pkt->payload = NULL;
+	pkt->wire = p;
+	/* the fast path checked the trailer and handed on the headers only */
+	pkt->auth = NULL;
 	decode_ext(p + sizeof(struct mrc_hdr), pkt);
 	return check_semantics(pkt);
 }
@@ -662,7 +678,7 @@ static int encode(const struct mrc_packet *pkt, void *buf, size_t cap, bool in_p
 	memset(p, 0, hdr_len);
 	*FIELD_AT(p, struct mrc_hdr, version) = MRC_WIRE_VERSION;
 	*FIELD_AT(p, struct mrc_hdr, opcode) = pkt->opcode;
-	PUT16(p, struct mrc_hdr, flags, pkt->flags & opcodes[pkt->opcode].flags);
+	PUT16(p, struct mrc_hdr, flags, pkt->flags & mrc_opcode_flags(pkt->opcode));
 	PUT32(p, struct mrc_hdr, dst_qpn, pkt->dst_qpn);
 	PUT32(p, struct mrc_hdr, psn, psn_meaningful(pkt->opcode) ? pkt->psn : 0);
 	PUT32(p, struct mrc_hdr, tx_ts, pkt->tx_ts);

@@ -122,6 +122,11 @@ struct mrc_packet {
 	/* Data and UD opcodes: the bytes to place. Decoded: points into the input buffer. */
 	const uint8_t *payload;
 	uint16_t payload_len;
+	/* Decoded only: the packet's first byte (its headers as they arrived, which an
+	 * authentication tag covers) and its authentication trailer, NULL without MRC_F_AUTH
+	 * (or when a fast path verified and kept it) [R-340]. */
+	const uint8_t *wire;
+	const uint8_t *auth;
 };
 
 /* True for a value of enum mrc_opcode that this version defines. */
@@ -141,6 +146,9 @@ int mrc_opcode_is_ud(uint8_t opcode);
 
 /* The MRC_F_* flags an opcode defines; 0 for an unknown opcode. */
 uint16_t mrc_opcode_flags(uint8_t opcode);
+
+/* Bytes of the authentication trailer MRC_F_AUTH adds to an opcode; 0 if unknown. */
+size_t mrc_auth_trailer_len(uint8_t opcode);
 
 /* Bytes of the common plus extension header of an opcode; 0 for an unknown opcode. */
 size_t mrc_header_len(uint8_t opcode);
@@ -165,7 +173,8 @@ int mrc_decode(const void *buf, size_t len, struct mrc_packet *pkt);
 int mrc_decode_placed(const void *hdr, size_t len, struct mrc_packet *pkt);
 
 /*
- * Encodes *pkt into buf (big-endian, reserved fields zero, checksum filled). For data opcodes
+ * Encodes *pkt into buf (big-endian, reserved fields zero, checksum filled). With MRC_F_AUTH
+ * in pkt->flags the caller appends the trailer behind what is written (lib/proto/auth.h). For data opcodes
  * and DISCOVER*, the payload comes from pkt->payload / pkt->payload_len or pkt->u.discover.
  * pkt->payload may already sit at buf + mrc_header_len(opcode) (zero-copy). Returns
  * MRC_WIRE_OK and sets *out_len, MRC_WIRE_E_NOSPACE when cap is too small, or the error the

@@ -36,6 +36,7 @@
 #include <metaroce/drop_reasons.h>
 #include <metaroce/wire.h>
 
+#include "auth.h"
 #include "cc.h"
 #include "codec.h"
 #include "path.h"
@@ -238,6 +239,10 @@ struct mrc_conn_config {
 	 * (mrc_tx_info.payload) instead of copying it behind the headers: one copy less for a
 	 * caller that sends with a gather list. Only where the payload is in one piece. */
 	bool payload_by_reference;
+	/* Every packet tagged under auth_tx and every packet received checked under auth_rx
+	 * before any field is acted on [R-343]. */
+	bool auth;
+	struct mrc_auth_key auth_tx, auth_rx;
 };
 
 /* Fills in the defaults documented in docs/SPEC.md; the caller sets QPNs, PSNs and paths. */
@@ -249,7 +254,8 @@ struct mrc_rx_info {
 	bool ce;	/* its IP header carried ECN CE */
 	/* A fast path (the XDP program) already wrote this WRITE or READ_RESP payload where it
 	 * belongs: everything is checked and accounted as usual, but no byte is copied. The
-	 * caller must have placed only a packet mrc_conn_rx_verdict() calls new. */
+	 * caller must have placed only a packet mrc_conn_rx_verdict() calls new, and with
+	 * config.auth only one whose tag it verified [R-345]. */
 	bool placed;
 };
 
@@ -264,6 +270,10 @@ struct mrc_tx_info {
 	 * is whole in buf. */
 	const uint8_t *payload;
 	uint32_t payload_len;
+	/* With config.auth and a payload left by reference: the authentication trailer, sent
+	 * behind the payload (a packet whole in buf has it at its end, in *len) [R-340]. */
+	uint8_t trailer[MRC_AUTH_TAG_LEN];
+	uint8_t trailer_len;
 };
 
 struct mrc_conn_stats {

@@ -740,6 +740,10 @@ int mrc_conn_recv_packet(struct mrc_conn *c, const struct mrc_rx_info *rx,
 	c->stats.rx_packets++;
 	if (pkt->dst_qpn != c->cfg.local_qpn) {
 		err = MRC_DROP_WRONG_QPN;
+	} else if (c->cfg.auth && !rx->placed && !mrc_auth_packet_ok(&c->cfg.auth_rx, pkt)) {
+		/* before any field is believed: forged, replayed from another QP, or reflected
+		 * [R-343] */
+		err = MRC_DROP_UNAUTHENTICATED;
 	} else if (c->state == MRC_QPS_CLOSING || c->state == MRC_QPS_CLOSED) {
 		err = conn_closing_recv(c, rx, pkt, now_ns);
 	} else if (c->state != MRC_QPS_RTS) {

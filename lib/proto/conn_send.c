@@ -7,6 +7,7 @@
 #include "conn.h"
 #include "conn_impl.h"
 
+#include <stddef.h>
 #include <string.h>
 
 #include "seq.h"
@@ -35,6 +36,7 @@ static void init_packet(const struct mrc_conn *c, struct mrc_packet *pkt, uint8_
 	pkt->dst_qpn = c->cfg.remote_qpn;
 	pkt->path_id = path_id;
 	pkt->tx_ts = (uint32_t)now_ns;
+	pkt->flags = c->cfg.auth ? MRC_F_AUTH : 0;
 }
 
 bool conn_send_ack(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
@@ -44,7 +46,7 @@ bool conn_send_ack(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info
 	uint64_t held = now_ns - c->echo.arrival_ns;
 
 	init_packet(c, &pkt, MRC_OP_ACK, c->echo.path_id, now_ns);
-	pkt.flags = c->echo.ce ? MRC_F_ECE : 0;
+	pkt.flags |= c->echo.ce ? MRC_F_ECE : 0;
 	pkt.u.ack.cum_psn = c->rxw.base;
 	pkt.u.ack.echo_ts = c->echo.tx_ts;
 	pkt.u.ack.ack_delay_ns = held > UINT32_MAX ? UINT32_MAX : (uint32_t)held;
@@ -72,7 +74,7 @@ bool conn_send_nak(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info
 	struct mrc_packet pkt;
 
 	init_packet(c, &pkt, MRC_OP_NAK, 0, now_ns);
-	pkt.flags = c->nak.ce ? MRC_F_ECE : 0;
+	pkt.flags |= c->nak.ce ? MRC_F_ECE : 0;
 	pkt.u.nak.cum_psn = c->rxw.base;
 	pkt.u.nak.nak_psn = c->nak.psn;
 	pkt.u.nak.msn = c->nak.msn;
@@ -161,7 +163,7 @@ bool conn_send_probe_reply(struct mrc_conn *c, void *buf, size_t cap, struct mrc
 		(c->n_probe_replies - 1) * sizeof(c->probe_replies[0]));
 	c->n_probe_replies--;
 	init_packet(c, &pkt, MRC_OP_PROBE_REPLY, r.echo_path, now_ns);
-	pkt.flags = r.ce ? MRC_F_ECE : 0; /* */
+	pkt.flags |= r.ce ? MRC_F_ECE : 0; /* */
 	pkt.u.probe.nonce = r.nonce;
 	pkt.u.probe.echo_ts = r.echo_ts;
 	pkt.u.probe.echo_path = r.echo_path;
@@ -581,12 +583,10 @@ static bool send_data(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_i
 	return true;
 }
 
-bool mrc_conn_send(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
-		   uint64_t now_ns, size_t *len)
+/* The next packet, before its authentication trailer. */
+static bool next_packet(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
+			uint64_t now_ns, size_t *len)
 {
-	c->last_now_ns = now_ns;
-	tx->payload = NULL;
-	tx->payload_len = 0;
 	if (c->state == MRC_QPS_CLOSING || c->state == MRC_QPS_CLOSED)
 		return conn_closing_send(c, buf, cap, tx, now_ns, len);
 	if (c->state == MRC_QPS_ERR) {
@@ -614,4 +614,30 @@ bool mrc_conn_send(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info
 		}
 	}
 	return send_data(c, buf, cap, tx, now_ns, len);
+}
+
+bool mrc_conn_send(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
+		   uint64_t now_ns, size_t *len)
+{
+	size_t hdr_len;
+
+	c->last_now_ns = now_ns;
+	tx->payload = NULL;
+	tx->payload_len = 0;
+	tx->trailer_len = 0;
+	if (!c->cfg.auth)
+		return next_packet(c, buf, cap, tx, now_ns, len);
+	if (cap < MRC_AUTH_TAG_LEN ||
+	    !next_packet(c, buf, cap - MRC_AUTH_TAG_LEN, tx, now_ns, len))
+		return false;
+	/* the tag covers the headers as written, checksum included */
+	hdr_len = mrc_header_len(((const uint8_t *)buf)[offsetof(struct mrc_hdr, opcode)]);
+	if (tx->payload) {
+		mrc_auth_put_tag(&c->cfg.auth_tx, buf, hdr_len, tx->trailer);
+		tx->trailer_len = MRC_AUTH_TAG_LEN;
+	} else {
+		mrc_auth_put_tag(&c->cfg.auth_tx, buf, hdr_len, (uint8_t *)buf + *len);
+		*len += MRC_AUTH_TAG_LEN;
+	}
+	return true;
 }

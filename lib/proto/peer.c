@@ -42,6 +42,11 @@ int mrc_peer_table_init(struct mrc_peer_table *t, const struct mrc_node_info *lo
 	return 0;
 }
 
+void mrc_peer_table_set_auth(struct mrc_peer_table *t, const struct mrc_auth *auth)
+{
+	t->auth = auth && auth->mode != MRC_AUTH_OFF ? auth : NULL;
+}
+
 void mrc_peer_table_fini(struct mrc_peer_table *t)
 {
 	free(t->peers);
@@ -91,13 +96,19 @@ int mrc_peer_table_lookup(struct mrc_peer_table *t, const uint8_t addr[16], uint
 			  uint16_t port, uint64_t now_ns)
 {
 	int i = mrc_peer_table_find(t, addr);
+	struct mrc_peer_keys keys;
 	struct mrc_peer *p;
 
 	if (i >= 0)
 		return i;
+	/* whom we ask must be able to read the question: its key is the one allowed there */
+	if (t->auth && mrc_auth_keys_for_address(t->auth, addr, &keys))
+		return -EACCES;
 	p = add_peer(t, addr, via_plane, port);
 	if (!p)
 		return -ENOSPC;
+	if (t->auth)
+		p->keys = keys; /* not bound: the answer binds the key it comes under */
 	p->state = MRC_PEER_DISCOVERING;
 	schedule_announce(t, p, now_ns); /* */
 	return (int)(p - t->peers);
@@ -139,18 +150,27 @@ static bool same_planes(const struct mrc_node_info *a, const struct mrc_node_inf
 	return true;
 }
 
-/* Whether an announcement says anything new of a known peer: another node id or planes. */
-static bool changes(const struct mrc_peer *p, const struct mrc_discover *d)
+static bool other_key(const struct mrc_peer *p, const struct mrc_peer_keys *keys)
+{
+	return keys && p->keys.bound &&
+	       memcmp(p->keys.public_key, keys->public_key, MRC_AUTH_PUBLIC_KEY_LEN);
+}
+
+/* Whether an announcement says anything new of a known peer: another node id, planes or key. */
+static bool changes(const struct mrc_peer *p, const struct mrc_discover *d,
+		    const struct mrc_peer_keys *keys)
 {
 	struct mrc_node_info info;
 
 	info_from_packet(&info, d);
-	return info.node_id != p->info.node_id || !same_planes(&info, &p->info);
+	return info.node_id != p->info.node_id || !same_planes(&info, &p->info) ||
+	       other_key(p, keys);
 }
 
 /* What a peer told us about itself: first news, a change, or a restart [R-95, R-98, R-292];
  * whether that was news. */
-static bool record(struct mrc_peer_table *t, struct mrc_peer *p, const struct mrc_discover *d)
+static bool record(struct mrc_peer_table *t, struct mrc_peer *p, const struct mrc_discover *d,
+		   const struct mrc_peer_keys *keys)
 {
 	struct mrc_node_info info;
 	enum mrc_peer_event ev = 0;
@@ -159,10 +179,17 @@ static bool record(struct mrc_peer_table *t, struct mrc_peer *p, const struct mr
 	info_from_packet(&info, d);
 	if (p->state != MRC_PEER_KNOWN)
 		ev = MRC_PEER_EV_DISCOVERED;
-	else if (info.node_id != p->info.node_id)
-		ev = MRC_PEER_EV_RESTARTED;
+	else if (info.node_id != p->info.node_id || other_key(p, keys))
+		ev = MRC_PEER_EV_RESTARTED; /* a new key is a new peer: its QPs' keys are gone */
 	else if (!same_planes(&info, &p->info))
 		ev = MRC_PEER_EV_CHANGED;
+	if (keys && (!p->keys.bound || ev == MRC_PEER_EV_RESTARTED ||
+		     ev == MRC_PEER_EV_DISCOVERED)) {
+		/* bound to the key the announcement came under, never to an address */
+		p->keys = *keys;
+		p->keys.bound = true;
+		mrc_auth_sessions(&p->keys, t->local.node_id, info.node_id);
+	}
 	p->info = info;
 	p->state = MRC_PEER_KNOWN;
 	if (ev)
@@ -174,15 +201,42 @@ static bool record(struct mrc_peer_table *t, struct mrc_peer *p, const struct mr
 /* A change asked back is settled by the peer's answer (or its silence): recorded, whose
  * event already tells, or not news, and then the record stands. Cleared before recording, so
  * the QPs waiting for the answer see a settled peer in the event. */
-static void answered(struct mrc_peer_table *t, struct mrc_peer *p, const struct mrc_discover *d)
+static void answered(struct mrc_peer_table *t, struct mrc_peer *p, const struct mrc_discover *d,
+		     const struct mrc_peer_keys *keys)
 {
 	bool was_confirming = p->confirming;
 	bool news;
 
 	p->confirming = false;
-	news = d ? record(t, p, d) : false;
+	news = d ? record(t, p, d, keys) : false;
 	if (was_confirming && !news)
 		t->cb.event(t->user, (unsigned)(p - t->peers), MRC_PEER_EV_CONFIRMED, 0);
+}
+
+/* A discovery packet refused, counted by why. */
+static int refuse(struct mrc_peer_table *t, int why)
+{
+	t->drops++;
+	t->refused[why <= MRC_DROP_REASON_MAX ? why : 0]++;
+	return why;
+}
+
+/*
+ * Who sent a DISCOVER*: the key its trailer names, allowed for the addresses it sends from and
+ * announces, whose tag is right [R-344]; nothing is believed, stored or answered before.
+ */
+static int authenticate(const struct mrc_peer_table *t, const struct mrc_packet *pkt,
+			const uint8_t src[16], struct mrc_peer_keys *keys)
+{
+	const uint8_t *key = mrc_auth_discover_key(pkt);
+
+	if (!key)
+		return MRC_DROP_UNAUTHENTICATED;
+	if (mrc_auth_static_keys(t->auth, key, src, &pkt->u.discover, keys))
+		return MRC_DROP_PEER_KEY;
+	if (!mrc_auth_discover_ok(pkt, keys->static_rx))
+		return MRC_DROP_UNAUTHENTICATED;
+	return MRC_DROP_NONE;
 }
 
 int mrc_peer_table_recv(struct mrc_peer_table *t, const struct mrc_packet *pkt,
@@ -190,31 +244,32 @@ int mrc_peer_table_recv(struct mrc_peer_table *t, const struct mrc_packet *pkt,
 {
 	int i = mrc_peer_table_find(t, src);
 	struct mrc_peer *p = i >= 0 ? &t->peers[i] : NULL;
+	struct mrc_peer_keys keys;
+	const struct mrc_peer_keys *authed = t->auth ? &keys : NULL;
+	int why;
 
 	if (pkt->opcode == MRC_OP_DISCOVER) {
-		if (!t->cb.admit(t->user, src)) {
-			t->drops++;
-			return MRC_DROP_NOT_ADMITTED; /* never answered */
-		}
+		if (!t->cb.admit(t->user, src))
+			return refuse(t, MRC_DROP_NOT_ADMITTED); /* never answered */
+		if (t->auth && (why = authenticate(t, pkt, src, &keys)))
+			return refuse(t, why); /* never answered: no answer to whom we cannot name */
 		if (!p) {
 			p = add_peer(t, src, plane, src_port);
-			if (!p) {
-				t->drops++;
-				return MRC_DROP_PEERS_FULL;
-			}
+			if (!p)
+				return refuse(t, MRC_DROP_PEERS_FULL);
 		}
-		if (p->state == MRC_PEER_KNOWN && changes(p, &pkt->u.discover)) {
+		if (p->state == MRC_PEER_KNOWN && changes(p, &pkt->u.discover, authed)) {
 			/* A known peer's new node id or planes are believed only from the answer
 			 * to a question of ours, whose request id an off-path sender cannot see:
-			 * one spoofed DISCOVER must not fail every QP to it nor move its planes.
-			 * The real peer, restarted or replanned, answers within a round trip
-			 * [R-293]. */
+			 * one spoofed DISCOVER must not fail every QP to it nor move its planes,
+			 * nor a replayed one, nor another key holder's. The real peer, restarted,
+			 * replanned or rekeyed, answers within a round trip [R-293]. */
 			if (!p->announce)
 				schedule_announce(t, p, now_ns);
 			p->confirming = true;
 			t->challenges++;
 		} else {
-			record(t, p, &pkt->u.discover);
+			record(t, p, &pkt->u.discover, authed);
 		}
 		p->reply_due = true;
 		p->reply_to = pkt->psn;
@@ -225,26 +280,30 @@ int mrc_peer_table_recv(struct mrc_peer_table *t, const struct mrc_packet *pkt,
 	}
 	if (pkt->opcode == MRC_OP_DISCOVER_REPLY) {
 		/* only an answer to the request we have outstanding */
-		if (!p || !p->announce || p->tries == 0 || pkt->psn != p->request_id) {
-			t->drops++;
-			return MRC_DROP_STALE_DISCOVER;
-		}
+		if (!p || !p->announce || p->tries == 0 || pkt->psn != p->request_id)
+			return refuse(t, MRC_DROP_STALE_DISCOVER);
+		if (t->auth && (why = authenticate(t, pkt, src, &keys)))
+			return refuse(t, why);
 		p->announce = false;
 		p->deadline_ns = 0;
-		answered(t, p, &pkt->u.discover);
+		answered(t, p, &pkt->u.discover, authed);
 		return MRC_DROP_NONE;
 	}
-	t->drops++;
-	return MRC_DROP_OPCODE_REFUSED;
+	return refuse(t, MRC_DROP_OPCODE_REFUSED);
 }
 
-static bool encode_discover(const struct mrc_peer_table *t, uint8_t opcode, uint32_t id,
-			    void *buf, size_t cap, size_t *len)
+/* A DISCOVER* from us; authenticated, under the static key towards its receiver. */
+static bool encode_discover(const struct mrc_peer_table *t, const struct mrc_peer *p,
+			    uint8_t opcode, uint32_t id, void *buf, size_t cap, size_t *len)
 {
+	size_t trailer = t->auth ? sizeof(struct mrc_discover_auth) : 0;
 	struct mrc_packet pkt;
 
+	if (cap < trailer)
+		return false;
 	memset(&pkt, 0, sizeof(pkt));
 	pkt.opcode = opcode;
+	pkt.flags = t->auth ? MRC_F_AUTH : 0;
 	pkt.dst_qpn = MRC_QPN_DAEMON;
 	pkt.psn = id;
 	pkt.u.discover.node_id = t->local.node_id;
@@ -257,7 +316,13 @@ static bool encode_discover(const struct mrc_peer_table *t, uint8_t opcode, uint
 		pkt.u.discover.addrs[i].flags = t->local.addrs[i].flags;
 		memcpy(pkt.u.discover.addrs[i].addr, t->local.addrs[i].addr, 16);
 	}
-	return mrc_encode(&pkt, buf, cap, len) == MRC_WIRE_OK;
+	if (mrc_encode(&pkt, buf, cap - trailer, len) != MRC_WIRE_OK)
+		return false;
+	if (t->auth) {
+		mrc_auth_seal_discover(t->auth, p->keys.static_tx, buf, *len);
+		*len += trailer;
+	}
+	return true;
 }
 
 bool mrc_peer_table_send(struct mrc_peer_table *t, void *buf, size_t cap,
@@ -271,7 +336,8 @@ bool mrc_peer_table_send(struct mrc_peer_table *t, void *buf, size_t cap,
 			/* at most one answer per peer per reply_gap */
 			if (p->replied && now_ns - p->last_reply_ns < t->reply_gap_ns)
 				continue;
-			if (!encode_discover(t, MRC_OP_DISCOVER_REPLY, p->reply_to, buf, cap, len))
+			if (!encode_discover(t, p, MRC_OP_DISCOVER_REPLY, p->reply_to, buf, cap,
+					     len))
 				continue;
 			p->replied = true;
 			p->last_reply_ns = now_ns;
@@ -281,7 +347,7 @@ bool mrc_peer_table_send(struct mrc_peer_table *t, void *buf, size_t cap,
 			return true;
 		}
 		if (p->announce && now_ns >= p->deadline_ns && p->tries < t->max_tries) {
-			if (!encode_discover(t, MRC_OP_DISCOVER, p->request_id, buf, cap, len))
+			if (!encode_discover(t, p, MRC_OP_DISCOVER, p->request_id, buf, cap, len))
 				continue;
 			p->tries++;
 			p->deadline_ns = now_ns + (t->retry_ns << (p->tries - 1));
@@ -320,6 +386,6 @@ void mrc_peer_table_on_timeout(struct mrc_peer_table *t, uint64_t now_ns)
 			p->state = MRC_PEER_UNREACHABLE;
 			t->cb.event(t->user, i, MRC_PEER_EV_UNREACHABLE, 0);
 		}
-		answered(t, p, NULL); /* unanswered: what we knew stands */
+		answered(t, p, NULL, NULL); /* unanswered: what we knew stands */
 	}
 }

@@ -18,6 +18,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <metaroce/drop_reasons.h>
+
+#include "auth.h"
 #include "codec.h"
 #include "random.h"
 
@@ -69,6 +72,7 @@ struct mrc_peer {
 	uint64_t last_reply_ns;	    /* rate limit of our replies to it */
 	bool replied;		    /* last_reply_ns is valid */
 	struct mrc_node_info info;  /* valid once KNOWN */
+	struct mrc_peer_keys keys;  /* with authentication: bound once KNOWN */
 };
 
 struct mrc_peer_callbacks {
@@ -87,7 +91,9 @@ struct mrc_peer_table {
 	uint8_t max_tries;	/* transmissions in all (default 3) */
 	uint64_t reply_gap_ns;	/* at least this between replies to one peer (default 1 ms) */
 	struct mrc_prf rng; /* request ids */
+	const struct mrc_auth *auth; /* NULL or mode off: discovery unauthenticated */
 	uint64_t drops;		/* refused discovery packets */
+	uint64_t refused[MRC_DROP_REASON_MAX + 1]; /* the same, by enum mrc_drop_reason */
 	uint64_t challenges;	/* unsolicited changes asked back before believed */
 };
 
@@ -97,9 +103,13 @@ int mrc_peer_table_init(struct mrc_peer_table *t, const struct mrc_node_info *lo
 			uint64_t seed);
 void mrc_peer_table_fini(struct mrc_peer_table *t);
 
+/* From now on every DISCOVER* is authenticated under *auth (the caller's memory). */
+void mrc_peer_table_set_auth(struct mrc_peer_table *t, const struct mrc_auth *auth);
+
 /*
  * The peer an application names (any of its plane addresses), reached through a local plane.
- * Starts discovery when it is new [R-94]. Returns its index, or -ENOSPC when the table is full.
+ * Starts discovery when it is new [R-94]. Returns its index, -ENOSPC when the table is full,
+ * or -EACCES when authentication names no key that may answer at the address.
  */
 int mrc_peer_table_lookup(struct mrc_peer_table *t, const uint8_t addr[16], uint8_t via_plane,
 			  uint16_t port, uint64_t now_ns);

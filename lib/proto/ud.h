@@ -25,6 +25,7 @@ struct mrc_ud_datagram {
 	bool has_imm;
 	uint32_t imm;
 	bool solicited;
+	bool auth;	  /* MRC_F_AUTH: the caller appends the trailer behind the payload */
 	const uint8_t *payload; /* stays where it is: a gather list sends it behind the headers */
 	uint16_t payload_len;
 };

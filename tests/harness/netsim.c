@@ -290,6 +290,8 @@ void sim_connect(struct sim *sim, unsigned host_a, unsigned host_b,
 		cfg.remote_qpn = ep[!side]->qpn;
 		cfg.sq_psn = side ? base->rq_psn : base->sq_psn;
 		cfg.rq_psn = side ? base->sq_psn : base->rq_psn;
+		cfg.auth_tx = side ? base->auth_rx : base->auth_tx; /* one's tx is the other's rx */
+		cfg.auth_rx = side ? base->auth_tx : base->auth_rx;
 		for (unsigned p = 0; p < sim->n_planes; p++) {
 			for (unsigned k = 0; k < paths_per_plane && n < MRC_MAX_PATHS; k++, n++) {
 				cfg.paths[n].plane = (uint8_t)p;
@@ -555,7 +557,7 @@ static void pump(struct sim *sim, struct sim_endpoint *ep)
 		}
 		/* a payload left by reference goes right behind the headers, as a gather list
 		 * would send it */
-		struct sim_event *ev = malloc(sizeof(*ev) + len + tx.payload_len);
+		struct sim_event *ev = malloc(sizeof(*ev) + len + tx.payload_len + tx.trailer_len);
 
 		if (!ev)
 			abort();
@@ -567,10 +569,11 @@ static void pump(struct sim *sim, struct sim_endpoint *ep)
 		ev->src_host = (uint16_t)ep->host;
 		ev->dst_host = (uint16_t)peer_of(sim, ep)->host;
 		ev->core = (uint8_t)ecmp(ev->src_host, ev->dst_host, tx.sport, sim->n_core);
-		ev->len = (uint32_t)len + tx.payload_len;
+		ev->len = (uint32_t)len + tx.payload_len + tx.trailer_len;
 		memcpy(ev->data, buf, len);
 		if (tx.payload)
 			memcpy(ev->data + len, tx.payload, tx.payload_len);
+		memcpy(ev->data + len + tx.payload_len, tx.trailer, tx.trailer_len);
 		enter_stage(sim, ev);
 	}
 }

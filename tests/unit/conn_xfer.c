@@ -246,3 +246,19 @@ bool writes_done(struct sim *sim, void *arg)
 	(void)sim;
 	return x->failed || x->send_done_count >= 1;
 }
+
+static bool midway(struct sim *sim, void *arg)
+{
+	struct xfer *x = arg;
+	struct mrc_conn_info info;
+
+	(void)sim;
+	mrc_conn_get_info(x->a->conn, &info);
+	return info.snd_nxt - info.snd_una > 8 && mrc_conn_stats(x->a->conn)->rx_packets > 16;
+}
+
+void xfer_run_to_midway(struct xfer *x)
+{
+	sim_run(x->sim, x->sim->now_ns + 1000000000ull, midway, x);
+	ck_assert_msg(midway(x->sim, x), "no transfer in flight to attack");
+}

@@ -48,6 +48,9 @@ void xfer_post(struct xfer *x, uint8_t opcode, uint32_t len, uint32_t imm);
 bool all_done(struct sim *sim, void *arg);
 bool writes_done(struct sim *sim, void *arg);
 void print_drops(const char *who, const struct mrc_conn *c);
+/* Runs until the requester has packets in flight and some acknowledged: a transfer to
+ * attack. Fails the test if that never comes. */
+void xfer_run_to_midway(struct xfer *x);
 /* Runs until all_done or limit_ns; fails the test on a failure or a timeout. */
 void xfer_run(struct xfer *x, uint64_t limit_ns);
 uint32_t pick_len(struct sim *sim, uint32_t max);

@@ -28,6 +28,7 @@ int main(void)
 	srunner_add_suite(runner, conn_suite());
 	srunner_add_suite(runner, conn_errors_suite());
 	srunner_add_suite(runner, forgery_suite());
+	srunner_add_suite(runner, auth_suite());
 	srunner_add_suite(runner, atomics_suite());
 	srunner_add_suite(runner, ud_suite());
 	srunner_add_suite(runner, users_suite());

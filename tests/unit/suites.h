@@ -14,6 +14,7 @@ Suite *config_suite(void);
 Suite *conn_suite(void);
 Suite *conn_errors_suite(void);
 Suite *forgery_suite(void);
+Suite *auth_suite(void);
 Suite *core_pair_suite(void);
 Suite *core_sched_suite(void);
 Suite *core_ud_suite(void);

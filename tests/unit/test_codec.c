@@ -229,7 +229,7 @@ START_TEST(mrc_decode__reserved_fields_and_unknown_flags_ignored)
 
 	memcpy(pkt, kat_ack, sizeof(pkt));
 	pkt[2] |= 0xff; /* flags, high byte: all unknown bits */
-	pkt[3] |= 0xe0;
+	pkt[3] |= 0xc0;
 	pkt[22] = 0xab; /* mrc_hdr.reserved */
 	pkt[23] = 0xcd;
 	codec_put_be32(pkt + 24 + 20, 0xffffffffu); /* mrc_ack_ext.reserved */
@@ -248,7 +248,7 @@ START_TEST(mrc_codec__undefined_flags_and_psn_zeroed)
 	struct mrc_packet w = codec_sample(MRC_OP_WRITE, 2), a = codec_sample(MRC_OP_ACK, 2), got;
 	size_t len;
 
-	w.flags = MRC_F_KNOWN;
+	w.flags = MRC_F_KNOWN & ~MRC_F_AUTH;
 	len = codec_encode_ok(&w);
 	ck_assert_uint_eq((unsigned)(codec_buf[2] << 8 | codec_buf[3]),
 			  MRC_F_ACK_REQ | MRC_F_RETX | MRC_F_INORDER);
@@ -366,7 +366,8 @@ END_TEST
 
 /*
  * Any single flipped bit is refused [R-41]. Bits of the fields checked before the checksum
- * (version, opcode, payload_len) report their own error; every other bit reports e_checksum.
+ * (version, opcode, payload_len, the AUTH flag that adds a trailer) report their own error;
+ * every other bit reports e_checksum.
  */
 START_TEST(mrc_decode__corruption_every_bit_every_opcode)
 {
@@ -376,7 +377,8 @@ START_TEST(mrc_decode__corruption_every_bit_every_opcode)
 
 		for (size_t bit = 0; bit < len * 8; bit++) {
 			size_t byte = bit / 8;
-			int early = byte < 2 || byte == 18 || byte == 19;
+			int early = byte < 2 || byte == 18 || byte == 19 ||
+				    (byte == 3 && 1u << (bit % 8) == MRC_F_AUTH);
 			int err;
 
 			codec_buf[byte] ^= (uint8_t)(1u << (bit % 8));

@@ -12,17 +12,6 @@
 #include "proto/path.h"
 #include "suites.h"
 
-/* The requester has packets in flight and some acknowledged already. */
-static bool midway(struct sim *sim, void *arg)
-{
-	struct xfer *x = arg;
-	struct mrc_conn_info info;
-
-	(void)sim;
-	mrc_conn_get_info(x->a->conn, &info);
-	return info.snd_nxt - info.snd_una > 8 && mrc_conn_stats(x->a->conn)->rx_packets > 16;
-}
-
 /* A 32-bit value outside [una - 256, nxt]: what a blind guess is almost always. */
 static uint32_t implausible_psn(struct sim *sim, const struct mrc_conn_info *info)
 {
@@ -43,8 +32,7 @@ static void start_transfer(struct xfer *x, struct sim_config *sc)
 	xfer_init(x, sc, &cc, 4, 4 << 20);
 	xfer_post(x, MRC_WR_WRITE, 2 << 20, 0);
 	xfer_post(x, MRC_WR_SEND, 1 << 20, 0);
-	sim_run(x->sim, x->sim->now_ns + 1000000000ull, midway, x);
-	ck_assert_msg(midway(x->sim, x), "no transfer in flight to attack");
+	xfer_run_to_midway(x);
 }
 
 static int inject(struct xfer *x, struct mrc_conn *victim, struct mrc_packet *p)

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /* lib/proto/peer.c: discovery between two daemons, wired back to back in memory (SPEC 12). */
 #include <errno.h>
+#include <sodium.h>
 #include <string.h>
 
 #include <metaroce/drop_reasons.h>
@@ -18,6 +19,8 @@ struct node {
 	uint64_t last_old_node;
 	bool confirming_at_event; /* the peer still awaited an answer when its event came */
 	bool admit_all;
+	struct mrc_auth auth;
+	struct mrc_auth_peer allowed[2];
 };
 
 static void v4(uint8_t out[16], uint8_t a, uint8_t b, uint8_t c, uint8_t d)
@@ -307,6 +310,141 @@ START_TEST(mrc_peer_table__spoofed_discover_does_not_rebind)
 }
 END_TEST
 
+/* n authenticates with the cluster key ck (and the peers allowed so far). */
+static void node_auth(struct node *n, uint8_t ck_byte)
+{
+	ck_assert_int_ge(sodium_init(), 0);
+	n->auth.mode = MRC_AUTH_HEADER;
+	crypto_kx_keypair(n->auth.public_key, n->auth.secret_key);
+	n->auth.has_cluster_key = true;
+	memset(n->auth.cluster_key, ck_byte, MRC_AUTH_KEY_LEN);
+	ck_assert_int_eq(mrc_auth_init(&n->auth), 0);
+	mrc_peer_table_set_auth(&n->t, &n->auth);
+}
+
+/* from's next due packet into to, as if from src; what to made of it. */
+static int deliver(struct node *from, struct node *to, const uint8_t src[16], uint64_t now)
+{
+	uint8_t buf[1024];
+	struct mrc_peer_dest dest;
+	struct mrc_packet pkt;
+	size_t len;
+
+	ck_assert(mrc_peer_table_send(&from->t, buf, sizeof(buf), &dest, now, &len));
+	ck_assert_int_eq(mrc_decode(buf, len, &pkt), MRC_WIRE_OK);
+	return mrc_peer_table_recv(&to->t, &pkt, src, MRC_UDP_PORT_DEFAULT, dest.plane, now);
+}
+
+/* Two holders of the cluster key discover each other and agree on their session keys; the
+ * record is bound to the key it came under [R-344]. */
+START_TEST(mrc_peer_table__authenticated_discovery)
+{
+	struct node a, b;
+
+	node_init(&a, 1, 1, 4);
+	node_init(&b, 2, 2, 4);
+	node_auth(&a, 0x42);
+	node_auth(&b, 0x42);
+	ck_assert_int_ge(mrc_peer_table_lookup(&a.t, b.addr[0], 0, 0, 0), 0);
+	ck_assert_int_eq(deliver(&a, &b, a.addr[0], 0), MRC_DROP_NONE);
+	ck_assert_int_eq(deliver(&b, &a, b.addr[0], 0), MRC_DROP_NONE);
+	ck_assert_int_eq(a.t.peers[0].state, MRC_PEER_KNOWN);
+	ck_assert_int_eq(b.t.peers[0].state, MRC_PEER_KNOWN);
+	ck_assert(a.t.peers[0].keys.bound && b.t.peers[0].keys.bound);
+	ck_assert_mem_eq(a.t.peers[0].keys.public_key, b.auth.public_key, MRC_AUTH_PUBLIC_KEY_LEN);
+	ck_assert_mem_eq(b.t.peers[0].keys.public_key, a.auth.public_key, MRC_AUTH_PUBLIC_KEY_LEN);
+	ck_assert_mem_eq(a.t.peers[0].keys.session_tx, b.t.peers[0].keys.session_rx,
+			 MRC_AUTH_KEY_LEN);
+	ck_assert_mem_eq(a.t.peers[0].keys.session_rx, b.t.peers[0].keys.session_tx,
+			 MRC_AUTH_KEY_LEN);
+	mrc_peer_table_fini(&a.t);
+	mrc_peer_table_fini(&b.t);
+}
+END_TEST
+
+/* A DISCOVER without a trailer, or under another cluster key, is neither answered nor
+ * recorded, nor does it take a slot in the table [R-344]. */
+START_TEST(mrc_peer_table__unauthenticated_discover_refused)
+{
+	struct node a, b, plain;
+	uint8_t buf[1024];
+	struct mrc_peer_dest dest;
+	size_t len;
+
+	node_init(&a, 1, 1, 4);
+	node_init(&b, 2, 2, 4);
+	node_init(&plain, 1, 3, 4);
+	node_auth(&a, 0x42);
+	node_auth(&b, 0x43); /* another cluster */
+	mrc_peer_table_lookup(&a.t, b.addr[0], 0, 0, 0);
+	ck_assert_int_eq(deliver(&a, &b, a.addr[0], 0), MRC_DROP_UNAUTHENTICATED);
+	mrc_peer_table_lookup(&plain.t, b.addr[0], 0, 0, 0);
+	ck_assert_int_eq(deliver(&plain, &b, plain.addr[0], 0), MRC_DROP_UNAUTHENTICATED);
+	ck_assert_uint_eq(b.t.n_peers, 0);
+	ck_assert(!mrc_peer_table_send(&b.t, buf, sizeof(buf), &dest, 0, &len));
+	ck_assert_int_eq(a.t.peers[0].state, MRC_PEER_DISCOVERING);
+	mrc_peer_table_fini(&a.t);
+	mrc_peer_table_fini(&b.t);
+	mrc_peer_table_fini(&plain.t);
+}
+END_TEST
+
+/*
+ * Another holder of the cluster key claims b's address to a: asked back, the real b answers
+ * and a's record stays bound to b's key. With allowed peers, a key outside its prefixes is
+ * refused outright [R-293, R-344].
+ */
+START_TEST(mrc_peer_table__another_key_cannot_take_a_peer)
+{
+	struct node a, b, c;
+
+	node_init(&a, 1, 1, 4);
+	node_init(&b, 2, 2, 4);
+	node_init(&c, 2, 0x666, 4); /* b's addresses, its own key */
+	node_auth(&a, 0x42);
+	node_auth(&b, 0x42);
+	node_auth(&c, 0x42);
+	mrc_peer_table_lookup(&a.t, b.addr[0], 0, 0, 0);
+	deliver(&a, &b, a.addr[0], 0);
+	deliver(&b, &a, b.addr[0], 0);
+	ck_assert_int_eq(a.events[MRC_PEER_EV_DISCOVERED], 1);
+	mrc_peer_table_lookup(&c.t, a.addr[0], 0, 0, MS);
+	ck_assert_int_eq(deliver(&c, &a, b.addr[0], MS), MRC_DROP_NONE); /* taken as a question */
+	ck_assert(a.t.peers[0].confirming);
+	/* a asks b back; b answers; nothing changed */
+	deliver(&a, &b, a.addr[0], 2 * MS); /* a's reply to c's DISCOVER, addressed to "b" */
+	exchange(&a, &b, 2 * MS, 0);
+	exchange(&b, &a, 2 * MS, 0);
+	ck_assert_int_eq(a.events[MRC_PEER_EV_RESTARTED], 0);
+	ck_assert_int_eq(a.events[MRC_PEER_EV_CONFIRMED], 1);
+	ck_assert_mem_eq(a.t.peers[0].keys.public_key, b.auth.public_key, MRC_AUTH_PUBLIC_KEY_LEN);
+	ck_assert_uint_eq(a.t.peers[0].info.node_id, 2);
+
+	/* allowed peers: a allows b for b's addresses only, and c for nothing of b's */
+	memcpy(a.allowed[0].public_key, b.auth.public_key, MRC_AUTH_PUBLIC_KEY_LEN);
+	memcpy(a.allowed[0].prefixes[0].addr, b.addr[0], 16);
+	memcpy(a.allowed[0].prefixes[1].addr, b.addr[1], 16);
+	a.allowed[0].prefixes[0].bits = a.allowed[0].prefixes[1].bits = 128;
+	a.allowed[0].n_prefixes = 2;
+	memcpy(a.allowed[1].public_key, c.auth.public_key, MRC_AUTH_PUBLIC_KEY_LEN);
+	v4(a.allowed[1].prefixes[0].addr, 198, 18, 0, 3);
+	a.allowed[1].prefixes[0].bits = 128;
+	a.allowed[1].n_prefixes = 1;
+	a.auth.allowed = a.allowed;
+	a.auth.n_allowed = 2;
+	ck_assert_int_eq(mrc_auth_init(&a.auth), 0);
+	mrc_peer_table_lookup(&c.t, a.addr[0], 0, 0, 100 * MS);
+	c.t.peers[0].announce = true;
+	c.t.peers[0].tries = 0;
+	c.t.peers[0].deadline_ns = 0;
+	ck_assert_int_eq(deliver(&c, &a, b.addr[0], 100 * MS), MRC_DROP_PEER_KEY);
+	ck_assert(!a.t.peers[0].confirming);
+	mrc_peer_table_fini(&a.t);
+	mrc_peer_table_fini(&b.t);
+	mrc_peer_table_fini(&c.t);
+}
+END_TEST
+
 /* Draining a plane is announced to every known peer. */
 START_TEST(mrc_peer_table__drain_announced)
 {
@@ -377,6 +515,9 @@ Suite *peer_suite(void)
 	tcase_add_test(tc, mrc_peer_table__spoofed_discover_does_not_rebind);
 	tcase_add_test(tc, mrc_peer_table__drain_announced);
 	tcase_add_test(tc, mrc_peer_table__reply_rate_limit_and_capacity);
+	tcase_add_test(tc, mrc_peer_table__authenticated_discovery);
+	tcase_add_test(tc, mrc_peer_table__unauthenticated_discover_refused);
+	tcase_add_test(tc, mrc_peer_table__another_key_cannot_take_a_peer);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -34,7 +34,10 @@ enum mrc_drop_reason {
 	MRC_DROP_UD_QKEY = 49,	      /* UD datagram whose qkey is not the QP's */
 	MRC_DROP_UD_NO_RECEIVE = 50,  /* UD datagram while no receive is posted */
 	MRC_DROP_UD_TOO_LONG = 51,    /* UD datagram longer than the receive (GRH included) */
+	MRC_DROP_UNAUTHENTICATED = 52, /* no authentication trailer, or its tag is wrong */
+	MRC_DROP_PEER_KEY = 53,	      /* DISCOVER* under a key not allowed for its addresses, or
+				       * not the key the peer is known by [R-344] */
 };
-#define MRC_DROP_REASON_MAX MRC_DROP_UD_TOO_LONG
+#define MRC_DROP_REASON_MAX MRC_DROP_PEER_KEY
 
 #endif /* METAROCE_DROP_REASONS_H */

@@ -40,16 +40,20 @@ static inline void mrc_sip_word(__u64 v[4], __u64 m)
 	v[0] ^= m;
 }
 
+/* The longest message: a packet's common and largest extension headers, 80 bytes. */
+#define MRC_SIP_MAX_WORDS 10
+
 /*
- * SipHash-2-4 of the n_words (0, 1 or 2) little-endian 64-bit words m (an 8·n_words-byte
- * message) under the key k0 || k1 (each the little-endian reading of 8 key bytes).
+ * SipHash-2-4 of the n_words (at most MRC_SIP_MAX_WORDS) little-endian 64-bit words m (an
+ * 8·n_words-byte message) under the key k0 || k1 (each the little-endian reading of 8 key
+ * bytes). Identifiers hash one or two words; packet tags the headers' ten at most [R-341].
  */
 static inline __u64 mrc_siphash24(__u64 k0, __u64 k1, const __u64 *m, unsigned n_words)
 {
 	__u64 v[4] = { k0 ^ 0x736f6d6570736575ull, k1 ^ 0x646f72616e646f6dull,
 		       k0 ^ 0x6c7967656e657261ull, k1 ^ 0x7465646279746573ull };
 
-	for (unsigned i = 0; i < n_words && i < 2; i++)
+	for (unsigned i = 0; i < n_words && i < MRC_SIP_MAX_WORDS; i++)
 		mrc_sip_word(v, m[i]);
 	mrc_sip_word(v, (__u64)(n_words * 8) << 56);
 	v[2] ^= 0xff;

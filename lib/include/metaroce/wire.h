@@ -20,7 +20,11 @@
  *     | (24 bytes)  | (fixed size per opcode)| (payload_len)     |
  *     +-------------+------------------------+-------------------+
  *
- * The checksum in mrc_hdr covers all three parts [R-40].
+ * The checksum in mrc_hdr covers all three parts [R-40]. A packet whose header carries
+ * MRC_F_AUTH ends in an authentication trailer after the payload, outside the checksum and
+ * outside payload_len [R-340]:
+ *
+ *     | mrc_hdr | extension | payload | mrc_auth_tag (8) or, DISCOVER*, mrc_discover_auth (48) |
  */
 #ifndef METAROCE_WIRE_H
 #define METAROCE_WIRE_H
@@ -101,8 +105,10 @@ enum mrc_opcode {
 #define MRC_F_ECE 0x0004u	/* ACK/NAK/PROBE_REPLY: the echoed packet arrived CE-marked */
 #define MRC_F_INORDER 0x0008u	/* sequenced: sender runs the RoCEv2-like in-order mode */
 #define MRC_F_SOLICITED 0x0010u /* SEND*, WRITE_IMM, UD_SEND*: raise a solicited event */
+#define MRC_F_AUTH 0x0020u	/* every opcode: an authentication trailer follows the payload
+				 * (struct mrc_auth_tag, DISCOVER*: struct mrc_discover_auth) */
 #define MRC_F_KNOWN                                                                            \
-	(MRC_F_ACK_REQ | MRC_F_RETX | MRC_F_ECE | MRC_F_INORDER | MRC_F_SOLICITED)
+	(MRC_F_ACK_REQ | MRC_F_RETX | MRC_F_ECE | MRC_F_INORDER | MRC_F_SOLICITED | MRC_F_AUTH)
 
 /* Common header, first in every packet. */
 struct mrc_hdr {
@@ -288,6 +294,31 @@ struct mrc_plane_addr {
 MRC_STATIC_ASSERT(sizeof(struct mrc_plane_addr) == 20, "mrc_plane_addr is 20 bytes");
 
 #define MRC_PLANE_F_DRAINED 0x0001u /* operator drained this plane: send nothing new on it */
+
+/*
+ * Authentication trailer of every packet but DISCOVER* [R-341]: SipHash-2-4 under the QP's
+ * (UD: the peer pair's) 128-bit key of the common and extension headers exactly as sent, the
+ * checksum included; the tag's 8 bytes are the 64-bit result little-endian, as SipHash's
+ * reference writes it. The payload is covered only through the checksum.
+ */
+#define MRC_AUTH_TAG_LEN 8
+struct mrc_auth_tag {
+	__u8 tag[MRC_AUTH_TAG_LEN];
+};
+MRC_STATIC_ASSERT(sizeof(struct mrc_auth_tag) == 8, "mrc_auth_tag is 8 bytes");
+
+/*
+ * Authentication trailer of DISCOVER and DISCOVER_REPLY [R-342]: the sender's static X25519
+ * public key and a keyed BLAKE2b-128 under the sender-to-receiver static key of every byte
+ * before the tag (headers, address records, public key).
+ */
+#define MRC_AUTH_PUBLIC_KEY_LEN 32
+#define MRC_AUTH_DISCOVER_TAG_LEN 16
+struct mrc_discover_auth {
+	__u8 public_key[MRC_AUTH_PUBLIC_KEY_LEN];
+	__u8 tag[MRC_AUTH_DISCOVER_TAG_LEN];
+};
+MRC_STATIC_ASSERT(sizeof(struct mrc_discover_auth) == 48, "mrc_discover_auth is 48 bytes");
 
 /* CLOSE reasons. */
 enum mrc_close_reason {
