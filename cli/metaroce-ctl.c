@@ -23,6 +23,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include <metaroce/ctl.h>
 #include <metaroce/xdp.h>
 #include <metaroce/wire.h>
@@ -175,10 +177,16 @@ static void show_users(const char *path, bool json)
 	}
 }
 
+/* A 32-byte key in base64, as metaroced --public-key and allowed_peer write it. */
+static const char *key_b64(const uint8_t k[32], char b64[45])
+{
+	return sodium_bin2base64(b64, 45, k, 32, sodium_base64_VARIANT_ORIGINAL);
+}
+
 static int show_status(const char *path, bool json)
 {
 	struct mrc_ctl_status s;
-	char a[INET6_ADDRSTRLEN];
+	char a[INET6_ADDRSTRLEN], key[45];
 
 	if (request(path, MRC_CTL_STATUS, (uint8_t *)&s, sizeof(s)) != (long)sizeof(s))
 		return 1;
@@ -205,7 +213,12 @@ static int show_status(const char *path, bool json)
 		       (unsigned long long)s.tx_datagrams, s.n_clients, s.n_qps, s.n_cqs, s.n_mrs,
 		       (unsigned long long)s.mapped_bytes, s.max_payload, s.drained_planes);
 		show_users(path, true);
-		fprintf(out, "]}\n");
+		fprintf(out, "],\"auth\":\"%s\"", s.auth == MRC_CTL_AUTH_HEADER ? "header" : "off");
+		if (s.auth == MRC_CTL_AUTH_HEADER)
+			fprintf(out, ",\"public_key\":\"%s\",\"cluster_key\":%s,\"allowed_peers\":%u",
+				key_b64(s.public_key, key), s.cluster_key ? "true" : "false",
+				s.allowed_peers);
+		fprintf(out, "}\n");
 		return 0;
 	}
 	fprintf(out, "node %016llx  backend %.16s%s%.64s%s  port %u  up %.1fs\n",
@@ -219,6 +232,12 @@ static int show_status(const char *path, bool json)
 	       (unsigned long long)s.rx_no_qp, (unsigned long long)s.tx_datagrams);
 	fprintf(out, "clients %u  qps %u  cqs %u  mrs %u  mapped %llu bytes\n", s.n_clients, s.n_qps,
 	       s.n_cqs, s.n_mrs, (unsigned long long)s.mapped_bytes);
+	if (s.auth == MRC_CTL_AUTH_HEADER)
+		fprintf(out, "auth header  public key %s  %s%u allowed peer%s\n",
+			key_b64(s.public_key, key), s.cluster_key ? "cluster key, " : "",
+			s.allowed_peers, s.allowed_peers == 1 ? "" : "s");
+	else
+		fprintf(out, "auth OFF: nothing is authenticated (a lab setting)\n");
 	show_users(path, false);
 	return 0;
 }

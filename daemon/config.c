@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include <metaroce/ctl.h>
 
 #include "shm/spin.h"
@@ -44,6 +46,13 @@ void mrcd_config_default(struct mrcd_config *cfg)
 					       .srqs = MRC_CTL_CLIENT_MAX_SRQS };
 	snprintf(cfg->control_socket, sizeof(cfg->control_socket), "%s",
 		 MRCD_CONTROL_SOCKET_DEFAULT);
+	snprintf(cfg->key_file, sizeof(cfg->key_file), "%s", MRCD_KEY_FILE_DEFAULT);
+}
+
+bool mrcd_config_authenticates(const struct mrcd_config *cfg)
+{
+	return cfg->auth == MRCD_AUTH_HEADER ||
+	       (cfg->auth == MRCD_AUTH_AUTO && (cfg->cluster_key_file[0] || cfg->n_allowed));
 }
 
 const char *mrcd_backend_name(enum mrcd_backend_kind b)
@@ -251,16 +260,6 @@ static int set_transport(struct mrcd_config *cfg, const char *v, char *err, size
 	return 0;
 }
 
-static int set_control_socket(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
-{
-	if (v[0] != '/')
-		return fail(err, errlen, "control_socket must be an absolute path, not '%s'", v);
-	if (strlen(v) >= sizeof(cfg->control_socket))
-		return fail(err, errlen, "control_socket is longer than %zu bytes",
-			    sizeof(cfg->control_socket) - 1);
-	memcpy(cfg->control_socket, v, strlen(v) + 1);
-	return 0;
-}
 
 /* metrics_listen = ADDRESS:PORT, IPv6 in brackets */
 static int set_metrics_listen(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
@@ -335,23 +334,33 @@ static int set_plane(struct mrcd_config *cfg, const char *v, char *err, size_t e
 }
 
 /* peer_prefix = ADDRESS/LENGTH */
-static int set_prefix(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+/* ADDRESS/LENGTH, named `key` in errors */
+static int parse_prefix(const char *key, const char *v, struct mrcd_prefix *p, char *err,
+			size_t errlen)
 {
 	char addr[64];
 	const char *slash = strchr(v, '/');
-	struct mrcd_prefix p;
 	uint64_t len;
 
 	if (!slash || (size_t)(slash - v) >= sizeof(addr))
-		return fail(err, errlen, "peer_prefix must be ADDRESS/LENGTH, not '%s'", v);
+		return fail(err, errlen, "%s must be ADDRESS/LENGTH, not '%s'", key, v);
 	memcpy(addr, v, (size_t)(slash - v));
 	addr[slash - v] = '\0';
-	if (parse_addr(addr, &p.addr))
+	if (parse_addr(addr, &p->addr))
 		return fail(err, errlen, "'%s' is not an IPv4 or IPv6 address", addr);
-	if (parse_uint(slash + 1, p.addr.family == MRC_AF_INET ? 32 : 128, &len))
+	if (parse_uint(slash + 1, p->addr.family == MRC_AF_INET ? 32 : 128, &len))
 		return fail(err, errlen, "prefix length '%s' is out of range for %s", slash + 1,
-			    p.addr.family == MRC_AF_INET ? "IPv4" : "IPv6");
-	p.len = (uint8_t)(p.addr.family == MRC_AF_INET ? 96 + len : len);
+			    p->addr.family == MRC_AF_INET ? "IPv4" : "IPv6");
+	p->len = (uint8_t)(p->addr.family == MRC_AF_INET ? 96 + len : len);
+	return 0;
+}
+
+static int set_prefix(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	struct mrcd_prefix p;
+
+	if (parse_prefix("peer_prefix", v, &p, err, errlen))
+		return -1;
 	if (cfg->n_prefixes == MRCD_MAX_PREFIXES)
 		return fail(err, errlen, "more than %d peer prefixes", MRCD_MAX_PREFIXES);
 	cfg->prefixes[cfg->n_prefixes++] = p;
@@ -422,6 +431,86 @@ static int set_user_page_maps(struct mrcd_config *cfg, const char *v, char *err,
 	return set_user_size(&cfg->user.page_map_bytes, "user_max_page_maps", v, err, errlen);
 }
 
+static int set_auth(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	static const char *const names[] = { "auto", "header", "off" };
+
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(v, names[i])) {
+			cfg->auth = (enum mrcd_auth_setting)i;
+			return 0;
+		}
+	return fail(err, errlen, "auth must be auto, header or off, not '%s'", v);
+}
+
+static int set_path(char *field, size_t cap, const char *key, const char *v, char *err,
+		    size_t errlen)
+{
+	if (v[0] != '/')
+		return fail(err, errlen, "%s must be an absolute path, not '%s'", key, v);
+	if (strlen(v) >= cap)
+		return fail(err, errlen, "%s is longer than %zu bytes", key, cap - 1);
+	memcpy(field, v, strlen(v) + 1);
+	return 0;
+}
+
+static int set_control_socket(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	return set_path(cfg->control_socket, sizeof(cfg->control_socket), "control_socket", v,
+			err, errlen);
+}
+
+static int set_key_file(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	return set_path(cfg->key_file, sizeof(cfg->key_file), "key_file", v, err, errlen);
+}
+
+static int set_cluster_key_file(struct mrcd_config *cfg, const char *v, char *err,
+				size_t errlen)
+{
+	return set_path(cfg->cluster_key_file, sizeof(cfg->cluster_key_file), "cluster_key_file",
+			v, err, errlen);
+}
+
+/* PUBLIC_KEY (base64, as metaroced --public-key prints it) PREFIX[,PREFIX...] */
+static int set_allowed_peer(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	struct mrcd_allowed_peer a = { 0 };
+	char b64[64], list[512], *save = NULL;
+	size_t key_len = 0;
+	const char *space = strchr(v, ' ');
+
+	if (!space || (size_t)(space - v) >= sizeof(b64) || strlen(space + 1) >= sizeof(list))
+		return fail(err, errlen, "allowed_peer must be PUBLIC_KEY PREFIX[,PREFIX...], "
+			    "not '%s'", v);
+	memcpy(b64, v, (size_t)(space - v));
+	b64[space - v] = '\0';
+	if (sodium_base642bin(a.public_key, sizeof(a.public_key), b64, strlen(b64), NULL,
+			      &key_len, NULL, sodium_base64_VARIANT_ORIGINAL) ||
+	    key_len != sizeof(a.public_key))
+		return fail(err, errlen, "'%s' is not a public key (44 characters of base64, as "
+			    "metaroced --public-key prints)", b64);
+	memcpy(list, space + 1, strlen(space + 1) + 1);
+	for (char *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+		if (a.n_prefixes == sizeof(a.prefixes) / sizeof(a.prefixes[0]))
+			return fail(err, errlen, "allowed_peer: more than %zu prefixes",
+				    sizeof(a.prefixes) / sizeof(a.prefixes[0]));
+		if (parse_prefix("allowed_peer's prefix", tok, &a.prefixes[a.n_prefixes++], err,
+				 errlen))
+			return -1;
+	}
+	if (!a.n_prefixes)
+		return fail(err, errlen, "allowed_peer %s names no prefix it may use", b64);
+	for (unsigned i = 0; i < cfg->n_allowed; i++)
+		if (!memcmp(cfg->allowed[i].public_key, a.public_key, sizeof(a.public_key)))
+			return fail(err, errlen, "allowed_peer %s is named twice", b64);
+	if (cfg->n_allowed == MRCD_MAX_ALLOWED_PEERS)
+		return fail(err, errlen, "more than %d allowed peers: use a cluster_key_file",
+			    MRCD_MAX_ALLOWED_PEERS);
+	cfg->allowed[cfg->n_allowed++] = a;
+	return 0;
+}
+
 static const struct {
 	const char *key;
 	setter set;
@@ -437,6 +526,9 @@ static const struct {
 	{ "user_max_mrs", set_user_mrs },     { "user_max_srqs", set_user_srqs },
 	{ "user_max_registered", set_user_registered },
 	{ "user_max_page_maps", set_user_page_maps },
+	{ "auth", set_auth },		      { "key_file", set_key_file },
+	{ "cluster_key_file", set_cluster_key_file },
+	{ "allowed_peer", set_allowed_peer },
 };
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -578,6 +670,9 @@ int mrcd_config_check(const struct mrcd_config *cfg, char *err, size_t errlen)
 	if ((unsigned)cfg->n_planes * cfg->paths_per_plane > 32)
 		return fail(err, errlen, "%u planes x %u paths per plane exceeds 32 paths per QP",
 			    cfg->n_planes, cfg->paths_per_plane);
+	if (cfg->auth == MRCD_AUTH_HEADER && !cfg->cluster_key_file[0] && !cfg->n_allowed)
+		return fail(err, errlen, "auth = header needs a cluster_key_file or allowed_peer "
+			    "lines to know whom to trust");
 	return 0;
 }
 
@@ -671,6 +766,25 @@ size_t mrcd_config_render(const struct mrcd_config *cfg, char *buf, size_t cap)
 		EMIT("user_max_page_maps = %llu\n", (unsigned long long)cfg->user.page_map_bytes);
 	else
 		EMIT("user_max_page_maps = auto\n");
+	EMIT("auth = %s\n", cfg->auth == MRCD_AUTH_HEADER ? "header"
+			    : cfg->auth == MRCD_AUTH_OFF  ? "off"
+							  : "auto");
+	EMIT("key_file = %s\n", cfg->key_file);
+	if (cfg->cluster_key_file[0])
+		EMIT("cluster_key_file = %s\n", cfg->cluster_key_file);
+	for (unsigned i = 0; i < cfg->n_allowed; i++) {
+		const struct mrcd_allowed_peer *p = &cfg->allowed[i];
+		char b64[sodium_base64_ENCODED_LEN(32, sodium_base64_VARIANT_ORIGINAL)];
+
+		sodium_bin2base64(b64, sizeof(b64), p->public_key, sizeof(p->public_key),
+				  sodium_base64_VARIANT_ORIGINAL);
+		EMIT("allowed_peer = %s ", b64);
+		for (unsigned j = 0; j < p->n_prefixes; j++)
+			EMIT("%s%s/%u", j ? "," : "", render_addr(&p->prefixes[j].addr, a, sizeof(a)),
+			     p->prefixes[j].addr.family == MRC_AF_INET ? p->prefixes[j].len - 96u
+								       : p->prefixes[j].len);
+		EMIT("\n");
+	}
 #undef EMIT
 	return n;
 }

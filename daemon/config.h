@@ -25,6 +25,11 @@
  *     user_max_srqs = 512
  *     user_max_registered = auto          # bytes of regions; auto: the host's memory
  *     user_max_page_maps = auto           # XDP page maps; auto: half the host's memory
+ *     auth = auto                         # auto | header | off: packets authenticated (SPEC
+ *                                         #   14.6); auto: header once a key says whom to trust
+ *     key_file = /var/lib/metaroce/private.key  # this daemon's X25519 key, made on first start
+ *     cluster_key_file = /etc/metaroce/cluster.key  # 32 random bytes every member holds
+ *     allowed_peer = PUBLIC_KEY 198.18.0.2/32,198.19.0.2/32  # a peer by key, and where it is
  */
 #ifndef METAROCE_DAEMON_CONFIG_H
 #define METAROCE_DAEMON_CONFIG_H
@@ -42,6 +47,8 @@
 #define MRCD_CONTROL_SOCKET_DEFAULT "/run/metaroce/metaroced.sock"
 #define MRCD_MAX_PREFIXES 32
 #define MRCD_MAX_PATHS_PER_PLANE 8
+#define MRCD_MAX_ALLOWED_PEERS 64
+#define MRCD_KEY_FILE_DEFAULT "/var/lib/metaroce/private.key"
 
 enum mrcd_backend_kind {
 	MRCD_BACKEND_AUTO = 0, /* the faster where both run: udp today (loop.c says why) */
@@ -63,6 +70,19 @@ struct mrcd_plane {
 struct mrcd_prefix {
 	struct mrcd_addr addr;
 	uint8_t len; /* in bits of the 16-byte form: an IPv4 /15 is 96 + 15 */
+};
+
+enum mrcd_auth_setting {
+	MRCD_AUTH_AUTO = 0, /* header with a cluster key or allowed peers, else off, loudly */
+	MRCD_AUTH_HEADER,
+	MRCD_AUTH_OFF,
+};
+
+/* A peer allowed by its public key, and the prefixes it may send from and announce. */
+struct mrcd_allowed_peer {
+	uint8_t public_key[32];
+	uint8_t n_prefixes;
+	struct mrcd_prefix prefixes[8];
 };
 
 /* What one user may hold over all its connections [issue 20]; 0 for the two sizes: auto. */
@@ -90,6 +110,11 @@ struct mrcd_config {
 	struct mrcd_addr metrics_addr;
 	uint16_t metrics_port;
 	struct mrcd_user_limits user;
+	enum mrcd_auth_setting auth;
+	char key_file[256];
+	char cluster_key_file[256]; /* empty: none */
+	uint8_t n_allowed;
+	struct mrcd_allowed_peer allowed[MRCD_MAX_ALLOWED_PEERS];
 };
 
 void mrcd_config_default(struct mrcd_config *cfg);
@@ -115,6 +140,9 @@ int mrcd_config_check(const struct mrcd_config *cfg, char *err, size_t errlen);
 bool mrcd_config_admits(const struct mrcd_config *cfg, const uint8_t addr[16]);
 
 const char *mrcd_backend_name(enum mrcd_backend_kind b);
+
+/* Whether packets are authenticated: auth = header, or auto with something to trust. */
+bool mrcd_config_authenticates(const struct mrcd_config *cfg);
 
 /* The configuration as a file the parser reads back to the same settings (config show). */
 size_t mrcd_config_render(const struct mrcd_config *cfg, char *buf, size_t cap);

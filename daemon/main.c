@@ -3,10 +3,12 @@
  * metaroced: the MetaRoCE transport daemon of one host.
  *
  *   metaroced [-c FILE] [--set KEY=VALUE]... [--discover ADDRESS]... [-v] [-V]
+ *   metaroced [-c FILE] [--set KEY=VALUE]... --public-key
  *
  * The configuration file (default /etc/metaroce/metaroced.conf) is read first, then every
  * --set on top, in order. --discover asks a peer for its planes at start, as a QP naming that
- * address would. Exit status: 0 after a clean stop, 1 when the daemon could not start, 2 for
+ * address would. --public-key prints this daemon's public key (from key_file, made there if
+ * it does not exist yet), what its peers' allowed_peer lines name, and exits. Exit status: 0 after a clean stop, 1 when the daemon could not start, 2 for
  * a usage or configuration error.
  */
 #include <arpa/inet.h>
@@ -29,6 +31,7 @@ static void usage(FILE *f)
 		   "  -c, --config FILE        configuration file (default %s)\n"
 		   "  -s, --set KEY=VALUE      a configuration setting on top of the file\n"
 		   "  -d, --discover ADDRESS   ask this peer for its planes at start\n"
+		   "  -k, --public-key         print this daemon's public key (made if new), exit\n"
 		   "  -v, --verbose            log debug messages too\n"
 		   "  -V, --version            print the version and exit\n"
 		   "  -h, --help\n",
@@ -41,6 +44,7 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "set", required_argument, NULL, 's' },
 		{ "discover", required_argument, NULL, 'd' },
+		{ "public-key", no_argument, NULL, 'k' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
@@ -48,12 +52,13 @@ int main(int argc, char **argv)
 	};
 	const char *config_path = NULL, *sets[64], *discover[MAX_DISCOVER];
 	unsigned n_sets = 0, n_discover = 0;
+	bool public_key = false;
 	struct mrcd_config cfg;
 	struct mrcd d;
 	char err[512];
 	int c, rc;
 
-	while ((c = getopt_long(argc, argv, "c:s:d:vVh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:s:d:kvVh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			config_path = optarg;
@@ -72,6 +77,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			discover[n_discover++] = optarg;
+			break;
+		case 'k':
+			public_key = true;
 			break;
 		case 'v':
 			mrcd_log_level(LOG_DEBUG);
@@ -118,6 +126,16 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (public_key) {
+		char key[MRCD_KEY_B64_LEN];
+
+		if (mrcd_keys_public(cfg.key_file, key, err, sizeof(err))) {
+			fprintf(stderr, "metaroced: %s\n", err);
+			return 1;
+		}
+		printf("%s\n", key);
+		return 0;
+	}
 	if (mrcd_config_check(&cfg, err, sizeof(err))) {
 		fprintf(stderr, "metaroced: %s\n", err);
 		return 2;
@@ -135,8 +153,8 @@ int main(int argc, char **argv)
 		snprintf(plane, sizeof(plane), "0 x %s", discover[i]);
 		if (mrcd_config_set(&tmp, "plane", plane, err, sizeof(err)) ||
 		    mrcd_core_discover(&d.core, &tmp.planes[0].addr, mrcd_now_ns())) {
-			mrcd_log(LOG_ERR, "--discover %s: not an address, or the peer table is full",
-				 discover[i]);
+			mrcd_log(LOG_ERR, "--discover %s: not an address, the peer table is full, "
+				 "or no allowed_peer may answer there", discover[i]);
 			mrcd_stop(&d);
 			return 2;
 		}

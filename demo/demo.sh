@@ -76,6 +76,8 @@ ip -n "$NS_A" link set lo up
 ip -n "$NS_B" link set lo up
 
 say "metaroced on each host"
+# one cluster key for both: every peer and packet authenticated (SPEC 14.6)
+(umask 077 && head -c 32 /dev/urandom | base64 >"$TMP/cluster.key")
 for h in a b; do
 	n=$([ $h = a ] && echo 1 || echo 2)
 	cat >"$TMP/$h.conf" <<EOF
@@ -85,6 +87,8 @@ plane = 1 ${TAG}${h}1 198.19.0.$n
 paths_per_plane = 4
 peer_prefix = 198.18.0.0/15
 control_socket = $TMP/$h.sock
+cluster_key_file = $TMP/cluster.key
+key_file = $TMP/$h.key
 EOF
 	ns=$([ $h = a ] && echo "$NS_A" || echo "$NS_B")
 	ip netns exec "$ns" "$BUILD/sbin/metaroced" -c "$TMP/$h.conf" >"$TMP/$h.log" 2>&1 &

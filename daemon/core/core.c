@@ -94,7 +94,17 @@ int mrcd_core_init(struct mrcd_core *c, const struct mrcd_core_params *p)
 	c->registered_auto = p->registered_auto;
 	c->operator_uid = p->operator_uid;
 	c->started_ns = c->now = p->now;
+	c->auth = p->auth && p->auth->mode != MRC_AUTH_OFF ? p->auth : NULL;
 	mrc_prf_init(&t->rng, p->seed[0], p->seed[1]);
+	/* one key both ways: each of the two local QPs' tx is the other's rx */
+	for (unsigned i = 0; i < MRC_AUTH_KEY_LEN / 8; i++) {
+		uint64_t r = mrc_prf_next(&t->rng);
+
+		memcpy(c->self_keys.session_tx + 8 * i, &r, 8);
+	}
+	memcpy(c->self_keys.session_rx, c->self_keys.session_tx, MRC_AUTH_KEY_LEN);
+	c->self_keys.bound = true;
+	mrc_auth_qp_keys(&c->self_keys, 0, 0, &c->self_keys.ud_tx, &c->self_keys.ud_rx);
 	t->mrs = calloc(MRCD_MAX_MRS, sizeof(*t->mrs));
 	t->cqs = calloc(MRCD_MAX_CQS, sizeof(*t->cqs));
 	t->qps = calloc(MRCD_MAX_QPS, sizeof(*t->qps));
@@ -124,6 +134,7 @@ int mrcd_core_init(struct mrcd_core *c, const struct mrcd_core_params *p)
 	core_node_info(c, p->node_id, &info);
 	if (mrc_peer_table_init(&c->peers, &info, PEER_CAP, &peer_cb, c, p->request_seed))
 		goto fail_rate;
+	mrc_peer_table_set_auth(&c->peers, c->auth);
 	return 0;
 
 fail_rate:
@@ -584,9 +595,40 @@ int mrcd_core_request(struct mrcd_core *c, unsigned slot, const struct mrc_ctl_h
 
 /* --- the wire and time --------------------------------------------------------------------- */
 
+/*
+ * A peer refused for its authentication, said once a second at most: the usual cause is a
+ * configuration (another cluster key, a missing allowed_peer, a peer without keys, a copied
+ * key_file), which an operator must be able to find without counting packets.
+ */
+static void log_discovery_refused(struct mrcd_core *c, const struct mrc_packet *pkt,
+				  const struct mrcd_dgram *g, int why)
+{
+	const uint8_t *key = mrc_auth_discover_key(pkt);
+	char a[48];
+
+	if (c->now < c->next_auth_refusal_log_ns)
+		return;
+	c->next_auth_refusal_log_ns = c->now + 1000000000ull;
+	core_addr_str(g->peer.addr, a, sizeof(a));
+	if (!key)
+		core_log(c, MRCD_NOTICE, "%s from %s refused: it is not authenticated (a peer "
+			 "with auth off?)", mrc_opcode_name(pkt->opcode), a);
+	else if (why == MRC_DROP_PEER_KEY && c->auth &&
+		 !memcmp(key, c->auth->public_key, MRC_AUTH_PUBLIC_KEY_LEN))
+		core_log(c, MRCD_WARNING, "%s from %s refused: it carries this daemon's own public "
+			 "key (a key_file copied between hosts?)", mrc_opcode_name(pkt->opcode), a);
+	else if (why == MRC_DROP_PEER_KEY)
+		core_log(c, MRCD_NOTICE, "%s from %s refused: its key is not allowed there (no "
+			 "allowed_peer names it with this address)", mrc_opcode_name(pkt->opcode), a);
+	else
+		core_log(c, MRCD_NOTICE, "%s from %s refused: its tag is wrong (another cluster "
+			 "key?)", mrc_opcode_name(pkt->opcode), a);
+}
+
 void mrcd_core_rx(struct mrcd_core *c, const struct mrcd_dgram *g, uint64_t now)
 {
 	struct mrc_packet pkt;
+	int why;
 
 	c->now = now;
 	c->stats.rx_datagrams++;
@@ -604,9 +646,12 @@ void mrcd_core_rx(struct mrcd_core *c, const struct mrcd_dgram *g, uint64_t now)
 			c->stats.rx_no_qp++; /* dropped unanswered */
 		return;
 	}
-	if (mrc_peer_table_recv(&c->peers, &pkt, g->peer.addr, g->peer_port, g->plane, now) !=
-	    MRC_DROP_NONE)
+	why = mrc_peer_table_recv(&c->peers, &pkt, g->peer.addr, g->peer_port, g->plane, now);
+	if (why != MRC_DROP_NONE) {
 		c->stats.rx_daemon_refused++;
+		if (why == MRC_DROP_UNAUTHENTICATED || why == MRC_DROP_PEER_KEY)
+			log_discovery_refused(c, &pkt, g, why);
+	}
 }
 
 void mrcd_core_doorbell(struct mrcd_core *c, unsigned slot, uint64_t now)

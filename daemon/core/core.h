@@ -129,6 +129,9 @@ struct mrcd_core_params {
 				  * user unless user_max_page_maps says */
 	uint64_t registered_auto; /* user_max_registered = auto: the host's memory */
 	uint32_t operator_uid;	  /* the daemon's own user: like root, not limited */
+	/* NULL or mode off: nothing authenticated; else the keys (the caller's, for the
+	 * core's life) every peer and packet is checked under [R-343, R-344] */
+	const struct mrc_auth *auth;
 	uint64_t now;
 };
 
@@ -142,7 +145,10 @@ struct mrcd_core {
 	uint64_t page_map_quota;
 	uint64_t registered_auto;
 	uint32_t operator_uid;
+	const struct mrc_auth *auth; /* NULL: off */
+	struct mrc_peer_keys self_keys; /* QPs between two of our own clients: a random key */
 	uint64_t next_user_refusal_log_ns;
+	uint64_t next_auth_refusal_log_ns; /* a refused peer logged once a second at most */
 	uint64_t started_ns;
 	uint64_t now;		 /* the latest time the caller gave: the peer table's callbacks */
 	uint16_t drained_planes; /* operator-drained planes (bit i = plane i) */
@@ -200,7 +206,8 @@ bool mrcd_core_idle(struct mrcd_core *c);
 
 /* --- operators and the daemon ---------------------------------------------------------- */
 
-/* Asks the peer at addr for its planes (what a QP naming that GID does; --discover). */
+/* Asks the peer at addr for its planes (what a QP naming that GID does; --discover).
+ * Returns 0, -ENOSPC (the peer table is full) or -EACCES (no allowed key may answer there). */
 int mrcd_core_discover(struct mrcd_core *c, const struct mrcd_addr *addr, uint64_t now);
 /* Drains (or restores) a local plane; -ENOENT for a plane not configured. */
 int mrcd_core_drain_plane(struct mrcd_core *c, unsigned plane, bool drained);

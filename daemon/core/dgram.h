@@ -19,6 +19,9 @@ struct mrcd_dgram {
 	 * Valid only within the pump turn that made it: what waits longer is copied in. */
 	const uint8_t *payload;
 	uint32_t payload_len;
+	/* tx with a payload by reference: the authentication trailer that follows it */
+	uint8_t trailer[MRC_AUTH_TAG_LEN];
+	uint8_t trailer_len;
 	uint32_t cap;	    /* rx: room in data */
 	uint8_t plane;	    /* the local plane it arrived on / leaves from */
 	uint16_t sport;	    /* rx: the sender's UDP source port; tx: ours (path entropy) */
@@ -31,7 +34,7 @@ struct mrcd_dgram {
 /* The bytes a datagram puts on the wire. */
 static inline uint32_t mrcd_dgram_tx_len(const struct mrcd_dgram *d)
 {
-	return d->len + (d->payload ? d->payload_len : 0);
+	return d->len + (d->payload ? d->payload_len + d->trailer_len : 0);
 }
 
 #endif /* METAROCE_DAEMON_CORE_DGRAM_H */

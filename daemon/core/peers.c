@@ -10,15 +10,18 @@
 
 #include "core/internal.h"
 
-/* IP and UDP headers before the MetaRoCE header, on the largest header of any plane. */
-static uint16_t max_payload(const struct mrcd_config *cfg)
+/* IP and UDP headers before the MetaRoCE header, on the largest header of any plane, and
+ * the authentication trailer behind the payload. */
+static uint16_t max_payload(const struct mrcd_core *c)
 {
+	const struct mrcd_config *cfg = c->cfg;
 	unsigned ip = 20;
 
 	for (unsigned i = 0; i < cfg->n_planes; i++)
 		if (cfg->planes[i].addr.family == MRC_AF_INET6)
 			ip = 40;
-	return (uint16_t)(cfg->mtu - ip - 8 - sizeof(struct mrc_hdr) - sizeof(struct mrc_data_ext));
+	return (uint16_t)(cfg->mtu - ip - 8 - sizeof(struct mrc_hdr) - sizeof(struct mrc_data_ext) -
+			  (c->auth ? MRC_AUTH_TAG_LEN : 0));
 }
 
 void core_node_info(const struct mrcd_core *c, uint64_t node_id, struct mrc_node_info *info)
@@ -26,7 +29,7 @@ void core_node_info(const struct mrcd_core *c, uint64_t node_id, struct mrc_node
 	memset(info, 0, sizeof(*info));
 	info->node_id = node_id;
 	info->udp_port = c->port;
-	info->max_payload = max_payload(c->cfg);
+	info->max_payload = max_payload(c);
 	info->n_addrs = c->cfg->n_planes;
 	for (unsigned i = 0; i < c->cfg->n_planes; i++) {
 		info->addrs[i].family = c->cfg->planes[i].addr.family;
@@ -94,9 +97,9 @@ int mrcd_core_discover(struct mrcd_core *c, const struct mrcd_addr *addr, uint64
 	c->now = now;
 	const struct mrcd_plane *p = plane_for(c->cfg, addr->addr);
 
-	return mrc_peer_table_lookup(&c->peers, addr->addr, p->index, c->cfg->port, now) < 0
-		       ? -1
-		       : 0;
+	int idx = mrc_peer_table_lookup(&c->peers, addr->addr, p->index, c->cfg->port, now);
+
+	return idx < 0 ? idx : 0;
 }
 
 int core_discover_addr(struct mrcd_core *c, const uint8_t addr[16], uint64_t now)
@@ -106,7 +109,14 @@ int core_discover_addr(struct mrcd_core *c, const uint8_t addr[16], uint64_t now
 	if (!mrcd_config_admits(c->cfg, addr))
 		return -EHOSTUNREACH; /* not a peer this daemon may talk to */
 	memcpy(a.addr, addr, 16);
-	return mrcd_core_discover(c, &a, now) ? -ENOMEM : 0;
+	switch (mrcd_core_discover(c, &a, now)) {
+	case 0:
+		return 0;
+	case -EACCES:
+		return -EACCES; /* no allowed peer's key may answer there */
+	default:
+		return -ENOMEM;
+	}
 }
 
 void core_send_daemon_packets(struct mrcd_core *c, uint64_t now)

@@ -130,8 +130,11 @@ static void hold_or_give_up(struct mrcd_core *c, unsigned i, unsigned *keep, uns
 		if (g->payload) {
 			memcpy(g->data + g->len, g->payload, g->payload_len);
 			g->len += g->payload_len;
+			memcpy(g->data + g->len, g->trailer, g->trailer_len);
+			g->len += g->trailer_len;
 			g->payload = NULL;
 			g->payload_len = 0;
+			g->trailer_len = 0;
 		}
 	}
 	(*keep)++;
@@ -234,7 +237,9 @@ static enum sent send_some(struct mrcd_core *c, struct mrc_conn *conn, uint32_t 
 			continue;
 		*g = (struct mrcd_dgram){ .data = buf, .len = (uint32_t)len, .plane = tx.plane,
 					  .sport = tx.sport, .peer_port = peer_port,
-					  .payload = tx.payload, .payload_len = tx.payload_len };
+					  .payload = tx.payload, .payload_len = tx.payload_len,
+					  .trailer_len = tx.trailer_len };
+		memcpy(g->trailer, tx.trailer, tx.trailer_len);
 		g->peer.family = mrc_addr_family(peer_addr[tx.plane]);
 		memcpy(g->peer.addr, peer_addr[tx.plane], 16);
 		(*budget)--;

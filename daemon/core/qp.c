@@ -212,10 +212,14 @@ bool core_is_local_addr(const struct mrcd_config *cfg, const uint8_t addr[16])
 	return false;
 }
 
-/* The peer's address on each of our planes, from what discovery learned (or ourselves). */
+/* The peer's address on each of our planes, from what discovery learned (or ourselves), and
+ * with authentication the QP's keys from the peer's (NULL or unbound: none to be had). */
 static void qp_learn_peer(struct mrcd_core *c, struct mrcd_qp *qp,
-			  const struct mrc_node_info *info)
+			  const struct mrc_node_info *info, const struct mrc_peer_keys *keys)
 {
+	qp->auth_ready = c->auth && keys && keys->bound;
+	if (qp->auth_ready)
+		mrc_auth_qp_keys(keys, qp->qpn, qp->req.dest_qp_num, &qp->auth_tx, &qp->auth_rx);
 	qp->peer_node = info->node_id;
 	qp->peer_port = info->udp_port;
 	qp->peer_max_payload = info->max_payload;
@@ -299,6 +303,15 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 	 * hears the peer on every plane they share, whatever the peer chose */
 	uint32_t send_planes = qp->peer_planes & (qp->req.plane_mask ? qp->req.plane_mask : ~0u);
 
+	if (c->auth && !qp->auth_ready) {
+		char a[48];
+
+		core_log(c, MRCD_WARNING, "QP %u: peer %s never answered under an allowed key: "
+			 "nothing to authenticate its packets with", qp->qpn,
+			 core_addr_str(qp->req.dgid, a, sizeof(a)));
+		core_qp_error(c, qp, now);
+		return;
+	}
 	mrc_conn_config_default(&cc);
 	cc.mode = c->cfg->rocev2 ? MRC_MODE_ROCEV2 : MRC_MODE_METAROCE;
 	/* the backends send with gather lists: payloads are copied once, by the kernel */
@@ -343,6 +356,14 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 		cc.sq_psn = mrc_initial_psn(mine, qp->qpn, qp->peer_node, qp->req.dest_qp_num);
 		cc.rq_psn = mrc_initial_psn(qp->peer_node, qp->req.dest_qp_num, mine, qp->qpn);
 	}
+	if (c->auth) {
+		/* secret keys make secret PSNs: a forger cannot aim at the window either */
+		cc.auth = true;
+		cc.auth_tx = qp->auth_tx;
+		cc.auth_rx = qp->auth_rx;
+		cc.sq_psn = mrc_auth_initial_psn(&qp->auth_tx);
+		cc.rq_psn = mrc_auth_initial_psn(&qp->auth_rx);
+	}
 	cc.sq_depth = qp->sq.entries;
 	/* an SRQ's QP may hold as many of its receives as the SRQ has */
 	cc.rq_depth = qp->srq >= 0 ? c->t.srqs[qp->srq].ring.entries : qp->rq.entries;
@@ -361,7 +382,9 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 		return;
 	}
 	qp->state = MRC_CTL_QP_RTR;
-	if (c->fast) {
+	/* the program checks no tag yet: an authenticated QP's packets all go to the engine
+	 * [R-345] */
+	if (c->fast && !c->auth) {
 		/* from here on the program places this QP's READ responses, and its WRITEs if
 		 * the QP admits them (else the engine answers each with NAK invalid_req, R-220) */
 		qp->fast = true;
@@ -423,7 +446,7 @@ int core_connect_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload,
 		return -EINVAL;
 	qp->req = r;
 	if (core_is_local_addr(c->cfg, r.dgid)) {
-		qp_learn_peer(c, qp, &c->peers.local);
+		qp_learn_peer(c, qp, &c->peers.local, &c->self_keys);
 		qp_start(c, qp, now);
 		return 0;
 	}
@@ -433,7 +456,7 @@ int core_connect_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload,
 	idx = mrc_peer_table_find(&c->peers, r.dgid);
 	if (idx >= 0 && c->peers.peers[idx].state == MRC_PEER_KNOWN &&
 	    !c->peers.peers[idx].confirming) {
-		qp_learn_peer(c, qp, &c->peers.peers[idx].info);
+		qp_learn_peer(c, qp, &c->peers.peers[idx].info, &c->peers.peers[idx].keys);
 		qp_start(c, qp, now);
 	} else {
 		qp->state = MRC_CTL_QP_RESOLVING;
@@ -536,7 +559,7 @@ void core_peers_changed(struct mrcd_core *c, unsigned peer, int event, uint64_t 
 		if (qp->state == MRC_CTL_QP_RESOLVING && p->state == MRC_PEER_KNOWN &&
 		    !p->confirming && event != MRC_PEER_EV_UNREACHABLE) {
 			/* discovered, changed, restarted or confirmed: the node that answered */
-			qp_learn_peer(c, qp, &p->info);
+			qp_learn_peer(c, qp, &p->info, &p->keys);
 			qp_start(c, qp, now);
 		} else if (qp->state == MRC_CTL_QP_RESOLVING && event == MRC_PEER_EV_UNREACHABLE) {
 			/* the named address is all we know: one plane, the one that reaches it */
@@ -545,6 +568,7 @@ void core_peers_changed(struct mrcd_core *c, unsigned peer, int event, uint64_t 
 			qp->peer_port = p->named_port;
 			qp->peer_max_payload = 0;
 			qp->peer_node = 0; /* unknown: the peer must not know ours either */
+			qp->auth_ready = false; /* nor keys: with authentication it fails */
 			qp_start(c, qp, now);
 		} else if ((qp->state == MRC_CTL_QP_RTS || qp->state == MRC_CTL_QP_RTR) &&
 			   event == MRC_PEER_EV_CHANGED && qp->conn) {

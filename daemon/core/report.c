@@ -48,6 +48,12 @@ void mrcd_core_status(const struct mrcd_core *c, struct mrc_ctl_status *s)
 	s->mapped_bytes = c->t.mapped_bytes;
 	s->max_payload = c->peers.local.max_payload;
 	s->drained_planes = c->drained_planes;
+	if (c->auth) {
+		s->auth = MRC_CTL_AUTH_HEADER;
+		s->cluster_key = c->auth->has_cluster_key;
+		s->allowed_peers = (uint16_t)c->auth->n_allowed;
+		memcpy(s->public_key, c->auth->public_key, sizeof(s->public_key));
+	}
 	for (unsigned i = 0; i < c->cfg->n_planes; i++)
 		fill_plane(&s->planes[i], c->cfg->planes[i].index, c->cfg->planes[i].addr.family, 0,
 			   c->cfg->planes[i].addr.addr, c->cfg->planes[i].ifname);
@@ -245,6 +251,20 @@ static const struct {
 	{ MRC_DROP_WRONG_QPN, "no_qp" },	{ MRC_DROP_QP_STATE, "qp_state" },
 	{ MRC_DROP_NOT_ADMITTED, "not_admitted" }, { MRC_DROP_UD_QKEY, "qkey" },
 	{ MRC_DROP_UD_NO_RECEIVE, "no_receive" }, { MRC_DROP_UD_TOO_LONG, "too_long" },
+	{ MRC_DROP_UNAUTHENTICATED, "unauthenticated" },
+};
+
+/* The reasons discovery refuses a DISCOVER*, as the metrics label them. */
+static const struct {
+	enum mrc_drop_reason reason;
+	const char *name;
+} discovery_drops[] = {
+	{ MRC_DROP_NOT_ADMITTED, "not_admitted" },
+	{ MRC_DROP_STALE_DISCOVER, "stale" },
+	{ MRC_DROP_PEERS_FULL, "peers_full" },
+	{ MRC_DROP_OPCODE_REFUSED, "opcode_refused" },
+	{ MRC_DROP_UNAUTHENTICATED, "unauthenticated" },
+	{ MRC_DROP_PEER_KEY, "peer_key" },
 };
 
 /* The reasons a connected QP refuses a well-formed packet, as the metrics label them. */
@@ -263,6 +283,7 @@ static const char *const qp_drop_names[MRC_DROP_REASON_MAX + 1] = {
 	[MRC_DROP_OPCODE_REFUSED] = "opcode_refused",
 	[MRC_DROP_QP_CLOSED] = "qp_closed",
 	[MRC_DROP_RESPONDER_BUSY] = "responder_busy",
+	[MRC_DROP_UNAUTHENTICATED] = "unauthenticated",
 };
 
 size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
@@ -325,6 +346,16 @@ size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 	put(&o, "metaroce_mapped_bytes %llu\n", (unsigned long long)t->mapped_bytes);
 	family(&o, "metaroce_peers", "gauge", "Peer daemons known or being discovered.");
 	put(&o, "metaroce_peers %u\n", c->peers.n_peers);
+	family(&o, "metaroce_auth", "gauge",
+	       "Packet authentication in force (SPEC 14.6): 1 on the mode's sample; off is a lab's.");
+	put(&o, "metaroce_auth{mode=\"off\"} %u\n", c->auth ? 0 : 1);
+	put(&o, "metaroce_auth{mode=\"header\"} %u\n", c->auth ? 1 : 0);
+	family(&o, "metaroce_discovery_refused_total", "counter",
+	       "DISCOVER and DISCOVER_REPLY packets refused, by reason (SPEC 12, 14.6).");
+	for (unsigned i = 0; i < sizeof(discovery_drops) / sizeof(discovery_drops[0]); i++)
+		put(&o, "metaroce_discovery_refused_total{reason=\"%s\"} %llu\n",
+		    discovery_drops[i].name,
+		    (unsigned long long)c->peers.refused[discovery_drops[i].reason]);
 	family(&o, "metaroce_rx_datagrams_total", "counter", "Datagrams received.");
 	put(&o, "metaroce_rx_datagrams_total %llu\n", (unsigned long long)c->stats.rx_datagrams);
 	family(&o, "metaroce_rx_malformed_total", "counter",
@@ -335,7 +366,8 @@ size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 	put(&o, "metaroce_rx_no_qp_total %llu\n", (unsigned long long)c->stats.rx_no_qp);
 	family(&o, "metaroce_qp_rx_dropped_total", "counter",
 	       "Well-formed packets a connected QP refused, by reason (SPEC R-121): guessed keys "
-	       "show as remote_access, forged ACKs, NAKs and CLOSEs as bad_ack (R-334).");
+	       "show as remote_access, forged ACKs, NAKs and CLOSEs as bad_ack (R-334), any "
+	       "packet without the right tag as unauthenticated (R-343).");
 	for (unsigned r = 0; r <= MRC_DROP_REASON_MAX; r++)
 		if (qp_drop_names[r])
 			put(&o, "metaroce_qp_rx_dropped_total{reason=\"%s\"} %llu\n", qp_drop_names[r],

@@ -183,6 +183,8 @@ struct mrcd_qp {
 	bool fast;		/* the XDP program places its data packets */
 	uint32_t fast_base;	/* the receive window base the program was last told */
 	uint64_t peer_node;	/* the peer daemon's node id (discovery); 0 when unknown */
+	bool auth_ready;	/* auth_tx and auth_rx hold its keys with the peer QP */
+	struct mrc_auth_key auth_tx, auth_rx;
 	uint16_t peer_port;
 	uint16_t peer_max_payload;
 	uint32_t peer_planes;	/* bit i: peer_addr[i] is the peer on our plane i */

@@ -98,6 +98,9 @@ static enum route route_to(struct mrcd_core *c, struct mrcd_qp *qp, const uint8_
 		rt->max_payload = p->info.max_payload < c->peers.local.max_payload
 					  ? p->info.max_payload
 					  : c->peers.local.max_payload;
+	} else if (c->auth && (p->state == MRC_PEER_UNREACHABLE ||
+			       (qp->ud_waiting && now >= qp->resolve_deadline_ns))) {
+		return ROUTE_NONE; /* nothing to authenticate datagrams to it with */
 	} else if (p->state == MRC_PEER_UNREACHABLE ||
 		   (qp->ud_waiting && now >= qp->resolve_deadline_ns)) {
 		/* the address the application named is all there is: the plane that reaches it */
@@ -110,6 +113,26 @@ static enum route route_to(struct mrcd_core *c, struct mrcd_qp *qp, const uint8_
 	}
 	rt->valid = rt->planes != 0;
 	return rt->valid ? ROUTE_READY : ROUTE_NONE;
+}
+
+/* The keys of a route's peer: ourselves (-1), or a peer discovery bound to its key. */
+static const struct mrc_peer_keys *ud_keys(const struct mrcd_core *c, int peer)
+{
+	return peer < 0 ? &c->self_keys : &c->peers.peers[peer].keys;
+}
+
+/* A datagram's tag is right under the key of the peer its source address belongs to. */
+static bool ud_authentic(const struct mrcd_core *c, const struct mrc_packet *pkt,
+			 const struct mrcd_dgram *g)
+{
+	bool local = core_is_local_addr(c->cfg, g->peer.addr);
+	int peer = local ? -1 : mrc_peer_table_find(&c->peers, g->peer.addr);
+	const struct mrc_peer_keys *k;
+
+	if (!local && peer < 0)
+		return false; /* nobody discovery knows */
+	k = ud_keys(c, peer);
+	return k->bound && mrc_auth_packet_ok(&k->ud_rx, pkt);
 }
 
 /* The destination's address on plane `plane`, by the route. */
@@ -193,7 +216,8 @@ bool core_ud_next(struct mrcd_core *c, struct mrcd_qp *qp, uint8_t *buf, size_t 
 		mrc_ring_take(&qp->sq, &e);
 		/* the path's payload limit, which the transmit slot always holds */
 		if (route == ROUTE_READY &&
-		    (total > qp->ud_route.max_payload || hdr + total > cap))
+		    (total > qp->ud_route.max_payload ||
+		     hdr + total + (c->auth ? MRC_AUTH_TAG_LEN : 0) > cap))
 			status = MRC_CQ_LOC_LEN_ERR; /* */
 		if (status) {
 			core_log(c, MRCD_DEBUG, "UD QP %u: send %llu refused (status %u)", qp->qpn,
@@ -218,13 +242,17 @@ bool core_ud_next(struct mrcd_core *c, struct mrcd_qp *qp, uint8_t *buf, size_t 
 		.dst_qpn = e.remote_qpn, .src_qpn = qp->qpn,
 		.qkey = mrc_ud_send_qkey(e.remote_qkey, qp->qkey), .psn = qp->ud_seq,
 		.tx_ts = (uint32_t)now, .has_imm = e.opcode == MRC_SQ_SEND_IMM, .imm = e.imm,
-		.solicited = e.flags & MRC_SQ_F_SOLICITED, .payload = buf + hdr,
-		.payload_len = (uint16_t)total
+		.solicited = e.flags & MRC_SQ_F_SOLICITED, .auth = c->auth != NULL,
+		.payload = buf + hdr, .payload_len = (uint16_t)total
 	};
 	qp->ud_seq++;
 	mrc_ud_encode(&d, buf, cap, &hdr);
 	*g = (struct mrcd_dgram){ .data = buf, .len = (uint32_t)(hdr + total), .plane = plane,
 				  .peer_port = qp->ud_route.port };
+	if (c->auth) { /* under the peer pair's key: UD QPs talk to anyone */
+		mrc_auth_put_tag(&ud_keys(c, qp->ud_route.peer)->ud_tx, buf, hdr, buf + g->len);
+		g->len += MRC_AUTH_TAG_LEN;
+	}
 	g->sport = n_sports ? sports[sport_index % n_sports] : 0;
 	memcpy(g->peer.addr, route_addr(c, &qp->ud_route, plane), 16);
 	g->peer.family = mrc_addr_family(g->peer.addr);
@@ -271,6 +299,10 @@ void core_ud_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 	}
 	if (!mrcd_config_admits(c->cfg, g->peer.addr)) {
 		ud_drop(c, MRC_DROP_NOT_ADMITTED);
+		return;
+	}
+	if (c->auth && !ud_authentic(c, pkt, g)) {
+		ud_drop(c, MRC_DROP_UNAUTHENTICATED); /* before any field is believed */
 		return;
 	}
 	srq = qp->srq >= 0 ? &c->t.srqs[qp->srq] : NULL;

@@ -490,8 +490,11 @@ static uint32_t build_frame(struct mrcd_xsk_plane *p, const uint8_t mac[6],
 	udp.check = 0;
 	memcpy(f + off, &udp, sizeof(udp));
 	memcpy(f + off + sizeof(udp), g->data, g->len);
-	if (g->payload) /* from the application's memory straight into the frame */
+	if (g->payload) { /* from the application's memory straight into the frame */
 		memcpy(f + off + sizeof(udp) + g->len, g->payload, g->payload_len);
+		memcpy(f + off + sizeof(udp) + g->len + g->payload_len, g->trailer,
+		       g->trailer_len);
+	}
 	udp.check = htons(udp_checksum(v4 ? p->addr + 12 : p->addr,
 				       v4 ? g->peer.addr + 12 : g->peer.addr, v4 ? 4 : 16,
 				       f + off, ulen));

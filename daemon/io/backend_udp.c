@@ -412,20 +412,24 @@ static unsigned train_length(const struct mrcd_backend *b, const struct mrcd_udp
 	return k;
 }
 
-/* A datagram's pieces into iov (its headers, then its payload where that lies); how many. */
+/* A datagram's pieces into iov (its headers, then its payload where that lies, then its
+ * authentication trailer); how many. */
 static unsigned gather(const struct mrcd_dgram *d, struct iovec *iov)
 {
 	iov[0] = (struct iovec){ d->data, d->len };
 	if (!d->payload || !d->payload_len)
 		return 1;
 	iov[1] = (struct iovec){ (void *)d->payload, d->payload_len };
-	return 2;
+	if (!d->trailer_len)
+		return 2;
+	iov[2] = (struct iovec){ (void *)d->trailer, d->trailer_len };
+	return 3;
 }
 
 static int udp_tx_batch(struct mrcd_backend *b, const struct mrcd_dgram *d, unsigned n)
 {
 	struct mmsghdr msgs[TX_MSGS];
-	struct iovec iov[2 * TX_MSGS]; /* two pieces a datagram at most, headers and payload */
+	struct iovec iov[3 * TX_MSGS]; /* three pieces a datagram at most */
 	struct sockaddr_storage to[TX_MSGS];
 	union {
 		struct cmsghdr align;
@@ -451,7 +455,7 @@ static int udp_tx_batch(struct mrcd_backend *b, const struct mrcd_dgram *d, unsi
 		       tx_socket(u, d[at].sport) == fd) {
 			unsigned room = TX_MSGS - (at - done);
 			unsigned k = train_length(b, u, fd, &d[at], n - at < room ? n - at : room);
-			struct iovec *v = &iov[2 * (at - done)];
+			struct iovec *v = &iov[3 * (at - done)];
 			size_t pieces = 0;
 
 			memset(&msgs[m], 0, sizeof(msgs[m]));

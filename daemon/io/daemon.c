@@ -46,6 +46,12 @@ static int reload(struct mrcd *d)
 		mrcd_log(LOG_ERR, "reload failed, keeping the running configuration: %s", err);
 		return -EINVAL;
 	}
+	if (next.auth != d->cfg.auth || strcmp(next.key_file, d->cfg.key_file) ||
+	    strcmp(next.cluster_key_file, d->cfg.cluster_key_file) ||
+	    next.n_allowed != d->cfg.n_allowed ||
+	    memcmp(next.allowed, d->cfg.allowed, sizeof(next.allowed)))
+		mrcd_log(LOG_NOTICE, "reload: the authentication settings changed; they apply at the "
+			 "next start (the running keys stay)");
 	d->cfg.n_prefixes = next.n_prefixes;
 	memcpy(d->cfg.prefixes, next.prefixes, sizeof(next.prefixes));
 	d->cfg.rx_capacity_bps = next.rx_capacity_bps;

@@ -18,6 +18,7 @@
 #include "core/core.h"
 #include "shm/spin.h"
 #include "io/backend.h"
+#include "io/keys.h"
 
 struct mrcd;
 struct MHD_Daemon;
@@ -48,6 +49,7 @@ struct mrcd {
 	struct mrcd_config cfg;
 	const char *config_path;    /* for SIGHUP; NULL: flags only */
 	struct mrcd_backend backend;
+	struct mrcd_keys keys;	    /* what peers and packets are authenticated with */
 	struct mrcd_core core;
 	bool core_up;
 	int epoll_fd;

@@ -96,11 +96,31 @@ static void handle_signals(struct mrcd *d, struct mrcd_watch *w, uint32_t events
 	}
 }
 
+/* Whom this daemon trusts, and loudly when nobody is checked. */
+static void log_auth(const struct mrcd *d)
+{
+	const struct mrc_auth *a = &d->keys.auth;
+	char key[MRCD_KEY_B64_LEN];
+
+	if (a->mode == MRC_AUTH_OFF) {
+		mrcd_log(LOG_WARNING, "auth off: nothing is authenticated; whoever can send to "
+			 "port %u from an admitted address can forge any packet (set "
+			 "cluster_key_file or allowed_peer)", d->backend.port);
+		return;
+	}
+	mrcd_key_b64(a->public_key, key);
+	mrcd_log(LOG_INFO, "auth header: public key %s%s%s, %s%s%u allowed peer%s", key,
+		 d->keys.generated ? ", new in " : "", d->keys.generated ? d->cfg.key_file : "",
+		 a->has_cluster_key ? "a cluster key" : "no cluster key",
+		 a->n_allowed ? ", " : " and ", a->n_allowed, a->n_allowed == 1 ? "" : "s");
+}
+
 static int start_core(struct mrcd *d, char *err, size_t errlen)
 {
 	struct mrcd_core_params p = {
 		.cfg = &d->cfg, .ops = &mrcd_core_io_ops, .io = d, .port = d->backend.port,
 		.page_size = (size_t)sysconf(_SC_PAGESIZE), .now = d->started_ns,
+		.auth = &d->keys.auth,
 	};
 	long pages = sysconf(_SC_PHYS_PAGES);
 
@@ -146,7 +166,8 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 	raise_fd_limit();
 	d->started_ns = mrcd_now_ns();
 	mrc_spin_init(&d->spin, d->cfg.busy_poll_ns);
-	if (mrcd_config_check(&d->cfg, err, errlen))
+	if (mrcd_config_check(&d->cfg, err, errlen) ||
+	    mrcd_keys_load(&d->keys, &d->cfg, err, errlen))
 		return -1;
 	if (open_backend(d, err, errlen))
 		return -1;
@@ -183,6 +204,7 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 		 d->backend_note[0] ? " (" : "", d->backend_note, d->backend_note[0] ? ")" : "",
 		 d->backend.port, d->cfg.n_planes, d->cfg.n_planes == 1 ? "" : "s",
 		 d->core.peers.local.max_payload);
+	log_auth(d);
 	return 0;
 
 fail_all:
@@ -208,6 +230,7 @@ void mrcd_stop(struct mrcd *d)
 	close(d->signals.fd);
 	close(d->epoll_fd);
 	d->backend.ops->close(&d->backend);
+	mrcd_keys_wipe(&d->keys);
 }
 
 /* What the backend has, RX_TURN_BATCHES batches at most, so the rest of the loop runs;

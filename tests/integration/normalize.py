@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # normalize.py TAG TMP < output: metaroce-ctl output with what changes from run to run
-# (node ids, counters, times, ports, the test's interface names and directory, the XDP mode the
-# kernel gave the program, column padding) replaced, so it can be compared with
-# tests/integration/golden/.
+# (node ids, public keys, counters, times, ports, the test's interface names and directory,
+# the XDP mode the kernel gave the program, column padding) replaced, so it can be compared
+# with tests/integration/golden/.
 import ipaddress
 import re
 import sys
@@ -24,6 +24,8 @@ def word(w):
     if is_address(w.strip('",;()[]{}')):
         return w  # addresses are part of the expected output
     w = re.sub(r"\b[0-9a-f]{16}\b", "NODE", w)
+    # a daemon's public key (base64 of 32 bytes), new in every test
+    w = re.sub(r"[A-Za-z0-9+/]{43}=", "KEY", w)
     # counters, times, sizes, ports; not the digits of names such as metaroce0 or v2
     return re.sub(r"(?<![A-Za-z_])\d+(\.\d+)?(e[+-]?\d+)?", "N", w)
 

@@ -405,6 +405,17 @@ struct mrc_ctl_status {
 	char backend[16];	  /* "udp", "xdp" */
 	char backend_note[64];	  /* why auto chose it; empty otherwise */
 	struct mrc_ctl_plane planes[16];
+	__u8 auth;		  /* enum mrc_ctl_auth */
+	__u8 cluster_key;	  /* 1: peers holding the cluster key are trusted */
+	__u16 allowed_peers;	  /* peers trusted by their public key */
+	__u32 reserved2;
+	__u8 public_key[32];	  /* this daemon's (auth header), what allowed_peer names */
+};
+
+/* struct mrc_ctl_status.auth: whether packets are authenticated (SPEC 14.6). */
+enum mrc_ctl_auth {
+	MRC_CTL_AUTH_OFF = 0,
+	MRC_CTL_AUTH_HEADER = 1,
 };
 
 /* What a user (uid) holds over all its connections, against its limits [MRC_CTL_USERS]. */
@@ -439,7 +450,7 @@ struct mrc_ctl_peer {
 
 _Static_assert(sizeof(struct mrc_ctl_hdr) == 24, "mrc_ctl_hdr is 24 bytes");
 _Static_assert(sizeof(struct mrc_ctl_plane) == 36, "mrc_ctl_plane is 36 bytes");
-_Static_assert(sizeof(struct mrc_ctl_status) == 744, "mrc_ctl_status is 744 bytes");
+_Static_assert(sizeof(struct mrc_ctl_status) == 784, "mrc_ctl_status is 784 bytes");
 _Static_assert(sizeof(struct mrc_ctl_peer) == 608, "mrc_ctl_peer is 608 bytes");
 _Static_assert(sizeof(struct mrc_ctl_user) == 136, "mrc_ctl_user is 136 bytes");
 _Static_assert(MRC_CTL_USER_RESOURCES <= 8, "a user's resources fit its reply");

@@ -308,7 +308,7 @@ struct mrc_auth_tag {
 MRC_STATIC_ASSERT(sizeof(struct mrc_auth_tag) == 8, "mrc_auth_tag is 8 bytes");
 
 /*
- * Authentication trailer of DISCOVER and DISCOVER_REPLY [R-342]: the sender's static X25519
+ * Authentication trailer of DISCOVER and DISCOVER_REPLY [R-341]: the sender's static X25519
  * public key and a keyed BLAKE2b-128 under the sender-to-receiver static key of every byte
  * before the tag (headers, address records, public key).
  */
