@@ -118,14 +118,15 @@ class Pair:
         return json.loads(out)
 
     def daemons(self, backend, settings=()):
-        """A daemon per host; settings: more `key=value`s for both."""
+        """A daemon per host; settings: more `key=value`s for both ({h} becomes the host's
+        number: a key_file of its own)."""
         self.daemon = []
         for h in (0, 1):
             argv = [os.path.join(self.build, "sbin", "metaroced"), "--set",
                     "peer_prefix=198.18.0.0/16", "--set", "control_socket=" + self.sock(h),
                     "--set", "backend=" + backend]
             for kv in settings:
-                argv += ["--set", kv]
+                argv += ["--set", kv.replace("{h}", str(h))]
             for p in range(PLANES):
                 argv += ["--set", "plane=%d p%d %s" % (p, p, self.addr(p, h))]
             self.daemon.append(self.spawn(h, argv, "h%d" % h))

@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""What packet authentication costs (SPEC 14.6): one QP's goodput and the daemons' CPU per GB
+with `auth = off` and with `auth = header`, side by side in one run.
+
+  bench/core/auth_bench.py BUILD_DIR [--seconds S] [--runs R] [--backends udp,xdp]
+                           [--json FILE]  (make bench-auth)
+
+The two hosts of bench/core/core_bench.py (two namespaces, a veth pair per plane, a metaroced
+in each); one metaroce-perf WRITE stream (1 QP, 64 KiB messages, 16 in flight, sleeping on a
+completion channel) for S seconds (5), R times (3) in each mode, the modes alternating with
+daemons started anew each time, so drift in this noisy 2-core guest falls on both alike; the
+median run of each mode is reported. The daemons' CPU is their utime + stime from /proc over
+the run. goodput_ratio = header's median / off's (goal >= 0.95); cpu_ratio = header's daemon
+CPU s/GB / off's. With the xdp backend an authenticating daemon does not hand its QPs to the
+XDP program (it checks no tag yet, R-345), so there the ratio also prices the placement lost.
+Writes FILE (default BUILD_DIR/bench-auth.json). A report, not a test. Root.
+"""
+import argparse
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import core_bench  # noqa: E402  (the pair of hosts, the counted stream)
+
+GOAL_GOODPUT_RATIO = 0.95
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
+
+
+def one_run(pair, backend, mode, seconds, tag):
+    settings = ["auth=off"] if mode == "off" else [
+        "auth=header", "cluster_key_file=" + pair.cluster_key,
+        "key_file=" + os.path.join(pair.tmp, "h{h}.key")]
+    st = pair.daemons(backend, settings)
+    if st.get("auth") != ("off" if mode == "off" else "header"):
+        raise core_bench.Failed("daemons run auth %s, not %s" % (st.get("auth"), mode))
+    before = [cpu_seconds(p.pid) for p in pair.daemon]
+    r = core_bench.stream(pair, seconds, tag)
+    after = [cpu_seconds(p.pid) for p in pair.daemon]
+    pair.stop_daemons()
+    r["backend"] = st.get("backend")
+    r["daemon_cpu_s_per_gb"] = (sum(after) - sum(before)) / (r["bytes"] / 1e9)
+    return r
+
+
+def median(runs):
+    runs = sorted(runs, key=lambda r: r["gbps"])
+    med = dict(runs[len(runs) // 2])
+    med["runs_gbps"] = [r["gbps"] for r in runs]
+    return med
+
+
+def measure(build, backend, seconds, runs, tag):
+    pair = core_bench.Pair(build, build, tag)
+    try:
+        pair.up()
+        pair.cluster_key = os.path.join(pair.tmp, "cluster.key")
+        fd = os.open(pair.cluster_key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, os.urandom(32))
+        os.close(fd)
+        got = {"off": [], "header": []}
+        for i in range(runs):
+            for mode in ("off", "header"):
+                got[mode].append(one_run(pair, backend, mode, seconds, "%s%d" % (mode, i)))
+        res = {m: median(v) for m, v in got.items()}
+        res["backend"] = res["off"]["backend"]
+        res["goodput_ratio"] = res["header"]["gbps"] / res["off"]["gbps"] \
+            if res["off"]["gbps"] else 0.0
+        res["cpu_ratio"] = res["header"]["daemon_cpu_s_per_gb"] / \
+            res["off"]["daemon_cpu_s_per_gb"] if res["off"]["daemon_cpu_s_per_gb"] else 0.0
+        return res
+    finally:
+        pair.down()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("build")
+    ap.add_argument("--seconds", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--backends", default="udp,xdp")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    if os.geteuid():
+        sys.exit("bench-auth needs root (network namespaces, perf)")
+    tag = "mab%d" % (os.getpid() % 100000)
+    res = {"goal_goodput_ratio": GOAL_GOODPUT_RATIO, "seconds": a.seconds, "runs": a.runs}
+    core_bench.log("one metaroce-perf WRITE stream, 1 QP, %d s, auth off and header "
+                   "alternating, %d runs each" % (a.seconds, a.runs))
+    try:
+        for backend in a.backends.split(","):
+            res[backend] = measure(a.build, backend, a.seconds, a.runs, tag)
+            core_bench.log("  %s done" % backend)
+    except core_bench.Failed as e:
+        sys.exit("bench-auth: %s" % e)
+    core_bench.log("")
+    core_bench.log("%-8s %-7s %10s %10s %8s %14s %14s %8s" % (
+        "asked", "backend", "off Gb/s", "hdr Gb/s", "ratio", "off cpu s/GB", "hdr cpu s/GB",
+        "ratio"))
+    for backend in a.backends.split(","):
+        r = res[backend]
+        core_bench.log("%-8s %-7s %10.3f %10.3f %8.3f %14.3f %14.3f %8.3f" % (
+            backend, r["backend"], r["off"]["gbps"], r["header"]["gbps"], r["goodput_ratio"],
+            r["off"]["daemon_cpu_s_per_gb"], r["header"]["daemon_cpu_s_per_gb"],
+            r["cpu_ratio"]))
+    core_bench.log("goal: header goodput >= %.2f x off" % GOAL_GOODPUT_RATIO)
+    path = a.json or os.path.join(a.build, "bench-auth.json")
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1)
+    core_bench.log("wrote " + path)
+
+
+if __name__ == "__main__":
+    main()
