@@ -73,7 +73,7 @@ static void clear_ignored(uint8_t *p, size_t len, uint8_t opcode)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct mrc_packet first, second;
-	size_t len, len2;
+	size_t len, len2, body;
 	uint8_t *pkt;
 	int err;
 
@@ -85,8 +85,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!pkt)
 		abort();
 	memcpy(pkt, data + 1, len);
-	if ((data[0] & 1) && len >= sizeof(struct mrc_hdr))
-		reseal(pkt, len);
+	if ((data[0] & 1) && len >= sizeof(struct mrc_hdr)) {
+		/* the checksum stops where an authentication trailer begins */
+		size_t trailer = pkt[3] & MRC_F_AUTH ? mrc_auth_trailer_len(pkt[1]) : 0;
+
+		reseal(pkt, len > trailer + sizeof(struct mrc_hdr) ? len - trailer : len);
+	}
 
 	err = mrc_decode(pkt, len, &first);
 	if (err < MRC_WIRE_OK || err > MRC_WIRE_ERROR_MAX || err == MRC_WIRE_E_NOSPACE)
@@ -95,14 +99,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		free(pkt);
 		return 0;
 	}
-	if (!mrc_csum_verify(pkt, len))
+	/* an authentication trailer lies outside the checksum and the encoder's output: the
+	 * caller appends it [R-340] */
+	body = len - (first.auth ? mrc_auth_trailer_len(first.opcode) : 0);
+	if ((first.auth != NULL) != !!(first.flags & MRC_F_AUTH) ||
+	    (first.auth && first.auth != pkt + body) || !mrc_csum_verify(pkt, body))
 		abort();
 
-	if (mrc_encode(&first, again, sizeof(again), &len2) != MRC_WIRE_OK || len2 != len)
+	if (mrc_encode(&first, again, sizeof(again), &len2) != MRC_WIRE_OK || len2 != body)
 		abort();
-	if (mrc_decode(again, len2, &second) != MRC_WIRE_OK)
+	memcpy(again + body, pkt + body, len - body);
+	if (mrc_decode(again, len, &second) != MRC_WIRE_OK)
 		abort();
-	clear_ignored(pkt, len, first.opcode);
+	clear_ignored(pkt, body, first.opcode);
 	if (memcmp(pkt, again, len) != 0)
 		abort();
 	if (second.opcode != first.opcode || second.psn != first.psn ||

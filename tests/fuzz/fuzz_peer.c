@@ -4,17 +4,25 @@
  * names a peer (lookup), delivers a DISCOVER or DISCOVER_REPLY whose source, node id,
  * request id and plane records the script chooses (the request id often the one outstanding,
  * so replies get matched), changes the local planes, or advances time and sends what is due.
+ * The script's first byte also picks authentication (SPEC 14.6): off, a cluster key, allowed
+ * peers, or both; then each packet is sealed by one of four identities (two trusted, one
+ * holding the cluster key but allowed nowhere, one with another cluster key) and its trailer
+ * kept, stripped or bent.
  *
  * Oracles, beyond "no crash, no sanitizer report":
  *  - the table never holds more peers than its room, nor a peer in an unknown state;
  *  - everything it sends decodes, is a DISCOVER or a DISCOVER_REPLY with our node id, and a
- *    DISCOVER_REPLY goes only to an admitted source [R-123];
- *  - a peer is found by the address it was named by.
+ *    DISCOVER_REPLY goes only to an admitted source [R-123]; authenticated, it carries our
+ *    public key in its trailer;
+ *  - a peer is found by the address it was named by;
+ *  - authenticated, a known peer is bound to a key the mode trusts, never another [R-344].
  */
+#include <sodium.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/auth.h"
 #include "proto/codec.h"
 #include "proto/peer.h"
 #include "fuzz/script.h"
@@ -23,6 +31,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define CAP 8
 #define LOCAL_NODE 0x1111222233334444ull
+
+/* Us and four peers: 0 and 1 trusted in every mode, 2 holding the cluster key but allowed
+ * nowhere, 3 with another cluster key. Fixed keys: the fuzzer replays exactly. */
+#define IDS 4
+static struct auth_world {
+	bool ready;
+	struct mrc_auth us, ids[IDS];
+	struct mrc_auth_peer us_allowed[2], id_allows_us[IDS];
+} worlds[4]; /* by mode, each made once: X25519 costs more than a whole input */
+static struct mrc_auth *us, *ids; /* the input's mode's */
 
 /* A handful of IPv4 addresses, half of them inside the admitted 198.18.0.0/15. */
 static void address(uint8_t out[16], unsigned k)
@@ -79,13 +97,98 @@ static void drain(struct mrc_peer_table *t, uint64_t now)
 		    (pkt.opcode != MRC_OP_DISCOVER && pkt.opcode != MRC_OP_DISCOVER_REPLY) ||
 		    pkt.u.discover.node_id != LOCAL_NODE)
 			abort();
+		if (t->auth && (!pkt.auth || memcmp(mrc_auth_discover_key(&pkt), us->public_key,
+						    MRC_AUTH_PUBLIC_KEY_LEN)))
+			abort(); /* authenticated, everything we send says who we are */
 		if (pkt.opcode == MRC_OP_DISCOVER_REPLY && !admit(NULL, dest.addr))
 			abort(); /* an answer to a source outside the peer prefixes */
 	}
 }
 
+static void identity(struct mrc_auth *a, uint8_t seed_byte, uint8_t cluster_byte)
+{
+	uint8_t seed[crypto_kx_SEEDBYTES];
+
+	memset(seed, seed_byte, sizeof(seed));
+	memset(a, 0, sizeof(*a));
+	a->mode = MRC_AUTH_HEADER;
+	crypto_kx_seed_keypair(a->public_key, a->secret_key, seed);
+	a->has_cluster_key = true;
+	memset(a->cluster_key, cluster_byte, sizeof(a->cluster_key));
+}
+
+/* Our auth for a mode (1 cluster key, 2 allowed peers, 3 both), and the peers' towards us. */
+static void setup_auth(unsigned mode)
+{
+	struct auth_world *w = &worlds[mode];
+
+	us = &w->us;
+	ids = w->ids;
+	if (w->ready)
+		return;
+	if (sodium_init() < 0)
+		abort();
+	identity(us, 0x51, 0xc1);
+	us->has_cluster_key = mode != 2;
+	for (unsigned i = 0; i < IDS; i++) {
+		identity(&ids[i], (uint8_t)(0x60 + i), i == 3 ? 0xc3 : 0xc1);
+		ids[i].has_cluster_key = us->has_cluster_key;
+		/* each peer trusts our key from anywhere, so it can seal towards us */
+		memcpy(w->id_allows_us[i].public_key, us->public_key, MRC_AUTH_PUBLIC_KEY_LEN);
+		w->id_allows_us[i].n_prefixes = 1; /* ::/0 */
+		if (mode != 1) {
+			ids[i].allowed = &w->id_allows_us[i];
+			ids[i].n_allowed = 1;
+		}
+		if (mrc_auth_init(&ids[i]))
+			abort();
+	}
+	if (mode != 1) {
+		for (unsigned i = 0; i < 2; i++) {
+			memcpy(w->us_allowed[i].public_key, ids[i].public_key, MRC_AUTH_PUBLIC_KEY_LEN);
+			address(w->us_allowed[i].prefixes[0].addr, 0); /* 198.18.0.0/15 */
+			w->us_allowed[i].prefixes[0].bits = 96 + 15;
+			w->us_allowed[i].n_prefixes = 1;
+		}
+		us->allowed = w->us_allowed;
+		us->n_allowed = 2;
+	}
+	if (mrc_auth_init(us))
+		abort();
+	w->ready = true;
+}
+
+/* pkt as identity `who` sends it to us, in buf: sealed, or with its trailer bent or gone. */
+static size_t seal(struct mrc_packet *pkt, unsigned who, unsigned how, const uint8_t src[16],
+		   uint8_t *buf, size_t cap)
+{
+	struct mrc_peer_keys k;
+	size_t len;
+
+	pkt->flags = how % 4 == 3 ? 0 : MRC_F_AUTH;
+	if (mrc_encode(pkt, buf, cap - sizeof(struct mrc_discover_auth), &len) != MRC_WIRE_OK)
+		return 0;
+	if (!pkt->flags)
+		return len;
+	if (mrc_auth_static_keys(&ids[who], us->public_key, src, &pkt->u.discover, &k))
+		abort(); /* every identity allows us everywhere */
+	mrc_auth_seal_discover(&ids[who], k.static_tx, buf, len);
+	if (how % 4 == 2)
+		buf[len + (how >> 2) % sizeof(struct mrc_discover_auth)] ^= 0x20;
+	return len + sizeof(struct mrc_discover_auth);
+}
+
+static bool trusted(unsigned mode, const uint8_t key[MRC_AUTH_PUBLIC_KEY_LEN])
+{
+	for (unsigned i = 0; i < (mode == 1 ? 3u : 2u); i++)
+		if (!memcmp(key, ids[i].public_key, MRC_AUTH_PUBLIC_KEY_LEN))
+			return true;
+	return false;
+}
+
 static void deliver(struct mrc_peer_table *t, struct script *s, uint64_t now)
 {
+	static uint8_t buf[2048];
 	struct mrc_packet pkt;
 	uint8_t src[16];
 	unsigned which = (unsigned)take(s, 1);
@@ -110,6 +213,13 @@ static void deliver(struct mrc_peer_table *t, struct script *s, uint64_t now)
 		address(pkt.u.discover.addrs[i].addr, b >> 4);
 	}
 	address(src, (unsigned)take(s, 1));
+	if (t->auth) {
+		unsigned who = (unsigned)take(s, 1), how = (unsigned)take(s, 1);
+		size_t len = seal(&pkt, who % IDS, how, src, buf, sizeof(buf));
+
+		if (!len || mrc_decode(buf, len, &pkt) != MRC_WIRE_OK)
+			return;
+	}
 	mrc_peer_table_recv(t, &pkt, src, (uint16_t)take(s, 2), (uint8_t)(take(s, 1) % 3), now);
 }
 
@@ -121,9 +231,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct mrc_node_info local;
 	uint64_t now = 1000000000ull;
 
+	unsigned mode = (unsigned)take(&s, 1) % 4; /* 0 off, 1 cluster, 2 allowed, 3 both */
+
 	local_info(&local, 1);
 	if (mrc_peer_table_init(&t, &local, CAP, &cb, NULL, take(&s, 8)))
 		return 0;
+	if (mode) {
+		setup_auth(mode);
+		mrc_peer_table_set_auth(&t, us);
+	}
 	for (unsigned step = 0; step < 256 && s.left; step++) {
 		uint8_t addr[16];
 		int i;
@@ -152,9 +268,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		drain(&t, now);
 		if (t.n_peers > CAP)
 			abort();
-		for (unsigned k = 0; k < t.n_peers; k++)
-			if (t.peers[k].state > MRC_PEER_UNREACHABLE)
+		for (unsigned k = 0; k < t.n_peers; k++) {
+			const struct mrc_peer *p = &t.peers[k];
+
+			if (p->state > MRC_PEER_UNREACHABLE)
 				abort();
+			/* known only under a key the mode trusts */
+			if (mode && p->state == MRC_PEER_KNOWN &&
+			    (!p->keys.bound || !trusted(mode, p->keys.public_key)))
+				abort();
+		}
 	}
 	mrc_peer_table_fini(&t);
 	return 0;

@@ -183,7 +183,8 @@ static int conn_corpus(const char *dir)
 
 /*
  * Scripts for fuzz_peer (its format): name a peer, take its DISCOVER's answer, time passes,
- * a restart (new node id), a DISCOVER from outside the prefixes, planes drained.
+ * a restart (new node id), a DISCOVER from outside the prefixes, planes drained; each behind
+ * each of the four authentication modes' bytes.
  */
 static int peer_corpus(const char *dir)
 {
@@ -201,10 +202,14 @@ static int peer_corpus(const char *dir)
 	char name[32];
 	int failed = 0;
 
-	for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++) {
-		snprintf(name, sizeof(name), "script%zu", i);
-		failed |= write_file(dir, name, scripts[i], sizeof(scripts[i]));
-	}
+	for (size_t i = 0; i < sizeof(scripts) / sizeof(scripts[0]); i++)
+		for (uint8_t mode = 0; mode < 4; mode++) {
+			uint8_t moded[1 + sizeof(scripts[0])] = { mode };
+
+			memcpy(moded + 1, scripts[i], sizeof(scripts[i]));
+			snprintf(name, sizeof(name), "script%zu-auth%u", i, mode);
+			failed |= write_file(dir, name, moded, sizeof(moded));
+		}
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
@@ -219,6 +224,9 @@ static int config_corpus(const char *dir)
 		"# comment only\n\n   \t\n",
 		"plane = 15 veth-a 198.19.255.254 # trailing comment\r\n",
 		"peer_prefix = fd00::/8\npeer_prefix = 0.0.0.0/0\n",
+		"auth = header\ncluster_key_file = /etc/metaroce/cluster.key\n"
+		"key_file = /var/lib/metaroce/private.key\n"
+		"allowed_peer = 4vTlx4Ww3uGGcyV1ZB9Y1f8yDPdxsPqXsB0bqdYqZC0= 198.18.0.2/32,fd00::/8\n",
 	};
 	char name[32];
 	int failed = 0;
