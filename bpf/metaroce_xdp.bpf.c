@@ -2,7 +2,8 @@
 /*
  * The MetaRoCE receive fast path, attached to every plane interface.
  *
- * For a WRITE or READ response packet of a QP the daemon handed over, it checks integrity
+ * For a WRITE or READ response packet of a QP the daemon handed over, it checks, for a QP
+ * that authenticates, the packet's tag (SipHash-2-4 of its headers, SPEC 14.6), then integrity
  * (the Internet checksum over the whole MetaRoCE packet, before anything else is believed),
  * the PSN against the receive window, the key, owner, access and bounds of the target region,
  * copies the payload into the region's pages (memory the daemon and the client map too),
@@ -21,6 +22,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
+#include <metaroce/siphash.h>
 #include <metaroce/wire.h>
 #include <metaroce/xdp.h>
 
@@ -274,6 +276,30 @@ static __always_inline int send_event(__u32 kind, struct xdp_md *ctx, struct mrc
 }
 
 /* Jumbo frames arrive in fragments: everything past the headers is read through the dynptr. */
+/*
+ * Whether the 8-byte tag at tag_off is SipHash-2-4 under the QP's key of the common and data
+ * extension headers (56 bytes, in the frame's linear part), as lib/proto/auth.c computes it.
+ */
+static __always_inline int tag_ok(const struct mrc_xdp_qp *qp, const struct mrc_hdr *hdr,
+				  const struct bpf_dynptr *pkt, __u32 tag_off)
+{
+	__u64 words[(sizeof(struct mrc_hdr) + sizeof(struct mrc_data_ext)) / 8], tag;
+
+	for (int i = 0; i < (int)(sizeof(words) / sizeof(words[0])); i++) {
+		__builtin_memcpy(&words[i], (const __u8 *)hdr + 8 * i, 8);
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+		words[i] = __builtin_bswap64(words[i]); /* SipHash reads little-endian words */
+#endif
+	}
+	if (bpf_dynptr_read(&tag, sizeof(tag), pkt, tag_off, 0))
+		return 0;
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	tag = __builtin_bswap64(tag);
+#endif
+	return mrc_siphash24(READ_ONCE(qp->auth_k0), READ_ONCE(qp->auth_k1), words,
+			     sizeof(words) / sizeof(words[0])) == tag;
+}
+
 SEC("xdp.frags")
 int metaroce_xdp(struct xdp_md *ctx)
 {
@@ -287,7 +313,7 @@ int metaroce_xdp(struct xdp_md *ctx)
 	struct udphdr *udp;
 	struct bpf_dynptr src, dst;
 	__u64 peer[2] = {};	/* the source address, IPv4-mapped */
-	__u32 l4, off, mrc_len, payload, qpn, psn, key, slot, idx, pos, src_off, left;
+	__u32 l4, off, mrc_len, payload, trailer, qpn, psn, key, slot, idx, pos, src_off, left;
 	__u64 bit, old, raddr, need, pos64;
 	__u32 base, ifindex, *plane;
 	const __u64 *want;
@@ -339,9 +365,11 @@ int metaroce_xdp(struct xdp_md *ctx)
 	if ((void *)(ext + 1) > end)
 		return dropped(MRC_XDP_TRUNCATED);
 	payload = bpf_ntohs(hdr->payload_len);
-	if (sizeof(*hdr) + sizeof(*ext) + payload > mrc_len)
+	/* an authentication trailer follows the payload, outside the checksum */
+	trailer = hdr->flags & bpf_htons(MRC_F_AUTH) ? MRC_AUTH_TAG_LEN : 0;
+	if (sizeof(*hdr) + sizeof(*ext) + payload + trailer > mrc_len)
 		return dropped(MRC_XDP_TRUNCATED);
-	if (sizeof(*hdr) + sizeof(*ext) + payload < mrc_len || !payload)
+	if (sizeof(*hdr) + sizeof(*ext) + payload + trailer < mrc_len || !payload)
 		return to_daemon(ctx, MRC_XDP_TO_DAEMON);	/* malformed: the decoder says why */
 	qpn = bpf_ntohl(hdr->dst_qpn);
 	slot = MRC_QP_SLOT(qpn);
@@ -361,8 +389,16 @@ int metaroce_xdp(struct xdp_md *ctx)
 		return to_daemon(ctx, MRC_XDP_WRONG_PEER);
 	if (bpf_dynptr_from_xdp(ctx, 0, &src))
 		return to_daemon(ctx, MRC_XDP_PLACE_FAILED);
+	/* an authenticating QP's packet is its peer's only with the right tag: before anything
+	 * of it is believed, or answered (a duplicate's event is an ACK) [R-343, R-345] */
+	if (READ_ONCE(qp->flags) & MRC_XDP_QP_AUTH) {
+		if (!trailer || !tag_ok(qp, hdr, &src, off + sizeof(*hdr) + sizeof(*ext) + payload))
+			return dropped(MRC_XDP_BAD_TAG);
+	} else if (trailer) {
+		return to_daemon(ctx, MRC_XDP_TO_DAEMON); /* the engine knows what to make of it */
+	}
 	/* nothing below is believed before this */
-	if (!checksum_ok(&src, off, mrc_len))
+	if (!checksum_ok(&src, off, mrc_len - trailer))
 		return dropped(MRC_XDP_BAD_CHECKSUM);
 	psn = bpf_ntohl(hdr->psn);
 	base = READ_ONCE(qp->base);

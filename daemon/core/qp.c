@@ -382,17 +382,16 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 		return;
 	}
 	qp->state = MRC_CTL_QP_RTR;
-	/* the program checks no tag yet: an authenticated QP's packets all go to the engine
-	 * [R-345] */
-	if (c->fast && !c->auth) {
+	if (c->fast) {
 		/* from here on the program places this QP's READ responses, and its WRITEs if
 		 * the QP admits them (else the engine answers each with NAK invalid_req, R-220) */
 		qp->fast = true;
 		qp->fast_base = cc.rq_psn;
 		c->fast->qp_set(c->io, qp->qpn, core_owner_token(qp->owner, qp->pd), cc.rq_psn,
 				(cc.qp_access & MRC_ACCESS_REMOTE_WRITE ? MRC_XDP_QP_PLACE : 0) |
-					MRC_XDP_QP_PLACE_READ,
-				qp->peer_planes, (const uint8_t(*)[16])qp->peer_addr);
+					MRC_XDP_QP_PLACE_READ | (c->auth ? MRC_XDP_QP_AUTH : 0),
+				qp->peer_planes, (const uint8_t(*)[16])qp->peer_addr,
+				c->auth ? &qp->auth_rx : NULL); /* it checks the tags */
 	}
 	core_apply_drains(c, qp);
 	core_log(c, MRCD_DEBUG, "QP %u -> %u: %u paths over %u planes", qp->qpn, cc.remote_qpn,

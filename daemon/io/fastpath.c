@@ -562,7 +562,7 @@ void mrcd_fastpath_qp_peer(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t peer
 
 void mrcd_fastpath_qp_set(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t owner, uint32_t base,
 			  uint32_t flags, uint32_t peer_planes,
-			  const uint8_t peer[MRC_MAX_PLANES][16])
+			  const uint8_t peer[MRC_MAX_PLANES][16], const struct mrc_auth_key *auth)
 {
 	struct mrc_xdp_qp *q = &fp->qps[MRC_QP_SLOT(qpn)];
 
@@ -575,6 +575,8 @@ void mrcd_fastpath_qp_set(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t owner
 	q->ce_packets = q->placed_packets = q->placed_bytes = q->duplicates = 0;
 	q->peer_planes = peer_planes;
 	memcpy(q->peer, peer, sizeof(q->peer));
+	q->auth_k0 = auth ? auth->k0 : 0;
+	q->auth_k1 = auth ? auth->k1 : 0;
 	__atomic_store_n(&q->qpn, qpn, __ATOMIC_RELEASE);
 }
 

@@ -21,6 +21,7 @@
 #include <metaroce/xdp.h>
 
 #include "config.h"
+#include "proto/auth.h"
 
 struct metaroce_xdp;
 struct xdp_program;
@@ -97,10 +98,11 @@ void mrcd_fastpath_mr_clear(struct mrcd_fastpath *fp, uint32_t slot);
 
 /* --- QPs -------------------------------------------------------------------------------- */
 
-/* The QP in slot MRC_QP_SLOT(qpn) starts placing, its window at base. */
+/* The QP in slot MRC_QP_SLOT(qpn) starts placing, its window at base; with
+ * MRC_XDP_QP_AUTH, only packets tagged under auth (the peer's key for it). */
 void mrcd_fastpath_qp_set(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t owner, uint32_t base,
 			  uint32_t flags, uint32_t peer_planes,
-			  const uint8_t peer[MRC_MAX_PLANES][16]);
+			  const uint8_t peer[MRC_MAX_PLANES][16], const struct mrc_auth_key *auth);
 /* The peer's planes or addresses changed. */
 void mrcd_fastpath_qp_peer(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t peer_planes,
 			   const uint8_t peer[MRC_MAX_PLANES][16]);

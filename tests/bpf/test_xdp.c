@@ -63,7 +63,10 @@ static int on_event(void *ctx, void *data, size_t len)
 
 /* --- fixtures ------------------------------------------------------------------------------ */
 
-enum mutation { NONE, CORRUPT_PAYLOAD, TRUNCATE, SEND_TWICE };
+enum mutation { NONE, CORRUPT_PAYLOAD, TRUNCATE, SEND_TWICE, BAD_TAG };
+/* the key an authenticated fixture's peer tags with, and another */
+static const struct mrc_auth_key key_a = { 0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull };
+static const struct mrc_auth_key key_b = { 0x1122334455667788ull, 0x99aabbccddeeff00ull };
 /* a frame_spec from another source address than the QP's peer */
 #define STRANGER 99
 
@@ -77,80 +80,106 @@ struct fixture {
 	enum mrc_xdp_outcome outcome;
 	bool placed;		/* bit set, bytes in the region, a PLACED event */
 	uint32_t event;		/* event kind expected (0: none) */
+	const struct mrc_auth_key *qp_auth; /* the QP authenticates under it (SPEC 14.6) */
 };
 
 #define W(psn_, len_, off_) \
-	{ MRC_OP_WRITE, QPN, psn_, MR_KEY, MR_ADDR + (off_), len_, false, 0, 0, 0, false }
+	{ MRC_OP_WRITE, QPN, psn_, MR_KEY, MR_ADDR + (off_), len_, false, 0, 0, 0, false, NULL }
+/* the same tagged under key_ */
+#define WA(psn_, len_, off_, key_) \
+	{ MRC_OP_WRITE, QPN, psn_, MR_KEY, MR_ADDR + (off_), len_, false, 0, 0, 0, false, key_ }
 static const struct fixture fixtures[] = {
 	{ "in-window WRITE: placed, bit set, event", W(BASE_PSN + 3, 1000, 0), BASE_PSN,
-	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
+	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED, NULL },
 	{ "the same packet twice: the second is a duplicate", W(BASE_PSN, 64, 0), BASE_PSN,
-	  MRC_XDP_QP_PLACE, SEND_TWICE, XDP_DROP, MRC_XDP_DUPLICATE, true, MRC_XDP_EV_DUPLICATE },
+	  MRC_XDP_QP_PLACE, SEND_TWICE, XDP_DROP, MRC_XDP_DUPLICATE, true, MRC_XDP_EV_DUPLICATE, NULL },
 	{ "below the window: dropped, the daemon told to acknowledge again",
 	  W(BASE_PSN - 1, 64, 0), BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_DROP,
-	  MRC_XDP_BELOW_WINDOW, false, MRC_XDP_EV_DUPLICATE },
+	  MRC_XDP_BELOW_WINDOW, false, MRC_XDP_EV_DUPLICATE, NULL },
 	{ "at base + 256: above the window, dropped", W(BASE_PSN + 256, 64, 0), BASE_PSN,
-	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_ABOVE_WINDOW, false, 0 },
+	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_ABOVE_WINDOW, false, 0, NULL },
 	{ "at base + 255: the window's last PSN, placed", W(BASE_PSN + 255, 64, 0), BASE_PSN,
-	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
+	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED, NULL },
 	{ "PSN wrap-around: base 2^32 - 16, PSN 5", W(5, 200, 0), 0xfffffff0u, MRC_XDP_QP_PLACE,
-	  NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
+	  NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED, NULL },
 	{ "PSN wrap-around: base 16, PSN 2^32 - 1 is below", W(0xffffffffu, 64, 0), 16,
-	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_BELOW_WINDOW, false, MRC_XDP_EV_DUPLICATE },
+	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_BELOW_WINDOW, false, MRC_XDP_EV_DUPLICATE, NULL },
 	{ "a corrupted payload byte: dropped, never placed or SACKed", W(BASE_PSN + 1, 1000, 0),
-	  BASE_PSN, MRC_XDP_QP_PLACE, CORRUPT_PAYLOAD, XDP_DROP, MRC_XDP_BAD_CHECKSUM, false, 0 },
+	  BASE_PSN, MRC_XDP_QP_PLACE, CORRUPT_PAYLOAD, XDP_DROP, MRC_XDP_BAD_CHECKSUM, false, 0, NULL },
 	{ "a frame cut short: dropped", W(BASE_PSN + 1, 1000, 0), BASE_PSN, MRC_XDP_QP_PLACE,
-	  TRUNCATE, XDP_DROP, MRC_XDP_TRUNCATED, false, 0 },
+	  TRUNCATE, XDP_DROP, MRC_XDP_TRUNCATED, false, 0, NULL },
 	{ "from an address that is not the QP's peer: to the daemon", { MRC_OP_WRITE, QPN,
-	  BASE_PSN, MR_KEY, MR_ADDR, 64, false, 0, STRANGER, 0, false }, BASE_PSN, MRC_XDP_QP_PLACE, NONE,
-	  XDP_PASS, MRC_XDP_WRONG_PEER, false, 0 },
+	  BASE_PSN, MR_KEY, MR_ADDR, 64, false, 0, STRANGER, 0, false, NULL }, BASE_PSN, MRC_XDP_QP_PLACE, NONE,
+	  XDP_PASS, MRC_XDP_WRONG_PEER, false, 0, NULL },
 	{ "an unknown QP: to the daemon", { MRC_OP_WRITE, 0x999, BASE_PSN, MR_KEY, MR_ADDR, 64,
-	  false, 0, 0, 0, false }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_UNKNOWN_QP,
-	  false, 0 },
+	  false, 0, 0, 0, false, NULL }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_UNKNOWN_QP,
+	  false, 0, NULL },
 	{ "a wrong key (random bits): to the daemon, which NAKs", { MRC_OP_WRITE, QPN, BASE_PSN,
-	  MR_KEY ^ 1, MR_ADDR, 64, false, 0, 0, 0, false }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
-	  MRC_XDP_BAD_KEY, false, 0 },
+	  MR_KEY ^ 1, MR_ADDR, 64, false, 0, 0, 0, false, NULL }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
+	  MRC_XDP_BAD_KEY, false, 0, NULL },
 	{ "a key of no region: to the daemon", { MRC_OP_WRITE, QPN, BASE_PSN,
-	  (9u << MRC_XDP_KEY_SLOT_SHIFT) | 1, MR_ADDR, 64, false, 0, 0, 0, false }, BASE_PSN,
-	  MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_BAD_KEY, false, 0 },
+	  (9u << MRC_XDP_KEY_SLOT_SHIFT) | 1, MR_ADDR, 64, false, 0, 0, 0, false, NULL }, BASE_PSN,
+	  MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_BAD_KEY, false, 0, NULL },
 	{ "one byte past the region's end: to the daemon", W(BASE_PSN, 64, MR_LEN - 63),
-	  BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_OUT_OF_BOUNDS, false, 0 },
+	  BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_OUT_OF_BOUNDS, false, 0, NULL },
 	{ "before the region's start: to the daemon", { MRC_OP_WRITE, QPN, BASE_PSN, MR_KEY,
-	  MR_ADDR - 1, 64, false, 0, 0, 0, false }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
-	  MRC_XDP_OUT_OF_BOUNDS, false, 0 },
+	  MR_ADDR - 1, 64, false, 0, 0, 0, false, NULL }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
+	  MRC_XDP_OUT_OF_BOUNDS, false, 0, NULL },
 	{ "the region's last byte exactly: placed", W(BASE_PSN, 64, MR_LEN - 64), BASE_PSN,
-	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
+	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED, NULL },
 	{ "across a page boundary, odd length", W(BASE_PSN + 7, 4095, 3000), BASE_PSN,
-	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
+	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED, NULL },
 	{ "a jumbo payload over three pages", W(BASE_PSN + 8, 8000, 2000), BASE_PSN,
-	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
+	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED, NULL },
 	{ "one byte", W(BASE_PSN + 9, 1, 777), BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_DROP,
-	  MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
+	  MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED, NULL },
 	{ "IPv6: placed", { MRC_OP_WRITE, QPN, BASE_PSN + 10, MR_KEY, MR_ADDR + 50, 1500, true, 0,
-	  0, 0, false },
-	  BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED },
+	  0, 0, false, NULL },
+	  BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED, NULL },
 	{ "READ response into a sink region: placed", { MRC_OP_READ_RESP, QPN, BASE_PSN + 11,
-	  SINK_KEY, MR_ADDR + 10, 700, false, 0, 0, 0, false }, BASE_PSN,
+	  SINK_KEY, MR_ADDR + 10, 700, false, 0, 0, 0, false, NULL }, BASE_PSN,
 	  MRC_XDP_QP_PLACE | MRC_XDP_QP_PLACE_READ, NONE, XDP_DROP, MRC_XDP_PLACED, true,
-	  MRC_XDP_EV_PLACED },
+	  MRC_XDP_EV_PLACED, NULL },
 	{ "READ response while the QP places WRITEs only (a multi-SGE READ): to the daemon",
-	  { MRC_OP_READ_RESP, QPN, BASE_PSN + 11, SINK_KEY, MR_ADDR + 10, 700, false, 0, 0, 0, false },
-	  BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_TO_DAEMON, false, 0 },
+	  { MRC_OP_READ_RESP, QPN, BASE_PSN + 11, SINK_KEY, MR_ADDR + 10, 700, false, 0, 0, 0, false, NULL },
+	  BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_TO_DAEMON, false, 0, NULL },
 	{ "a WRITE while the QP places READ responses only: to the daemon", W(BASE_PSN, 64, 0),
-	  BASE_PSN, MRC_XDP_QP_PLACE_READ, NONE, XDP_PASS, MRC_XDP_TO_DAEMON, false, 0 },
+	  BASE_PSN, MRC_XDP_QP_PLACE_READ, NONE, XDP_PASS, MRC_XDP_TO_DAEMON, false, 0, NULL },
 	{ "READ response into a region without local write: to the daemon",
-	  { MRC_OP_READ_RESP, QPN, BASE_PSN + 11, MR_KEY, MR_ADDR, 700, false, 0, 0, 0, false }, BASE_PSN,
-	  MRC_XDP_QP_PLACE | MRC_XDP_QP_PLACE_READ, NONE, XDP_PASS, MRC_XDP_BAD_KEY, false, 0 },
+	  { MRC_OP_READ_RESP, QPN, BASE_PSN + 11, MR_KEY, MR_ADDR, 700, false, 0, 0, 0, false, NULL }, BASE_PSN,
+	  MRC_XDP_QP_PLACE | MRC_XDP_QP_PLACE_READ, NONE, XDP_PASS, MRC_XDP_BAD_KEY, false, 0, NULL },
 	{ "WRITE into a sink region (no remote write): to the daemon", { MRC_OP_WRITE, QPN,
-	  BASE_PSN, SINK_KEY, MR_ADDR, 64, false, 0, 0, 0, false }, BASE_PSN, MRC_XDP_QP_PLACE, NONE,
-	  XDP_PASS, MRC_XDP_BAD_KEY, false, 0 },
-	{ "SEND: to the daemon", { MRC_OP_SEND, QPN, BASE_PSN, 0, 0, 64, false, 0, 0, 0, false }, BASE_PSN,
-	  MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_TO_DAEMON, false, 0 },
+	  BASE_PSN, SINK_KEY, MR_ADDR, 64, false, 0, 0, 0, false, NULL }, BASE_PSN, MRC_XDP_QP_PLACE, NONE,
+	  XDP_PASS, MRC_XDP_BAD_KEY, false, 0, NULL },
+	{ "SEND: to the daemon", { MRC_OP_SEND, QPN, BASE_PSN, 0, 0, 64, false, 0, 0, 0, false, NULL }, BASE_PSN,
+	  MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_TO_DAEMON, false, 0, NULL },
 	{ "a QP not placing in XDP: to the daemon", W(BASE_PSN, 64, 0), BASE_PSN, 0, NONE,
-	  XDP_PASS, MRC_XDP_TO_DAEMON, false, 0 },
+	  XDP_PASS, MRC_XDP_TO_DAEMON, false, 0, NULL },
 	{ "UDP to another port: not ours, untouched", { MRC_OP_WRITE, QPN, BASE_PSN, MR_KEY,
-	  MR_ADDR, 64, false, 4791, 0, 0, false }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
-	  MRC_XDP_NOT_OURS, false, 0 },
+	  MR_ADDR, 64, false, 4791, 0, 0, false, NULL }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
+	  MRC_XDP_NOT_OURS, false, 0, NULL },
+	/* authentication: the tag is checked before anything is believed */
+	{ "authenticated WRITE with its tag: placed", WA(BASE_PSN + 2, 1000, 0, &key_a), BASE_PSN,
+	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED, &key_a },
+	{ "authenticated READ response with its tag: placed", { MRC_OP_READ_RESP, QPN,
+	  BASE_PSN + 12, SINK_KEY, MR_ADDR + 10, 700, false, 0, 0, 0, false, &key_a }, BASE_PSN,
+	  MRC_XDP_QP_PLACE | MRC_XDP_QP_PLACE_READ, NONE, XDP_DROP, MRC_XDP_PLACED, true,
+	  MRC_XDP_EV_PLACED, &key_a },
+	{ "authenticated WRITE, one tag bit wrong: dropped", WA(BASE_PSN + 2, 1000, 0, &key_a),
+	  BASE_PSN, MRC_XDP_QP_PLACE, BAD_TAG, XDP_DROP, MRC_XDP_BAD_TAG, false, 0, &key_a },
+	{ "authenticated WRITE under another key: dropped", WA(BASE_PSN + 2, 1000, 0, &key_b),
+	  BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_BAD_TAG, false, 0, &key_a },
+	{ "an authenticated QP's WRITE without a tag: dropped", W(BASE_PSN + 2, 1000, 0),
+	  BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_BAD_TAG, false, 0, &key_a },
+	{ "a forged duplicate below the window: dropped, no acknowledgement asked",
+	  WA(BASE_PSN - 1, 64, 0, &key_b), BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_DROP,
+	  MRC_XDP_BAD_TAG, false, 0, &key_a },
+	{ "the right tag over a corrupted payload: dropped by the checksum",
+	  WA(BASE_PSN + 2, 1000, 0, &key_a), BASE_PSN, MRC_XDP_QP_PLACE, CORRUPT_PAYLOAD, XDP_DROP,
+	  MRC_XDP_BAD_CHECKSUM, false, 0, &key_a },
+	{ "a tagged WRITE to a QP that does not authenticate: to the daemon",
+	  WA(BASE_PSN + 2, 1000, 0, &key_a), BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
+	  MRC_XDP_TO_DAEMON, false, 0, NULL },
 };
 
 static void run_fixture(const struct fixture *f)
@@ -173,8 +202,12 @@ static void run_fixture(const struct fixture *f)
 	usual.src_last = 0;	/* the QP's peer is the usual source; a fixture may differ */
 	frame_source(&usual, peer);
 	xdp_env_set_qp(&env, QPN, f->base, f->qp_flags, peer);
-	if (f->mutation == CORRUPT_PAYLOAD)
-		fr.b[fr.len - 10] ^= 0x40;
+	if (f->qp_auth)
+		xdp_env_set_qp_auth(&env, QPN, f->qp_auth);
+	if (f->mutation == CORRUPT_PAYLOAD) /* a payload byte, before any trailer */
+		fr.b[fr.len - (s->auth ? MRC_AUTH_TAG_LEN : 0) - 10] ^= 0x40;
+	if (f->mutation == BAD_TAG)
+		fr.b[fr.len - 3] ^= 0x10;
 	if (f->mutation == TRUNCATE)
 		len = fr.len - 100;
 	if (f->mutation == SEND_TWICE)
@@ -254,7 +287,7 @@ static void differential(unsigned sequences, unsigned packets)
 			/* mostly ahead of the window, some retransmissions and overruns */
 			uint32_t psn = engine.base + (next_random() % 320) - 32;
 			struct frame_spec sp = { MRC_OP_WRITE, QPN, psn, MR_KEY,
-						 MR_ADDR + (next_random() % 8000), 32, false, 0, 0, 0, false };
+						 MR_ADDR + (next_random() % 8000), 32, false, 0, 0, 0, false, NULL };
 			struct frame fr = frame_build(&sp);
 			enum mrc_rx_verdict want = mrc_rx_window_classify(&engine, psn);
 			uint64_t was[MRC_XDP_OUTCOMES];
@@ -344,7 +377,7 @@ static void wakeups(void)
 	for (size_t i = 0; i < sizeof(wake_steps) / sizeof(wake_steps[0]); i++) {
 		const struct wake_step *w = &wake_steps[i];
 		struct frame_spec sp = { MRC_OP_WRITE, QPN, BASE_PSN + (uint32_t)w->psn, MR_KEY,
-					 MR_ADDR, 64, false, 0, 0, w->flags, w->ce };
+					 MR_ADDR, 64, false, 0, 0, w->flags, w->ce, NULL };
 		struct frame fr = frame_build(&sp);
 
 		/* the daemon says it sleeps again each time it has read the ring */
@@ -373,7 +406,7 @@ static void wakeups(void)
 	woke = env.wake->wakeups;
 	for (uint32_t k = 0; k < 4; k++) {
 		struct frame_spec sp = { MRC_OP_WRITE, QPN, BASE_PSN + 60 + 2 * k, MR_KEY,
-					 MR_ADDR, 64, false, 0, 0, MRC_F_ACK_REQ, 0 };
+					 MR_ADDR, 64, false, 0, 0, MRC_F_ACK_REQ, 0, NULL };
 		struct frame fr = frame_build(&sp);
 
 		xdp_env_run(&env, &fr, fr.len, 1, NULL);
@@ -388,7 +421,7 @@ static void wakeups(void)
 	quiet = env.wake->quiet;
 	for (uint32_t k = 0; k < 20; k++) {
 		struct frame_spec sp = { MRC_OP_WRITE, QPN, BASE_PSN + 100 + 2 * k, MR_KEY,
-					 MR_ADDR, 64, false, 0, 0, MRC_F_ACK_REQ, k % 2 };
+					 MR_ADDR, 64, false, 0, 0, MRC_F_ACK_REQ, k % 2, NULL };
 		struct frame fr = frame_build(&sp);
 
 		xdp_env_run(&env, &fr, fr.len, 1, NULL);

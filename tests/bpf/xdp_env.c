@@ -106,6 +106,15 @@ struct mrc_xdp_qp *xdp_env_qp(const struct xdp_env *env, uint32_t qpn)
 	return &env->qps[qpn % MRC_XDP_MAX_QPS];
 }
 
+void xdp_env_set_qp_auth(const struct xdp_env *env, uint32_t qpn, const struct mrc_auth_key *key)
+{
+	struct mrc_xdp_qp *q = xdp_env_qp(env, qpn);
+
+	q->auth_k0 = key->k0;
+	q->auth_k1 = key->k1;
+	q->flags |= MRC_XDP_QP_AUTH;
+}
+
 uint8_t *xdp_env_add_region(const struct xdp_env *env, uint32_t slot, uint32_t key,
 			    uint32_t access, uint64_t addr, uint64_t len, uint32_t offset)
 {
@@ -150,8 +159,9 @@ struct frame frame_build(const struct frame_spec *s)
 	static uint8_t payload[9000];
 	struct frame f = { 0 };
 	struct ethhdr *eth = (void *)f.b;
-	struct mrc_packet pkt = { .opcode = s->opcode, .flags = s->flags, .dst_qpn = s->qpn,
-				  .psn = s->psn, .path_id = 3 };
+	struct mrc_packet pkt = { .opcode = s->opcode,
+				  .flags = (uint16_t)(s->flags | (s->auth ? MRC_F_AUTH : 0)),
+				  .dst_qpn = s->qpn, .psn = s->psn, .path_id = 3 };
 	struct udphdr *udp;
 	uint32_t l4;
 	size_t n;
@@ -198,9 +208,13 @@ struct frame frame_build(const struct frame_spec *s)
 		pkt.payload = payload;
 		pkt.payload_len = (uint16_t)s->payload;
 	}
-	if (mrc_encode(&pkt, f.b + f.mrc, sizeof(f.b) - f.mrc, &n)) {
+	if (mrc_encode(&pkt, f.b + f.mrc, sizeof(f.b) - f.mrc - MRC_AUTH_TAG_LEN, &n)) {
 		fprintf(stderr, "xdp: the encoder refused a test packet\n");
 		exit(1);
+	}
+	if (s->auth) { /* the tag as the engine writes it (lib/proto/auth.c) */
+		mrc_auth_put_tag(s->auth, f.b + f.mrc, mrc_header_len(s->opcode), f.b + f.mrc + n);
+		n += MRC_AUTH_TAG_LEN;
 	}
 	f.mrc_len = (uint32_t)n;
 	udp = (void *)(f.b + l4);

@@ -13,6 +13,8 @@
 #include <bpf/libbpf.h>
 #include <metaroce/xdp.h>
 
+#include "proto/auth.h"
+
 #define XDP_ENV_OWNER 7
 #define XDP_ENV_PAGES 4	/* pages of each region */
 
@@ -40,6 +42,7 @@ struct frame_spec {
 	uint8_t src_last;	/* 0: the usual source address; else its last byte */
 	uint16_t flags;		/* MRC_F_* in the MetaRoCE header */
 	bool ce;		/* the IP header's ECN field says CE */
+	const struct mrc_auth_key *auth; /* tagged under it (SPEC 14.6); NULL: no trailer */
 };
 
 /* In a network namespace of its own (duplicates and redirects leave nowhere); exits on error. */
@@ -50,6 +53,8 @@ void xdp_env_close(struct xdp_env *env);
 void xdp_env_set_qp(const struct xdp_env *env, uint32_t qpn, uint32_t base, uint32_t flags,
 		    const uint8_t peer[16]);
 struct mrc_xdp_qp *xdp_env_qp(const struct xdp_env *env, uint32_t qpn);
+/* The QP (set already) authenticates: its packets must carry tags under key. */
+void xdp_env_set_qp_auth(const struct xdp_env *env, uint32_t qpn, const struct mrc_auth_key *key);
 
 /* A region of XDP_ENV_PAGES pages, its byte 0 (address addr) at byte `offset` of its page
  * map; returns the page map, mmapped for the caller to read. */

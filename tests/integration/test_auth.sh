@@ -9,8 +9,11 @@
 #                refused as peer_key and A gives B up; both daemons still answer
 #   other key    B holds another cluster key: refused as unauthenticated
 #   off          B with auth = off says so loudly (log, status, metrics); A refuses its answers
-#   xdp          the xdp backend authenticated: a verified transfer, nothing placed in XDP,
-#                as the program checks no tag yet (R-345)
+#   replay       frames captured on A's link and sent again to B, during the transfer they
+#                belong to (duplicates: dropped, the transfer intact) and into the next
+#                transfer's (their QPs are gone: dropped unanswered)
+#   xdp          the xdp backend authenticated: a verified transfer, its packets placed by
+#                the XDP program after it checked their tags (R-345), none refused
 . "$(dirname "$0")/lib.sh"
 
 CTL=$BUILD/bin/metaroce-ctl
@@ -96,7 +99,7 @@ wait_until 5 "A did not give B up" peer_state "$TMP/a.sock" 198.18.0.2 unreachab
 for s in a b; do
 	timeout 1 "$CTL" -S "$TMP/$s.sock" status >/dev/null || fail "$s does not answer status"
 done
-grep -q "DISCOVER from 198.18.0.1 refused: its key is not allowed there" "$TMP/b.log" ||
+grep -q "discover from 198.18.0.1 refused: its key is not allowed there" "$TMP/b.log" ||
 	fail "B's log does not say why it refused A"
 echo "wrong place: B refused $(metric "$TMP/b.sock" \
 	'metaroce_discovery_refused_total{reason="peer_key"}') DISCOVERs as peer_key"
@@ -114,7 +117,7 @@ wait_until 5 "A did not give B up" peer_state "$TMP/a.sock" 198.18.0.2 unreachab
 peer_state "$TMP/b.sock" 198.18.0.1 known >/dev/null && fail "B knows A from another cluster"
 [ "$(ctl_json "$TMP/b.sock" peer 'len(j["peers"])')" -eq 0 ] ||
 	fail "B stored a peer it could not authenticate"
-grep -q "DISCOVER from 198.18.0.1 refused: its tag is wrong" "$TMP/b.log" ||
+grep -q "discover from 198.18.0.1 refused: its tag is wrong" "$TMP/b.log" ||
 	fail "B's log does not say why it refused A"
 echo "other key: B refused $(metric "$TMP/b.sock" \
 	'metaroce_discovery_refused_total{reason="unauthenticated"}') DISCOVERs, stored none"
@@ -131,9 +134,45 @@ ctl_check "$TMP/b.sock" status "j['auth'] == 'off'"
 wait_until 5 "A refused no unauthenticated answer" \
 	metric_at_least "$TMP/a.sock" 'metaroce_discovery_refused_total{reason="unauthenticated"}' 1
 wait_until 5 "A did not give B up" peer_state "$TMP/a.sock" 198.18.0.2 unreachable
-grep -q "DISCOVER_REPLY from 198.1[89].0.2 refused: it is not authenticated" "$TMP/a.log" ||
+grep -q "discover_reply from 198.1[89].0.2 refused: it is not authenticated" "$TMP/a.log" ||
 	fail "A's log does not say why it refused B's answers"
 echo "off: B says so in its log, status and metrics; A refused its answers"
+stop_both
+
+# --- replay of captured packets ---------------------------------------------------------------
+REPLAY="$(dirname "$0")/../attack/replay.py"
+start_a
+start_b
+both_up
+duplicates() { metric "$TMP/b.sock" 'metaroce_qp_rx_dropped_total{reason="duplicate"}'; }
+dup0=$(duplicates)
+ip netns exec "$NS_A" python3 "$REPLAY" capture "${TAG}a0" 4792 3000 20 "$TMP/captured" \
+	>"$TMP/replay_live.log" 2>&1 &
+replayer=$!
+PIDS="$PIDS $replayer"
+perf_pair replay_live -e -- -t write -s 65536 -q 2 -D 6 -V -e
+json_check replay_live 'j["messages"] > 0 and j["peer"]["verified"] == j["messages"] and j["errors"] == 0'
+wait "$replayer" || { cat "$TMP/replay_live.log"; fail "the capture and replay"; }
+# (how many of B's duplicates were replays cannot be told from its own resends)
+echo "replay during the transfer: $(cat "$TMP/replay_live.log"); B dropped" \
+	"$(($(duplicates) - dup0)) duplicates in all"
+grep -q "captured 3000, replayed 3000" "$TMP/replay_live.log" || fail "the replay fell short"
+# the next transfer: the replayed frames name QPs that are gone
+ctl_wait 10 "$TMP/b.sock" qp "len(j['qps']) == 0"
+noqp0=$(metric "$TMP/b.sock" metaroce_rx_no_qp_total)
+two_qps() { [ "$(ctl_json "$TMP/b.sock" qp 'len(j["qps"])')" -ge 2 ]; }
+(wait_until 20 "the next transfer's QPs" two_qps &&
+	ip netns exec "$NS_A" python3 "$REPLAY" send "${TAG}a0" "$TMP/captured") \
+	>"$TMP/replay_later.log" 2>&1 &
+replayer=$!
+PIDS="$PIDS $replayer"
+perf_pair replay_later -e -- -t write -s 65536 -q 2 -D 4 -V -e
+json_check replay_later 'j["messages"] > 0 and j["peer"]["verified"] == j["messages"] and j["errors"] == 0'
+wait "$replayer" || { cat "$TMP/replay_later.log"; fail "the second replay"; }
+noqp=$(($(metric "$TMP/b.sock" metaroce_rx_no_qp_total) - noqp0))
+echo "replay into the next transfer: $(tail -n 1 "$TMP/replay_later.log"); B dropped $noqp for no QP"
+grep -q "replayed 3000 of 3000" "$TMP/replay_later.log" || fail "the second replay fell short"
+[ "$noqp" -ge 1500 ] || fail "only $noqp of 3000 replayed packets reached B, for no QP"
 stop_both
 
 # --- the xdp backend, authenticated ----------------------------------------------------------
@@ -147,8 +186,11 @@ if grep -q "cannot start" "$TMP/a.log" "$TMP/b.log"; then
 		"$TMP/a.log" "$TMP/b.log" | head -n 1)"
 else
 	write_verified xdp_auth
-	placed=$("$CTL" -S "$TMP/b.sock" -j xdp |
-		python3 -c 'import json,sys; print(json.load(sys.stdin)["packets"]["placed"])')
-	[ "$placed" -eq 0 ] || fail "the XDP program placed $placed packets it cannot authenticate"
-	echo "xdp: verified, every packet through the engine's tag check, none placed in XDP"
+	xdp_count() { "$CTL" -S "$TMP/b.sock" -j xdp |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["packets"]["'"$1"'"])'; }
+	placed=$(xdp_count placed)
+	# 2,000 messages of 64 KiB are at least 90,000 packets of 1,416 B
+	[ "$placed" -ge 45000 ] || fail "the XDP program placed only $placed tagged packets"
+	[ "$(xdp_count bad_tag)" -eq 0 ] || fail "the XDP program refused $(xdp_count bad_tag) tags"
+	echo "xdp: verified, $placed packets placed by the XDP program after their tags checked"
 fi

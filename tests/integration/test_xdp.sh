@@ -16,9 +16,9 @@ CTL=$BUILD/bin/metaroce-ctl
 # backend = xdp attaches or exits. A kernel that cannot attach it to veth (no XDP, no AF_XDP)
 # skips this test with the daemon's reason; otherwise what it got is read, not assumed.
 two_hosts
-# the program checks no packet tag yet (SPEC R-345): it places only for daemons that do not
-# authenticate, so placement is measured with auth = off (test_auth.sh runs xdp authenticated)
-start_two_daemons --set backend=xdp --set auth=off
+# authenticated, as every test's daemons are (lib.sh): the program checks each packet's tag
+# before it places it (SPEC R-345)
+start_two_daemons --set backend=xdp
 started() { grep -q "$DAEMON_UP\|cannot start" "$TMP/$1.log"; }
 wait_until 5 "metaroced a neither started nor gave up" started a
 wait_until 5 "metaroced b neither started nor gave up" started b
@@ -226,22 +226,22 @@ neighbour_seen() {
 import json, sys
 print(sum(v["value"] for e in json.load(sys.stdin) for v in e["formatted"]["values"]))'
 }
-# B's daemon in that namespace (nsenter, not ip netns exec, which would hide the bpffs again);
-# auth off on both sides, as placement is what is measured beside the neighbour
+# B's daemon in that namespace (nsenter, not ip netns exec, which would hide the bpffs again),
+# with start_daemon's cluster key and a key pair of its own
 start_daemon_beside() {
 	name=$1
 	shift
 	# not through on_host_b: $! must be the daemon's own PID, for cleanup to kill
 	nsenter -t "$HOLDER" -m -n --wd="$PWD" "${METAROCED:-$BUILD/sbin/metaroced}" \
 		--set "plane=0 ${TAG}b0 198.18.0.2" --set "plane=1 ${TAG}b1 198.19.0.2" \
-		--set "peer_prefix=198.18.0.0/15" --set "control_socket=$TMP/b.sock" --set auth=off \
-		"$@" >"$TMP/$name.log" 2>&1 &
+		--set "peer_prefix=198.18.0.0/15" --set "control_socket=$TMP/b.sock" \
+		--set "cluster_key_file=$TMP/cluster.key" --set "key_file=$TMP/$name.key" "$@" \
+		>"$TMP/$name.log" 2>&1 &
 	PIDS="$PIDS $!"
 	eval "PID_$name=$!"
 }
 start_daemon "$NS_A" a3 --set "plane=0 ${TAG}a0 198.18.0.1" --set "plane=1 ${TAG}a1 198.19.0.1" \
-	--set "peer_prefix=198.18.0.0/15" --set "control_socket=$TMP/a.sock" --set backend=xdp \
-	--set auth=off
+	--set "peer_prefix=198.18.0.0/15" --set "control_socket=$TMP/a.sock" --set backend=xdp
 wait_for "$TMP/a3.log" "backend xdp"
 grep -q "${TAG}a0: XDP program attached alone, .*there is none" "$TMP/a3.log" ||
 	fail "A (no bpffs) did not say its program is attached alone: $(cat "$TMP/a3.log")"

@@ -86,6 +86,8 @@ _Static_assert((MRC_XDP_MAX_QPS & (MRC_XDP_MAX_QPS - 1)) == 0, "a QPN's slot is 
 #define MRC_XDP_QP_PLACE 0x1u	   /* WRITE payloads are placed here */
 #define MRC_XDP_QP_PLACE_READ 0x2u /* and READ_RESP payloads: set only while every READ the
 				      QP sent lands in one scatter element (see above) */
+#define MRC_XDP_QP_AUTH 0x4u	   /* every packet carries a tag under auth_k0/k1 (SPEC 14.6):
+				    * one without, or with a wrong one, is dropped [R-345] */
 
 struct mrc_xdp_qp {
 	__u32 qpn;		/* the QP in this slot; 0: none */
@@ -101,6 +103,7 @@ struct mrc_xdp_qp {
 	__u32 reserved;
 	__u8 peer[MRC_MAX_PLANES][16]; /* IPv4-mapped for IPv4 */
 	__u64 placed_unwoken;	/* placed packets counted towards the next wakeup (the program's) */
+	__u64 auth_k0, auth_k1;	/* MRC_XDP_QP_AUTH: the SipHash key the peer tags with */
 };
 
 /* The one element of mrc_wake. */
@@ -141,6 +144,8 @@ enum mrc_xdp_outcome {
 	MRC_XDP_BAD_VERSION = 12,   /* another wire version: to the daemon (which counts it) */
 	MRC_XDP_PLACE_FAILED = 13,  /* a page of the region was missing: to the daemon */
 	MRC_XDP_WRONG_PEER = 14,    /* not from the QP's peer on that plane: to the daemon */
+	MRC_XDP_BAD_TAG = 15,	    /* an authenticated QP's packet without its right tag: dropped
+				     * before anything in it is believed [R-343, R-345] */
 	MRC_XDP_OUTCOMES
 };
 
@@ -152,6 +157,7 @@ static inline const char *mrc_xdp_outcome_name(unsigned outcome)
 		"not_ours",	"placed",	"to_daemon",  "duplicate",    "below_window",
 		"above_window", "bad_checksum", "truncated",  "unknown_qp",   "bad_key",
 		"out_of_bounds", "event_lost",	"bad_version", "place_failed", "wrong_peer",
+		"bad_tag",
 	};
 
 	return outcome < MRC_XDP_OUTCOMES ? names[outcome] : "unknown";
