@@ -27,12 +27,15 @@ static void put_be32(uint8_t *p, uint32_t v)
 		p[i] = (uint8_t)v;
 }
 
+/* A little-endian 64-bit word, as SipHash reads its message: one load on most hosts. */
 static uint64_t get_le64(const uint8_t *p)
 {
-	uint64_t v = 0;
+	uint64_t v;
 
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
+	memcpy(&v, p, sizeof(v));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+	v = __builtin_bswap64(v);
+#endif
 	return v;
 }
 
@@ -276,11 +279,8 @@ void mrc_auth_put_tag(const struct mrc_auth_key *k, const uint8_t *hdr, size_t h
 
 bool mrc_auth_packet_ok(const struct mrc_auth_key *k, const struct mrc_packet *pkt)
 {
-	uint8_t tag[MRC_AUTH_TAG_LEN];
-
 	if (!pkt->auth || !pkt->wire)
 		return false;
-	mrc_auth_put_tag(k, pkt->wire, mrc_header_len(pkt->opcode), tag);
-	/* constant time: a timing side channel must not reveal a tag byte by byte */
-	return !sodium_memcmp(tag, pkt->auth, MRC_AUTH_TAG_LEN);
+	/* one 64-bit comparison: no early exit that would time a tag byte by byte */
+	return mrc_auth_tag(k, pkt->wire, mrc_header_len(pkt->opcode)) == get_le64(pkt->auth);
 }
