@@ -8,6 +8,8 @@
 #define MRCD_NOTIFY_RETRY_NS 1000000 /* an event a full channel refused is sent again after */
 /* how long a QP, or a UD QP's next datagram, waits for its peer's discovery */
 #define MRCD_RESOLVE_TIMEOUT_NS 2000000000ull
+/* a peer's record older than this is asked back before a new QP binds to it */
+#define MRCD_PEER_RECHECK_NS 1000000000ull
 
 /* --- telling (tell.c) ---------------------------------------------------------------------- */
 

@@ -454,7 +454,7 @@ int core_connect_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload,
 		return err;
 	idx = mrc_peer_table_find(&c->peers, r.dgid);
 	if (idx >= 0 && c->peers.peers[idx].state == MRC_PEER_KNOWN &&
-	    !c->peers.peers[idx].confirming) {
+	    !mrc_peer_table_recheck(&c->peers, (unsigned)idx, MRCD_PEER_RECHECK_NS, now)) {
 		qp_learn_peer(c, qp, &c->peers.peers[idx].info, &c->peers.peers[idx].keys);
 		qp_start(c, qp, now);
 	} else {

@@ -114,6 +114,25 @@ int mrc_peer_table_lookup(struct mrc_peer_table *t, const uint8_t addr[16], uint
 	return (int)(p - t->peers);
 }
 
+bool mrc_peer_table_recheck(struct mrc_peer_table *t, unsigned peer, uint64_t max_age_ns,
+			    uint64_t now_ns)
+{
+	struct mrc_peer *p = &t->peers[peer];
+
+	if (p->state != MRC_PEER_KNOWN)
+		return false;
+	if (p->confirming)
+		return true;
+	if (now_ns - p->settled_ns <= max_age_ns)
+		return false;
+	/* asked like a change it announced: its answer settles the record */
+	if (!p->announce)
+		schedule_announce(t, p, now_ns);
+	p->confirming = true;
+	t->rechecks++;
+	return true;
+}
+
 void mrc_peer_table_set_local(struct mrc_peer_table *t, const struct mrc_node_info *local)
 {
 	t->local = *local;
@@ -170,12 +189,13 @@ static bool changes(const struct mrc_peer *p, const struct mrc_discover *d,
 /* What a peer told us about itself: first news, a change, or a restart [R-95, R-98, R-292];
  * whether that was news. */
 static bool record(struct mrc_peer_table *t, struct mrc_peer *p, const struct mrc_discover *d,
-		   const struct mrc_peer_keys *keys)
+		   const struct mrc_peer_keys *keys, uint64_t now_ns)
 {
 	struct mrc_node_info info;
 	enum mrc_peer_event ev = 0;
 	uint64_t old = p->info.node_id;
 
+	p->settled_ns = now_ns;
 	info_from_packet(&info, d);
 	if (p->state != MRC_PEER_KNOWN)
 		ev = MRC_PEER_EV_DISCOVERED;
@@ -202,13 +222,13 @@ static bool record(struct mrc_peer_table *t, struct mrc_peer *p, const struct mr
  * event already tells, or not news, and then the record stands. Cleared before recording, so
  * the QPs waiting for the answer see a settled peer in the event. */
 static void answered(struct mrc_peer_table *t, struct mrc_peer *p, const struct mrc_discover *d,
-		     const struct mrc_peer_keys *keys)
+		     const struct mrc_peer_keys *keys, uint64_t now_ns)
 {
 	bool was_confirming = p->confirming;
 	bool news;
 
 	p->confirming = false;
-	news = d ? record(t, p, d, keys) : false;
+	news = d ? record(t, p, d, keys, now_ns) : false;
 	if (was_confirming && !news)
 		t->cb.event(t->user, (unsigned)(p - t->peers), MRC_PEER_EV_CONFIRMED, 0);
 }
@@ -269,7 +289,7 @@ int mrc_peer_table_recv(struct mrc_peer_table *t, const struct mrc_packet *pkt,
 			p->confirming = true;
 			t->challenges++;
 		} else {
-			record(t, p, &pkt->u.discover, authed);
+			record(t, p, &pkt->u.discover, authed, now_ns);
 		}
 		p->reply_due = true;
 		p->reply_to = pkt->psn;
@@ -286,7 +306,7 @@ int mrc_peer_table_recv(struct mrc_peer_table *t, const struct mrc_packet *pkt,
 			return refuse(t, why);
 		p->announce = false;
 		p->deadline_ns = 0;
-		answered(t, p, &pkt->u.discover, authed);
+		answered(t, p, &pkt->u.discover, authed, now_ns);
 		return MRC_DROP_NONE;
 	}
 	return refuse(t, MRC_DROP_OPCODE_REFUSED);
@@ -386,6 +406,6 @@ void mrc_peer_table_on_timeout(struct mrc_peer_table *t, uint64_t now_ns)
 			p->state = MRC_PEER_UNREACHABLE;
 			t->cb.event(t->user, i, MRC_PEER_EV_UNREACHABLE, 0);
 		}
-		answered(t, p, NULL, NULL); /* unanswered: what we knew stands */
+		answered(t, p, NULL, NULL, now_ns); /* unanswered: what we knew stands */
 	}
 }

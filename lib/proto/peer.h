@@ -70,6 +70,7 @@ struct mrc_peer {
 	uint8_t reply_plane;
 	uint64_t deadline_ns;	    /* next retransmission */
 	uint64_t last_reply_ns;	    /* rate limit of our replies to it */
+	uint64_t settled_ns;	    /* when its record last stood: recorded, or confirmed */
 	bool replied;		    /* last_reply_ns is valid */
 	struct mrc_node_info info;  /* valid once KNOWN */
 	struct mrc_peer_keys keys;  /* with authentication: bound once KNOWN */
@@ -95,6 +96,7 @@ struct mrc_peer_table {
 	uint64_t drops;		/* refused discovery packets */
 	uint64_t refused[MRC_DROP_REASON_MAX + 1]; /* the same, by enum mrc_drop_reason */
 	uint64_t challenges;	/* unsolicited changes asked back before believed */
+	uint64_t rechecks;	/* old records asked back before a new QP bound to them */
 };
 
 /* Allocates room for cap peers once. Returns 0 or -ENOMEM / -EINVAL. */
@@ -113,6 +115,15 @@ void mrc_peer_table_set_auth(struct mrc_peer_table *t, const struct mrc_auth *au
  */
 int mrc_peer_table_lookup(struct mrc_peer_table *t, const uint8_t addr[16], uint8_t via_plane,
 			  uint16_t port, uint64_t now_ns);
+
+/*
+ * A new QP is about to bind to this peer. A record that has not stood for max_age_ns is asked
+ * back first, as its daemon may have restarted since [R-294]: true when the caller must wait
+ * for the answer (the peer is confirming; the settling event comes with it), false when the
+ * record may be used now (or the peer is not known: the caller does what it did before).
+ */
+bool mrc_peer_table_recheck(struct mrc_peer_table *t, unsigned peer, uint64_t max_age_ns,
+			    uint64_t now_ns);
 
 /* The local planes or their drain flags changed: every known peer hears it. */
 void mrc_peer_table_set_local(struct mrc_peer_table *t, const struct mrc_node_info *local);

@@ -310,6 +310,42 @@ START_TEST(mrc_peer_table__spoofed_discover_does_not_rebind)
 }
 END_TEST
 
+/*
+ * A record older than the bound is asked back before a new QP binds to it: the peer that
+ * answers the same stands (CONFIRMED), one that restarted meanwhile is reported (RESTARTED),
+ * and a fresh record is used at once [R-294].
+ */
+START_TEST(mrc_peer_table__old_record_asked_back)
+{
+	struct node a, b;
+
+	node_init(&a, 1, 1, 4);
+	node_init(&b, 2, 2, 4);
+	mrc_peer_table_lookup(&a.t, b.addr[0], 0, 0, 0);
+	exchange(&a, &b, 0, 0);
+	exchange(&b, &a, 0, 0);
+	ck_assert(!mrc_peer_table_recheck(&a.t, 0, 1000 * MS, 500 * MS)); /* fresh */
+	ck_assert(mrc_peer_table_recheck(&a.t, 0, 1000 * MS, 2000 * MS));  /* old: asked */
+	ck_assert(mrc_peer_table_recheck(&a.t, 0, 1000 * MS, 2000 * MS));  /* still waiting */
+	ck_assert_uint_eq(a.t.rechecks, 1);
+	exchange(&a, &b, 2000 * MS, 0);
+	exchange(&b, &a, 2000 * MS, 0);
+	ck_assert_int_eq(a.events[MRC_PEER_EV_CONFIRMED], 1);
+	ck_assert(!mrc_peer_table_recheck(&a.t, 0, 1000 * MS, 2500 * MS)); /* settled again */
+	/* b restarts unseen; the next old-record question finds it */
+	mrc_peer_table_fini(&b.t);
+	node_init(&b, 2, 0x2222, 4);
+	ck_assert(mrc_peer_table_recheck(&a.t, 0, 1000 * MS, 4000 * MS));
+	exchange(&a, &b, 4000 * MS, 0);
+	exchange(&b, &a, 4000 * MS, 0);
+	ck_assert_int_eq(a.events[MRC_PEER_EV_RESTARTED], 1);
+	ck_assert_uint_eq(a.t.peers[0].info.node_id, 0x2222);
+	ck_assert(!a.t.peers[0].confirming);
+	mrc_peer_table_fini(&a.t);
+	mrc_peer_table_fini(&b.t);
+}
+END_TEST
+
 /* n authenticates with the cluster key ck (and the peers allowed so far). */
 static void node_auth(struct node *n, uint8_t ck_byte)
 {
@@ -515,6 +551,7 @@ Suite *peer_suite(void)
 	tcase_add_test(tc, mrc_peer_table__spoofed_discover_does_not_rebind);
 	tcase_add_test(tc, mrc_peer_table__drain_announced);
 	tcase_add_test(tc, mrc_peer_table__reply_rate_limit_and_capacity);
+	tcase_add_test(tc, mrc_peer_table__old_record_asked_back);
 	tcase_add_test(tc, mrc_peer_table__authenticated_discovery);
 	tcase_add_test(tc, mrc_peer_table__unauthenticated_discover_refused);
 	tcase_add_test(tc, mrc_peer_table__another_key_cannot_take_a_peer);
