@@ -104,6 +104,16 @@ static unsigned exchange(struct node *from, struct node *to, uint64_t now, unsig
 	return moved;
 }
 
+/* a (host 1) named b (host 2) and both know each other, at time 0 */
+static void known_pair(struct node *a, struct node *b)
+{
+	node_init(a, 1, 1, 4);
+	node_init(b, 2, 2, 4);
+	mrc_peer_table_lookup(&a->t, b->addr[0], 0, 0, 0);
+	exchange(a, b, 0, 0);
+	exchange(b, a, 0, 0);
+}
+
 /* One GID named; both sides end up knowing every plane of the other. */
 START_TEST(mrc_peer_table__discovery_round_trip)
 {
@@ -224,11 +234,7 @@ START_TEST(mrc_peer_table__restart_reported)
 {
 	struct node a, b;
 
-	node_init(&a, 1, 1, 4);
-	node_init(&b, 2, 2, 4);
-	mrc_peer_table_lookup(&a.t, b.addr[0], 0, 0, 0);
-	exchange(&a, &b, 0, 0);
-	exchange(&b, &a, 0, 0);
+	known_pair(&a, &b);
 	mrc_peer_table_fini(&b.t);
 	node_init(&b, 2, 0x2222, 4); /* restarted daemon */
 	mrc_peer_table_lookup(&b.t, a.addr[0], 0, 0, 5 * MS);
@@ -262,11 +268,7 @@ START_TEST(mrc_peer_table__spoofed_discover_does_not_rebind)
 	uint8_t buf[1024];
 	size_t len;
 
-	node_init(&a, 1, 1, 4);
-	node_init(&b, 2, 2, 4);
-	mrc_peer_table_lookup(&a.t, b.addr[0], 0, 0, 0);
-	exchange(&a, &b, 0, 0);
-	exchange(&b, &a, 0, 0);
+	known_pair(&a, &b);
 	ck_assert_int_eq(a.events[MRC_PEER_EV_DISCOVERED], 1);
 	for (int restart = 1; restart >= 0; restart--) {
 		const uint64_t t0 = (restart ? 10 : 30) * MS; /* each round later than the last */
@@ -319,11 +321,7 @@ START_TEST(mrc_peer_table__old_record_asked_back)
 {
 	struct node a, b;
 
-	node_init(&a, 1, 1, 4);
-	node_init(&b, 2, 2, 4);
-	mrc_peer_table_lookup(&a.t, b.addr[0], 0, 0, 0);
-	exchange(&a, &b, 0, 0);
-	exchange(&b, &a, 0, 0);
+	known_pair(&a, &b);
 	ck_assert(!mrc_peer_table_recheck(&a.t, 0, 1000 * MS, 500 * MS)); /* fresh */
 	ck_assert(mrc_peer_table_recheck(&a.t, 0, 1000 * MS, 2000 * MS));  /* old: asked */
 	ck_assert(mrc_peer_table_recheck(&a.t, 0, 1000 * MS, 2000 * MS));  /* still waiting */
@@ -487,11 +485,7 @@ START_TEST(mrc_peer_table__drain_announced)
 	struct node a, b;
 	struct mrc_node_info info;
 
-	node_init(&a, 1, 1, 4);
-	node_init(&b, 2, 2, 4);
-	mrc_peer_table_lookup(&a.t, b.addr[0], 0, 0, 0);
-	exchange(&a, &b, 0, 0);
-	exchange(&b, &a, 0, 0);
+	known_pair(&a, &b);
 	node_info(&info, &b, 2, MRC_PLANE_F_DRAINED);
 	mrc_peer_table_set_local(&b.t, &info);
 	ck_assert_uint_eq(exchange(&b, &a, 1 * MS, 0), 1);
