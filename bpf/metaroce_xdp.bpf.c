@@ -58,7 +58,7 @@ struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 64);
 	__type(key, __u32);	/* ifindex */
-	__type(value, __u32);	/* plane */
+	__type(value, struct mrc_xdp_plane);
 } mrc_planes SEC(".maps");
 
 struct {
@@ -132,15 +132,15 @@ static __always_inline void count(enum mrc_xdp_outcome o)
 static __always_inline int to_daemon(struct xdp_md *ctx, enum mrc_xdp_outcome o)
 {
 	__u32 ifindex = ctx->ingress_ifindex, queue = ctx->rx_queue_index, key;
-	__u32 *plane;
+	struct mrc_xdp_plane *plane;
 
 	count(o);
 	if (!cfg_redirect || queue >= MRC_XDP_MAX_QUEUES)
 		return XDP_PASS;
 	plane = bpf_map_lookup_elem(&mrc_planes, &ifindex);
-	if (!plane || *plane >= MRC_MAX_PLANES)
+	if (!plane || plane->index >= MRC_MAX_PLANES)
 		return XDP_PASS;
-	key = *plane * MRC_XDP_MAX_QUEUES + queue;
+	key = plane->index * MRC_XDP_MAX_QUEUES + queue;
 	return bpf_redirect_map(&mrc_xsks, key, XDP_PASS);
 }
 
@@ -313,9 +313,11 @@ int metaroce_xdp(struct xdp_md *ctx)
 	struct udphdr *udp;
 	struct bpf_dynptr src, dst;
 	__u64 peer[2] = {};	/* the source address, IPv4-mapped */
+	__u64 dest[2] = {};	/* the destination address, the same way */
 	__u32 l4, off, mrc_len, payload, trailer, qpn, psn, key, slot, idx, pos, src_off, left;
 	__u64 bit, old, raddr, need, pos64;
-	__u32 base, ifindex, *plane;
+	__u32 base, ifindex;
+	struct mrc_xdp_plane *plane;
 	const __u64 *want;
 	__u16 sport;
 	__u8 ce;
@@ -332,6 +334,8 @@ int metaroce_xdp(struct xdp_md *ctx)
 		l4 = sizeof(*eth) + ip->ihl * 4;
 		((__u8 *)peer)[10] = ((__u8 *)peer)[11] = 0xff;
 		__builtin_memcpy((__u8 *)peer + 12, &ip->saddr, 4);
+		((__u8 *)dest)[10] = ((__u8 *)dest)[11] = 0xff;
+		__builtin_memcpy((__u8 *)dest + 12, &ip->daddr, 4);
 		ce = (ip->tos & 3) == 3;
 	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6 = (void *)(eth + 1);
@@ -340,12 +344,20 @@ int metaroce_xdp(struct xdp_md *ctx)
 			return not_ours();
 		l4 = sizeof(*eth) + sizeof(*ip6);
 		__builtin_memcpy(peer, &ip6->saddr, 16);
+		__builtin_memcpy(dest, &ip6->daddr, 16);
 		ce = ((bpf_ntohl(*(__u32 *)ip6) >> 20) & 3) == 3;
 	} else {
 		return not_ours();
 	}
 	udp = (void *)(data + (l4 & 0xff));
 	if ((void *)(udp + 1) > end || udp->dest != bpf_htons(cfg_port))
+		return not_ours();
+	/* only what is addressed to us on this plane: a packet for another address is the
+	 * kernel's, and the host's firewall rules apply to it as to any packet */
+	ifindex = ctx->ingress_ifindex;
+	plane = bpf_map_lookup_elem(&mrc_planes, &ifindex);
+	if (!plane || ((const __u64 *)plane->addr)[0] != dest[0] ||
+	    ((const __u64 *)plane->addr)[1] != dest[1])
 		return not_ours();
 	sport = bpf_ntohs(udp->source);
 	off = (l4 & 0xff) + sizeof(*udp);
@@ -380,11 +392,9 @@ int metaroce_xdp(struct xdp_md *ctx)
 	      (hdr->opcode == MRC_OP_WRITE ? MRC_XDP_QP_PLACE : MRC_XDP_QP_PLACE_READ)))
 		return to_daemon(ctx, MRC_XDP_TO_DAEMON);
 	/* only the QP's peer, on a plane it has, from its address there (as the daemon checks) */
-	ifindex = ctx->ingress_ifindex;
-	plane = bpf_map_lookup_elem(&mrc_planes, &ifindex);
-	if (!plane || *plane >= MRC_MAX_PLANES || !(qp->peer_planes >> *plane & 1))
+	if (plane->index >= MRC_MAX_PLANES || !(qp->peer_planes >> plane->index & 1))
 		return to_daemon(ctx, MRC_XDP_WRONG_PEER);
-	want = (const __u64 *)qp->peer[*plane & (MRC_MAX_PLANES - 1)];
+	want = (const __u64 *)qp->peer[plane->index & (MRC_MAX_PLANES - 1)];
 	if (want[0] != peer[0] || want[1] != peer[1])
 		return to_daemon(ctx, MRC_XDP_WRONG_PEER);
 	if (bpf_dynptr_from_xdp(ctx, 0, &src))

@@ -379,8 +379,10 @@ int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, 
 		if (note_len >= sizeof(fp->note))
 			note_len = sizeof(fp->note) - 1;
 		{
-			__u32 ifindex = (__u32)f->ifindex, plane = f->plane;
+			__u32 ifindex = (__u32)f->ifindex;
+			struct mrc_xdp_plane plane = { .index = f->plane };
 
+			memcpy(plane.addr, cfg->planes[i].addr.addr, sizeof(plane.addr));
 			if (bpf_map__update_elem(fp->skel->maps.mrc_planes, &ifindex, sizeof(ifindex),
 						 &plane, sizeof(plane), BPF_ANY))
 				return fail(fp, err, errlen, "mrc_planes", errno);

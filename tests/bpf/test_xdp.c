@@ -16,6 +16,9 @@
  */
 #include <errno.h>
 #include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <stddef.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -63,7 +66,7 @@ static int on_event(void *ctx, void *data, size_t len)
 
 /* --- fixtures ------------------------------------------------------------------------------ */
 
-enum mutation { NONE, CORRUPT_PAYLOAD, TRUNCATE, SEND_TWICE, BAD_TAG };
+enum mutation { NONE, CORRUPT_PAYLOAD, TRUNCATE, SEND_TWICE, BAD_TAG, OTHER_DEST };
 /* the key an authenticated fixture's peer tags with, and another */
 static const struct mrc_auth_key key_a = { 0x0706050403020100ull, 0x0f0e0d0c0b0a0908ull };
 static const struct mrc_auth_key key_b = { 0x1122334455667788ull, 0x99aabbccddeeff00ull };
@@ -155,6 +158,9 @@ static const struct fixture fixtures[] = {
 	  MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_TO_DAEMON, false, 0, NULL },
 	{ "a QP not placing in XDP: to the daemon", W(BASE_PSN, 64, 0), BASE_PSN, 0, NONE,
 	  XDP_PASS, MRC_XDP_TO_DAEMON, false, 0, NULL },
+	{ "to another address of the host: the kernel's, where its firewall applies",
+	  W(BASE_PSN, 64, 0), BASE_PSN, MRC_XDP_QP_PLACE, OTHER_DEST, XDP_PASS, MRC_XDP_NOT_OURS,
+	  false, 0, NULL },
 	{ "UDP to another port: not ours, untouched", { MRC_OP_WRITE, QPN, BASE_PSN, MR_KEY,
 	  MR_ADDR, 64, false, 4791, 0, 0, false, NULL }, BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS,
 	  MRC_XDP_NOT_OURS, false, 0, NULL },
@@ -208,6 +214,9 @@ static void run_fixture(const struct fixture *f)
 		fr.b[fr.len - (s->auth ? MRC_AUTH_TAG_LEN : 0) - 10] ^= 0x40;
 	if (f->mutation == BAD_TAG)
 		fr.b[fr.len - 3] ^= 0x10;
+	if (f->mutation == OTHER_DEST) /* the IPv4 destination's last byte: .2 becomes .3 */
+		fr.b[sizeof(struct ethhdr) + offsetof(struct iphdr, daddr) + 3] ^= 1;
+	xdp_env_set_plane_addr(&env, s->ipv6);
 	if (f->mutation == TRUNCATE)
 		len = fr.len - 100;
 	if (f->mutation == SEND_TWICE)
@@ -251,6 +260,7 @@ static void run_fixture(const struct fixture *f)
 		      "%s: event sport %u ifindex %u", f->what, last_event.sport,
 		      last_event.ifindex);
 	}
+	xdp_env_set_plane_addr(&env, false);
 	if (failures == failed_before)
 		printf("ok   %s\n", f->what);
 }

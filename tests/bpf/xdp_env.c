@@ -80,8 +80,7 @@ void xdp_env_open(struct xdp_env *env, const char *object, const char *who)
 	if (env->wake == MAP_FAILED)
 		die("mmap of mrc_wake");
 	/* test runs arrive on this namespace's loopback (ifindex 1): plane 0 */
-	if (bpf_map_update_elem(env->planes_fd, &(uint32_t){ 1 }, &(uint32_t){ 0 }, BPF_ANY))
-		die("mrc_planes update");
+	xdp_env_set_plane_addr(env, false);
 }
 
 void xdp_env_close(struct xdp_env *env)
@@ -99,6 +98,21 @@ void xdp_env_set_qp(const struct xdp_env *env, uint32_t qpn, uint32_t base, uint
 	memcpy(q.peer[0], peer, 16);
 	if (bpf_map_update_elem(env->qps_fd, &slot, &q, BPF_ANY))
 		die("mrc_qps update");
+}
+
+void xdp_env_set_plane_addr(const struct xdp_env *env, bool ipv6)
+{
+	struct mrc_xdp_plane plane = { .index = 0 };
+	static const uint8_t v4[4] = { 198, 18, 0, 2 };
+
+	if (ipv6) {
+		plane.addr[0] = 0x20;
+		plane.addr[15] = 2;
+	} else {
+		mrc_addr_from_v4(plane.addr, v4);
+	}
+	if (bpf_map_update_elem(env->planes_fd, &(uint32_t){ 1 }, &plane, BPF_ANY))
+		die("mrc_planes update");
 }
 
 struct mrc_xdp_qp *xdp_env_qp(const struct xdp_env *env, uint32_t qpn)

@@ -49,6 +49,10 @@ struct frame_spec {
 void xdp_env_open(struct xdp_env *env, const char *object, const char *who);
 void xdp_env_close(struct xdp_env *env);
 
+/* Plane 0 (where test runs arrive) has the address frames are sent to: IPv4 (the default,
+ * 198.18.0.2) or IPv6 (2000::2). */
+void xdp_env_set_plane_addr(const struct xdp_env *env, bool ipv6);
+
 /* The QP in its slot, its peer on plane 0 (where test runs arrive) at this address. */
 void xdp_env_set_qp(const struct xdp_env *env, uint32_t qpn, uint32_t base, uint32_t flags,
 		    const uint8_t peer[16]);

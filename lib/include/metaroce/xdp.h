@@ -9,7 +9,9 @@
  *                         counters. The daemon changes it in place, through its mapping and
  *                         with atomics, never by replacing an element (a replaced hash element
  *                         is recycled while the program may still hold it)
- *   mrc_planes     HASH   ifindex -> plane index: where a packet arrived
+ *   mrc_planes     HASH   ifindex -> struct mrc_xdp_plane: the plane a packet arrived on and
+ *                         our address there (a packet for another is the kernel's, where
+ *                         the host's firewall applies to it)
  *   mrc_mrs        ARRAY  key slot (MRC_KEY_SLOT(rkey)) -> struct mrc_xdp_mr
  *   mrc_mr_pages   ARRAY_OF_MAPS, same index -> the region's pages: an mmapable ARRAY of
  *                         4096-byte values holding the region from byte `offset` on; the
@@ -81,6 +83,12 @@ _Static_assert((MRC_XDP_MAX_QPS & (MRC_XDP_MAX_QPS - 1)) == 0, "a QPN's slot is 
 #define MRC_XDP_MAX_QUEUES 64u	/* receive queues per plane interface with an AF_XDP socket */
 /* A packet's payload spans at most this many pages of a region (9000-byte MTU, unaligned). */
 #define MRC_XDP_MAX_PAGES_PER_PACKET 4
+
+struct mrc_xdp_plane {
+	__u32 index;	/* the plane */
+	__u32 reserved;
+	__u8 addr[16];	/* this host's address on it, IPv4-mapped for IPv4 */
+};
 
 /* struct mrc_xdp_qp.flags */
 #define MRC_XDP_QP_PLACE 0x1u	   /* WRITE payloads are placed here */
