@@ -128,19 +128,16 @@ static __always_inline void count(enum mrc_xdp_outcome o)
 		(*n)++;
 }
 
-/* To the daemon's AF_XDP socket for this plane and queue, or up the stack without one. */
-static __always_inline int to_daemon(struct xdp_md *ctx, enum mrc_xdp_outcome o)
+/* To the daemon's AF_XDP socket for the plane it arrived on (looked up once, at the top) and
+ * its queue, or up the stack without one. */
+static __always_inline int to_daemon(struct xdp_md *ctx, __u32 plane, enum mrc_xdp_outcome o)
 {
-	__u32 ifindex = ctx->ingress_ifindex, queue = ctx->rx_queue_index, key;
-	struct mrc_xdp_plane *plane;
+	__u32 queue = ctx->rx_queue_index, key;
 
 	count(o);
-	if (!cfg_redirect || queue >= MRC_XDP_MAX_QUEUES)
+	if (!cfg_redirect || queue >= MRC_XDP_MAX_QUEUES || plane >= MRC_MAX_PLANES)
 		return XDP_PASS;
-	plane = bpf_map_lookup_elem(&mrc_planes, &ifindex);
-	if (!plane || plane->index >= MRC_MAX_PLANES)
-		return XDP_PASS;
-	key = plane->index * MRC_XDP_MAX_QUEUES + queue;
+	key = plane * MRC_XDP_MAX_QUEUES + queue;
 	return bpf_redirect_map(&mrc_xsks, key, XDP_PASS);
 }
 
@@ -370,9 +367,9 @@ int metaroce_xdp(struct xdp_md *ctx)
 	if ((void *)(hdr + 1) > end)
 		return dropped(MRC_XDP_TRUNCATED);
 	if (hdr->version != MRC_WIRE_VERSION)
-		return to_daemon(ctx, MRC_XDP_BAD_VERSION);
+		return to_daemon(ctx, plane->index, MRC_XDP_BAD_VERSION);
 	if (hdr->opcode != MRC_OP_WRITE && hdr->opcode != MRC_OP_READ_RESP)
-		return to_daemon(ctx, MRC_XDP_TO_DAEMON);
+		return to_daemon(ctx, plane->index, MRC_XDP_TO_DAEMON);
 	ext = (void *)(hdr + 1);
 	if ((void *)(ext + 1) > end)
 		return dropped(MRC_XDP_TRUNCATED);
@@ -382,30 +379,30 @@ int metaroce_xdp(struct xdp_md *ctx)
 	if (sizeof(*hdr) + sizeof(*ext) + payload + trailer > mrc_len)
 		return dropped(MRC_XDP_TRUNCATED);
 	if (sizeof(*hdr) + sizeof(*ext) + payload + trailer < mrc_len || !payload)
-		return to_daemon(ctx, MRC_XDP_TO_DAEMON);	/* malformed: the decoder says why */
+		return to_daemon(ctx, plane->index, MRC_XDP_TO_DAEMON);	/* malformed: the decoder says why */
 	qpn = bpf_ntohl(hdr->dst_qpn);
 	slot = MRC_QP_SLOT(qpn);
 	qp = bpf_map_lookup_elem(&mrc_qps, &slot);
 	if (!qp || !qpn || READ_ONCE(qp->qpn) != qpn)
-		return to_daemon(ctx, MRC_XDP_UNKNOWN_QP);
+		return to_daemon(ctx, plane->index, MRC_XDP_UNKNOWN_QP);
 	if (!(READ_ONCE(qp->flags) &
 	      (hdr->opcode == MRC_OP_WRITE ? MRC_XDP_QP_PLACE : MRC_XDP_QP_PLACE_READ)))
-		return to_daemon(ctx, MRC_XDP_TO_DAEMON);
+		return to_daemon(ctx, plane->index, MRC_XDP_TO_DAEMON);
 	/* only the QP's peer, on a plane it has, from its address there (as the daemon checks) */
 	if (plane->index >= MRC_MAX_PLANES || !(qp->peer_planes >> plane->index & 1))
-		return to_daemon(ctx, MRC_XDP_WRONG_PEER);
+		return to_daemon(ctx, plane->index, MRC_XDP_WRONG_PEER);
 	want = (const __u64 *)qp->peer[plane->index & (MRC_MAX_PLANES - 1)];
 	if (want[0] != peer[0] || want[1] != peer[1])
-		return to_daemon(ctx, MRC_XDP_WRONG_PEER);
+		return to_daemon(ctx, plane->index, MRC_XDP_WRONG_PEER);
 	if (bpf_dynptr_from_xdp(ctx, 0, &src))
-		return to_daemon(ctx, MRC_XDP_PLACE_FAILED);
+		return to_daemon(ctx, plane->index, MRC_XDP_PLACE_FAILED);
 	/* an authenticating QP's packet is its peer's only with the right tag: before anything
 	 * of it is believed, or answered (a duplicate's event is an ACK) [R-343, R-345] */
 	if (READ_ONCE(qp->flags) & MRC_XDP_QP_AUTH) {
 		if (!trailer || !tag_ok(qp, hdr, &src, off + sizeof(*hdr) + sizeof(*ext) + payload))
 			return dropped(MRC_XDP_BAD_TAG);
 	} else if (trailer) {
-		return to_daemon(ctx, MRC_XDP_TO_DAEMON); /* the engine knows what to make of it */
+		return to_daemon(ctx, plane->index, MRC_XDP_TO_DAEMON); /* the engine knows what to make of it */
 	}
 	/* nothing below is believed before this */
 	if (!checksum_ok(&src, off, mrc_len - trailer))
@@ -417,7 +414,7 @@ int metaroce_xdp(struct xdp_md *ctx)
 			return dropped(MRC_XDP_ABOVE_WINDOW);
 		__sync_fetch_and_add(&qp->duplicates, 1);
 		if (send_event(MRC_XDP_EV_DUPLICATE, ctx, qp, hdr, peer, sport, ce, off))
-			return to_daemon(ctx, MRC_XDP_EVENT_LOST);
+			return to_daemon(ctx, plane->index, MRC_XDP_EVENT_LOST);
 		return dropped(MRC_XDP_BELOW_WINDOW);
 	}
 	idx = psn % MRC_SACK_BITS;
@@ -425,7 +422,7 @@ int metaroce_xdp(struct xdp_md *ctx)
 	if (READ_ONCE(qp->ring[idx / 64]) & bit) {
 		__sync_fetch_and_add(&qp->duplicates, 1);
 		if (send_event(MRC_XDP_EV_DUPLICATE, ctx, qp, hdr, peer, sport, ce, off))
-			return to_daemon(ctx, MRC_XDP_EVENT_LOST);
+			return to_daemon(ctx, plane->index, MRC_XDP_EVENT_LOST);
 		return dropped(MRC_XDP_DUPLICATE);
 	}
 	/* the region: its key, its owner, the access the opcode needs, the bounds */
@@ -435,21 +432,21 @@ int metaroce_xdp(struct xdp_md *ctx)
 	need = hdr->opcode == MRC_OP_WRITE ? MRC_XDP_ACCESS_REMOTE_WRITE
 					   : MRC_XDP_ACCESS_LOCAL_WRITE;
 	if (!mr || !key || mr->key != key || mr->owner != qp->owner || !(mr->access & need))
-		return to_daemon(ctx, MRC_XDP_BAD_KEY);
+		return to_daemon(ctx, plane->index, MRC_XDP_BAD_KEY);
 	raddr = bpf_be64_to_cpu(ext->raddr);
 	if (raddr < mr->addr || payload > mr->len || raddr - mr->addr > mr->len - payload)
-		return to_daemon(ctx, MRC_XDP_OUT_OF_BOUNDS);
+		return to_daemon(ctx, plane->index, MRC_XDP_OUT_OF_BOUNDS);
 	pages = bpf_map_lookup_elem(&mrc_mr_pages, &slot);
 	if (!pages)
-		return to_daemon(ctx, MRC_XDP_PLACE_FAILED);
+		return to_daemon(ctx, plane->index, MRC_XDP_PLACE_FAILED);
 	/* the slot may have been freed and handed to another region since the key was read:
 	 * its pages are only this region's while the key still says so */
 	if (READ_ONCE(mr->key) != key)
-		return to_daemon(ctx, MRC_XDP_BAD_KEY);
+		return to_daemon(ctx, plane->index, MRC_XDP_BAD_KEY);
 	/* the copy: page by page of the region, straight from the frame */
 	pos64 = (__u64)mr->offset + (raddr - mr->addr);
 	if (pos64 + payload > 0xffffffffull)
-		return to_daemon(ctx, MRC_XDP_OUT_OF_BOUNDS);	/* beyond what a page map holds */
+		return to_daemon(ctx, plane->index, MRC_XDP_OUT_OF_BOUNDS);	/* beyond what a page map holds */
 	pos = (__u32)pos64;
 	src_off = off + sizeof(*hdr) + sizeof(*ext);
 	left = payload;
@@ -460,19 +457,19 @@ int metaroce_xdp(struct xdp_md *ctx)
 
 		if (!p || bpf_dynptr_from_mem(p, MRC_XDP_PAGE, 0, &dst) ||
 		    bpf_dynptr_copy(&dst, in_page, &src, src_off, n))
-			return to_daemon(ctx, MRC_XDP_PLACE_FAILED);
+			return to_daemon(ctx, plane->index, MRC_XDP_PLACE_FAILED);
 		pos += n;
 		src_off += n;
 		left -= n;
 	}
 	if (left)
-		return to_daemon(ctx, MRC_XDP_PLACE_FAILED);
+		return to_daemon(ctx, plane->index, MRC_XDP_PLACE_FAILED);
 	/* placed: now, and only now, it counts as received */
 	old = __sync_fetch_and_or(&qp->ring[idx / 64], bit);
 	if (old & bit) {
 		__sync_fetch_and_add(&qp->duplicates, 1);
 		if (send_event(MRC_XDP_EV_DUPLICATE, ctx, qp, hdr, peer, sport, ce, off))
-			return to_daemon(ctx, MRC_XDP_EVENT_LOST);
+			return to_daemon(ctx, plane->index, MRC_XDP_EVENT_LOST);
 		return dropped(MRC_XDP_DUPLICATE);
 	}
 	if (psn - READ_ONCE(qp->base) >= MRC_SACK_BITS || READ_ONCE(qp->qpn) != qpn) {
@@ -484,7 +481,7 @@ int metaroce_xdp(struct xdp_md *ctx)
 	if (send_event(MRC_XDP_EV_PLACED, ctx, qp, hdr, peer, sport, ce, off)) {
 		/* the daemon would never hear of it: take it back and let the daemon do it all */
 		__sync_fetch_and_and(&qp->ring[idx / 64], ~bit);
-		return to_daemon(ctx, MRC_XDP_EVENT_LOST);
+		return to_daemon(ctx, plane->index, MRC_XDP_EVENT_LOST);
 	}
 	if (ce)
 		__sync_fetch_and_add(&qp->ce_packets, 1);

@@ -676,15 +676,6 @@ int mrcd_config_check(const struct mrcd_config *cfg, char *err, size_t errlen)
 	return 0;
 }
 
-static bool in_prefix(const uint8_t addr[16], const uint8_t net[16], unsigned bits)
-{
-	unsigned whole = bits / 8, rest = bits % 8;
-
-	if (memcmp(addr, net, whole))
-		return false;
-	return !rest || ((addr[whole] ^ net[whole]) & (0xff << (8 - rest)) & 0xff) == 0;
-}
-
 /*
  * With no peer_prefix configured, only the subnets of the daemon's own plane addresses are
  * admitted (/24 for IPv4, /64 for IPv6): a default that does not answer every address
@@ -696,13 +687,13 @@ bool mrcd_config_admits(const struct mrcd_config *cfg, const uint8_t addr[16])
 		for (unsigned i = 0; i < cfg->n_planes; i++) {
 			const struct mrcd_addr *a = &cfg->planes[i].addr;
 
-			if (in_prefix(addr, a->addr, a->family == MRC_AF_INET ? 96 + 24 : 64))
+			if (mrc_addr_in_prefix(addr, a->addr, a->family == MRC_AF_INET ? 96 + 24 : 64))
 				return true;
 		}
 		return false;
 	}
 	for (unsigned i = 0; i < cfg->n_prefixes; i++)
-		if (in_prefix(addr, cfg->prefixes[i].addr.addr, cfg->prefixes[i].len))
+		if (mrc_addr_in_prefix(addr, cfg->prefixes[i].addr.addr, cfg->prefixes[i].len))
 			return true;
 	return false;
 }

@@ -50,13 +50,6 @@ def one_run(pair, backend, mode, seconds, tag):
     return r
 
 
-def median(runs):
-    runs = sorted(runs, key=lambda r: r["gbps"])
-    med = dict(runs[len(runs) // 2])
-    med["runs_gbps"] = [r["gbps"] for r in runs]
-    return med
-
-
 def measure(build, backend, seconds, runs, tag):
     pair = core_bench.Pair(build, build, tag)
     try:
@@ -69,7 +62,7 @@ def measure(build, backend, seconds, runs, tag):
         for i in range(runs):
             for mode in ("off", "header"):
                 got[mode].append(one_run(pair, backend, mode, seconds, "%s%d" % (mode, i)))
-        res = {m: median(v) for m, v in got.items()}
+        res = {m: core_bench.median(v) for m, v in got.items()}
         res["backend"] = res["off"]["backend"]
         # each round's two runs ran back to back: the median of their ratios is less at the
         # mercy of this guest's drift than the ratio of the medians

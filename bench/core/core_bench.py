@@ -213,13 +213,17 @@ def stream(pair, seconds, tag):
     }
 
 
-def median_run(pair, seconds, tag, runs):
-    """The run of median goodput out of `runs` streams (its counts with it), and all goodputs."""
-    got = [stream(pair, seconds, "%s%d" % (tag, i)) for i in range(runs)]
-    got.sort(key=lambda r: r["gbps"])
+def median(got):
+    """The run of median goodput (its counts with it), and all the runs' goodputs."""
+    got = sorted(got, key=lambda r: r["gbps"])
     med = dict(got[len(got) // 2])
     med["runs_gbps"] = [r["gbps"] for r in got]
     return med
+
+
+def median_run(pair, seconds, tag, runs):
+    """The run of median goodput out of `runs` streams."""
+    return median([stream(pair, seconds, "%s%d" % (tag, i)) for i in range(runs)])
 
 
 def measure(build, tool_build, backend, idle, seconds, tag, runs):

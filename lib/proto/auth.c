@@ -8,36 +8,14 @@
 
 #include <metaroce/siphash.h>
 
+#include "bytes.h"
+
 /* Domain separation: no key of one kind is ever the key of another. */
 static const char CLUSTER_STATIC[] = "metaroce-v1 cluster static";
 static const char KX_STATIC[] = "metaroce-v1 kx static";
 static const char SESSION[] = "metaroce-v1 session";
 static const char QP[] = "metaroce-v1 qp";
 static const char UD[] = "metaroce-v1 ud";
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	for (int i = 3; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-/* A little-endian 64-bit word, as SipHash reads its message: one load on most hosts. */
-static uint64_t get_le64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-	v = __builtin_bswap64(v);
-#endif
-	return v;
-}
 
 /* BLAKE2b under key of label || m, out_len bytes. */
 static void keyed_hash(uint8_t *out, size_t out_len, const uint8_t key[MRC_AUTH_KEY_LEN],
@@ -53,22 +31,13 @@ static void keyed_hash(uint8_t *out, size_t out_len, const uint8_t key[MRC_AUTH_
 
 static void sip_key_from(struct mrc_auth_key *k, const uint8_t bytes[16])
 {
-	k->k0 = get_le64(bytes);
-	k->k1 = get_le64(bytes + 8);
+	k->k0 = load_le64(bytes);
+	k->k1 = load_le64(bytes + 8);
 }
 
 const char *mrc_auth_mode_name(enum mrc_auth_mode mode)
 {
 	return mode == MRC_AUTH_HEADER ? "header" : "off";
-}
-
-bool mrc_auth_prefix_holds(const struct mrc_auth_prefix *p, const uint8_t addr[16])
-{
-	unsigned whole = p->bits / 8, rest = p->bits % 8;
-
-	if (memcmp(p->addr, addr, whole))
-		return false;
-	return !rest || !((p->addr[whole] ^ addr[whole]) & (uint8_t)(0xff00u >> rest));
 }
 
 int mrc_auth_public_of(const uint8_t secret_key[MRC_AUTH_KEY_LEN],
@@ -138,7 +107,7 @@ static const struct mrc_auth_peer *allowed_peer(const struct mrc_auth *a,
 static bool may_claim(const struct mrc_auth_peer *p, const uint8_t addr[16])
 {
 	for (unsigned i = 0; i < p->n_prefixes; i++)
-		if (mrc_auth_prefix_holds(&p->prefixes[i], addr))
+		if (mrc_addr_in_prefix(addr, p->prefixes[i].addr, p->prefixes[i].bits))
 			return true;
 	return false;
 }
@@ -213,8 +182,8 @@ static void session(uint8_t out[MRC_AUTH_KEY_LEN], const uint8_t static_key[MRC_
 {
 	uint8_t m[16];
 
-	put_be64(m, from_node);
-	put_be64(m + 8, to_node);
+	store_be64(m, from_node);
+	store_be64(m + 8, to_node);
 	keyed_hash(out, MRC_AUTH_KEY_LEN, static_key, SESSION, m, sizeof(m));
 }
 
@@ -241,11 +210,11 @@ void mrc_auth_qp_keys(const struct mrc_peer_keys *k, uint32_t local_qpn, uint32_
 {
 	uint8_t m[8];
 
-	put_be32(m, local_qpn);
-	put_be32(m + 4, remote_qpn);
+	store_be32(m, local_qpn);
+	store_be32(m + 4, remote_qpn);
 	derive_sip(tx, k->session_tx, QP, m, sizeof(m));
-	put_be32(m, remote_qpn);
-	put_be32(m + 4, local_qpn);
+	store_be32(m, remote_qpn);
+	store_be32(m + 4, local_qpn);
 	derive_sip(rx, k->session_rx, QP, m, sizeof(m));
 }
 
@@ -264,7 +233,7 @@ uint64_t mrc_auth_tag(const struct mrc_auth_key *k, const uint8_t *hdr, size_t h
 	if (n > MRC_SIP_MAX_WORDS)
 		n = MRC_SIP_MAX_WORDS;
 	for (unsigned i = 0; i < n; i++)
-		words[i] = get_le64(hdr + 8 * i);
+		words[i] = load_le64(hdr + 8 * i);
 	return mrc_siphash24(k->k0, k->k1, words, n);
 }
 
@@ -282,5 +251,5 @@ bool mrc_auth_packet_ok(const struct mrc_auth_key *k, const struct mrc_packet *p
 	if (!pkt->auth || !pkt->wire)
 		return false;
 	/* one 64-bit comparison: no early exit that would time a tag byte by byte */
-	return mrc_auth_tag(k, pkt->wire, mrc_header_len(pkt->opcode)) == get_le64(pkt->auth);
+	return mrc_auth_tag(k, pkt->wire, mrc_header_len(pkt->opcode)) == load_le64(pkt->auth);
 }

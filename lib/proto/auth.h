@@ -133,9 +133,6 @@ void mrc_auth_put_tag(const struct mrc_auth_key *k, const uint8_t *hdr, size_t h
 /* Whether a decoded packet (not DISCOVER*) carries the right tag under k. */
 bool mrc_auth_packet_ok(const struct mrc_auth_key *k, const struct mrc_packet *pkt);
 
-/* Address prefixes: whether addr lies in p. */
-bool mrc_auth_prefix_holds(const struct mrc_auth_prefix *p, const uint8_t addr[16]);
-
 const char *mrc_auth_mode_name(enum mrc_auth_mode mode);
 
 #endif /* METAROCE_PROTO_AUTH_H */

@@ -4,6 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "checksum.h"
 
 /*
@@ -19,41 +20,6 @@
 #define PUT16(b, t, f, v) store_be16(FIELD_AT(b, t, f), (v))
 #define PUT32(b, t, f, v) store_be32(FIELD_AT(b, t, f), (v))
 #define PUT64(b, t, f, v) store_be64(FIELD_AT(b, t, f), (v))
-
-static uint16_t load_be16(const uint8_t *p)
-{
-	return (uint16_t)(p[0] << 8 | p[1]);
-}
-
-static uint32_t load_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static uint64_t load_be64(const uint8_t *p)
-{
-	return (uint64_t)load_be32(p) << 32 | load_be32(p + 4);
-}
-
-static void store_be16(uint8_t *p, uint16_t v)
-{
-	p[0] = (uint8_t)(v >> 8);
-	p[1] = (uint8_t)v;
-}
-
-static void store_be32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static void store_be64(uint8_t *p, uint64_t v)
-{
-	store_be32(p, (uint32_t)(v >> 32));
-	store_be32(p + 4, (uint32_t)v);
-}
 
 struct opcode_info {
 	const char *name;

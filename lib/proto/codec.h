@@ -174,8 +174,9 @@ int mrc_decode_placed(const void *hdr, size_t len, struct mrc_packet *pkt);
 
 /*
  * Encodes *pkt into buf (big-endian, reserved fields zero, checksum filled). With MRC_F_AUTH
- * in pkt->flags the caller appends the trailer behind what is written (lib/proto/auth.h). For data opcodes
- * and DISCOVER*, the payload comes from pkt->payload / pkt->payload_len or pkt->u.discover.
+ * in pkt->flags the caller appends the trailer behind what is written (lib/proto/auth.h).
+ * For data opcodes and DISCOVER*, the payload comes from pkt->payload / pkt->payload_len or
+ * pkt->u.discover.
  * pkt->payload may already sit at buf + mrc_header_len(opcode) (zero-copy). Returns
  * MRC_WIRE_OK and sets *out_len, MRC_WIRE_E_NOSPACE when cap is too small, or the error the
  * decoder would report for the packet (an encoder never emits what a decoder refuses).

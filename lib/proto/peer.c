@@ -236,7 +236,6 @@ static void answered(struct mrc_peer_table *t, struct mrc_peer *p, const struct 
 /* A discovery packet refused, counted by why. */
 static int refuse(struct mrc_peer_table *t, int why)
 {
-	t->drops++;
 	t->refused[why <= MRC_DROP_REASON_MAX ? why : 0]++;
 	return why;
 }

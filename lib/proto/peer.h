@@ -93,8 +93,8 @@ struct mrc_peer_table {
 	uint64_t reply_gap_ns;	/* at least this between replies to one peer (default 1 ms) */
 	struct mrc_prf rng; /* request ids */
 	const struct mrc_auth *auth; /* NULL or mode off: discovery unauthenticated */
-	uint64_t drops;		/* refused discovery packets */
-	uint64_t refused[MRC_DROP_REASON_MAX + 1]; /* the same, by enum mrc_drop_reason */
+	uint64_t refused[MRC_DROP_REASON_MAX + 1]; /* refused discovery packets, by enum
+						    * mrc_drop_reason */
 	uint64_t challenges;	/* unsolicited changes asked back before believed */
 	uint64_t rechecks;	/* old records asked back before a new QP bound to them */
 };

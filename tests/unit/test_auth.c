@@ -18,13 +18,7 @@
 
 static void v4(uint8_t out[16], uint8_t a, uint8_t b, uint8_t c, uint8_t d)
 {
-	static const uint8_t prefix[12] = MRC_V4_MAPPED_PREFIX;
-
-	memcpy(out, prefix, 12);
-	out[12] = a;
-	out[13] = b;
-	out[14] = c;
-	out[15] = d;
+	mrc_addr_from_v4(out, (const uint8_t[4]){ a, b, c, d });
 }
 
 static void random_key(struct mrc_auth_key *k)

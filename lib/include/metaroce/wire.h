@@ -273,6 +273,18 @@ static inline __u8 mrc_addr_family(const __u8 addr[16])
 	return mrc_addr_is_v4(addr) ? MRC_AF_INET : MRC_AF_INET6;
 }
 
+/* Whether a 16-byte address lies in the prefix of `bits` leading bits of net (an IPv4 /24
+ * is 96 + 24 bits of its IPv4-mapped form). */
+static inline int mrc_addr_in_prefix(const __u8 addr[16], const __u8 net[16], unsigned bits)
+{
+	unsigned whole = bits / 8, rest = bits % 8;
+
+	for (unsigned i = 0; i < whole && i < 16; i++)
+		if (addr[i] != net[i])
+			return 0;
+	return !rest || whole >= 16 || !((addr[whole] ^ net[whole]) & (__u8)(0xff00u >> rest));
+}
+
 /* addr becomes the IPv4-mapped form of the 4 bytes at v4 (network order). */
 static inline void mrc_addr_from_v4(__u8 addr[16], const void *v4)
 {
