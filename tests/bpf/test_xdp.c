@@ -10,7 +10,8 @@
  *    window (lib/proto/sack.c) must agree on every verdict and end in the same SACK state;
  *  - the wakeups: while the daemon says it sleeps, the program wakes it for exactly the
  *    packets the engine acknowledges at once, and every 8th otherwise; never while it is
- *    awake (it reads the ring every turn then).
+ *    awake (it reads the ring every turn then);
+ *  - deregistration: a cleared slot stops placement, and its delete waits for runs in flight.
  *
  *	test_xdp METAROCE_XDP_BPF_OBJECT
  */
@@ -25,6 +26,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <sys/mman.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -451,6 +454,56 @@ static void wakeups(void)
 	       sizeof(wake_steps) / sizeof(wake_steps[0]));
 }
 
+/*
+ * Deregistration [R-349]: the daemon's order (fastpath.c mr_clear), key cleared then the page
+ * map deleted from mrc_mr_pages, stops placement into the region's pages; and the pages map
+ * is of the kind whose delete from user space returns only after an RCU grace period, which
+ * is what makes the daemon's answer wait for program runs in flight.
+ */
+static void deregistration(void)
+{
+	enum { SLOT = 9, KEY = (SLOT << MRC_XDP_KEY_SLOT_SHIFT) | 0x3c3c3 };
+	uint8_t *mem = xdp_env_add_region(&env, SLOT, KEY, MRC_XDP_ACCESS_REMOTE_WRITE, MR_ADDR,
+					  MR_LEN, MR_OFFSET);
+	struct frame_spec sp = { MRC_OP_WRITE, QPN, BASE_PSN, KEY, MR_ADDR, 512, false, 0, 0, 0,
+				 false, NULL };
+	struct mrc_xdp_mr cleared = { 0 };
+	struct bpf_map_info info = { 0 };
+	uint32_t info_len = sizeof(info), slot = SLOT, unchanged = 0;
+	uint64_t bad_key = xdp_env_outcome(&env, MRC_XDP_BAD_KEY);
+	uint8_t peer[16];
+	unsigned failed_before = failures;
+	struct frame fr;
+
+	frame_source(&sp, peer);
+	xdp_env_set_qp(&env, QPN, BASE_PSN, MRC_XDP_QP_PLACE, peer);
+	fr = frame_build(&sp);
+	check(xdp_env_run(&env, &fr, fr.len, 1, NULL) == XDP_DROP &&
+	      mem[MR_OFFSET] == frame_payload_byte(BASE_PSN, 0),
+	      "deregistration: the region took a WRITE before");
+	check(!bpf_obj_get_info_by_fd(env.pages_fd, &info, &info_len) &&
+	      info.type == BPF_MAP_TYPE_ARRAY_OF_MAPS,
+	      "deregistration: mrc_mr_pages is of type %u, not an ARRAY_OF_MAPS, so deleting from "
+	      "it no longer waits for program runs in flight", info.type);
+	check(!bpf_map_update_elem(env.mrs_fd, &slot, &cleared, BPF_ANY) &&
+	      !bpf_map_delete_elem(env.pages_fd, &slot), "deregistration: the slot cleared");
+	memset(mem, 0x5a, MR_PAGES * MRC_XDP_PAGE);
+	sp.psn = BASE_PSN + 1;
+	fr = frame_build(&sp);
+	check(xdp_env_run(&env, &fr, fr.len, 1, NULL) == XDP_PASS &&
+	      xdp_env_outcome(&env, MRC_XDP_BAD_KEY) == bad_key + 1,
+	      "deregistration: a WRITE after it went anywhere but to the daemon as bad_key");
+	for (uint32_t i = 0; i < MR_PAGES * MRC_XDP_PAGE; i++)
+		unchanged += mem[i] == 0x5a;
+	check(unchanged == MR_PAGES * MRC_XDP_PAGE,
+	      "deregistration: %u bytes of the old pages written after it",
+	      MR_PAGES * MRC_XDP_PAGE - unchanged);
+	munmap(mem, MR_PAGES * MRC_XDP_PAGE);
+	if (failures == failed_before)
+		printf("ok   deregistration: no placement after the slot is cleared; the delete waits "
+		       "for runs in flight (ARRAY_OF_MAPS)\n");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -471,6 +524,7 @@ int main(int argc, char **argv)
 		run_fixture(&fixtures[i]);
 	differential(12, 600);
 	wakeups();
+	deregistration();
 	ring_buffer__free(events);
 	xdp_env_close(&env);
 	printf("xdp: %u checks, %u failed\n", checks, failures);

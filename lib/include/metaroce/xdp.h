@@ -58,6 +58,13 @@
  * Regions: an ARRAY element is rewritten in place, not atomically, so the daemon clears a
  * slot's key first, then sets its page map and fields, and writes the key last: a program
  * reading a half-written slot finds no key that matches.
+ *
+ * Deregistration waits for the program runs in flight [R-349]: the daemon clears the slot's
+ * key, then deletes its page map from mrc_mr_pages, an ARRAY_OF_MAPS, whose update and delete
+ * from user space return only after an RCU grace period (the kernel's
+ * maybe_wait_bpf_programs), so a run that read the old key has finished its copy before the
+ * client hears that the region is gone and may reuse its pages; a run that starts later finds
+ * neither key nor pages.
  */
 #ifndef METAROCE_XDP_H
 #define METAROCE_XDP_H
