@@ -378,8 +378,12 @@ int metaroce_xdp(struct xdp_md *ctx)
 	trailer = hdr->flags & bpf_htons(MRC_F_AUTH) ? MRC_AUTH_TAG_LEN : 0;
 	if (sizeof(*hdr) + sizeof(*ext) + payload + trailer > mrc_len)
 		return dropped(MRC_XDP_TRUNCATED);
-	if (sizeof(*hdr) + sizeof(*ext) + payload + trailer < mrc_len || !payload)
-		return to_daemon(ctx, plane->index, MRC_XDP_TO_DAEMON);	/* malformed: the decoder says why */
+	/* malformed, as the engine's decoder sees it: the decoder says why */
+	if (sizeof(*hdr) + sizeof(*ext) + payload + trailer < mrc_len || !payload ||
+	    ext->imm || ext->rsn || bpf_ntohl(ext->msg_len) > MRC_MAX_MSG_LEN ||
+	    bpf_ntohl(ext->msg_off) > bpf_ntohl(ext->msg_len) ||
+	    payload > bpf_ntohl(ext->msg_len) - bpf_ntohl(ext->msg_off))
+		return to_daemon(ctx, plane->index, MRC_XDP_TO_DAEMON);
 	qpn = bpf_ntohl(hdr->dst_qpn);
 	slot = MRC_QP_SLOT(qpn);
 	qp = bpf_map_lookup_elem(&mrc_qps, &slot);

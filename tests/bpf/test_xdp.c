@@ -11,6 +11,9 @@
  *  - the wakeups: while the daemon says it sleeps, the program wakes it for exactly the
  *    packets the engine acknowledges at once, and every 8th otherwise; never while it is
  *    awake (it reads the ring every turn then);
+ *  - mutations: valid WRITEs with random bytes changed (checksum and tag made right again
+ *    half the time) are placed only if the engine would place them, and never dropped if it
+ *    would;
  *  - deregistration: a cleared slot stops placement, and its delete waits for runs in flight.
  *
  *	test_xdp METAROCE_XDP_BPF_OBJECT
@@ -33,6 +36,10 @@
 #include <bpf/libbpf.h>
 
 #include <metaroce/xdp.h>
+#include "proto/auth.h"
+#include "proto/bytes.h"
+#include "proto/checksum.h"
+#include "proto/codec.h"
 #include "proto/sack.h"
 #include "xdp_env.h"
 #include "check.h"
@@ -352,6 +359,98 @@ static void differential(unsigned sequences, unsigned packets)
 	       "SACK state as the engine\n", sequences, packets, placed);
 }
 
+/* --- mutated frames against the engine's decoder ------------------------------------------ */
+
+/* Whether the engine would place this MetaRoCE packet, received for QPN (authenticating under
+ * rx when given) with the window at BASE_PSN: its decoder, its tag check, its key and bounds. */
+static bool engine_would_place(const uint8_t *mrc, size_t len, const struct mrc_auth_key *rx)
+{
+	struct mrc_packet pkt;
+	const struct mrc_data *d = &pkt.u.data;
+
+	if (mrc_decode(mrc, len, &pkt) != MRC_WIRE_OK || pkt.opcode != MRC_OP_WRITE ||
+	    pkt.dst_qpn != QPN || !pkt.payload_len)
+		return false;
+	if (rx ? !(pkt.flags & MRC_F_AUTH) || !mrc_auth_packet_ok(rx, &pkt)
+	       : !!(pkt.flags & MRC_F_AUTH))
+		return false;
+	return pkt.psn - BASE_PSN < MRC_SACK_BITS && d->rkey == MR_KEY && d->raddr >= MR_ADDR &&
+	       pkt.payload_len <= MR_LEN && d->raddr - MR_ADDR <= (uint64_t)MR_LEN - pkt.payload_len;
+}
+
+/*
+ * Valid WRITEs, plain and authenticated, with bytes of their MetaRoCE part changed at random,
+ * then (half the time) the checksum and, authenticated, the tag made right again, as a peer
+ * holding the key may: the program places only what the engine would place, byte for byte,
+ * and whatever the engine would place it places or hands to the daemon, never drops.
+ */
+static void mutations(unsigned frames)
+{
+	unsigned placed = 0, unsound = 0, lost = 0, wrong_bytes = 0, engine_ok = 0;
+
+	for (unsigned i = 0; i < frames; i++) {
+		const struct mrc_auth_key *key = i % 2 ? &key_a : NULL;
+		struct frame_spec sp = { MRC_OP_WRITE, QPN, BASE_PSN + next_random() % 300 - 20,
+					 MR_KEY, MR_ADDR + next_random() % 9000,
+					 1 + next_random() % 1400, false, 0, 0, 0, false, key };
+		struct frame fr;
+		uint8_t peer[16], *mrc;
+		uint32_t body, pos;
+		uint64_t was;
+		bool want, got;
+		int verdict;
+
+		frame_source(&sp, peer);
+		xdp_env_set_qp(&env, QPN, BASE_PSN, MRC_XDP_QP_PLACE, peer);
+		if (key)
+			xdp_env_set_qp_auth(&env, QPN, key);
+		fr = frame_build(&sp);
+		mrc = fr.b + fr.mrc;
+		body = fr.mrc_len - (key ? MRC_AUTH_TAG_LEN : 0);
+		/* one to three bytes, mostly in the 56 header bytes, sometimes anywhere */
+		for (unsigned m = 1 + next_random() % 3; m; m--) {
+			uint32_t at = next_random() % 4 ? next_random() % 56 : next_random() % fr.mrc_len;
+
+			mrc[at] = next_random() % 2 ? (uint8_t)next_random()
+						    : mrc[at] ^ (uint8_t)(1u << (next_random() % 8));
+		}
+		if (next_random() % 2) {
+			mrc[20] = mrc[21] = 0;
+			store_be16(mrc + 20, mrc_csum_compute(mrc, body));
+			if (key)
+				mrc_auth_put_tag(key, mrc, mrc_header_len(MRC_OP_WRITE), mrc + body);
+		}
+		memset(mr_mem, 0, MR_PAGES * MRC_XDP_PAGE);
+		want = engine_would_place(mrc, fr.mrc_len, key);
+		engine_ok += want;
+		was = xdp_env_outcome(&env, MRC_XDP_PLACED);
+		verdict = xdp_env_run(&env, &fr, fr.len, 1, NULL);
+		ring_buffer__consume(events);
+		got = xdp_env_outcome(&env, MRC_XDP_PLACED) > was;
+		placed += got;
+		if (got && !want && unsound++ < 5) {
+			struct mrc_packet pk;
+
+			printf("FAIL: mutation %u placed a packet the engine refuses (decoder: %s)\n",
+			       i, mrc_wire_error_name(mrc_decode(mrc, fr.mrc_len, &pk)));
+		}
+		if (want && !got && verdict != XDP_PASS && lost++ < 5)
+			printf("FAIL: mutation %u: a packet the engine places dropped (verdict %d)\n",
+			       i, verdict);
+		pos = MR_OFFSET + (uint32_t)(load_be64(mrc + 48) - MR_ADDR);
+		if (got && want &&
+		    memcmp(mr_mem + pos, mrc + 56, load_be16(mrc + 18)) && wrong_bytes++ < 5)
+			printf("FAIL: mutation %u placed other bytes than its payload\n", i);
+	}
+	check(!unsound, "mutations: %u placed what the engine refuses", unsound);
+	check(!lost, "mutations: %u the engine places dropped", lost);
+	check(!wrong_bytes, "mutations: %u placed wrong bytes", wrong_bytes);
+	check(placed > frames / 50, "mutations: only %u of %u placed: the test proves little",
+	      placed, frames);
+	printf("ok   mutations: %u mutated WRITEs (%u the engine would place, %u placed), the "
+	       "program never placing what the engine refuses\n", frames, engine_ok, placed);
+}
+
 /* --- wakeups --------------------------------------------------------------------------------- */
 
 struct wake_step {
@@ -523,6 +622,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++)
 		run_fixture(&fixtures[i]);
 	differential(12, 600);
+	mutations(20000);
 	wakeups();
 	deregistration();
 	ring_buffer__free(events);
