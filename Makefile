@@ -109,8 +109,9 @@ LIBMETAROCE := $(BUILD)/lib/libmetaroce.so.1
 METAROCE_RUN := $(BUILD)/bin/metaroce-run
 VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupported \
 	       $(BUILD)/tests/verbs/hostile_client $(BUILD)/tests/verbs/verbs_api_check \
-	       $(BUILD)/tests/verbs/atomic_check $(BUILD)/tests/attack/udp_flood \
-	       $(BUILD)/tests/attack/forge $(BUILD)/tests/verbs/fatal_check \
+	       $(BUILD)/tests/verbs/atomic_check $(BUILD)/tests/integration/attack/udp_flood \
+	       $(BUILD)/tests/integration/attack/forge $(BUILD)/tests/integration/attack/hoard \
+	       $(BUILD)/tests/verbs/fatal_check \
 	       $(BUILD)/tests/ucx/ucp_check
 
 # --- top-level targets -----------------------------------------------------------------
@@ -463,19 +464,21 @@ $(BUILD)/tests/verbs/%: tests/verbs/%.c
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) -o $@ $< -libverbs -ldl
 
-# Attackers (tests/attack/): plain programs against the daemon's sockets.
-$(BUILD)/tests/attack/%: tests/attack/%.c
+# Attackers (tests/integration/attack/): plain programs against the daemon's sockets.
+$(BUILD)/tests/integration/attack/%: tests/integration/attack/%.c
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) -o $@ $<
 
 # ... the forger builds its packets with the engine's encoder
-$(BUILD)/tests/attack/forge: tests/attack/forge.c $(LIBPROTO)
+$(BUILD)/tests/integration/attack/forge: tests/integration/attack/forge.c $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) -o $@ $^ $(PROTO_LIBS)
 
-$(BUILD)/tests/verbs/hostile_client: $(OBJ)/tests/verbs/hostile_client.o $(LIBPROTO)
+# ... and the clients that speak the control protocol themselves (tests/verbs/ctl_client.c)
+$(BUILD)/tests/verbs/hostile_client $(BUILD)/tests/integration/attack/hoard: \
+		$(BUILD)/%: $(OBJ)/%.o $(OBJ)/tests/verbs/ctl_client.o $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(PROTO_LIBS)

@@ -107,7 +107,9 @@ static long request_arg(const char *path, uint16_t type, const void *arg, uint32
 	memcpy(packet, &req, sizeof(req));
 	if (arg_len)
 		memcpy(packet + sizeof(req), arg, arg_len);
-	if (send(fd, packet, sizeof(req) + arg_len, MSG_NOSIGNAL) != (ssize_t)(sizeof(req) + arg_len)) {
+	/* a refused connection is closed, but holds why (MRC_CTL_REFUSED): read it */
+	if (send(fd, packet, sizeof(req) + arg_len, MSG_NOSIGNAL) != (ssize_t)(sizeof(req) + arg_len) &&
+	    errno != EPIPE && errno != ECONNRESET) {
 		fprintf(stderr, "metaroce-ctl: send: %s\n", strerror(errno));
 		close(fd);
 		return -1;
@@ -129,6 +131,11 @@ static long request_arg(const char *path, uint16_t type, const void *arg, uint32
 			return -1;
 		}
 		memcpy(&rep, msg, sizeof(rep));
+		if (rep.magic == MRC_CTL_MAGIC && rep.type == MRC_CTL_REFUSED && rep.status < 0) {
+			fprintf(stderr, "metaroce-ctl: metaroced refused this connection: %s\n",
+				strerror(-rep.status));
+			return -1;
+		}
 		if (rep.magic != MRC_CTL_MAGIC || rep.version != MRC_CTL_VERSION ||
 		    rep.type != type || rep.seq != req.seq || rep.len != (size_t)n - sizeof(rep) ||
 		    rep.len > cap) {

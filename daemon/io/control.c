@@ -148,6 +148,22 @@ static void refuse_one(struct mrcd *d)
 
 static void serve(struct mrcd *d, struct mrcd_watch *w, uint32_t events);
 
+/* Why, before the close, so the client's first request fails with that errno rather than
+ * a bare reset (MRC_CTL_REFUSED). What the client sent already is read first: a socket
+ * closed with unread data resets its peer, whose reads then fail before they reach the
+ * message. */
+static void tell_refused(int fd, int status)
+{
+	struct mrc_ctl_hdr h = { .magic = MRC_CTL_MAGIC, .version = MRC_CTL_VERSION,
+				 .type = MRC_CTL_REFUSED, .status = status };
+	uint8_t sink[64];
+
+	(void)!send(fd, &h, sizeof(h), MSG_DONTWAIT | MSG_NOSIGNAL);
+	/* descriptors passed with it are closed by the kernel with the socket */
+	for (int i = 0; i < 8 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT | MSG_TRUNC) >= 0; i++)
+		;
+}
+
 static void accept_clients(struct mrcd *d, struct mrcd_watch *w, uint32_t events)
 {
 	(void)events;
@@ -182,6 +198,7 @@ static void accept_clients(struct mrcd *d, struct mrcd_watch *w, uint32_t events
 				 slot == -ENOSPC ? "too many clients"
 				 : slot == -EUSERS ? "its user holds user_max_connections"
 						   : strerror(slot < 0 ? -slot : errno));
+			tell_refused(fd, slot == -ENOSPC || slot == -EUSERS ? slot : -EAGAIN);
 			close(fd);
 			continue;
 		}

@@ -63,15 +63,21 @@ static int transact(int fd, uint32_t seq, uint16_t type, const void *payload, ui
 	if (len)
 		memcpy(buf + sizeof(h), payload, len);
 	err = send_request(fd, buf, sizeof(h) + len, fds, n_fds);
-	if (err)
+	if (err && err != EPIPE && err != ECONNRESET)
 		return err;
+	/* a connection the daemon refused holds why (MRC_CTL_REFUSED) even once closed */
 	n = recv_reply(fd, buf, sizeof(buf), fdbuf, &got_fds);
 	if (n < 0)
-		return errno;
+		return err ? err : errno;
 	if (n == 0)
-		return ECONNRESET; /* the daemon went away */
+		return err ? err : ECONNRESET; /* the daemon went away */
 	memcpy(&h, buf, sizeof(h));
-	if ((size_t)n < sizeof(h) || h.magic != MRC_CTL_MAGIC || h.seq != seq ||
+	if ((size_t)n >= sizeof(h) && h.magic == MRC_CTL_MAGIC && h.type == MRC_CTL_REFUSED &&
+	    h.seq == 0 && h.status < 0) {
+		err = -h.status;
+	} else if (err) {
+		/* the send's error stands */
+	} else if ((size_t)n < sizeof(h) || h.magic != MRC_CTL_MAGIC || h.seq != seq ||
 	    h.len != (size_t)n - sizeof(h) || h.status > 0) {
 		err = EPROTO;
 	} else if (h.status < 0) {

@@ -140,7 +140,7 @@ echo "off: B says so in its log, status and metrics; A refused its answers"
 stop_both
 
 # --- replay of captured packets ---------------------------------------------------------------
-REPLAY="$(dirname "$0")/../attack/replay.py"
+REPLAY="$(dirname "$0")/attack/replay.py"
 start_a
 start_b
 both_up

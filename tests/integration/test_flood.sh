@@ -13,7 +13,7 @@ malformed() {
 		awk '/^metaroce_rx_malformed_total/ { print $2 }'
 }
 before=$(malformed)
-ip netns exec "$NS_A" "$BUILD/tests/attack/udp_flood" 198.18.0.2 "$data_port" \
+ip netns exec "$NS_A" "$BUILD/tests/integration/attack/udp_flood" 198.18.0.2 "$data_port" \
 	"$FLOOD_SECONDS" >"$TMP/flood.out" 2>&1 &
 flood=$!
 PIDS="$PIDS $flood"

@@ -1,5 +1,5 @@
 # Forged packets from an admitted host (issue 20): while a WRITE and then a SEND transfer run
-# between A and B, a forger on each host (tests/attack/forge) sends the other daemon's QPs,
+# between A and B, a forger on each host (tests/integration/attack/forge) sends the other daemon's QPs,
 # by their real numbers and from the real peer address, every packet that could end, stall,
 # throttle or corrupt them — CLOSE, NAK remote_access/rnr/seq, an ACK with a 1 kbit/s rate
 # hint, ECE and every SACK bit, an ACK of unsent data, probe replies, WRITE, SEND and READ
@@ -38,7 +38,7 @@ attack() {
 	wait_until 30 "the transfer's QPs on $1" two_live_qps "$1"
 	qpns=$(live_qps "$1")
 	# shellcheck disable=SC2086
-	ip netns exec "$2" "$BUILD/tests/attack/forge" "$3" "$victim_port" 30 "$ROUNDS" \
+	ip netns exec "$2" "$BUILD/tests/integration/attack/forge" "$3" "$victim_port" 30 "$ROUNDS" \
 		$qpns >"$4" 2>&1 || return 1
 	# the forgeries met live QPs, or the counts below would prove nothing
 	[ "$(live_qps "$1")" = "$qpns" ] || {

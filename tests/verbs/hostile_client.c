@@ -25,12 +25,11 @@
 #include <metaroce/ctl.h>
 #include <metaroce/shm.h>
 
-#include "shm/fdpass.h"
+#include "ctl_client.h"
 #include "shm/ring.h"
 
 static const char *sock_path;
 static int failures;
-static uint32_t seq;
 static struct mrc_ctl_status status;
 
 #define CHECK(cond, ...)                                                                      \
@@ -47,38 +46,13 @@ static struct mrc_ctl_status status;
 
 static int connect_daemon(void)
 {
-	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	int fd = ctl_connect(sock_path);
 
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", sock_path);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sun, sizeof(sun))) {
-		perror("hostile_client: connect");
+	if (fd < 0) {
+		fprintf(stderr, "hostile_client: connect: %s\n", strerror(-fd));
 		exit(2);
 	}
 	return fd;
-}
-
-/* One request; returns the daemon's status (0 or -errno), reply and fds in the out params. */
-static int request(int fd, uint16_t type, const void *payload, uint32_t len, const int *fds,
-		   unsigned n_fds, void *reply, size_t cap, int *rfds, unsigned max_rfds)
-{
-	uint8_t buf[4096];
-	struct mrc_ctl_hdr h = { MRC_CTL_MAGIC, MRC_CTL_VERSION, type, len, 0, ++seq, 0 };
-	unsigned n_got;
-	bool lost;
-	ssize_t n;
-
-	memcpy(buf, &h, sizeof(h));
-	memcpy(buf + sizeof(h), payload, len);
-	if (mrc_send_with_fds(fd, buf, sizeof(h) + len, fds, n_fds, MSG_NOSIGNAL) < 0)
-		return -errno;
-	n = mrc_recv_with_fds(fd, buf, sizeof(buf), rfds, max_rfds, &n_got, &lost, 0);
-	if (n < (ssize_t)sizeof(h))
-		return -ECONNRESET;
-	memcpy(&h, buf, sizeof(h));
-	if (h.status == 0 && reply)
-		memcpy(reply, buf + sizeof(h), h.len < cap ? h.len : cap);
-	return h.status;
 }
 
 static int memfd(size_t size, bool sealed)
@@ -99,7 +73,7 @@ static int reg_mr(int ctl, int fd, uint64_t seg_len, uint64_t iova, uint64_t off
 		struct mrc_ctl_mr_segment s;
 	} req = { { iova, length, offset, MRC_CTL_ACCESS_ALL, 1, 1, 0 }, { 0, seg_len } };
 
-	return request(ctl, MRC_CTL_REG_MR, &req, sizeof(req), &fd, 1, keys, sizeof(*keys), NULL,
+	return ctl_request(ctl, MRC_CTL_REG_MR, &req, sizeof(req), &fd, 1, keys, sizeof(*keys), NULL,
 		       0);
 }
 
@@ -124,9 +98,9 @@ static void connect_qp(int ctl, uint32_t qpn, uint32_t dest)
 				      .max_rd_atomic = 1 };
 
 	memcpy(c.dgid, status.planes[0].addr, 16);
-	err = request(ctl, MRC_CTL_CONNECT_QP, &c, sizeof(c), NULL, 0, NULL, 0, NULL, 0);
+	err = ctl_request(ctl, MRC_CTL_CONNECT_QP, &c, sizeof(c), NULL, 0, NULL, 0, NULL, 0);
 	if (!err)
-		err = request(ctl, MRC_CTL_READY_QP, &r, sizeof(r), NULL, 0, NULL, 0, NULL, 0);
+		err = ctl_request(ctl, MRC_CTL_READY_QP, &r, sizeof(r), NULL, 0, NULL, 0, NULL, 0);
 	if (err) {
 		printf("FAIL  connect QP %u to %u: %s\n", qpn, dest, strerror(-err));
 		exit(1);
@@ -142,7 +116,7 @@ static struct qp make_qp_of(int ctl, bool connect_self, uint32_t type)
 	int fds[2] = { -1, -1 };
 	struct qp qp = { 0 };
 	size_t len;
-	int err = request(ctl, MRC_CTL_CREATE_QP, &req, sizeof(req), NULL, 0, &rep, sizeof(rep),
+	int err = ctl_request(ctl, MRC_CTL_CREATE_QP, &req, sizeof(req), NULL, 0, &rep, sizeof(rep),
 			  fds, 2);
 
 	if (err) {
@@ -160,7 +134,7 @@ static struct qp make_qp_of(int ctl, bool connect_self, uint32_t type)
 	if (type == MRC_CTL_QPT_UD) {
 		struct mrc_ctl_ud_qp st = { .qp_num = qp.qpn, .qkey = 1, .state = MRC_CTL_QP_RTS };
 
-		if (request(ctl, MRC_CTL_UD_QP, &st, sizeof(st), NULL, 0, NULL, 0, NULL, 0))
+		if (ctl_request(ctl, MRC_CTL_UD_QP, &st, sizeof(st), NULL, 0, NULL, 0, NULL, 0))
 			exit(2);
 	} else if (connect_self) {
 		connect_qp(ctl, qp.qpn, qp.qpn);
@@ -230,7 +204,7 @@ int main(int argc, char **argv)
 	sock_path = argv[1];
 	ctl = connect_daemon();
 	doorbell = eventfd(0, EFD_CLOEXEC);
-	err = request(ctl, MRC_CTL_HELLO, &hello, sizeof(hello), &doorbell, 1, &status,
+	err = ctl_request(ctl, MRC_CTL_HELLO, &hello, sizeof(hello), &doorbell, 1, &status,
 		      sizeof(status), &page_fd, 1);
 	if (err || page_fd < 0) {
 		printf("FAIL  hello: %s\n", err ? strerror(-err) : "no doorbell page");
@@ -250,14 +224,14 @@ int main(int argc, char **argv)
 		if (pipe(p))
 			return 2;
 		close(p[1]);
-		err = request(other, MRC_CTL_HELLO, &hello, sizeof(hello), &p[0], 1, NULL, 0, NULL,
+		err = ctl_request(other, MRC_CTL_HELLO, &hello, sizeof(hello), &p[0], 1, NULL, 0, NULL,
 			      0);
 		CHECK(err == -EBADF, "a pipe as the doorbell: refused with EBADF (%d)", err);
 		close(p[0]);
 		close(other);
 	}
 
-	err = request(ctl, MRC_CTL_CREATE_QP, &(struct mrc_ctl_create_qp){ 12345, 12345, 1, 1, 0, 1, 0, 0 },
+	err = ctl_request(ctl, MRC_CTL_CREATE_QP, &(struct mrc_ctl_create_qp){ 12345, 12345, 1, 1, 0, 1, 0, 0 },
 		      sizeof(struct mrc_ctl_create_qp), NULL, 0, NULL, 0, NULL, 0);
 	CHECK(err == -EINVAL, "QP on CQs that do not exist: refused with EINVAL (%d)", err);
 
@@ -280,12 +254,12 @@ int main(int argc, char **argv)
 			struct mrc_ctl_mr_segment s;
 		} req = { { 0x1000, 64, 0, MRC_CTL_ACCESS_ALL, 1, 0, 0 }, { 0, page } };
 
-		err = request(ctl, MRC_CTL_REG_MR, &req, sizeof(req), &fd, 1, &keys, sizeof(keys),
+		err = ctl_request(ctl, MRC_CTL_REG_MR, &req, sizeof(req), &fd, 1, &keys, sizeof(keys),
 			      NULL, 0);
 		CHECK(err == -EINVAL, "region in no protection domain: refused with EINVAL (%d)",
 		      err);
 		req.r.pd = MRC_CTL_MAX_PD + 1;
-		err = request(ctl, MRC_CTL_REG_MR, &req, sizeof(req), &fd, 1, &keys, sizeof(keys),
+		err = ctl_request(ctl, MRC_CTL_REG_MR, &req, sizeof(req), &fd, 1, &keys, sizeof(keys),
 			      NULL, 0);
 		CHECK(err == -EINVAL, "region in PD %u, past the last: refused with EINVAL (%d)",
 		      MRC_CTL_MAX_PD + 1, err);
@@ -293,16 +267,16 @@ int main(int argc, char **argv)
 	{
 		struct mrc_ctl_create_srq cs = { .max_wr = 16, .pd = 1 };
 
-		err = request(ctl, MRC_CTL_CREATE_SRQ, &cs, sizeof(cs), NULL, 0, NULL, 0, NULL, 0);
+		err = ctl_request(ctl, MRC_CTL_CREATE_SRQ, &cs, sizeof(cs), NULL, 0, NULL, 0, NULL, 0);
 		CHECK(err == -EINVAL, "SRQ without its async event socket: EINVAL (%d)", err);
-		err = request(ctl, MRC_CTL_DESTROY_SRQ, &(struct mrc_ctl_handle){ 777, 0 },
+		err = ctl_request(ctl, MRC_CTL_DESTROY_SRQ, &(struct mrc_ctl_handle){ 777, 0 },
 			      sizeof(struct mrc_ctl_handle), NULL, 0, NULL, 0, NULL, 0);
 		CHECK(err == -ENOENT, "destroying an SRQ that does not exist: ENOENT (%d)", err);
 	}
 	{
 		struct mrc_ctl_modify_qp m = { .qp_num = 12345, .retry_cnt = 9 };
 
-		err = request(ctl, MRC_CTL_MODIFY_QP, &m, sizeof(m), NULL, 0, NULL, 0, NULL, 0);
+		err = ctl_request(ctl, MRC_CTL_MODIFY_QP, &m, sizeof(m), NULL, 0, NULL, 0, NULL, 0);
 		CHECK(err == -ENOENT, "RTS to RTS of a QP that does not exist: ENOENT (%d)", err);
 	}
 
@@ -312,19 +286,19 @@ int main(int argc, char **argv)
 		struct mrc_ctl_pages pg;
 		int map = -1;
 
-		err = request(ctl, MRC_CTL_STATUS, NULL, 0, NULL, 0, &st, sizeof(st), NULL, 0);
+		err = ctl_request(ctl, MRC_CTL_STATUS, NULL, 0, NULL, 0, &st, sizeof(st), NULL, 0);
 		CHECK(err == 0, "status (%d)", err);
 		pg.length = 100;
-		err = request(ctl, MRC_CTL_PAGES, &pg, sizeof(pg), NULL, 0, NULL, 0, &map, 1);
+		err = ctl_request(ctl, MRC_CTL_PAGES, &pg, sizeof(pg), NULL, 0, NULL, 0, &map, 1);
 		CHECK(err == (strcmp(st.backend, "xdp") ? -EOPNOTSUPP : -EINVAL),
 		      "page map of 100 bytes: refused (%d, backend %s)", err, st.backend);
 		pg.length = 8ull << 30;
-		err = request(ctl, MRC_CTL_PAGES, &pg, sizeof(pg), NULL, 0, NULL, 0, &map, 1);
+		err = ctl_request(ctl, MRC_CTL_PAGES, &pg, sizeof(pg), NULL, 0, NULL, 0, &map, 1);
 		CHECK(err == (strcmp(st.backend, "xdp") ? -EOPNOTSUPP : -EINVAL),
 		      "page map of 8 GiB: refused (%d)", err);
 		if (!strcmp(st.backend, "xdp")) {
 			pg.length = 2 * page;
-			err = request(ctl, MRC_CTL_PAGES, &pg, sizeof(pg), NULL, 0, NULL, 0, &map,
+			err = ctl_request(ctl, MRC_CTL_PAGES, &pg, sizeof(pg), NULL, 0, NULL, 0, &map,
 				      1);
 			CHECK(err == 0 && map >= 0, "page map of 2 pages handed out (%d)", err);
 			err = reg_mr(ctl, map, 4 * page, 0x1000, 0, 4 * page, &keys);
@@ -335,7 +309,7 @@ int main(int argc, char **argv)
 			if (!err) {
 				struct mrc_ctl_handle h = { keys.lkey, 0 };
 
-				err = request(ctl, MRC_CTL_DEREG_MR, &h, sizeof(h), NULL, 0, NULL,
+				err = ctl_request(ctl, MRC_CTL_DEREG_MR, &h, sizeof(h), NULL, 0, NULL,
 					      0, NULL, 0);
 				CHECK(err == 0, "... and deregistered (%d)", err);
 			}
@@ -354,13 +328,13 @@ int main(int argc, char **argv)
 		 * socket is taken, not an eventfd the client could fill to the brim */
 		int efd = eventfd(0xfffffffe, EFD_CLOEXEC);
 
-		err = request(ctl, MRC_CTL_CREATE_CQ, &(struct mrc_ctl_create_cq){ 8, 0 },
+		err = ctl_request(ctl, MRC_CTL_CREATE_CQ, &(struct mrc_ctl_create_cq){ 8, 0 },
 			      sizeof(struct mrc_ctl_create_cq), &efd, 1, &cqr, sizeof(cqr), &rfd, 1);
 		CHECK(err == -EBADF, "an eventfd as completion channel: refused with EBADF (%d)",
 		      err);
 		close(efd);
 	}
-	err = request(ctl, MRC_CTL_CREATE_CQ, &(struct mrc_ctl_create_cq){ 64, 0 },
+	err = ctl_request(ctl, MRC_CTL_CREATE_CQ, &(struct mrc_ctl_create_cq){ 64, 0 },
 		      sizeof(struct mrc_ctl_create_cq), NULL, 0, &cqr, sizeof(cqr), &rfd, 1);
 	if (err || rfd < 0)
 		return 1;
@@ -380,23 +354,23 @@ int main(int argc, char **argv)
 		struct mrc_ctl_srq srq;
 		int sv[2], ring = -1, qfds[2] = { -1, -1 };
 
-		err = request(ctl, MRC_CTL_CREATE_QP, &on_srq, sizeof(on_srq), NULL, 0, NULL, 0,
+		err = ctl_request(ctl, MRC_CTL_CREATE_QP, &on_srq, sizeof(on_srq), NULL, 0, NULL, 0,
 			      NULL, 0);
 		CHECK(err == -EINVAL, "QP on an SRQ that does not exist: EINVAL (%d)", err);
 		/* an SRQ and a QP on it, left for the daemon to reclaim when this client goes */
 		if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv))
 			return 2;
-		err = request(ctl, MRC_CTL_CREATE_SRQ, &cs, sizeof(cs), &sv[1], 1, &srq,
+		err = ctl_request(ctl, MRC_CTL_CREATE_SRQ, &cs, sizeof(cs), &sv[1], 1, &srq,
 			      sizeof(srq), &ring, 1);
 		CHECK(err == 0 && ring >= 0 && srq.entries >= 16, "an SRQ created (%d)", err);
 		on_srq.srq = srq.handle;
-		err = request(ctl, MRC_CTL_CREATE_QP, &on_srq, sizeof(on_srq), NULL, 0, &qc,
+		err = ctl_request(ctl, MRC_CTL_CREATE_QP, &on_srq, sizeof(on_srq), NULL, 0, &qc,
 			      sizeof(qc), qfds, 2);
 		CHECK(err == 0, "a QP on it (%d)", err);
-		err = request(ctl, MRC_CTL_DESTROY_SRQ, &(struct mrc_ctl_handle){ srq.handle, 0 },
+		err = ctl_request(ctl, MRC_CTL_DESTROY_SRQ, &(struct mrc_ctl_handle){ srq.handle, 0 },
 			      sizeof(struct mrc_ctl_handle), NULL, 0, NULL, 0, NULL, 0);
 		CHECK(err == -EBUSY, "destroying an SRQ a QP uses: EBUSY (%d)", err);
-		err = request(ctl, MRC_CTL_MODIFY_SRQ, &(struct mrc_ctl_modify_srq){ srq.handle, 99 },
+		err = ctl_request(ctl, MRC_CTL_MODIFY_SRQ, &(struct mrc_ctl_modify_srq){ srq.handle, 99 },
 			      sizeof(struct mrc_ctl_modify_srq), NULL, 0, NULL, 0, NULL, 0);
 		CHECK(err == -EINVAL, "an SRQ limit past its entries: EINVAL (%d)", err);
 		close(sv[0]);
@@ -463,7 +437,7 @@ int main(int argc, char **argv)
 		/* bits name slots, not this client's QPs: the daemon must only look at its own */
 		for (uint32_t bit = 0; bit < MRC_DOORBELL_BITS; bit++)
 			ring(bit, doorbell);
-		CHECK(request(ctl, MRC_CTL_STATUS, NULL, 0, NULL, 0, &status, sizeof(status), NULL, 0) == 0,
+		CHECK(ctl_request(ctl, MRC_CTL_STATUS, NULL, 0, NULL, 0, &status, sizeof(status), NULL, 0) == 0,
 		      "every doorbell bit rung at once: the daemon still answers");
 	}
 	{
@@ -477,13 +451,13 @@ int main(int argc, char **argv)
 		struct mrc_sq_entry e = { .wr_id = 6, .opcode = MRC_SQ_SEND, .flags = MRC_SQ_F_SIGNALED,
 					  .remote_qpn = 5, .remote_qkey = 1 };
 
-		err = request(ctl, MRC_CTL_UD_QP, &st, sizeof(st), NULL, 0, NULL, 0, NULL, 0);
+		err = ctl_request(ctl, MRC_CTL_UD_QP, &st, sizeof(st), NULL, 0, NULL, 0, NULL, 0);
 		CHECK(err == -EINVAL, "a UD state for an RC QP: EINVAL (%d)", err);
-		err = request(ctl, MRC_CTL_CONNECT_QP, &cn, sizeof(cn), NULL, 0, NULL, 0, NULL, 0);
+		err = ctl_request(ctl, MRC_CTL_CONNECT_QP, &cn, sizeof(cn), NULL, 0, NULL, 0, NULL, 0);
 		CHECK(err == -EINVAL, "connecting a UD QP like an RC one: EINVAL (%d)", err);
-		err = request(ctl, MRC_CTL_RESOLVE, &rs, sizeof(rs), NULL, 0, NULL, 0, NULL, 0);
+		err = ctl_request(ctl, MRC_CTL_RESOLVE, &rs, sizeof(rs), NULL, 0, NULL, 0, NULL, 0);
 		CHECK(err == -EHOSTUNREACH, "resolving 192.0.2.1, not a peer: EHOSTUNREACH (%d)", err);
-		err = request(ctl, MRC_CTL_RESOLVE, &rs, 3, NULL, 0, NULL, 0, NULL, 0);
+		err = ctl_request(ctl, MRC_CTL_RESOLVE, &rs, 3, NULL, 0, NULL, 0, NULL, 0);
 		CHECK(err == -EINVAL, "a resolve request of 3 bytes: EINVAL (%d)", err);
 		memcpy(e.dgid, rs.dgid, 16);
 		post(&ud, doorbell, &e);
@@ -510,18 +484,18 @@ int main(int argc, char **argv)
 					  .mw_access = MRC_CTL_ACCESS_REMOTE_READ };
 		struct qp qp;
 
-		err = request(ctl, MRC_CTL_ALLOC_MW, &am, sizeof(am), NULL, 0, &w, sizeof(w), NULL, 0);
+		err = ctl_request(ctl, MRC_CTL_ALLOC_MW, &am, sizeof(am), NULL, 0, &w, sizeof(w), NULL, 0);
 		CHECK(err == -EINVAL, "a window of type 9: EINVAL (%d)", err);
 		am = (struct mrc_ctl_alloc_mw){ .pd = 0, .type = MRC_CTL_MW_TYPE_2 };
-		err = request(ctl, MRC_CTL_ALLOC_MW, &am, sizeof(am), NULL, 0, &w, sizeof(w), NULL, 0);
+		err = ctl_request(ctl, MRC_CTL_ALLOC_MW, &am, sizeof(am), NULL, 0, &w, sizeof(w), NULL, 0);
 		CHECK(err == -EINVAL, "a window in no protection domain: EINVAL (%d)", err);
-		err = request(ctl, MRC_CTL_ALLOC_MW, &am, 3, NULL, 0, &w, sizeof(w), NULL, 0);
+		err = ctl_request(ctl, MRC_CTL_ALLOC_MW, &am, 3, NULL, 0, &w, sizeof(w), NULL, 0);
 		CHECK(err == -EINVAL, "an allocation request of 3 bytes: EINVAL (%d)", err);
-		err = request(ctl, MRC_CTL_DEALLOC_MW, &(struct mrc_ctl_handle){ keys.lkey, 0 },
+		err = ctl_request(ctl, MRC_CTL_DEALLOC_MW, &(struct mrc_ctl_handle){ keys.lkey, 0 },
 			      sizeof(struct mrc_ctl_handle), NULL, 0, NULL, 0, NULL, 0);
 		CHECK(err == -ENOENT, "deallocating a region as a window: ENOENT (%d)", err);
 		am.pd = 1;
-		err = request(ctl, MRC_CTL_ALLOC_MW, &am, sizeof(am), NULL, 0, &w, sizeof(w), NULL, 0);
+		err = ctl_request(ctl, MRC_CTL_ALLOC_MW, &am, sizeof(am), NULL, 0, &w, sizeof(w), NULL, 0);
 		CHECK(err == 0 && w.rkey, "a type 2 window (%d)", err);
 
 		qp = make_qp(ctl, true);
@@ -556,7 +530,7 @@ int main(int argc, char **argv)
 		post(&qp, doorbell, &e);
 		CHECK(next_completion(&wc) && wc.wr_id == 10 && wc.status == MRC_CQ_LOC_PROT_ERR,
 		      "a window's key as a local key: LOC_PROT_ERR (%u)", wc.status);
-		err = request(ctl, MRC_CTL_DEALLOC_MW, &(struct mrc_ctl_handle){ w.rkey, 0 },
+		err = ctl_request(ctl, MRC_CTL_DEALLOC_MW, &(struct mrc_ctl_handle){ w.rkey, 0 },
 			      sizeof(struct mrc_ctl_handle), NULL, 0, NULL, 0, NULL, 0);
 		CHECK(err == 0, "the window deallocated (%d)", err);
 	}
@@ -593,7 +567,7 @@ int main(int argc, char **argv)
 		bool got_send = false, got_recv = false;
 
 		/* the receiving QP: this test needs its RQ ring */
-		err = request(ctl, MRC_CTL_CREATE_QP, &cq_req, sizeof(cq_req), NULL, 0, &rep,
+		err = ctl_request(ctl, MRC_CTL_CREATE_QP, &cq_req, sizeof(cq_req), NULL, 0, &rep,
 			      sizeof(rep), rfds, 2);
 		if (err)
 			return 2;
@@ -611,7 +585,7 @@ int main(int argc, char **argv)
 			return 2;
 		ring(rep.doorbell_bit % MRC_DOORBELL_BITS, doorbell);
 		usleep(100000); /* the receive is in the engine now */
-		err = request(ctl, MRC_CTL_DEREG_MR, &(struct mrc_ctl_handle){ k2.lkey, 0 },
+		err = ctl_request(ctl, MRC_CTL_DEREG_MR, &(struct mrc_ctl_handle){ k2.lkey, 0 },
 			      sizeof(struct mrc_ctl_handle), NULL, 0, NULL, 0, NULL, 0);
 		CHECK(err == 0, "deregistered the region a posted receive points into (%d)", err);
 		se.sge[0] = (struct mrc_shm_sge){ 0x10000, 200, keys.lkey };
@@ -635,7 +609,7 @@ int main(int argc, char **argv)
 		while (recv(bad, &c, 1, 0) > 0)
 			;
 		close(bad);
-		err = request(ctl, MRC_CTL_STATUS, NULL, 0, NULL, 0, &status, sizeof(status), NULL, 0);
+		err = ctl_request(ctl, MRC_CTL_STATUS, NULL, 0, NULL, 0, &status, sizeof(status), NULL, 0);
 		CHECK(err == 0, "garbage on another connection: closed, this one still served (%d)",
 		      err);
 	}
@@ -645,31 +619,39 @@ int main(int argc, char **argv)
 		 * connection that spoke is never touched */
 		enum { SILENT = 300 }; /* the daemon has 256 connection slots */
 		static int fds[SILENT];
-		unsigned closed = 0, refused_then_served = 0;
-		char c;
+		unsigned closed = 0, told = 0, refused_then_served = 0;
 
 		for (unsigned i = 0; i < SILENT; i++)
 			fds[i] = connect_daemon();
 		for (unsigned i = 0; i < SILENT; i++) {
 			struct pollfd p = { fds[i], POLLIN, 0 };
+			struct mrc_ctl_hdr h;
+			ssize_t n = -1;
 
-			/* EOF within 10 s: refused at once (no slot) or closed at its deadline */
-			if (poll(&p, 1, 10000) == 1 && recv(fds[i], &c, 1, MSG_DONTWAIT) == 0)
-				closed++;
+			/* EOF within 10 s: refused at once (no slot: told so first) or closed at
+			 * its deadline */
+			if (poll(&p, 1, 10000) == 1)
+				n = recv(fds[i], &h, sizeof(h), MSG_DONTWAIT);
+			if (n == sizeof(h) && h.type == MRC_CTL_REFUSED && h.status == -ENOSPC) {
+				told++;
+				n = recv(fds[i], &h, sizeof(h), MSG_DONTWAIT);
+			}
+			closed += n == 0;
 			close(fds[i]);
 		}
-		CHECK(closed == SILENT, "%u silent connections: all %u closed by the daemon",
-		      SILENT, closed);
+		CHECK(closed == SILENT && told > 0 && told < SILENT,
+		      "%u silent connections: all %u closed by the daemon, %u refused a slot "
+		      "and told so (ENOSPC)", SILENT, closed, told);
 		for (int tries = 0; tries < 100 && !refused_then_served; tries++) {
 			int fresh = connect_daemon();
 
-			refused_then_served = request(fresh, MRC_CTL_STATUS, NULL, 0, NULL, 0, &status,
+			refused_then_served = ctl_request(fresh, MRC_CTL_STATUS, NULL, 0, NULL, 0, &status,
 						      sizeof(status), NULL, 0) == 0;
 			close(fresh);
 			if (!refused_then_served)
 				usleep(100000);
 		}
-		err = request(ctl, MRC_CTL_STATUS, NULL, 0, NULL, 0, &status, sizeof(status), NULL, 0);
+		err = ctl_request(ctl, MRC_CTL_STATUS, NULL, 0, NULL, 0, &status, sizeof(status), NULL, 0);
 		CHECK(refused_then_served && err == 0,
 		      "then a new connection is served, and the one that spoke still is (%d)", err);
 	}

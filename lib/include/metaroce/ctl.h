@@ -69,7 +69,10 @@ enum mrc_ctl_type {
 				   * empty */
 	MRC_CTL_USERS = 32,	  /* request: no payload; reply: n x struct mrc_ctl_user (the
 				   * caller's own uid only, unless an operator asks) */
-	MRC_CTL_TYPE_MAX = MRC_CTL_USERS,
+	MRC_CTL_REFUSED = 33,	  /* daemon to a client it will not serve, unrequested (seq 0),
+				   * then it closes the connection: the status says why (-EUSERS:
+				   * the user holds user_max_connections; -ENOSPC: no slot left) */
+	MRC_CTL_TYPE_MAX = MRC_CTL_REFUSED,
 };
 
 /* The shared-memory and request layout this library speaks (bumped on any change; 2: the
