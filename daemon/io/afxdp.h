@@ -27,6 +27,7 @@
 #include <metaroce/xdp.h>
 
 #include "config.h"
+#include "frame.h"
 #include "neigh.h"
 
 struct mrcd_dgram;
@@ -41,12 +42,9 @@ struct mrcd_xsk_queue;
 struct mrcd_xsk_plane {
 	int ifindex;
 	uint8_t plane;
-	uint8_t family;
-	uint8_t mac[6];		/* the interface's own */
-	uint8_t addr[16];	/* the plane's address */
+	struct mrcd_frame_origin origin;
 	unsigned n_queues;
 	struct mrcd_xsk_queue *queues; /* [0] also transmits */
-	uint16_t ip_id;
 };
 
 struct mrcd_afxdp {
