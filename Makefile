@@ -66,7 +66,7 @@ BPFTOOL ?= bpftool
 PROTO_SRCS := $(sort $(wildcard lib/proto/*.c lib/shm/*.c))
 DAEMON_SRCS := $(filter-out daemon/main.c,$(sort $(wildcard daemon/*.c daemon/*/*.c)))
 UNIT_SRCS := $(wildcard tests/unit/*.c) $(wildcard tests/harness/*.c)
-FUZZ_HARNESSES := codec conn config ctl cli peer
+FUZZ_HARNESSES := codec conn config ctl cli peer frame admission requests
 HEADER_CHECKS_BPF := tests/headers/wire_bpf.c
 
 PROTO_OBJS := $(PROTO_SRCS:%.c=$(OBJ)/%.o)
@@ -548,6 +548,18 @@ $(FUZZ)/fuzz_%: tests/fuzz/fuzz_%.c $(PROTO_SRCS) $(DAEMON_SRCS) $(XDP_SKEL) \
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CLANG) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) $(SAN_FLAGS) -fsanitize=fuzzer -o $@ \
 		$(filter %.c,$^) $(DAEMON_LIBS) $(PROTO_LIBS)
+
+# These harnesses run two daemon cores in the unit tests' virtual-time world.
+$(FUZZ)/fuzz_admission $(FUZZ)/fuzz_requests: $(FUZZ)/fuzz_%: tests/fuzz/fuzz_%.c \
+		tests/unit/core_world.c tests/unit/conn_xfer.c \
+		tests/harness/netsim.c $(PROTO_SRCS) \
+		$(DAEMON_SRCS) $(XDP_SKEL) $(wildcard lib/include/metaroce/*.h lib/proto/*.h \
+			lib/shm/*.h daemon/*.h daemon/*/*.h tests/unit/core_world.h \
+			tests/fuzz/check_abort.h)
+	$(call msg,FUZZ-LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) -include tests/fuzz/check_abort.h \
+		$(SAN_FLAGS) -fsanitize=fuzzer -o $@ $(filter %.c,$^) $(DAEMON_LIBS) $(PROTO_LIBS)
 
 # The CLI harness runs metaroce-ctl itself, its main renamed.
 $(FUZZ)/fuzz_cli: tests/fuzz/fuzz_cli.c cli/metaroce-ctl.c $(wildcard lib/include/metaroce/*.h)

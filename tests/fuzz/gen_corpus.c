@@ -11,6 +11,8 @@
 
 #include <metaroce/ctl.h>
 
+#include "proto/bytes.h"
+#include "proto/checksum.h"
 #include "proto/codec.h"
 
 static uint8_t out[1 + 9000];
@@ -281,6 +283,100 @@ static int cli_corpus(const char *dir)
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+/* Frames for fuzz_frame: received ones (mode 0, a capacity, then Ethernet, IPv4 or IPv6, UDP,
+ * a few bytes) and a datagram to build (mode 1, then addresses, ports, lengths, bytes). */
+static int frame_corpus(const char *dir)
+{
+	static const uint8_t v4[] = {
+		0, 0xff, 2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x08, 0x00,
+		0x45, 0x03, 0, 32, 0, 1, 0x40, 0, 64, 17, 0, 0, 198, 18, 0, 1, 198, 18, 0, 2,
+		0xc3, 0x50, 0x12, 0xb7, 0, 12, 0, 0, 1, 2, 3, 4,
+	};
+	static const uint8_t v6[] = {
+		0, 0xff, 2, 0, 0, 0, 0, 1, 2, 0, 0, 0, 0, 2, 0x86, 0xdd,
+		0x60, 0x20, 0, 0, 0, 12, 17, 64,
+		0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
+		0x20, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2,
+		0xc3, 0x50, 0x12, 0xb7, 0, 12, 0, 0, 1, 2, 3, 4,
+	};
+	uint8_t ip4[sizeof(v4)], build[1 + 32 + 4 + 2 + 64];
+	int failed = 0;
+
+	/* the IPv4 header's checksum, so that the seed is a frame the parser takes */
+	memcpy(ip4, v4, sizeof(v4));
+	store_be16(ip4 + 2 + 14 + 10, (uint16_t)~mrc_csum_fold(mrc_csum_add(0, ip4 + 2 + 14, 20)));
+	failed |= write_file(dir, "ipv4", ip4, sizeof(ip4));
+	failed |= write_file(dir, "ipv6", v6, sizeof(v6));
+	for (unsigned i = 0; i < sizeof(build); i++)
+		build[i] = (uint8_t)(i * 37);
+	build[0] = 1;
+	failed |= write_file(dir, "build4", build, sizeof(build));
+	build[0] = 3;
+	failed |= write_file(dir, "build6", build, sizeof(build));
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/* Scripts for fuzz_admission (its format): real packets of the transfer sent again, changed
+ * in the header with the checksum made right, from the peer's address and a stranger's, and a
+ * DISCOVER from the encoder with no tag. */
+static int admission_corpus(const char *dir)
+{
+	static const uint8_t again[] = { 0, 4, 0x20, 0, 4, 0x21, 0, 40, 0x22, 0 };
+	static const uint8_t changed[] = { 1, 2, 0x30, 4, 0, 0, 0, 1, 9, 0x35, 24, [33] = 0x80 };
+	struct mrc_packet d = { .opcode = MRC_OP_DISCOVER, .psn = 7 };
+	uint8_t script[1 + 3 + MRC_WIRE_MAX_PACKET] = { 2, 1, 0x10 };
+	size_t len;
+	int failed = 0;
+
+	failed |= write_file(dir, "again", again, sizeof(again));
+	failed |= write_file(dir, "changed", changed, sizeof(changed));
+	d.u.discover = (struct mrc_discover){ .node_id = 99, .udp_port = 4791, .max_payload = 4096,
+					      .n_addrs = 1 };
+	d.u.discover.addrs[0].family = MRC_AF_INET;
+	memcpy(d.u.discover.addrs[0].addr, (const uint8_t[16]){ [10] = 0xff, [11] = 0xff, 198, 18, 0, 9 },
+	       16);
+	if (mrc_encode(&d, script + 4, sizeof(script) - 4, &len) || len > 255)
+		return EXIT_FAILURE;
+	script[3] = (uint8_t)len;
+	failed |= write_file(dir, "discover", script, 4 + len);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+/* Requests for fuzz_requests (its format: a type's index, a length, the payload): a CQ, a
+ * QP on it and its destruction; a region of the client's memory and its deregistration. */
+static size_t request_record(uint8_t *at, uint8_t type_index, const void *payload, uint8_t len)
+{
+	at[0] = type_index;
+	at[1] = len;
+	memcpy(at + 2, payload, len);
+	return 2u + len;
+}
+
+static int requests_corpus(const char *dir)
+{
+	struct mrc_ctl_create_cq cq = { 16, 0 };
+	struct mrc_ctl_create_qp qp = { 1, 1, 8, 8, 0, 1, 0, MRC_CTL_QPT_RC };
+	struct mrc_ctl_handle first = { 1, 0 };
+	struct {
+		struct mrc_ctl_reg_mr r;
+		struct mrc_ctl_mr_segment s;
+	} reg = { { 0x10000, 4096, 0, MRC_CTL_ACCESS_ALL, 1, 1, 0 }, { 0, 4096 } };
+	uint8_t script[512];
+	size_t n = 0;
+	int failed = 0;
+
+	/* indexes into fuzz_requests' table: 6 CREATE_CQ, 8 CREATE_QP, 18 DESTROY_QP,
+	 * 2 REG_MR, 3 DEREG_MR */
+	n += request_record(script + n, 6, &cq, sizeof(cq));
+	n += request_record(script + n, 8, &qp, sizeof(qp));
+	n += request_record(script + n, 18, &first, sizeof(first));
+	failed |= write_file(dir, "cq_qp", script, n);
+	n = request_record(script, 2, &reg, sizeof(reg));
+	n += request_record(script + n, 3, &first, sizeof(first));
+	failed |= write_file(dir, "region", script, n);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && strcmp(argv[1], "codec") == 0)
@@ -295,6 +391,13 @@ int main(int argc, char **argv)
 		return conn_corpus(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "peer") == 0)
 		return peer_corpus(argv[2]);
-	fprintf(stderr, "usage: gen_corpus codec|conn|config|ctl|cli|peer DIR\n");
+	if (argc == 3 && strcmp(argv[1], "frame") == 0)
+		return frame_corpus(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "admission") == 0)
+		return admission_corpus(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "requests") == 0)
+		return requests_corpus(argv[2]);
+	fprintf(stderr, "usage: gen_corpus codec|conn|config|ctl|cli|peer|frame|admission|"
+			"requests DIR\n");
 	return 2;
 }

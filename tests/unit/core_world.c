@@ -90,8 +90,10 @@ static void send_one(struct host *from, const struct mrcd_dgram *d, uint64_t ext
 	p = malloc(sizeof(*p) + mrcd_dgram_tx_len(d));
 	ck_assert_ptr_nonnull(p);
 	memcpy(p->data, d->data, d->len);
-	if (d->payload) /* a gather list's second piece, as the backends send it */
+	if (d->payload) { /* a gather list's second piece and its tag, as the backends send it */
 		memcpy(p->data + d->len, d->payload, d->payload_len);
+		memcpy(p->data + d->len + d->payload_len, d->trailer, d->trailer_len);
+	}
 	/* each host's plane link: 1 Gbit/s, so a transfer takes milliseconds to happen to */
 	{
 		uint64_t *busy = &w->busy_until[from->index][d->plane % PLANES];
@@ -277,6 +279,22 @@ void world_host_start(struct world *w, unsigned k)
 	p.seed[0] = world_rnd(w);
 	p.seed[1] = world_rnd(w);
 	p.request_seed = world_rnd(w);
+	if (w->auth) { /* a key pair of its own at every start, as a new key_file would be */
+		struct mrc_auth *a = &h->auth;
+
+		memset(a, 0, sizeof(*a));
+		a->mode = MRC_AUTH_HEADER;
+		for (unsigned i = 0; i < MRC_AUTH_KEY_LEN / 8; i++) {
+			uint64_t r = world_rnd(w);
+
+			memcpy(a->secret_key + 8 * i, &r, 8);
+		}
+		ck_assert_int_eq(mrc_auth_public_of(a->secret_key, a->public_key), 0);
+		a->has_cluster_key = true;
+		memset(a->cluster_key, 0x5c, sizeof(a->cluster_key));
+		ck_assert_int_eq(mrc_auth_init(a), 0);
+		p.auth = a;
+	}
 	ck_assert_int_eq(mrcd_core_init(&h->core, &p), 0);
 	h->up = true;
 }
@@ -611,10 +629,16 @@ void world_run(struct world *w, uint64_t limit, bool (*done)(struct world *), ui
 
 void world_init(struct world *w, uint64_t seed)
 {
+	world_init_auth(w, seed, false);
+}
+
+void world_init_auth(struct world *w, uint64_t seed, bool auth)
+{
 	static const uint8_t opcodes[] = { MRC_SQ_WRITE, MRC_SQ_WRITE_IMM, MRC_SQ_SEND,
 					   MRC_SQ_SEND_IMM, MRC_SQ_READ };
 
 	memset(w, 0, sizeof(*w));
+	w->auth = auth;
 	w->rng = seed | 1;
 	w->now = SEC;
 	for (unsigned q = 0; q < QPS; q++)

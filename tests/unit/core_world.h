@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "core/core.h"
+#include "proto/auth.h"
 #include "shm/ring.h"
 
 #define PLANES 2
@@ -59,6 +60,7 @@ struct host {
 	unsigned index;
 	struct mrcd_config cfg;
 	struct mrcd_core core;
+	struct mrc_auth auth; /* with world.auth: its key pair, the world's cluster key */
 	bool up;
 	uint64_t node_id;
 	/* the fake io: what the request in hand came with and what its reply takes along */
@@ -80,6 +82,7 @@ struct packet {
 
 struct world {
 	uint64_t now, rng, seq;
+	bool auth; /* the cores authenticate (SPEC 14.6) under one cluster key */
 	struct host h[2];
 	struct wr_plan plan[QPS][WRS];
 	/* the network: a min-heap of packets by (at, seq) */
@@ -100,6 +103,8 @@ struct world {
 
 /* A world of seed: both hosts up, the clients connected, each QP's plan drawn; and its end. */
 void world_init(struct world *w, uint64_t seed);
+/* ... whose cores authenticate their peers and packets, or not */
+void world_init_auth(struct world *w, uint64_t seed, bool auth);
 void world_free(struct world *w);
 uint64_t world_rnd(struct world *w);
 

@@ -15,11 +15,11 @@
 /* --- the properties ------------------------------------------------------------------- */
 
 static void transfer(uint64_t seed, double loss, double duplicate, uint64_t jitter_ns,
-		     double refuse)
+		     double refuse, bool auth)
 {
 	static struct world w;
 
-	world_init(&w, seed);
+	world_init_auth(&w, seed, auth);
 	w.refuse = refuse;
 	w.loss = loss;
 	w.duplicate = duplicate;
@@ -171,14 +171,23 @@ END_TEST
 
 START_TEST(core_pair__clean_network)
 {
-	transfer(1, 0, 0, 0, 0);
+	transfer(1, 0, 0, 0, 0, false);
+}
+END_TEST
+
+/* The cores authenticated under a cluster key (SPEC 14.6): discovery, tags and keys from
+ * end to end through the daemon's core, over a lossy, duplicating, reordering network. */
+START_TEST(core_pair__authenticated)
+{
+	transfer(11, 0, 0, 0, 0, true);
+	transfer(13 * 7919, 0.02, 0.02, 200 * US, 0, true);
 }
 END_TEST
 
 START_TEST(core_pair__loss_duplication_reordering)
 {
 	for (uint64_t seed = 1; seed <= 6; seed++)
-		transfer(seed * 7919, 0.02, 0.02, 200 * US, 0);
+		transfer(seed * 7919, 0.02, 0.02, 200 * US, 0, false);
 }
 END_TEST
 
@@ -187,7 +196,7 @@ END_TEST
 START_TEST(core_pair__local_queue_refuses)
 {
 	for (uint64_t seed = 1; seed <= 4; seed++)
-		transfer(seed * 6007, 0.01, 0, 50 * US, 0.05);
+		transfer(seed * 6007, 0.01, 0, 50 * US, 0.05, false);
 }
 END_TEST
 
@@ -348,6 +357,7 @@ Suite *core_pair_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, core_pair__users_see_only_their_own);
 	tcase_add_test(tc, core_pair__clean_network);
+	tcase_add_test(tc, core_pair__authenticated);
 	tcase_add_test(tc, core_pair__through_a_memory_window);
 	tcase_add_test(tc, core_pair__silent_connections_are_closed);
 	tcase_add_test(tc, core_pair__loss_duplication_reordering);
