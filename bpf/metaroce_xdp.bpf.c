@@ -373,6 +373,9 @@ int metaroce_xdp(struct xdp_md *ctx)
 	ext = (void *)(hdr + 1);
 	if ((void *)(ext + 1) > end)
 		return dropped(MRC_XDP_TRUNCATED);
+	/* a sealed payload is the daemon's to open (auth = full) */
+	if (hdr->flags & bpf_htons(MRC_F_SEALED))
+		return to_daemon(ctx, plane->index, MRC_XDP_TO_DAEMON);
 	payload = bpf_ntohs(hdr->payload_len);
 	/* an authentication trailer follows the payload, outside the checksum */
 	trailer = hdr->flags & bpf_htons(MRC_F_AUTH) ? MRC_AUTH_TAG_LEN : 0;

@@ -2,6 +2,8 @@
 #include "auth.h"
 
 #include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <sodium.h>
@@ -9,6 +11,8 @@
 #include <metaroce/siphash.h>
 
 #include "bytes.h"
+#include "checksum.h"
+#include "codec.h"
 
 /* Domain separation: no key of one kind is ever the key of another. */
 static const char CLUSTER_STATIC[] = "metaroce-v1 cluster static";
@@ -16,6 +20,8 @@ static const char KX_STATIC[] = "metaroce-v1 kx static";
 static const char SESSION[] = "metaroce-v1 session";
 static const char QP[] = "metaroce-v1 qp";
 static const char UD[] = "metaroce-v1 ud";
+static const char SEAL[] = "metaroce-v1 seal";
+static const char UD_SEAL[] = "metaroce-v1 ud seal";
 
 /* BLAKE2b under key of label || m, out_len bytes. */
 static void keyed_hash(uint8_t *out, size_t out_len, const uint8_t key[MRC_AUTH_KEY_LEN],
@@ -37,7 +43,7 @@ static void sip_key_from(struct mrc_auth_key *k, const uint8_t bytes[16])
 
 const char *mrc_auth_mode_name(enum mrc_auth_mode mode)
 {
-	return mode == MRC_AUTH_HEADER ? "header" : "off";
+	return mode == MRC_AUTH_FULL ? "full" : mode == MRC_AUTH_HEADER ? "header" : "off";
 }
 
 int mrc_auth_public_of(const uint8_t secret_key[MRC_AUTH_KEY_LEN],
@@ -50,7 +56,8 @@ int mrc_auth_init(struct mrc_auth *a)
 {
 	if (a->mode == MRC_AUTH_OFF)
 		return 0;
-	if (a->mode != MRC_AUTH_HEADER || (!a->has_cluster_key && !a->n_allowed))
+	if ((a->mode != MRC_AUTH_HEADER && a->mode != MRC_AUTH_FULL) ||
+	    (!a->has_cluster_key && !a->n_allowed))
 		return -EINVAL;
 	for (unsigned i = 0; i < a->n_allowed; i++) {
 		struct mrc_auth_peer *p = &a->allowed[i];
@@ -218,6 +225,72 @@ void mrc_auth_qp_keys(const struct mrc_peer_keys *k, uint32_t local_qpn, uint32_
 	derive_sip(rx, k->session_rx, QP, m, sizeof(m));
 }
 
+void mrc_auth_qp_seal_keys(const struct mrc_peer_keys *k, uint32_t local_qpn,
+			   uint32_t remote_qpn, struct mrc_seal_key *tx, struct mrc_seal_key *rx)
+{
+	uint8_t m[8];
+
+	store_be32(m, local_qpn);
+	store_be32(m + 4, remote_qpn);
+	keyed_hash(tx->k, sizeof(tx->k), k->session_tx, SEAL, m, sizeof(m));
+	store_be32(m, remote_qpn);
+	store_be32(m + 4, local_qpn);
+	keyed_hash(rx->k, sizeof(rx->k), k->session_rx, SEAL, m, sizeof(m));
+}
+
+void mrc_auth_ud_seal_keys(const struct mrc_peer_keys *k, struct mrc_seal_key *tx,
+			   struct mrc_seal_key *rx)
+{
+	keyed_hash(tx->k, sizeof(tx->k), k->session_tx, UD_SEAL, NULL, 0);
+	keyed_hash(rx->k, sizeof(rx->k), k->session_rx, UD_SEAL, NULL, 0);
+}
+
+/* The associated data of a sealed packet: its headers as sent, the checksum field zero
+ * (the checksum covers the ciphertext, which the tag is computed with). */
+#define MAX_AD 96
+_Static_assert(MAX_AD % 8 == 0 && MAX_AD >= 24 + 56, "every header fits the associated data");
+
+static bool seal_ad(uint8_t ad[MAX_AD], const uint8_t *hdr, size_t hdr_len)
+{
+	if (hdr_len > MAX_AD)
+		return false;
+	memcpy(ad, hdr, hdr_len);
+	memset(ad + offsetof(struct mrc_hdr, csum), 0, sizeof(((struct mrc_hdr *)0)->csum));
+	return true;
+}
+
+void mrc_auth_seal(const struct mrc_seal_key *k, uint64_t counter, uint8_t *pkt, size_t hdr_len,
+		   size_t payload_len, uint8_t trailer[sizeof(struct mrc_seal_trailer)])
+{
+	uint8_t ad[MAX_AD], nonce[crypto_aead_chacha20poly1305_IETF_NPUBBYTES] = { 0 };
+	unsigned long long tag_len;
+
+	if (!seal_ad(ad, pkt, hdr_len))
+		abort(); /* no opcode has such headers */
+	store_le64(nonce, counter);
+	crypto_aead_chacha20poly1305_ietf_encrypt_detached(
+		pkt + hdr_len, trailer + offsetof(struct mrc_seal_trailer, tag), &tag_len,
+		pkt + hdr_len, payload_len, ad, hdr_len, NULL, nonce, k->k);
+	memcpy(trailer + offsetof(struct mrc_seal_trailer, counter), nonce, 8);
+	memset(pkt + offsetof(struct mrc_hdr, csum), 0, 2);
+	store_be16(pkt + offsetof(struct mrc_hdr, csum), mrc_csum_compute(pkt, hdr_len + payload_len));
+}
+
+bool mrc_auth_open(const struct mrc_seal_key *k, const struct mrc_packet *pkt, uint8_t *plain)
+{
+	uint8_t ad[MAX_AD], nonce[crypto_aead_chacha20poly1305_IETF_NPUBBYTES] = { 0 };
+	size_t hdr_len = mrc_header_len(pkt->opcode);
+
+	if (!pkt->auth || !pkt->wire || !(pkt->flags & MRC_F_SEALED) ||
+	    !seal_ad(ad, pkt->wire, hdr_len))
+		return false;
+	memcpy(nonce, pkt->auth + offsetof(struct mrc_seal_trailer, counter), 8);
+	return crypto_aead_chacha20poly1305_ietf_decrypt_detached(
+		       plain, NULL, pkt->payload, pkt->payload_len,
+		       pkt->auth + offsetof(struct mrc_seal_trailer, tag), ad, hdr_len, nonce,
+		       k->k) == 0;
+}
+
 uint32_t mrc_auth_initial_psn(const struct mrc_auth_key *k)
 {
 	__u64 label = 0x6e73702d6372 /* "rc-psn" */;
@@ -248,7 +321,7 @@ void mrc_auth_put_tag(const struct mrc_auth_key *k, const uint8_t *hdr, size_t h
 
 bool mrc_auth_packet_ok(const struct mrc_auth_key *k, const struct mrc_packet *pkt)
 {
-	if (!pkt->auth || !pkt->wire)
+	if (!pkt->auth || !pkt->wire || (pkt->flags & MRC_F_SEALED))
 		return false;
 	/* one 64-bit comparison: no early exit that would time a tag byte by byte */
 	return mrc_auth_tag(k, pkt->wire, mrc_header_len(pkt->opcode)) == load_le64(pkt->auth);

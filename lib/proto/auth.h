@@ -36,11 +36,17 @@
 enum mrc_auth_mode {
 	MRC_AUTH_OFF = 0,    /* nothing authenticated: a lab only, said loudly */
 	MRC_AUTH_HEADER = 1, /* authenticated discovery, every packet's headers tagged */
+	MRC_AUTH_FULL = 2,   /* and every packet sealed: payload encrypted, all of it tagged */
 };
 
 /* A 128-bit SipHash key: the two little-endian halves of 16 key bytes. */
 struct mrc_auth_key {
 	uint64_t k0, k1;
+};
+
+/* A 256-bit ChaCha20-Poly1305 key: one direction of a QP (or a peer pair's UD) sealed. */
+struct mrc_seal_key {
+	uint8_t k[MRC_AUTH_KEY_LEN];
 };
 
 struct mrc_auth_prefix {
@@ -121,6 +127,25 @@ void mrc_auth_sessions(struct mrc_peer_keys *k, uint64_t local_node, uint64_t pe
 /* A QP's tag keys: ours from local_qpn to remote_qpn, and the peer's the other way. */
 void mrc_auth_qp_keys(const struct mrc_peer_keys *k, uint32_t local_qpn, uint32_t remote_qpn,
 		      struct mrc_auth_key *tx, struct mrc_auth_key *rx);
+
+/* A QP's seal keys (auth = full), ours and the peer's, as mrc_auth_qp_keys; and a peer
+ * pair's for UD. */
+void mrc_auth_qp_seal_keys(const struct mrc_peer_keys *k, uint32_t local_qpn,
+			   uint32_t remote_qpn, struct mrc_seal_key *tx, struct mrc_seal_key *rx);
+void mrc_auth_ud_seal_keys(const struct mrc_peer_keys *k, struct mrc_seal_key *tx,
+			   struct mrc_seal_key *rx);
+
+/*
+ * Seals the packet at pkt (hdr_len header bytes, then payload_len payload bytes, encoded with
+ * MRC_F_AUTH | MRC_F_SEALED) in place [R-342]: encrypts the payload under k with the nonce
+ * `counter` (never twice under one key), recomputes the checksum over the ciphertext and
+ * writes the trailer (struct mrc_seal_trailer) into trailer.
+ */
+void mrc_auth_seal(const struct mrc_seal_key *k, uint64_t counter, uint8_t *pkt, size_t hdr_len,
+		   size_t payload_len, uint8_t trailer[sizeof(struct mrc_seal_trailer)]);
+/* Whether a decoded sealed packet's tag is right under k, and then its payload, decrypted,
+ * in plain (pkt->payload_len bytes; it may not overlap the packet). */
+bool mrc_auth_open(const struct mrc_seal_key *k, const struct mrc_packet *pkt, uint8_t *plain);
 
 /* The first PSN of the direction whose packets key k tags: as secret as the key. */
 uint32_t mrc_auth_initial_psn(const struct mrc_auth_key *k);

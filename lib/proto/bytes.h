@@ -56,4 +56,10 @@ static inline uint64_t load_le64(const uint8_t *p)
 	return v;
 }
 
+static inline void store_le64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
 #endif /* METAROCE_PROTO_BYTES_H */

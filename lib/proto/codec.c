@@ -79,13 +79,13 @@ static int psn_meaningful(uint8_t opcode)
 	       opcode == MRC_OP_DISCOVER_REPLY || mrc_opcode_is_ud(opcode);
 }
 
-size_t mrc_auth_trailer_len(uint8_t opcode)
+size_t mrc_auth_trailer_len(uint8_t opcode, uint16_t flags)
 {
-	if (!mrc_opcode_is_known(opcode))
+	if (!mrc_opcode_is_known(opcode) || !(flags & MRC_F_AUTH))
 		return 0;
-	return opcode == MRC_OP_DISCOVER || opcode == MRC_OP_DISCOVER_REPLY
-		       ? sizeof(struct mrc_discover_auth)
-		       : sizeof(struct mrc_auth_tag);
+	if (opcode == MRC_OP_DISCOVER || opcode == MRC_OP_DISCOVER_REPLY)
+		return sizeof(struct mrc_discover_auth);
+	return flags & MRC_F_SEALED ? sizeof(struct mrc_seal_trailer) : sizeof(struct mrc_auth_tag);
 }
 
 int mrc_opcode_is_known(uint8_t opcode)
@@ -116,7 +116,11 @@ int mrc_opcode_is_ud(uint8_t opcode)
 
 uint16_t mrc_opcode_flags(uint8_t opcode)
 {
-	return opcodes[opcode].ext_len ? opcodes[opcode].flags | MRC_F_AUTH : 0;
+	if (!opcodes[opcode].ext_len)
+		return 0;
+	if (opcode == MRC_OP_DISCOVER || opcode == MRC_OP_DISCOVER_REPLY)
+		return opcodes[opcode].flags | MRC_F_AUTH;
+	return opcodes[opcode].flags | MRC_F_AUTH | MRC_F_SEALED;
 }
 
 size_t mrc_header_len(uint8_t opcode)
@@ -250,6 +254,8 @@ static int check_semantics(const struct mrc_packet *pkt)
 
 	if (err)
 		return err;
+	if ((pkt->flags & MRC_F_SEALED) && !(pkt->flags & MRC_F_AUTH))
+		return MRC_WIRE_E_FIELD; /* a sealed packet's trailer is an authentication's */
 	if (!opcodes[pkt->opcode].may_payload && pkt->payload_len != 0)
 		return MRC_WIRE_E_LENGTH;
 	switch (pkt->opcode) {
@@ -442,8 +448,8 @@ int mrc_decode(const void *buf, size_t len, struct mrc_packet *pkt)
 	if (len < hdr_len)
 		return MRC_WIRE_E_TRUNCATED;
 	pkt->payload_len = GET16(p, struct mrc_hdr, payload_len);
-	trailer = GET16(p, struct mrc_hdr, flags) & MRC_F_AUTH ? mrc_auth_trailer_len(pkt->opcode)
-							       : 0;
+	trailer = mrc_auth_trailer_len(pkt->opcode,
+				       GET16(p, struct mrc_hdr, flags) & mrc_opcode_flags(pkt->opcode));
 	if (len - hdr_len != (size_t)pkt->payload_len + trailer)
 		return MRC_WIRE_E_LENGTH;
 	/* Integrity before any field is believed: a corrupted packet is never acted on. */

@@ -147,8 +147,9 @@ int mrc_opcode_is_ud(uint8_t opcode);
 /* The MRC_F_* flags an opcode defines; 0 for an unknown opcode. */
 uint16_t mrc_opcode_flags(uint8_t opcode);
 
-/* Bytes of the authentication trailer MRC_F_AUTH adds to an opcode; 0 if unknown. */
-size_t mrc_auth_trailer_len(uint8_t opcode);
+/* Bytes of the trailer a packet of this opcode and these flags (as defined for the opcode)
+ * ends in: MRC_F_AUTH's, MRC_F_SEALED's [R-340, R-342]; 0 for none or an unknown opcode. */
+size_t mrc_auth_trailer_len(uint8_t opcode, uint16_t flags);
 
 /* Bytes of the common plus extension header of an opcode; 0 for an unknown opcode. */
 size_t mrc_header_len(uint8_t opcode);

@@ -243,6 +243,11 @@ struct mrc_conn_config {
 	 * before any field is acted on [R-343]. */
 	bool auth;
 	struct mrc_auth_key auth_tx, auth_rx;
+	/* With auth, every packet sealed instead (auth = full): its payload encrypted under
+	 * seal_tx, every packet received opened under seal_rx [R-342]. The payload is then
+	 * always copied behind the headers (payload_by_reference does not apply). */
+	bool seal;
+	struct mrc_seal_key seal_tx, seal_rx;
 };
 
 /* Fills in the defaults documented in docs/SPEC.md; the caller sets QPNs, PSNs and paths. */
@@ -272,7 +277,7 @@ struct mrc_tx_info {
 	uint32_t payload_len;
 	/* With config.auth and a payload left by reference: the authentication trailer, sent
 	 * behind the payload (a packet whole in buf has it at its end, in *len) [R-340]. */
-	uint8_t trailer[MRC_AUTH_TAG_LEN];
+	uint8_t trailer[MRC_AUTH_TAG_LEN];	/* (a sealed packet is always whole in buf) */
 	uint8_t trailer_len;
 };
 

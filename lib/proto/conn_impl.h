@@ -115,6 +115,7 @@ struct mrc_conn {
 	uint64_t retx_wakeup_ns; /* earliest a lost packet held back may go again */
 	struct mrc_prf rng; /* probe nonces, source ports */
 	uint64_t last_now_ns; /* latest time the caller gave us */
+	uint64_t sealed;      /* packets sealed: the next one's nonce */
 
 	/* receiver */
 	struct mrc_rx_window rxw;

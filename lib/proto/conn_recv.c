@@ -732,17 +732,38 @@ void conn_queue_probe_reply(struct mrc_conn *c, const struct mrc_rx_info *rx,
 	}
 }
 
+/*
+ * A sealed packet opened [R-342]: *pkt becomes *opened, the same with its payload decrypted
+ * into this thread's scratch, which lasts until the next packet is opened (the engine keeps
+ * no pointer into a packet once it returns).
+ */
+static bool open_sealed(const struct mrc_conn *c, const struct mrc_packet **pkt,
+			struct mrc_packet *opened)
+{
+	static _Thread_local uint8_t plain[MRC_WIRE_MAX_PACKET];
+
+	if ((*pkt)->payload_len > sizeof(plain) || !mrc_auth_open(&c->cfg.seal_rx, *pkt, plain))
+		return false;
+	*opened = **pkt;
+	opened->payload = plain;
+	*pkt = opened;
+	return true;
+}
+
 int mrc_conn_recv_packet(struct mrc_conn *c, const struct mrc_rx_info *rx,
 			 const struct mrc_packet *pkt, uint64_t now_ns)
 {
+	struct mrc_packet opened;
 	int err;
 
 	c->stats.rx_packets++;
 	if (pkt->dst_qpn != c->cfg.local_qpn) {
 		err = MRC_DROP_WRONG_QPN;
-	} else if (c->cfg.auth && !rx->placed && !mrc_auth_packet_ok(&c->cfg.auth_rx, pkt)) {
-		/* before any field is believed: forged, replayed from another QP, or reflected
-		 * [R-343] */
+	} else if (c->cfg.auth && !rx->placed &&
+		   !(c->cfg.seal ? open_sealed(c, &pkt, &opened)
+				 : mrc_auth_packet_ok(&c->cfg.auth_rx, pkt))) {
+		/* before any field is believed: forged, replayed from another QP, reflected, or
+		 * not sealed where it must be (or the other way) [R-343] */
 		err = MRC_DROP_UNAUTHENTICATED;
 	} else if (c->state == MRC_QPS_CLOSING || c->state == MRC_QPS_CLOSED) {
 		err = conn_closing_recv(c, rx, pkt, now_ns);

@@ -36,7 +36,7 @@ static void init_packet(const struct mrc_conn *c, struct mrc_packet *pkt, uint8_
 	pkt->dst_qpn = c->cfg.remote_qpn;
 	pkt->path_id = path_id;
 	pkt->tx_ts = (uint32_t)now_ns;
-	pkt->flags = c->cfg.auth ? MRC_F_AUTH : 0;
+	pkt->flags = c->cfg.auth ? MRC_F_AUTH | (c->cfg.seal ? MRC_F_SEALED : 0) : 0;
 }
 
 bool conn_send_ack(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
@@ -314,7 +314,7 @@ static bool build_data(struct mrc_conn *c, const struct msg *m, uint32_t psn, ui
 	*payload_len = pkt.payload_len;
 	if (hdr + pkt.payload_len > cap)
 		return false;
-	if (c->cfg.payload_by_reference && pkt.payload_len)
+	if (c->cfg.payload_by_reference && !c->cfg.seal && pkt.payload_len)
 		piece = sge_piece(m->wr.sge, m->wr.num_sge, off, pkt.payload_len);
 	if (piece) {
 		pkt.payload = piece;
@@ -619,7 +619,7 @@ static bool next_packet(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx
 bool mrc_conn_send(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info *tx,
 		   uint64_t now_ns, size_t *len)
 {
-	size_t hdr_len;
+	size_t hdr_len, trailer_len;
 
 	c->last_now_ns = now_ns;
 	tx->payload = NULL;
@@ -627,11 +627,17 @@ bool mrc_conn_send(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info
 	tx->trailer_len = 0;
 	if (!c->cfg.auth)
 		return next_packet(c, buf, cap, tx, now_ns, len);
-	if (cap < MRC_AUTH_TAG_LEN ||
-	    !next_packet(c, buf, cap - MRC_AUTH_TAG_LEN, tx, now_ns, len))
+	trailer_len = c->cfg.seal ? sizeof(struct mrc_seal_trailer) : MRC_AUTH_TAG_LEN;
+	if (cap < trailer_len || !next_packet(c, buf, cap - trailer_len, tx, now_ns, len))
 		return false;
-	/* the tag covers the headers as written, checksum included */
 	hdr_len = mrc_header_len(((const uint8_t *)buf)[offsetof(struct mrc_hdr, opcode)]);
+	if (c->cfg.seal) { /* payload encrypted in place, headers and all of it tagged */
+		mrc_auth_seal(&c->cfg.seal_tx, c->sealed++, buf, hdr_len, *len - hdr_len,
+			      (uint8_t *)buf + *len);
+		*len += trailer_len;
+		return true;
+	}
+	/* the tag covers the headers as written, checksum included */
 	if (tx->payload) {
 		mrc_auth_put_tag(&c->cfg.auth_tx, buf, hdr_len, tx->trailer);
 		tx->trailer_len = MRC_AUTH_TAG_LEN;

@@ -49,7 +49,8 @@ static void inject(struct world *w, uint8_t how, const uint8_t *bytes, size_t le
 		memcpy(buf, bytes, len);
 	}
 	if (how & 0x10 && n >= 24) { /* the checksum right again, the trailer outside it */
-		size_t trailer = load_be16(buf + 2) & MRC_F_AUTH ? mrc_auth_trailer_len(buf[1]) : 0;
+		size_t trailer = mrc_auth_trailer_len(buf[1], load_be16(buf + 2) &
+							       mrc_opcode_flags(buf[1]));
 		size_t body = n > trailer + 24 ? n - trailer : n;
 
 		buf[20] = buf[21] = 0;

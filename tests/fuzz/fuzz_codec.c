@@ -87,7 +87,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(pkt, data + 1, len);
 	if ((data[0] & 1) && len >= sizeof(struct mrc_hdr)) {
 		/* the checksum stops where an authentication trailer begins */
-		size_t trailer = pkt[3] & MRC_F_AUTH ? mrc_auth_trailer_len(pkt[1]) : 0;
+		size_t trailer = mrc_auth_trailer_len(pkt[1], (uint16_t)(pkt[2] << 8 | pkt[3]) &
+							       mrc_opcode_flags(pkt[1]));
 
 		reseal(pkt, len > trailer + sizeof(struct mrc_hdr) ? len - trailer : len);
 	}
@@ -101,7 +102,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	/* an authentication trailer lies outside the checksum and the encoder's output: the
 	 * caller appends it [R-340] */
-	body = len - (first.auth ? mrc_auth_trailer_len(first.opcode) : 0);
+	body = len - mrc_auth_trailer_len(first.opcode, first.flags);
 	if ((first.auth != NULL) != !!(first.flags & MRC_F_AUTH) ||
 	    (first.auth && first.auth != pkt + body) || !mrc_csum_verify(pkt, body))
 		abort();

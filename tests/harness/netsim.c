@@ -292,6 +292,8 @@ void sim_connect(struct sim *sim, unsigned host_a, unsigned host_b,
 		cfg.rq_psn = side ? base->sq_psn : base->rq_psn;
 		cfg.auth_tx = side ? base->auth_rx : base->auth_tx; /* one's tx is the other's rx */
 		cfg.auth_rx = side ? base->auth_tx : base->auth_rx;
+		cfg.seal_tx = side ? base->seal_rx : base->seal_tx;
+		cfg.seal_rx = side ? base->seal_tx : base->seal_rx;
 		for (unsigned p = 0; p < sim->n_planes; p++) {
 			for (unsigned k = 0; k < paths_per_plane && n < MRC_MAX_PATHS; k++, n++) {
 				cfg.paths[n].plane = (uint8_t)p;

@@ -60,8 +60,10 @@ struct mrc_packet codec_sample(uint8_t op, int variant)
 	for (size_t i = 0; i < sizeof(codec_payload); i++)
 		codec_payload[i] = (uint8_t)(i * 31 + 7);
 	p.opcode = op;
-	/* every flag but AUTH, which needs a trailer the caller appends (test_auth.c) */
-	p.flags = hi ? mrc_opcode_flags(op) & ~MRC_F_AUTH : mid ? mrc_opcode_flags(op) & MRC_F_RETX : 0;
+	/* every flag but AUTH and SEALED, which need a trailer the caller appends (test_auth.c) */
+	p.flags = hi ? mrc_opcode_flags(op) & ~(MRC_F_AUTH | MRC_F_SEALED)
+		: mid ? mrc_opcode_flags(op) & MRC_F_RETX
+		      : 0;
 	p.dst_qpn = hi ? MRC_QPN_MAX : mid ? 0x123456 : 1;
 	p.tx_ts = hi ? UINT32_MAX : mid ? 0x80000000u : 0;
 	p.path_id = hi ? UINT16_MAX : mid ? 0x0100 : 0;

@@ -107,8 +107,11 @@ enum mrc_opcode {
 #define MRC_F_SOLICITED 0x0010u /* SEND*, WRITE_IMM, UD_SEND*: raise a solicited event */
 #define MRC_F_AUTH 0x0020u	/* every opcode: an authentication trailer follows the payload
 				 * (struct mrc_auth_tag, DISCOVER*: struct mrc_discover_auth) */
+#define MRC_F_SEALED 0x0040u	/* every opcode but DISCOVER*, with AUTH: the payload is
+				 * encrypted, the trailer is struct mrc_seal_trailer [R-342] */
 #define MRC_F_KNOWN                                                                            \
-	(MRC_F_ACK_REQ | MRC_F_RETX | MRC_F_ECE | MRC_F_INORDER | MRC_F_SOLICITED | MRC_F_AUTH)
+	(MRC_F_ACK_REQ | MRC_F_RETX | MRC_F_ECE | MRC_F_INORDER | MRC_F_SOLICITED | MRC_F_AUTH |  \
+	 MRC_F_SEALED)
 
 /* Common header, first in every packet. */
 struct mrc_hdr {
@@ -318,6 +321,19 @@ struct mrc_auth_tag {
 	__u8 tag[MRC_AUTH_TAG_LEN];
 };
 MRC_STATIC_ASSERT(sizeof(struct mrc_auth_tag) == 8, "mrc_auth_tag is 8 bytes");
+
+/*
+ * Trailer of a sealed packet (auth = full) [R-342]: the 64-bit packet counter its nonce is
+ * made of, little-endian, then the ChaCha20-Poly1305 (IETF) tag under the QP's (UD: the peer
+ * pair's) 256-bit seal key over the headers as associated data (the checksum field zero)
+ * and the payload, which travels encrypted. The checksum covers the ciphertext.
+ */
+#define MRC_SEAL_TAG_LEN 16
+struct mrc_seal_trailer {
+	__u8 counter[8];
+	__u8 tag[MRC_SEAL_TAG_LEN];
+};
+MRC_STATIC_ASSERT(sizeof(struct mrc_seal_trailer) == 24, "mrc_seal_trailer is 24 bytes");
 
 /*
  * Authentication trailer of DISCOVER and DISCOVER_REPLY [R-341]: the sender's static X25519
