@@ -266,8 +266,8 @@ bench-core:
 	$(Q)$(MAKE) --no-print-directory programs $(IDLE_QPS)
 	$(Q)python3 bench/core/core_bench.py $(BUILD) $(if $(COMPARE),--compare $(COMPARE))
 
-# One QP's goodput and the daemons' CPU per GB with auth = off and auth = header alternating
-# (median of 3 each), on the udp and xdp backends; writes build/bench-auth.json.
+# One QP's goodput and the daemons' CPU per GB with auth = off, header and full taking turns
+# (median of 7 each), on the udp and xdp backends; writes build/bench-auth.json.
 bench-auth:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory programs

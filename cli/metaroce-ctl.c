@@ -190,6 +190,11 @@ static const char *key_b64(const uint8_t k[32], char b64[45])
 	return sodium_bin2base64(b64, 45, k, 32, sodium_base64_VARIANT_ORIGINAL);
 }
 
+static const char *auth_name(uint8_t mode)
+{
+	return mode == MRC_CTL_AUTH_FULL ? "full" : mode == MRC_CTL_AUTH_HEADER ? "header" : "off";
+}
+
 static int show_status(const char *path, bool json)
 {
 	struct mrc_ctl_status s;
@@ -220,8 +225,8 @@ static int show_status(const char *path, bool json)
 		       (unsigned long long)s.tx_datagrams, s.n_clients, s.n_qps, s.n_cqs, s.n_mrs,
 		       (unsigned long long)s.mapped_bytes, s.max_payload, s.drained_planes);
 		show_users(path, true);
-		fprintf(out, "],\"auth\":\"%s\"", s.auth == MRC_CTL_AUTH_HEADER ? "header" : "off");
-		if (s.auth == MRC_CTL_AUTH_HEADER)
+		fprintf(out, "],\"auth\":\"%s\"", auth_name(s.auth));
+		if (s.auth != MRC_CTL_AUTH_OFF)
 			fprintf(out, ",\"public_key\":\"%s\",\"cluster_key\":%s,\"allowed_peers\":%u",
 				key_b64(s.public_key, key), s.cluster_key ? "true" : "false",
 				s.allowed_peers);
@@ -239,8 +244,8 @@ static int show_status(const char *path, bool json)
 	       (unsigned long long)s.rx_no_qp, (unsigned long long)s.tx_datagrams);
 	fprintf(out, "clients %u  qps %u  cqs %u  mrs %u  mapped %llu bytes\n", s.n_clients, s.n_qps,
 	       s.n_cqs, s.n_mrs, (unsigned long long)s.mapped_bytes);
-	if (s.auth == MRC_CTL_AUTH_HEADER)
-		fprintf(out, "auth header  public key %s  %s%u allowed peer%s\n",
+	if (s.auth != MRC_CTL_AUTH_OFF)
+		fprintf(out, "auth %s  public key %s  %s%u allowed peer%s\n", auth_name(s.auth),
 			key_b64(s.public_key, key), s.cluster_key ? "cluster key, " : "",
 			s.allowed_peers, s.allowed_peers == 1 ? "" : "s");
 	else

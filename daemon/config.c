@@ -51,7 +51,7 @@ void mrcd_config_default(struct mrcd_config *cfg)
 
 bool mrcd_config_authenticates(const struct mrcd_config *cfg)
 {
-	return cfg->auth == MRCD_AUTH_HEADER ||
+	return cfg->auth == MRCD_AUTH_HEADER || cfg->auth == MRCD_AUTH_FULL ||
 	       (cfg->auth == MRCD_AUTH_AUTO && (cfg->cluster_key_file[0] || cfg->n_allowed));
 }
 
@@ -433,14 +433,14 @@ static int set_user_page_maps(struct mrcd_config *cfg, const char *v, char *err,
 
 static int set_auth(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
 {
-	static const char *const names[] = { "auto", "header", "off" };
+	static const char *const names[] = { "auto", "header", "off", "full" };
 
 	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if (!strcmp(v, names[i])) {
 			cfg->auth = (enum mrcd_auth_setting)i;
 			return 0;
 		}
-	return fail(err, errlen, "auth must be auto, header or off, not '%s'", v);
+	return fail(err, errlen, "auth must be auto, header, full or off, not '%s'", v);
 }
 
 static int set_path(char *field, size_t cap, const char *key, const char *v, char *err,
@@ -670,9 +670,11 @@ int mrcd_config_check(const struct mrcd_config *cfg, char *err, size_t errlen)
 	if ((unsigned)cfg->n_planes * cfg->paths_per_plane > 32)
 		return fail(err, errlen, "%u planes x %u paths per plane exceeds 32 paths per QP",
 			    cfg->n_planes, cfg->paths_per_plane);
-	if (cfg->auth == MRCD_AUTH_HEADER && !cfg->cluster_key_file[0] && !cfg->n_allowed)
-		return fail(err, errlen, "auth = header needs a cluster_key_file or allowed_peer "
-			    "lines to know whom to trust");
+	if ((cfg->auth == MRCD_AUTH_HEADER || cfg->auth == MRCD_AUTH_FULL) &&
+	    !cfg->cluster_key_file[0] && !cfg->n_allowed)
+		return fail(err, errlen, "auth = %s needs a cluster_key_file or allowed_peer "
+			    "lines to know whom to trust",
+			    cfg->auth == MRCD_AUTH_FULL ? "full" : "header");
 	return 0;
 }
 
@@ -758,6 +760,7 @@ size_t mrcd_config_render(const struct mrcd_config *cfg, char *buf, size_t cap)
 	else
 		EMIT("user_max_page_maps = auto\n");
 	EMIT("auth = %s\n", cfg->auth == MRCD_AUTH_HEADER ? "header"
+			    : cfg->auth == MRCD_AUTH_FULL ? "full"
 			    : cfg->auth == MRCD_AUTH_OFF  ? "off"
 							  : "auto");
 	EMIT("key_file = %s\n", cfg->key_file);

@@ -25,8 +25,9 @@
  *     user_max_srqs = 512
  *     user_max_registered = auto          # bytes of regions; auto: the host's memory
  *     user_max_page_maps = auto           # XDP page maps; auto: half the host's memory
- *     auth = auto                         # auto | header | off: packets authenticated (SPEC
- *                                         #   14.6); auto: header once a key says whom to trust
+ *     auth = auto                         # auto | header | full | off: packets authenticated
+ *                                         #   (SPEC 14.6), full: and their payloads encrypted;
+ *                                         #   auto: header once a key says whom to trust
  *     key_file = /var/lib/metaroce/private.key  # this daemon's X25519 key, made on first start
  *     cluster_key_file = /etc/metaroce/cluster.key  # 32 random bytes every member holds
  *     allowed_peer = PUBLIC_KEY 198.18.0.2/32,198.19.0.2/32  # a peer by key, and where it is
@@ -76,6 +77,7 @@ enum mrcd_auth_setting {
 	MRCD_AUTH_AUTO = 0, /* header with a cluster key or allowed peers, else off, loudly */
 	MRCD_AUTH_HEADER,
 	MRCD_AUTH_OFF,
+	MRCD_AUTH_FULL,	    /* header, and every packet sealed: payloads encrypted */
 };
 
 /* A peer allowed by its public key, and the prefixes it may send from and announce. */

@@ -104,7 +104,7 @@ int mrcd_core_init(struct mrcd_core *c, const struct mrcd_core_params *p)
 	}
 	memcpy(c->self_keys.session_rx, c->self_keys.session_tx, MRC_AUTH_KEY_LEN);
 	c->self_keys.bound = true;
-	mrc_auth_qp_keys(&c->self_keys, 0, 0, &c->self_keys.ud_tx, &c->self_keys.ud_rx);
+	mrc_auth_ud_keys(&c->self_keys);
 	t->mrs = calloc(MRCD_MAX_MRS, sizeof(*t->mrs));
 	t->cqs = calloc(MRCD_MAX_CQS, sizeof(*t->cqs));
 	t->qps = calloc(MRCD_MAX_QPS, sizeof(*t->qps));

@@ -151,6 +151,7 @@ struct mrcd_core {
 	struct mrc_peer_keys self_keys; /* QPs between two of our own clients: a random key */
 	uint64_t next_user_refusal_log_ns;
 	uint64_t next_auth_refusal_log_ns; /* a refused peer logged once a second at most */
+	uint64_t sealed; /* packets sealed (auth = full), every QP's and UD's: the next nonce */
 	uint64_t started_ns;
 	uint64_t now;		 /* the latest time the caller gave: the peer table's callbacks */
 	uint16_t drained_planes; /* operator-drained planes (bit i = plane i) */

@@ -21,7 +21,9 @@ static uint16_t max_payload(const struct mrcd_core *c)
 		if (cfg->planes[i].addr.family == MRC_AF_INET6)
 			ip = 40;
 	return (uint16_t)(cfg->mtu - ip - 8 - sizeof(struct mrc_hdr) - sizeof(struct mrc_data_ext) -
-			  (c->auth ? MRC_AUTH_TAG_LEN : 0));
+			  (!c->auth			     ? 0
+			   : c->auth->mode == MRC_AUTH_FULL ? sizeof(struct mrc_seal_trailer)
+							    : MRC_AUTH_TAG_LEN));
 }
 
 void core_node_info(const struct mrcd_core *c, uint64_t node_id, struct mrc_node_info *info)

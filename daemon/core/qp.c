@@ -220,6 +220,9 @@ static void qp_learn_peer(struct mrcd_core *c, struct mrcd_qp *qp,
 	qp->auth_ready = c->auth && keys && keys->bound;
 	if (qp->auth_ready)
 		mrc_auth_qp_keys(keys, qp->qpn, qp->req.dest_qp_num, &qp->auth_tx, &qp->auth_rx);
+	if (qp->auth_ready && c->auth->mode == MRC_AUTH_FULL)
+		mrc_auth_qp_seal_keys(keys, qp->qpn, qp->req.dest_qp_num, &qp->seal_tx,
+				      &qp->seal_rx);
 	qp->peer_node = info->node_id;
 	qp->peer_port = info->udp_port;
 	qp->peer_max_payload = info->max_payload;
@@ -363,6 +366,10 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 		cc.auth_rx = qp->auth_rx;
 		cc.sq_psn = mrc_auth_initial_psn(&qp->auth_tx);
 		cc.rq_psn = mrc_auth_initial_psn(&qp->auth_rx);
+		cc.seal = c->auth->mode == MRC_AUTH_FULL;
+		cc.seal_tx = qp->seal_tx;
+		cc.seal_rx = qp->seal_rx;
+		cc.seal_counter = &c->sealed;
 	}
 	cc.sq_depth = qp->sq.entries;
 	/* an SRQ's QP may hold as many of its receives as the SRQ has */
@@ -382,7 +389,7 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 		return;
 	}
 	qp->state = MRC_CTL_QP_RTR;
-	if (c->fast) {
+	if (c->fast && !cc.seal) { /* a sealed payload is opened by the engine only */
 		/* from here on the program places this QP's READ responses, and its WRITEs if
 		 * the QP admits them (else the engine answers each with NAK invalid_req, R-220) */
 		qp->fast = true;

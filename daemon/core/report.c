@@ -49,7 +49,7 @@ void mrcd_core_status(const struct mrcd_core *c, struct mrc_ctl_status *s)
 	s->max_payload = c->peers.local.max_payload;
 	s->drained_planes = c->drained_planes;
 	if (c->auth) {
-		s->auth = MRC_CTL_AUTH_HEADER;
+		s->auth = c->auth->mode == MRC_AUTH_FULL ? MRC_CTL_AUTH_FULL : MRC_CTL_AUTH_HEADER;
 		s->cluster_key = c->auth->has_cluster_key;
 		s->allowed_peers = (uint16_t)c->auth->n_allowed;
 		memcpy(s->public_key, c->auth->public_key, sizeof(s->public_key));
@@ -349,7 +349,9 @@ size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 	family(&o, "metaroce_auth", "gauge",
 	       "Packet authentication in force (SPEC 14.6): 1 on the mode's sample; off is a lab's.");
 	put(&o, "metaroce_auth{mode=\"off\"} %u\n", c->auth ? 0 : 1);
-	put(&o, "metaroce_auth{mode=\"header\"} %u\n", c->auth ? 1 : 0);
+	put(&o, "metaroce_auth{mode=\"header\"} %u\n",
+	    c->auth && c->auth->mode == MRC_AUTH_HEADER ? 1 : 0);
+	put(&o, "metaroce_auth{mode=\"full\"} %u\n", c->auth && c->auth->mode == MRC_AUTH_FULL ? 1 : 0);
 	family(&o, "metaroce_discovery_refused_total", "counter",
 	       "DISCOVER and DISCOVER_REPLY packets refused, by reason (SPEC 12, 14.6).");
 	for (unsigned i = 0; i < sizeof(discovery_drops) / sizeof(discovery_drops[0]); i++)

@@ -185,6 +185,7 @@ struct mrcd_qp {
 	uint64_t peer_node;	/* the peer daemon's node id (discovery); 0 when unknown */
 	bool auth_ready;	/* auth_tx and auth_rx hold its keys with the peer QP */
 	struct mrc_auth_key auth_tx, auth_rx;
+	struct mrc_seal_key seal_tx, seal_rx; /* with auth = full */
 	uint16_t peer_port;
 	uint16_t peer_max_payload;
 	uint32_t peer_planes;	/* bit i: peer_addr[i] is the peer on our plane i */

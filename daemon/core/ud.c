@@ -121,10 +121,15 @@ static const struct mrc_peer_keys *ud_keys(const struct mrcd_core *c, int peer)
 	return peer < 0 ? &c->self_keys : &c->peers.peers[peer].keys;
 }
 
-/* A datagram's tag is right under the key of the peer its source address belongs to. */
-static bool ud_authentic(const struct mrcd_core *c, const struct mrc_packet *pkt,
-			 const struct mrcd_dgram *g)
+/*
+ * A datagram's tag is right under the key of the peer its source address belongs to; sealed
+ * (auth = full), *pkt becomes *opened, its payload decrypted into a scratch that lasts until
+ * the next datagram is opened.
+ */
+static bool ud_authentic(const struct mrcd_core *c, const struct mrc_packet **pkt,
+			 const struct mrcd_dgram *g, struct mrc_packet *opened)
 {
+	static _Thread_local uint8_t plain[MRC_WIRE_MAX_PACKET];
 	bool local = core_is_local_addr(c->cfg, g->peer.addr);
 	int peer = local ? -1 : mrc_peer_table_find(&c->peers, g->peer.addr);
 	const struct mrc_peer_keys *k;
@@ -132,7 +137,16 @@ static bool ud_authentic(const struct mrcd_core *c, const struct mrc_packet *pkt
 	if (!local && peer < 0)
 		return false; /* nobody discovery knows */
 	k = ud_keys(c, peer);
-	return k->bound && mrc_auth_packet_ok(&k->ud_rx, pkt);
+	if (!k->bound)
+		return false;
+	if (c->auth->mode != MRC_AUTH_FULL)
+		return mrc_auth_packet_ok(&k->ud_rx, *pkt);
+	if ((*pkt)->payload_len > sizeof(plain) || !mrc_auth_open(&k->ud_seal_rx, *pkt, plain))
+		return false;
+	*opened = **pkt;
+	opened->payload = plain;
+	*pkt = opened;
+	return true;
 }
 
 /* The destination's address on plane `plane`, by the route. */
@@ -217,7 +231,7 @@ bool core_ud_next(struct mrcd_core *c, struct mrcd_qp *qp, uint8_t *buf, size_t 
 		/* the path's payload limit, which the transmit slot always holds */
 		if (route == ROUTE_READY &&
 		    (total > qp->ud_route.max_payload ||
-		     hdr + total + (c->auth ? MRC_AUTH_TAG_LEN : 0) > cap))
+		     hdr + total + sizeof(struct mrc_seal_trailer) > cap))
 			status = MRC_CQ_LOC_LEN_ERR; /* */
 		if (status) {
 			core_log(c, MRCD_DEBUG, "UD QP %u: send %llu refused (status %u)", qp->qpn,
@@ -243,13 +257,19 @@ bool core_ud_next(struct mrcd_core *c, struct mrcd_qp *qp, uint8_t *buf, size_t 
 		.qkey = mrc_ud_send_qkey(e.remote_qkey, qp->qkey), .psn = qp->ud_seq,
 		.tx_ts = (uint32_t)now, .has_imm = e.opcode == MRC_SQ_SEND_IMM, .imm = e.imm,
 		.solicited = e.flags & MRC_SQ_F_SOLICITED, .auth = c->auth != NULL,
+		.seal = c->auth && c->auth->mode == MRC_AUTH_FULL,
 		.payload = buf + hdr, .payload_len = (uint16_t)total
 	};
 	qp->ud_seq++;
 	mrc_ud_encode(&d, buf, cap, &hdr);
 	*g = (struct mrcd_dgram){ .data = buf, .len = (uint32_t)(hdr + total), .plane = plane,
 				  .peer_port = qp->ud_route.port };
-	if (c->auth) { /* under the peer pair's key: UD QPs talk to anyone */
+	if (d.seal) { /* one counter for all this daemon seals: no nonce twice under a key */
+		mrc_auth_seal(&ud_keys(c, qp->ud_route.peer)->ud_seal_tx,
+			      __atomic_fetch_add(&c->sealed, 1, __ATOMIC_RELAXED), buf, hdr, total,
+			      buf + g->len);
+		g->len += sizeof(struct mrc_seal_trailer);
+	} else if (c->auth) { /* under the peer pair's key: UD QPs talk to anyone */
 		mrc_auth_put_tag(&ud_keys(c, qp->ud_route.peer)->ud_tx, buf, hdr, buf + g->len);
 		g->len += MRC_AUTH_TAG_LEN;
 	}
@@ -281,6 +301,7 @@ void core_ud_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 		uint64_t now)
 {
 	struct mrcd_qp *qp = core_qp_by_num(&c->t, pkt->dst_qpn);
+	struct mrc_packet opened;
 	struct mrcd_srq *srq;
 	struct mrc_ring *ring;
 	struct mrc_rq_entry r;
@@ -301,7 +322,7 @@ void core_ud_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 		ud_drop(c, MRC_DROP_NOT_ADMITTED);
 		return;
 	}
-	if (c->auth && !ud_authentic(c, pkt, g)) {
+	if (c->auth && !ud_authentic(c, &pkt, g, &opened)) {
 		ud_drop(c, MRC_DROP_UNAUTHENTICATED); /* before any field is believed */
 		return;
 	}

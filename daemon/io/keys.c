@@ -144,7 +144,7 @@ int mrcd_keys_load(struct mrcd_keys *k, const struct mrcd_config *cfg, char *err
 		return fail(err, errlen, "libsodium did not initialise");
 	if (!mrcd_config_authenticates(cfg))
 		return 0; /* mode off: nothing read, nothing made */
-	a->mode = MRC_AUTH_HEADER;
+	a->mode = cfg->auth == MRCD_AUTH_FULL ? MRC_AUTH_FULL : MRC_AUTH_HEADER;
 	if (own_key(cfg->key_file, a->secret_key, &k->generated, err, errlen))
 		return -1;
 	if (mrc_auth_public_of(a->secret_key, a->public_key))

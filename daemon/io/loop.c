@@ -109,7 +109,8 @@ static void log_auth(const struct mrcd *d)
 		return;
 	}
 	mrcd_key_b64(a->public_key, key);
-	mrcd_log(LOG_INFO, "auth header: public key %s%s%s, %s%s%u allowed peer%s", key,
+	mrcd_log(LOG_INFO, "auth %s: public key %s%s%s, %s%s%u allowed peer%s",
+		 mrc_auth_mode_name(a->mode), key,
 		 d->keys.generated ? ", new in " : "", d->keys.generated ? d->cfg.key_file : "",
 		 a->has_cluster_key ? "a cluster key" : "no cluster key",
 		 a->n_allowed ? ", " : " and ", a->n_allowed, a->n_allowed == 1 ? "" : "s");

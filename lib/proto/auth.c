@@ -208,8 +208,15 @@ void mrc_auth_sessions(struct mrc_peer_keys *k, uint64_t local_node, uint64_t pe
 {
 	session(k->session_tx, k->static_tx, local_node, peer_node);
 	session(k->session_rx, k->static_rx, peer_node, local_node);
+	mrc_auth_ud_keys(k);
+}
+
+void mrc_auth_ud_keys(struct mrc_peer_keys *k)
+{
 	derive_sip(&k->ud_tx, k->session_tx, UD, NULL, 0);
 	derive_sip(&k->ud_rx, k->session_rx, UD, NULL, 0);
+	keyed_hash(k->ud_seal_tx.k, sizeof(k->ud_seal_tx.k), k->session_tx, UD_SEAL, NULL, 0);
+	keyed_hash(k->ud_seal_rx.k, sizeof(k->ud_seal_rx.k), k->session_rx, UD_SEAL, NULL, 0);
 }
 
 void mrc_auth_qp_keys(const struct mrc_peer_keys *k, uint32_t local_qpn, uint32_t remote_qpn,
@@ -236,13 +243,6 @@ void mrc_auth_qp_seal_keys(const struct mrc_peer_keys *k, uint32_t local_qpn,
 	store_be32(m, remote_qpn);
 	store_be32(m + 4, local_qpn);
 	keyed_hash(rx->k, sizeof(rx->k), k->session_rx, SEAL, m, sizeof(m));
-}
-
-void mrc_auth_ud_seal_keys(const struct mrc_peer_keys *k, struct mrc_seal_key *tx,
-			   struct mrc_seal_key *rx)
-{
-	keyed_hash(tx->k, sizeof(tx->k), k->session_tx, UD_SEAL, NULL, 0);
-	keyed_hash(rx->k, sizeof(rx->k), k->session_rx, UD_SEAL, NULL, 0);
 }
 
 /* The associated data of a sealed packet: its headers as sent, the checksum field zero

@@ -81,6 +81,7 @@ struct mrc_peer_keys {
 	uint8_t static_tx[MRC_AUTH_KEY_LEN], static_rx[MRC_AUTH_KEY_LEN];
 	uint8_t session_tx[MRC_AUTH_KEY_LEN], session_rx[MRC_AUTH_KEY_LEN];
 	struct mrc_auth_key ud_tx, ud_rx;
+	struct mrc_seal_key ud_seal_tx, ud_seal_rx; /* auth = full's UD keys */
 };
 
 /*
@@ -128,12 +129,12 @@ void mrc_auth_sessions(struct mrc_peer_keys *k, uint64_t local_node, uint64_t pe
 void mrc_auth_qp_keys(const struct mrc_peer_keys *k, uint32_t local_qpn, uint32_t remote_qpn,
 		      struct mrc_auth_key *tx, struct mrc_auth_key *rx);
 
-/* A QP's seal keys (auth = full), ours and the peer's, as mrc_auth_qp_keys; and a peer
- * pair's for UD. */
+/* A QP's seal keys (auth = full), ours and the peer's, as mrc_auth_qp_keys (a peer pair's
+ * UD seal keys come with its sessions). */
 void mrc_auth_qp_seal_keys(const struct mrc_peer_keys *k, uint32_t local_qpn,
 			   uint32_t remote_qpn, struct mrc_seal_key *tx, struct mrc_seal_key *rx);
-void mrc_auth_ud_seal_keys(const struct mrc_peer_keys *k, struct mrc_seal_key *tx,
-			   struct mrc_seal_key *rx);
+/* The UD keys of k, SipHash and seal, from its session keys. */
+void mrc_auth_ud_keys(struct mrc_peer_keys *k);
 
 /*
  * Seals the packet at pkt (hdr_len header bytes, then payload_len payload bytes, encoded with

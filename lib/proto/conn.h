@@ -248,6 +248,9 @@ struct mrc_conn_config {
 	 * always copied behind the headers (payload_by_reference does not apply). */
 	bool seal;
 	struct mrc_seal_key seal_tx, seal_rx;
+	/* where the next nonce comes from: a counter the caller shares among all it seals, so
+	 * no nonce repeats even should two QPs come to share a key; NULL: this QP's own */
+	uint64_t *seal_counter;
 };
 
 /* Fills in the defaults documented in docs/SPEC.md; the caller sets QPNs, PSNs and paths. */

@@ -632,8 +632,10 @@ bool mrc_conn_send(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info
 		return false;
 	hdr_len = mrc_header_len(((const uint8_t *)buf)[offsetof(struct mrc_hdr, opcode)]);
 	if (c->cfg.seal) { /* payload encrypted in place, headers and all of it tagged */
-		mrc_auth_seal(&c->cfg.seal_tx, c->sealed++, buf, hdr_len, *len - hdr_len,
-			      (uint8_t *)buf + *len);
+		uint64_t *counter = c->cfg.seal_counter ? c->cfg.seal_counter : &c->sealed;
+
+		mrc_auth_seal(&c->cfg.seal_tx, __atomic_fetch_add(counter, 1, __ATOMIC_RELAXED), buf,
+			      hdr_len, *len - hdr_len, (uint8_t *)buf + *len);
 		*len += trailer_len;
 		return true;
 	}

@@ -11,7 +11,8 @@ int mrc_ud_encode(const struct mrc_ud_datagram *d, void *buf, size_t cap, size_t
 
 	memset(&pkt, 0, sizeof(pkt));
 	pkt.opcode = d->has_imm ? MRC_OP_UD_SEND_IMM : MRC_OP_UD_SEND;
-	pkt.flags = (d->solicited ? MRC_F_SOLICITED : 0) | (d->auth ? MRC_F_AUTH : 0);
+	pkt.flags = (d->solicited ? MRC_F_SOLICITED : 0) | (d->auth ? MRC_F_AUTH : 0) |
+		    (d->auth && d->seal ? MRC_F_SEALED : 0);
 	pkt.dst_qpn = d->dst_qpn;
 	pkt.psn = d->psn;
 	pkt.tx_ts = d->tx_ts;

@@ -26,6 +26,7 @@ struct mrc_ud_datagram {
 	uint32_t imm;
 	bool solicited;
 	bool auth;	  /* MRC_F_AUTH: the caller appends the trailer behind the payload */
+	bool seal;	  /* and MRC_F_SEALED: the caller seals it (mrc_auth_seal) */
 	const uint8_t *payload; /* stays where it is: a gather list sends it behind the headers */
 	uint16_t payload_len;
 };

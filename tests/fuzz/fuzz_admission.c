@@ -2,14 +2,15 @@
 /*
  * libFuzzer harness for the daemon's receive admission (daemon/core: mrcd_core_rx, then
  * discovery, the QP lookup and the engine): two daemon cores that authenticate under one
- * cluster key run a transfer in virtual time (tests/unit/core_world.c), and the input's
+ * cluster key (sealing every packet or not, as the first byte says) run a transfer in
+ * virtual time (tests/unit/core_world.c), and the input's
  * datagrams reach them on the way, from the peer's own address, a stranger's or their own,
  * as raw bytes or as a real packet of the transfer with bytes changed (its checksum made
  * right again or not). Whatever arrives, the transfer completes with every byte where it
  * belongs and every completion a success: an injected datagram may be refused, never
  * believed (SPEC 14.6). A failed check exits the process, which libFuzzer reports.
  *
- * Input: a byte choosing the world's seed, then records of
+ * Input: a byte choosing the world's seed and auth mode, then records of
  *   gap (1 byte, x 50 µs), how (1 byte: bit 0 host, bit 1 plane, bits 2-3 source: the
  *   peer's plane address, a stranger's, the host's own; bit 4 reseal the checksum; bit 5 a
  *   real packet in flight with the bytes XORed in, else the bytes alone), length (1 byte),
@@ -72,7 +73,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	world_init_auth(&w, 1 + data[0] % 4, true);
+	world_init_auth(&w, 1 + data[0] % 4, data[0] & 4 ? MRC_AUTH_FULL : MRC_AUTH_HEADER);
 	w.expect_success = true;
 	world_post_everything(&w);
 	while (at + 3 <= size) {

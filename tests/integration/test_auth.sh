@@ -14,6 +14,10 @@
 #                transfer's (their QPs are gone: dropped unanswered)
 #   xdp          the xdp backend authenticated: a verified transfer, its packets placed by
 #                the XDP program after it checked their tags (R-345), none refused
+#   full         auth = full: WRITE, SEND, READ and UD verified with every packet sealed; a
+#                transfer of zeros leaves A as ciphertext (no run of 64 zero bytes, where
+#                header mode shows thousands); a sealed daemon and an unsealed one refuse
+#                each other's packets (R-342)
 . "$(dirname "$0")/lib.sh"
 
 CTL=$BUILD/bin/metaroce-ctl
@@ -194,3 +198,83 @@ else
 	[ "$(xdp_count bad_tag)" -eq 0 ] || fail "the XDP program refused $(xdp_count bad_tag) tags"
 	echo "xdp: verified, $placed packets placed by the XDP program after their tags checked"
 fi
+stop_both
+
+# --- auth = full: payloads sealed -------------------------------------------------------------
+# zero_run MODE: the longest run of zero bytes in the MetaRoCE datagrams leaving A during a
+# WRITE transfer of zero-filled buffers (metaroce-perf without -V sends its zeroed memory):
+# thousands in the clear, a few at most in ciphertext
+zero_run() {
+	ip netns exec "$NS_A" python3 - "${TAG}a0" 4792 >"$TMP/zero_run.$1" 2>&1 <<'PY' &
+import re, socket, struct, sys, time
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind((sys.argv[1], 0))
+s.settimeout(0.2)
+longest, frames, quiet = 0, 0, time.monotonic() + 15
+while time.monotonic() < quiet:
+    try:
+        f, addr = s.recvfrom(65535)
+    except socket.timeout:
+        continue
+    if addr[2] != 4 or len(f) < 42 or f[12:14] != b"\x08\x00" or f[23] != 17:
+        continue
+    udp = 14 + (f[14] & 15) * 4
+    if struct.unpack("!H", f[udp + 2:udp + 4])[0] != int(sys.argv[2]):
+        continue
+    frames += 1
+    quiet = time.monotonic() + 2  # until the transfer has been over for 2 s
+    for run in re.findall(rb"\x00+", f[udp + 8 + 80:]):  # past every MetaRoCE header
+        longest = max(longest, len(run))
+print(frames, longest)
+PY
+	CAPTURE=$!
+	PIDS="$PIDS $CAPTURE"
+	capturing() { ip netns exec "$NS_A" ss -H -0 | grep -q .; }
+	wait_until 5 "the capture never started" capturing
+	perf_pair "zeros_$1" -e -- -t write -s 65536 -n 300 -e
+	wait "$CAPTURE" || { cat "$TMP/zero_run.$1"; fail "the capture of $1"; }
+	read -r frames longest <"$TMP/zero_run.$1"
+	[ "$frames" -ge 300 ] || fail "$1: only $frames frames captured"
+}
+start_a --set auth=full
+start_b --set auth=full
+both_up
+"$CTL" -S "$TMP/a.sock" status | grep -q "^auth full" || fail "status does not say auth full"
+[ "$(metric "$TMP/b.sock" 'metaroce_auth{mode="full"}')" = 1 ] || fail "metrics hide auth full"
+perf_pair sealed_write -e -- -t write -s 65536 -n 500 -V -e
+json_check sealed_write 'j["messages"] == 500 and j["peer"]["verified"] == 500 and j["errors"] == 0'
+perf_pair sealed_send -e -- -t send -s 16384 -n 500 -V -e
+json_check sealed_send 'j["messages"] == 500 and j["peer"]["verified"] == 500 and j["errors"] == 0'
+perf_pair sealed_read -e -- -t read -s 65536 -n 300 -V -e
+json_check sealed_read 'j["messages"] == 300 and j["verified"] + j["peer"]["verified"] == 300 and j["errors"] == 0'
+# UD datagrams sealed too, under the peer pair's keys
+run_pair sealed_ud 18515 ibv_ud_pingpong -g 0 -s 1024 -n 200
+grep -q " iters in " "$TMP/sealed_ud.client.log" || fail "sealed UD: no result line"
+[ "$(metric "$TMP/b.sock" 'metaroce_qp_rx_dropped_total{reason="unauthenticated"}')" = 0 ] ||
+	fail "B refused sealed packets of its own transfers"
+zero_run full
+echo "full: WRITE, SEND, READ and UD sealed; zero-filled WRITEs leave A with zero runs" \
+	"of at most $longest bytes in $frames frames"
+[ "$longest" -lt 64 ] || fail "auth = full: a run of $longest zero bytes left A: plaintext"
+# the same capture of header mode: the zeros in the clear, so the check above can see them
+stop_both
+start_a
+start_b
+both_up
+zero_run header
+echo "header: the same transfer shows runs of $longest zero bytes"
+[ "$longest" -ge 1024 ] || fail "header mode showed no plaintext: the capture proves nothing"
+# a full daemon and a header one refuse each other's packets, whatever their keys
+stop_both
+start_a --set auth=full
+start_b
+both_up
+bg_b "$TMP/mixed.server.log" timeout 8 "$PERF" -p 18799 -e
+srv=$BG
+on_a timeout 8 "$PERF" -p 18799 -t write -s 4096 -n 10 -e 198.18.0.2 >"$TMP/mixed.log" 2>&1 &&
+	fail "a sealed daemon and an unsealed one carried a transfer"
+wait "$srv"
+refused_unsealed() { metric_at_least "$TMP/a.sock" 'metaroce_qp_rx_dropped_total{reason="unauthenticated"}' 1 ||
+	metric_at_least "$TMP/b.sock" 'metaroce_qp_rx_dropped_total{reason="unauthenticated"}' 1; }
+wait_until 5 "neither daemon counted the other's packets unauthenticated" refused_unsealed
+echo "mixed: full against header refused, counted as unauthenticated"

@@ -283,7 +283,7 @@ void world_host_start(struct world *w, unsigned k)
 		struct mrc_auth *a = &h->auth;
 
 		memset(a, 0, sizeof(*a));
-		a->mode = MRC_AUTH_HEADER;
+		a->mode = w->auth;
 		for (unsigned i = 0; i < MRC_AUTH_KEY_LEN / 8; i++) {
 			uint64_t r = world_rnd(w);
 
@@ -629,10 +629,10 @@ void world_run(struct world *w, uint64_t limit, bool (*done)(struct world *), ui
 
 void world_init(struct world *w, uint64_t seed)
 {
-	world_init_auth(w, seed, false);
+	world_init_auth(w, seed, MRC_AUTH_OFF);
 }
 
-void world_init_auth(struct world *w, uint64_t seed, bool auth)
+void world_init_auth(struct world *w, uint64_t seed, enum mrc_auth_mode auth)
 {
 	static const uint8_t opcodes[] = { MRC_SQ_WRITE, MRC_SQ_WRITE_IMM, MRC_SQ_SEND,
 					   MRC_SQ_SEND_IMM, MRC_SQ_READ };

@@ -82,7 +82,7 @@ struct packet {
 
 struct world {
 	uint64_t now, rng, seq;
-	bool auth; /* the cores authenticate (SPEC 14.6) under one cluster key */
+	enum mrc_auth_mode auth; /* the cores authenticate (SPEC 14.6) under one cluster key */
 	struct host h[2];
 	struct wr_plan plan[QPS][WRS];
 	/* the network: a min-heap of packets by (at, seq) */
@@ -103,8 +103,8 @@ struct world {
 
 /* A world of seed: both hosts up, the clients connected, each QP's plan drawn; and its end. */
 void world_init(struct world *w, uint64_t seed);
-/* ... whose cores authenticate their peers and packets, or not */
-void world_init_auth(struct world *w, uint64_t seed, bool auth);
+/* ... whose cores authenticate their peers and packets (and seal them), or not */
+void world_init_auth(struct world *w, uint64_t seed, enum mrc_auth_mode auth);
 void world_free(struct world *w);
 uint64_t world_rnd(struct world *w);
 

@@ -15,7 +15,7 @@
 /* --- the properties ------------------------------------------------------------------- */
 
 static void transfer(uint64_t seed, double loss, double duplicate, uint64_t jitter_ns,
-		     double refuse, bool auth)
+		     double refuse, enum mrc_auth_mode auth)
 {
 	static struct world w;
 
@@ -171,23 +171,27 @@ END_TEST
 
 START_TEST(core_pair__clean_network)
 {
-	transfer(1, 0, 0, 0, 0, false);
+	transfer(1, 0, 0, 0, 0, MRC_AUTH_OFF);
 }
 END_TEST
 
 /* The cores authenticated under a cluster key (SPEC 14.6): discovery, tags and keys from
- * end to end through the daemon's core, over a lossy, duplicating, reordering network. */
+ * end to end through the daemon's core, over a lossy, duplicating, reordering network; then
+ * with every packet sealed (auth = full). */
 START_TEST(core_pair__authenticated)
 {
-	transfer(11, 0, 0, 0, 0, true);
-	transfer(13 * 7919, 0.02, 0.02, 200 * US, 0, true);
+	transfer(11, 0, 0, 0, 0, MRC_AUTH_HEADER);
+	transfer(13 * 7919, 0.02, 0.02, 200 * US, 0, MRC_AUTH_HEADER);
+	/* and sealed: every payload encrypted, opened by the receiving engine */
+	transfer(17, 0, 0, 0, 0, MRC_AUTH_FULL);
+	transfer(19 * 7919, 0.02, 0.02, 200 * US, 0, MRC_AUTH_FULL);
 }
 END_TEST
 
 START_TEST(core_pair__loss_duplication_reordering)
 {
 	for (uint64_t seed = 1; seed <= 6; seed++)
-		transfer(seed * 7919, 0.02, 0.02, 200 * US, 0, false);
+		transfer(seed * 7919, 0.02, 0.02, 200 * US, 0, MRC_AUTH_OFF);
 }
 END_TEST
 
@@ -196,7 +200,7 @@ END_TEST
 START_TEST(core_pair__local_queue_refuses)
 {
 	for (uint64_t seed = 1; seed <= 4; seed++)
-		transfer(seed * 6007, 0.01, 0, 50 * US, 0.05, false);
+		transfer(seed * 6007, 0.01, 0, 50 * US, 0.05, MRC_AUTH_OFF);
 }
 END_TEST
 

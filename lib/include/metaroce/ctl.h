@@ -419,6 +419,7 @@ struct mrc_ctl_status {
 enum mrc_ctl_auth {
 	MRC_CTL_AUTH_OFF = 0,
 	MRC_CTL_AUTH_HEADER = 1,
+	MRC_CTL_AUTH_FULL = 2, /* and every packet sealed (payload encrypted) */
 };
 
 /* What a user (uid) holds over all its connections, against its limits [MRC_CTL_USERS]. */
