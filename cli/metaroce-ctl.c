@@ -125,6 +125,8 @@ static long request_arg(const char *path, uint16_t type, const void *arg, uint32
 		static uint8_t msg[MRC_CTL_MAX_MSG];
 
 		n = recv(fd, msg, sizeof(msg), 0);
+		if (n < 0 && errno == ECONNRESET) /* reported once, ahead of a refusal's reason */
+			n = recv(fd, msg, sizeof(msg), MSG_DONTWAIT);
 		close(fd);
 		if (n < (ssize_t)sizeof(rep)) {
 			fprintf(stderr, "metaroce-ctl: short reply from metaroced\n");

@@ -56,6 +56,24 @@ static void report_path_changes(struct mrcd_core *c)
 
 /* --- packets ---------------------------------------------------------------------------- */
 
+/*
+ * Whether a packet is this QP's peer's, checked here for a field the core acts on before the
+ * engine has seen the packet (a SEND's rsn, which moves SRQ receives into the QP): else a
+ * forged SEND could take a shared receive queue's receives from every other QP [R-343].
+ * The engine checks again (and opens a sealed packet for itself).
+ */
+static bool peer_sent(const struct mrcd_core *c, const struct mrcd_qp *qp,
+		      const struct mrc_packet *pkt)
+{
+	static _Thread_local uint8_t plain[MRC_WIRE_MAX_PACKET];
+
+	if (!c->auth)
+		return true;
+	if (c->auth->mode != MRC_AUTH_FULL)
+		return mrc_auth_packet_ok(&qp->auth_rx, pkt);
+	return pkt->payload_len <= sizeof(plain) && mrc_auth_open(&qp->seal_rx, pkt, plain);
+}
+
 bool core_qp_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct mrcd_dgram *g,
 		uint64_t now)
 {
@@ -82,8 +100,12 @@ bool core_qp_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 		return false;
 	/* the receive ring rings no doorbell (see core_qps_idle): read it when it matters */
 	if (mrc_opcode_consumes_receive(pkt->opcode)) {
-		if (qp->srq >= 0)
-			core_srq_feed(c, qp, pkt->u.data.rsn, now);
+		if (qp->srq >= 0) {
+			/* rsn read, not yet believed: only an authentic packet feeds the QP */
+			if (mrc_conn_receives_short(qp->conn, pkt->u.data.rsn) &&
+			    peer_sent(c, qp, pkt))
+				core_srq_feed(c, qp, pkt->u.data.rsn, now);
+		}
 		else
 			core_drain_receives(c, qp, now);
 	}

@@ -249,7 +249,8 @@ struct mrc_conn_config {
 	bool seal;
 	struct mrc_seal_key seal_tx, seal_rx;
 	/* where the next nonce comes from: a counter the caller shares among all it seals, so
-	 * no nonce repeats even should two QPs come to share a key; NULL: this QP's own */
+	 * no nonce repeats even should two QPs come to share a key; NULL: this QP's own, from 0,
+	 * safe only if no other connection ever seals under seal_tx */
 	uint64_t *seal_counter;
 };
 

@@ -32,17 +32,25 @@ static int send_request(int fd, const void *buf, size_t len, const int *fds, uns
 	return 0;
 }
 
-/* Receives one reply; fds beyond what the caller takes are closed, never leaked. */
+/* Receives one reply; fds beyond what the caller takes are closed, never leaked. A reset is
+ * reported once, ahead of what the socket still holds (a refusal the daemon sent before it
+ * closed, MRC_CTL_REFUSED): read once more after it. */
 static ssize_t recv_reply(int fd, void *buf, size_t cap, int *fds, unsigned *n_fds)
 {
 	unsigned want = *n_fds;
-	bool lost;
+	bool lost, reset = false;
 	ssize_t n;
 
-	do
+	for (;;) {
 		n = mrc_recv_with_fds(fd, buf, cap, fds, want, n_fds, &lost, 0);
-	while (n < 0 && errno == EINTR);
-	return n;
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == ECONNRESET && !reset) {
+			reset = true;
+			continue;
+		}
+		return n;
+	}
 }
 
 static int transact(int fd, uint32_t seq, uint16_t type, const void *payload, uint32_t len,

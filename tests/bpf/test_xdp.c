@@ -599,8 +599,8 @@ static void deregistration(void)
 	      MR_PAGES * MRC_XDP_PAGE - unchanged);
 	munmap(mem, MR_PAGES * MRC_XDP_PAGE);
 	if (failures == failed_before)
-		printf("ok   deregistration: no placement after the slot is cleared; the delete waits "
-		       "for runs in flight (ARRAY_OF_MAPS)\n");
+		printf("ok   deregistration: no placement after the slot is cleared; the pages map is "
+		       "an ARRAY_OF_MAPS, whose delete the kernel makes wait for runs in flight\n");
 }
 
 int main(int argc, char **argv)

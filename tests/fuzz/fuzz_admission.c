@@ -13,8 +13,8 @@
  * Input: a byte choosing the world's seed and auth mode, then records of
  *   gap (1 byte, x 50 µs), how (1 byte: bit 0 host, bit 1 plane, bits 2-3 source: the
  *   peer's plane address, a stranger's, the host's own; bit 4 reseal the checksum; bit 5 a
- *   real packet in flight with the bytes XORed in, else the bytes alone), length (1 byte),
- *   bytes.
+ *   real packet in flight with the bytes XORed in, its payload left alone in header mode,
+ *   else the bytes alone), length (1 byte), bytes.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -40,11 +40,20 @@ static void inject(struct world *w, uint8_t how, const uint8_t *bytes, size_t le
 		return;
 	if (how & 0x20 && w->n_heap) { /* the next real packet, changed */
 		const struct packet *p = w->heap[0];
+		size_t hdr = n = p->g.len, tail = n;
 
-		n = p->g.len;
 		memcpy(buf, p->g.data, n);
+		/* header mode tags the headers only: its payload bytes, changed with the checksum
+		 * kept right, are what SPEC 14.1 leaves an on-path attacker, so leave them be */
+		if (w->auth == MRC_AUTH_HEADER && n >= 24) {
+			uint16_t flags = load_be16(buf + 2) & mrc_opcode_flags(buf[1]);
+
+			hdr = mrc_header_len(buf[1]);
+			tail = n - mrc_auth_trailer_len(buf[1], flags);
+		}
 		for (size_t i = 0; i < len && i < n; i++)
-			buf[i] ^= bytes[i];
+			if (i < hdr || i >= tail)
+				buf[i] ^= bytes[i];
 		g.sport = p->g.sport;
 	} else {
 		memcpy(buf, bytes, len);

@@ -44,8 +44,9 @@ spoof() {
 	wait_until 30 "the transfer's QPs on $1" two_live_qps "$1"
 	qpns=$(live_qps "$1")
 	# shellcheck disable=SC2086
-	ip netns exec "$ATTACKER" "$BUILD/tests/integration/attack/forge" -s "$3" "$2" "$port" 30 \
-		"$ROUNDS" $qpns >"$4" 2>&1 || return 1
+	# 100 rounds 20 ms apart: spread over the 8 s transfer, not a burst at its start
+	ip netns exec "$ATTACKER" "$BUILD/tests/integration/attack/forge" -s "$3" -w 20000 "$2" \
+		"$port" 30 "$ROUNDS" $qpns >"$4" 2>&1 || return 1
 	[ "$(live_qps "$1")" = "$qpns" ] || { echo "the QPs ended before the forger did" >>"$4"; return 1; }
 }
 
@@ -97,8 +98,9 @@ echo "host 1 refused $n spoofed DISCOVERs rebinding host 0's address"
 # --- 2. a DISCOVER flood in host 0's name while host 0's daemon restarts -----------------------
 ctl_wait 10 "$TMP/h1.sock" qp "len(j['qps']) == 0"
 d1=$(metric "$TMP/h1.sock" "$DISC_UNAUTH")
+# (for up to 300 s: it is stopped once the transfer after the restart is over)
 ip netns exec "$ATTACKER" "$BUILD/tests/integration/attack/forge" -s 198.18.0.2 -k discover \
-	198.18.1.2 "$port" 20 100000 0 >"$TMP/flood.out" 2>&1 &
+	198.18.1.2 "$port" 300 10000000 0 >"$TMP/flood.out" 2>&1 &
 flood=$!
 PIDS="$PIDS $flood"
 # the flood under way before host 0 comes back

@@ -46,8 +46,11 @@ int ctl_request(int fd, uint16_t type, const void *payload, uint32_t len, const 
 	if (mrc_send_with_fds(fd, buf, sizeof(h) + len, fds, n_fds, MSG_NOSIGNAL) < 0 &&
 	    errno != EPIPE && errno != ECONNRESET)
 		return -errno;
-	/* a refused connection holds why (MRC_CTL_REFUSED), read even after a failed send */
+	/* a refused connection holds why (MRC_CTL_REFUSED), read even after a failed send, and
+	 * after the reset, which is reported once ahead of it */
 	n = mrc_recv_with_fds(fd, buf, sizeof(buf), rfds, max_rfds, &n_got, &lost, 0);
+	if (n < 0 && errno == ECONNRESET)
+		n = mrc_recv_with_fds(fd, buf, sizeof(buf), rfds, max_rfds, &n_got, &lost, 0);
 	if (n < (ssize_t)sizeof(h))
 		return -ECONNRESET;
 	memcpy(&h, buf, sizeof(h));

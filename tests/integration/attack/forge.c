@@ -19,9 +19,10 @@
  *                 a restart, every QP to this host failed, unless the victim asks back
  *
  * Off-path (-s SOURCE): from another host, spoofing SOURCE, the victim's real peer, as the
- * source address of raw IPv4 datagrams; -k KIND sends that kind alone (a DISCOVER flood).
+ * source address of raw IPv4 datagrams; -k KIND sends that kind alone (a DISCOVER flood);
+ * -w USEC waits that long between rounds (200), to spread them over a transfer.
  *
- *   forge [-s SOURCE] [-k KIND] ADDR PORT SECONDS ROUNDS QPN...
+ *   forge [-s SOURCE] [-k KIND] [-w USEC] ADDR PORT SECONDS ROUNDS QPN...
  *                        prints how many of each it sent, how fast
  */
 #include <arpa/inet.h>
@@ -190,12 +191,15 @@ int main(int argc, char **argv)
 	uint8_t buf[MRC_WIRE_MAX_PACKET];
 	double start = seconds_now(), until;
 	int only = -1, raw = -1, opt;
+	unsigned wait_us = 200;
 
-	while ((opt = getopt(argc, argv, "s:k:")) != -1) {
+	while ((opt = getopt(argc, argv, "s:k:w:")) != -1) {
 		if (opt == 's' && inet_pton(AF_INET, optarg, &self.sin_addr) == 1)
 			raw = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
 		else if (opt == 'k')
 			only = kind_named(optarg);
+		else if (opt == 'w')
+			wait_us = (unsigned)strtoul(optarg, NULL, 0);
 		else
 			raw = -2;
 		if (raw == -1 && opt == 's') {
@@ -206,8 +210,8 @@ int main(int argc, char **argv)
 	argc -= optind - 1;
 	argv += optind - 1;
 	if (raw == -2 || argc < 6 || inet_pton(AF_INET, argv[1], &to.sin_addr) != 1) {
-		fprintf(stderr, "usage: forge [-s SOURCE] [-k KIND] ADDR PORT SECONDS ROUNDS "
-				"QPN...\n");
+		fprintf(stderr, "usage: forge [-s SOURCE] [-k KIND] [-w USEC] ADDR PORT SECONDS "
+				"ROUNDS QPN...\n");
 		return 2;
 	}
 	to.sin_port = htons((uint16_t)atoi(argv[2]));
@@ -254,7 +258,7 @@ int main(int argc, char **argv)
 			if (raw < 0)
 				close(fd);
 		}
-		usleep(200); /* spread over the transfer, not one burst before it */
+		usleep(wait_us); /* spread over the transfer, not one burst before it */
 	}
 	for (int k = 0, first = 1; k < KINDS; k++)
 		if (only < 0 || k == only) {
