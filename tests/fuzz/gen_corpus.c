@@ -379,24 +379,19 @@ static int requests_corpus(const char *dir)
 
 int main(int argc, char **argv)
 {
-	if (argc == 3 && strcmp(argv[1], "codec") == 0)
-		return codec_corpus(argv[2]);
-	if (argc == 3 && strcmp(argv[1], "config") == 0)
-		return config_corpus(argv[2]);
-	if (argc == 3 && strcmp(argv[1], "ctl") == 0)
-		return ctl_corpus(argv[2]);
-	if (argc == 3 && strcmp(argv[1], "cli") == 0)
-		return cli_corpus(argv[2]);
-	if (argc == 3 && strcmp(argv[1], "conn") == 0)
-		return conn_corpus(argv[2]);
-	if (argc == 3 && strcmp(argv[1], "peer") == 0)
-		return peer_corpus(argv[2]);
-	if (argc == 3 && strcmp(argv[1], "frame") == 0)
-		return frame_corpus(argv[2]);
-	if (argc == 3 && strcmp(argv[1], "admission") == 0)
-		return admission_corpus(argv[2]);
-	if (argc == 3 && strcmp(argv[1], "requests") == 0)
-		return requests_corpus(argv[2]);
+	static const struct {
+		const char *harness;
+		int (*write)(const char *dir);
+	} corpora[] = {
+		{ "codec", codec_corpus },   { "config", config_corpus }, { "ctl", ctl_corpus },
+		{ "cli", cli_corpus },	     { "conn", conn_corpus },	  { "peer", peer_corpus },
+		{ "frame", frame_corpus },   { "admission", admission_corpus },
+		{ "requests", requests_corpus },
+	};
+
+	for (size_t i = 0; argc == 3 && i < sizeof(corpora) / sizeof(corpora[0]); i++)
+		if (strcmp(argv[1], corpora[i].harness) == 0)
+			return corpora[i].write(argv[2]);
 	fprintf(stderr, "usage: gen_corpus codec|conn|config|ctl|cli|peer|frame|admission|"
 			"requests DIR\n");
 	return 2;
