@@ -127,27 +127,6 @@ void mrcd_control_close(struct mrcd *d)
 	d->control.fd = d->reserve_fd = -1;
 }
 
-/*
- * Out of descriptors, a pending connection keeps the listening socket readable and the loop
- * would spin on it: a descriptor kept in reserve lets the daemon accept it and close it.
- */
-static void refuse_one(struct mrcd *d)
-{
-	int fd;
-
-	if (d->reserve_fd >= 0) {
-		close(d->reserve_fd);
-		d->reserve_fd = -1;
-	}
-	fd = accept4(d->control.fd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd >= 0)
-		close(fd);
-	d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-	mrcd_log(LOG_WARNING, "control: out of file descriptors, refusing a client");
-}
-
-static void serve(struct mrcd *d, struct mrcd_watch *w, uint32_t events);
-
 /* Why, before the close, so the client's first request fails with that errno rather than
  * a bare reset (MRC_CTL_REFUSED). What the client sent already is read first: a socket
  * closed with unread data resets its peer, whose reads then fail before they reach the
@@ -163,6 +142,29 @@ static void tell_refused(int fd, int status)
 	for (int i = 0; i < 8 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT | MSG_TRUNC) >= 0; i++)
 		;
 }
+
+/*
+ * Out of descriptors, a pending connection keeps the listening socket readable and the loop
+ * would spin on it: a descriptor kept in reserve lets the daemon accept it and close it.
+ */
+static void refuse_one(struct mrcd *d)
+{
+	int fd;
+
+	if (d->reserve_fd >= 0) {
+		close(d->reserve_fd);
+		d->reserve_fd = -1;
+	}
+	fd = accept4(d->control.fd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd >= 0) {
+		tell_refused(fd, -EMFILE);
+		close(fd);
+	}
+	d->reserve_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	mrcd_log(LOG_WARNING, "control: out of file descriptors, refusing a client");
+}
+
+static void serve(struct mrcd *d, struct mrcd_watch *w, uint32_t events);
 
 static void accept_clients(struct mrcd *d, struct mrcd_watch *w, uint32_t events)
 {

@@ -71,7 +71,8 @@ enum mrc_ctl_type {
 				   * caller's own uid only, unless an operator asks) */
 	MRC_CTL_REFUSED = 33,	  /* daemon to a client it will not serve, unrequested (seq 0),
 				   * then it closes the connection: the status says why (-EUSERS:
-				   * the user holds user_max_connections; -ENOSPC: no slot left) */
+				   * the user holds user_max_connections; -ENOSPC: no slot left;
+				   * -EMFILE: the daemon is out of file descriptors) */
 	MRC_CTL_TYPE_MAX = MRC_CTL_REFUSED,
 };
 
