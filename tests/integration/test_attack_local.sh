@@ -24,9 +24,10 @@ as_nobody "$BUILD/tests/integration/attack/hoard" "$TMP/b.sock" \
 	<"$TMP/hold" >"$TMP/hoard.out" 2>&1 &
 hoard=$!
 PIDS="$PIDS $hoard"
-# the hoarder holds until its standard input closes: when this writer goes (a process of its
-# own, so that nothing started later inherits the pipe and keeps it open)
-sleep 3600 >"$TMP/hold" &
+# the hoarder holds until its standard input closes: when this writer, which writes nothing
+# and waits on nothing, is killed (a process of its own, so that nothing started later
+# inherits the pipe and keeps it open)
+tail -f /dev/null >"$TMP/hold" &
 holder=$!
 PIDS="$PIDS $holder"
 wait_for "$TMP/hoard.out" "^holding" 60
