@@ -57,6 +57,7 @@ static void peer_event(void *user, unsigned idx, enum mrc_peer_event ev, uint64_
 		break;
 	}
 	core_peers_changed(c, idx, (int)ev, c->now);
+	core_cm_peer_event(c, idx, (int)ev, old_node, c->now);
 }
 
 /* --- life ---------------------------------------------------------------------------------- */
@@ -135,6 +136,10 @@ int mrcd_core_init(struct mrcd_core *c, const struct mrcd_core_params *p)
 	if (mrc_peer_table_init(&c->peers, &info, PEER_CAP, &peer_cb, c, p->request_seed))
 		goto fail_rate;
 	mrc_peer_table_set_auth(&c->peers, c->auth);
+	if (core_cm_init(c)) {
+		mrc_peer_table_fini(&c->peers);
+		goto fail_rate;
+	}
 	return 0;
 
 fail_rate:
@@ -154,6 +159,7 @@ void mrcd_core_fini(struct mrcd_core *c)
 	for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
 		if (c->t.client[i].open)
 			mrcd_core_client_close(c, i, c->now);
+	core_cm_fini(c);
 	mrcd_linger_fini(&c->t.lingering);
 	mrcd_sched_fini(&c->t.sched);
 	mrc_rate_domain_fini(&c->t.rate);
@@ -269,6 +275,7 @@ void mrcd_core_client_close(struct mrcd_core *c, unsigned slot, uint64_t now)
 	struct mrcd_client *cl = &t->client[slot];
 	unsigned qps = 0, cqs = 0, mrs = 0;
 
+	core_cm_client_close(c, slot, now);
 	for (unsigned j = 0; j < t->n_qps;) {
 		struct mrcd_qp *qp = &t->qps[t->active[j]];
 
@@ -541,6 +548,15 @@ static int destroy_qp(struct mrcd_core *c, const struct request *r)
 	return 0;
 }
 
+static int cm(struct mrcd_core *c, const struct request *r)
+{
+	struct mrc_ctl_cm_reply reply;
+	int err = core_cm_request(c, r->slot, r->payload, r->len, r->n_desc, &reply, r->now);
+
+	memcpy(r->out, &reply, sizeof(reply));
+	return err;
+}
+
 /* Library requests after HELLO: the handler, and the reply it writes on success. */
 static const struct {
 	int (*fn)(struct mrcd_core *c, const struct request *r);
@@ -564,6 +580,7 @@ static const struct {
 	[MRC_CTL_DESTROY_SRQ] = { destroy_srq, 0 },
 	[MRC_CTL_ERROR_QP] = { error_qp, 0 },
 	[MRC_CTL_DESTROY_QP] = { destroy_qp, 0 },
+	[MRC_CTL_CM] = { cm, sizeof(struct mrc_ctl_cm_reply) },
 };
 
 int mrcd_core_request(struct mrcd_core *c, unsigned slot, const struct mrc_ctl_hdr *req,
@@ -638,7 +655,10 @@ void mrcd_core_rx(struct mrcd_core *c, const struct mrcd_dgram *g, uint64_t now)
 		return;
 	}
 	if (mrc_opcode_is_ud(pkt.opcode)) {
-		core_ud_rx(c, &pkt, g, now);
+		if (pkt.dst_qpn == MRC_QPN_CM)
+			core_cm_rx(c, &pkt, g, now); /* a peer's connection manager */
+		else
+			core_ud_rx(c, &pkt, g, now);
 		return;
 	}
 	if (pkt.dst_qpn != MRC_QPN_DAEMON) {
@@ -689,17 +709,20 @@ bool mrcd_core_pump(struct mrcd_core *c, uint64_t now)
 	c->now = now;
 	mrc_peer_table_on_timeout(&c->peers, now);
 	core_send_daemon_packets(c, now);
+	core_cm_pump(c, now);
 	return core_qps_pump(c, now) > 0;
 }
 
 uint64_t mrcd_core_next_timeout(const struct mrcd_core *c)
 {
 	uint64_t next = mrc_peer_table_next_timeout(&c->peers);
-	uint64_t qps = core_qps_next_timeout(c);
+	uint64_t qps = core_qps_next_timeout(c), cm = core_cm_next_timeout(c);
 	const struct mrcd_silent_queue *q = &c->t.silent;
 
 	if (qps < next)
 		next = qps;
+	if (cm < next)
+		next = cm;
 	/* the head may be stale (its client spoke): waking for it then costs one turn */
 	if (q->n && q->until[q->head] < next)
 		next = q->until[q->head];
@@ -747,6 +770,7 @@ void mrcd_core_reload(struct mrcd_core *c)
 
 void mrcd_core_flush_all(struct mrcd_core *c, uint64_t now)
 {
+	core_cm_flush_all(c, now);
 	for (unsigned j = 0; j < c->t.n_qps; j++) {
 		struct mrcd_qp *qp = &c->t.qps[c->t.active[j]];
 

@@ -76,6 +76,8 @@ struct mrcd_core_ops {
 	/* --- what the core keeps for clients ----------------------------------------------- */
 	/* One event byte on a completion channel, never waiting; false when it took none. */
 	bool (*notify)(void *io, int channel);
+	/* One record (a CM event) on an event channel, never waiting; false when it took none. */
+	bool (*record)(void *io, int channel, const void *data, size_t len);
 	void (*close_channel)(void *io, int channel);
 	void (*close_doorbell)(void *io, unsigned client);
 
@@ -137,6 +139,8 @@ struct mrcd_core_params {
 	uint64_t now;
 };
 
+struct mrcd_cm;
+
 struct mrcd_core {
 	const struct mrcd_config *cfg;
 	const struct mrcd_core_ops *ops;
@@ -158,6 +162,7 @@ struct mrcd_core {
 	struct mrc_peer_table peers;
 	uint64_t peers_epoch; /* grows when a peer or a drain changes: UD routes are made anew */
 	struct mrcd_tables t;	 /* clients and what they own */
+	struct mrcd_cm *cm;	 /* rdma_cm ids, channels, connections (cm.h) */
 	struct mrcd_stats stats; /* never reset: the metrics export them */
 	struct mrcd_stats stats_base; /* at the last stat reset: the control replies show since */
 };

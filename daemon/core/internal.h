@@ -4,6 +4,7 @@
 #define METAROCE_DAEMON_CORE_INTERNAL_H
 
 #include "core/core.h"
+#include <metaroce/cm.h>
 
 #define MRCD_NOTIFY_RETRY_NS 1000000 /* an event a full channel refused is sent again after */
 /* how long a QP, or a UD QP's next datagram, waits for its peer's discovery */
@@ -158,9 +159,45 @@ int core_resolve(struct mrcd_core *c, const uint8_t *payload, size_t len, uint64
 /* The QP's next datagram into buf and *g; false when it has none to send now. */
 bool core_ud_next(struct mrcd_core *c, struct mrcd_qp *qp, uint8_t *buf, size_t cap,
 		  struct mrcd_dgram *g, uint64_t now);
+/* Whether datagrams to dgid can go along *rt (remembered until the destination or the peer
+ * table changes, so a QP talking to one peer finds it without a search): READY, WAIT for
+ * discovery, or NONE; `expired`: discovery had its time, what there is must do. */
+enum core_route { ROUTE_READY, ROUTE_WAIT, ROUTE_NONE };
+enum core_route core_ud_route(struct mrcd_core *c, struct mrcd_ud_route *rt,
+			      const uint8_t dgid[16], bool expired, uint64_t now);
+/* A datagram along a ready route, its payload already behind the headers' room in buf: the
+ * headers, the authentication trailer, the flow's path [R-524] and the address into *g. */
+struct mrc_ud_datagram;
+void core_ud_emit(struct mrcd_core *c, const struct mrcd_ud_route *rt,
+		  struct mrc_ud_datagram *d, uint32_t flow, uint8_t *buf, size_t cap,
+		  struct mrcd_dgram *g);
+/* A UD datagram's tag is right under the key of the peer its source belongs to; sealed, *pkt
+ * becomes *opened, decrypted into a scratch that lasts until the next is opened [R-343]. */
+bool core_ud_authentic(const struct mrcd_core *c, const struct mrc_packet **pkt,
+		       const struct mrcd_dgram *g, struct mrc_packet *opened);
 /* A UD datagram arrived: delivered into the next receive, or dropped and counted. */
 void core_ud_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct mrcd_dgram *g,
 		uint64_t now);
+
+/* --- cm.c: the connection manager (SPEC 17) --------------------------------------------- */
+
+int core_cm_init(struct mrcd_core *c);
+void core_cm_fini(struct mrcd_core *c);
+/* MRC_CTL_CM from a library client. */
+int core_cm_request(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
+		    unsigned n_desc, struct mrc_ctl_cm_reply *out, uint64_t now);
+/* A UD datagram for QP 1: a peer's CM message. */
+void core_cm_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct mrcd_dgram *g,
+		uint64_t now);
+/* Its ids end as their destruction would end them, its channels close. */
+void core_cm_client_close(struct mrcd_core *c, unsigned slot, uint64_t now);
+/* Discovery answered, gave up or saw a restart: routes wait no more, connections end. */
+void core_cm_peer_event(struct mrcd_core *c, unsigned peer, int ev, uint64_t old_node,
+			uint64_t now);
+void core_cm_pump(struct mrcd_core *c, uint64_t now);
+uint64_t core_cm_next_timeout(const struct mrcd_core *c);
+/* Stopping: a DREQ to each connection's peer, once. */
+void core_cm_flush_all(struct mrcd_core *c, uint64_t now);
 
 /* --- pump.c -------------------------------------------------------------------------------- */
 

@@ -47,8 +47,6 @@ int core_resolve(struct mrcd_core *c, const uint8_t *payload, size_t len, uint64
 
 /* --- sending ------------------------------------------------------------------------------ */
 
-enum route { ROUTE_READY, ROUTE_WAIT, ROUTE_NONE };
-
 /* The planes shared with a node, less those either side drained (all of them if that leaves
  * none: a datagram has no other way). */
 static uint32_t shared_planes(const struct mrcd_core *c, const struct mrc_node_info *info)
@@ -59,14 +57,9 @@ static uint32_t shared_planes(const struct mrcd_core *c, const struct mrc_node_i
 						      : planes;
 }
 
-/*
- * Where datagrams to dgid go, remembered per QP until the destination or the peer table
- * changes (c->peers_epoch), so a QP talking to one peer finds it without a search.
- */
-static enum route route_to(struct mrcd_core *c, struct mrcd_qp *qp, const uint8_t dgid[16],
-			   uint64_t now)
+enum core_route core_ud_route(struct mrcd_core *c, struct mrcd_ud_route *rt,
+			      const uint8_t dgid[16], bool expired, uint64_t now)
 {
-	struct mrcd_ud_route *rt = &qp->ud_route;
 	const struct mrc_peer *p;
 	int idx;
 
@@ -98,11 +91,9 @@ static enum route route_to(struct mrcd_core *c, struct mrcd_qp *qp, const uint8_
 		rt->max_payload = p->info.max_payload < c->peers.local.max_payload
 					  ? p->info.max_payload
 					  : c->peers.local.max_payload;
-	} else if (c->auth && (p->state == MRC_PEER_UNREACHABLE ||
-			       (qp->ud_waiting && now >= qp->resolve_deadline_ns))) {
+	} else if (c->auth && (p->state == MRC_PEER_UNREACHABLE || expired)) {
 		return ROUTE_NONE; /* nothing to authenticate datagrams to it with */
-	} else if (p->state == MRC_PEER_UNREACHABLE ||
-		   (qp->ud_waiting && now >= qp->resolve_deadline_ns)) {
+	} else if (p->state == MRC_PEER_UNREACHABLE || expired) {
 		/* the address the application named is all there is: the plane that reaches it */
 		rt->named = true;
 		rt->planes = 1u << p->via_plane;
@@ -126,8 +117,8 @@ static const struct mrc_peer_keys *ud_keys(const struct mrcd_core *c, int peer)
  * (auth = full), *pkt becomes *opened, its payload decrypted into a scratch that lasts until
  * the next datagram is opened.
  */
-static bool ud_authentic(const struct mrcd_core *c, const struct mrc_packet **pkt,
-			 const struct mrcd_dgram *g, struct mrc_packet *opened)
+bool core_ud_authentic(const struct mrcd_core *c, const struct mrc_packet **pkt,
+		       const struct mrcd_dgram *g, struct mrc_packet *opened)
 {
 	static _Thread_local uint8_t plain[MRC_WIRE_MAX_PACKET];
 	bool local = core_is_local_addr(c->cfg, g->peer.addr);
@@ -194,6 +185,36 @@ static void send_done(struct mrcd_core *c, struct mrcd_qp *qp, const struct mrc_
 	core_complete_now(c, qp, false, e->wr_id, qp->sq.mine - 1, status, MRC_CQ_SEND);
 }
 
+void core_ud_emit(struct mrcd_core *c, const struct mrcd_ud_route *rt,
+		  struct mrc_ud_datagram *d, uint32_t flow, uint8_t *buf, size_t cap,
+		  struct mrcd_dgram *g)
+{
+	size_t hdr = sizeof(struct mrc_hdr) + sizeof(struct mrc_ud_ext);
+	uint16_t sports[MRCD_SPORTS_PER_PLANE];
+	unsigned sport_index = 0, n_sports;
+	uint8_t plane = 0;
+
+	mrc_ud_path(flow, rt->planes, MRCD_SPORTS_PER_PLANE, &plane, &sport_index); /* */
+	n_sports = c->ops->sports(c->io, plane, sports, MRCD_SPORTS_PER_PLANE);
+	d->auth = c->auth != NULL;
+	d->seal = c->auth && c->auth->mode == MRC_AUTH_FULL;
+	mrc_ud_encode(d, buf, cap, &hdr);
+	*g = (struct mrcd_dgram){ .data = buf, .len = (uint32_t)(hdr + d->payload_len),
+				  .plane = plane, .peer_port = rt->port };
+	if (d->seal) { /* one counter for all this daemon seals: no nonce twice under a key */
+		mrc_auth_seal(&ud_keys(c, rt->peer)->ud_seal_tx,
+			      __atomic_fetch_add(&c->sealed, 1, __ATOMIC_RELAXED), buf, hdr,
+			      d->payload_len, buf + g->len);
+		g->len += sizeof(struct mrc_seal_trailer);
+	} else if (c->auth) { /* under the peer pair's key: UD QPs talk to anyone */
+		mrc_auth_put_tag(&ud_keys(c, rt->peer)->ud_tx, buf, hdr, buf + g->len);
+		g->len += MRC_AUTH_TAG_LEN;
+	}
+	g->sport = n_sports ? sports[sport_index % n_sports] : 0;
+	memcpy(g->peer.addr, route_addr(c, rt, plane), 16);
+	g->peer.family = mrc_addr_family(g->peer.addr);
+}
+
 bool core_ud_next(struct mrcd_core *c, struct mrcd_qp *qp, uint8_t *buf, size_t cap,
 		  struct mrcd_dgram *g, uint64_t now)
 {
@@ -202,11 +223,8 @@ bool core_ud_next(struct mrcd_core *c, struct mrcd_qp *qp, uint8_t *buf, size_t 
 	struct mrc_ud_datagram d;
 	uint32_t total;
 	size_t hdr = sizeof(struct mrc_hdr) + sizeof(struct mrc_ud_ext);
-	unsigned sport_index, n_sports;
-	uint16_t sports[MRCD_SPORTS_PER_PLANE];
-	uint8_t plane;
 	int got, status;
-	enum route route;
+	enum core_route route;
 
 	if (qp->state != MRC_CTL_QP_RTS)
 		return false;
@@ -218,7 +236,10 @@ bool core_ud_next(struct mrcd_core *c, struct mrcd_qp *qp, uint8_t *buf, size_t 
 			return false;
 		}
 		status = send_entry_sges(c, qp, &e, sge, &total);
-		route = status ? ROUTE_NONE : route_to(c, qp, e.dgid, now);
+		route = status ? ROUTE_NONE
+			       : core_ud_route(c, &qp->ud_route, e.dgid,
+					       qp->ud_waiting && now >= qp->resolve_deadline_ns,
+					       now);
 		if (route == ROUTE_WAIT) {
 			if (!qp->ud_waiting) {
 				qp->ud_waiting = true;
@@ -248,34 +269,17 @@ bool core_ud_next(struct mrcd_core *c, struct mrcd_qp *qp, uint8_t *buf, size_t 
 		}
 		break;
 	}
-	mrc_ud_path(mrc_ud_flow(qp->qpn, e.remote_qpn, e.dgid), qp->ud_route.planes,
-		    MRCD_SPORTS_PER_PLANE, &plane, &sport_index); /* */
-	n_sports = c->ops->sports(c->io, plane, sports, MRCD_SPORTS_PER_PLANE);
 	mrc_sge_copy(sge, e.num_sge, 0, buf + hdr, NULL, total);
 	d = (struct mrc_ud_datagram){
 		.dst_qpn = e.remote_qpn, .src_qpn = qp->qpn,
 		.qkey = mrc_ud_send_qkey(e.remote_qkey, qp->qkey), .psn = qp->ud_seq,
 		.tx_ts = (uint32_t)now, .has_imm = e.opcode == MRC_SQ_SEND_IMM, .imm = e.imm,
-		.solicited = e.flags & MRC_SQ_F_SOLICITED, .auth = c->auth != NULL,
-		.seal = c->auth && c->auth->mode == MRC_AUTH_FULL,
-		.payload = buf + hdr, .payload_len = (uint16_t)total
+		.solicited = e.flags & MRC_SQ_F_SOLICITED, .payload = buf + hdr,
+		.payload_len = (uint16_t)total
 	};
 	qp->ud_seq++;
-	mrc_ud_encode(&d, buf, cap, &hdr);
-	*g = (struct mrcd_dgram){ .data = buf, .len = (uint32_t)(hdr + total), .plane = plane,
-				  .peer_port = qp->ud_route.port };
-	if (d.seal) { /* one counter for all this daemon seals: no nonce twice under a key */
-		mrc_auth_seal(&ud_keys(c, qp->ud_route.peer)->ud_seal_tx,
-			      __atomic_fetch_add(&c->sealed, 1, __ATOMIC_RELAXED), buf, hdr, total,
-			      buf + g->len);
-		g->len += sizeof(struct mrc_seal_trailer);
-	} else if (c->auth) { /* under the peer pair's key: UD QPs talk to anyone */
-		mrc_auth_put_tag(&ud_keys(c, qp->ud_route.peer)->ud_tx, buf, hdr, buf + g->len);
-		g->len += MRC_AUTH_TAG_LEN;
-	}
-	g->sport = n_sports ? sports[sport_index % n_sports] : 0;
-	memcpy(g->peer.addr, route_addr(c, &qp->ud_route, plane), 16);
-	g->peer.family = mrc_addr_family(g->peer.addr);
+	core_ud_emit(c, &qp->ud_route, &d, mrc_ud_flow(qp->qpn, e.remote_qpn, e.dgid), buf, cap,
+		     g);
 	c->stats.ud_tx++;
 	send_done(c, qp, &e, MRC_CQ_SUCCESS);
 	return true;
@@ -322,7 +326,7 @@ void core_ud_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 		ud_drop(c, MRC_DROP_NOT_ADMITTED);
 		return;
 	}
-	if (c->auth && !ud_authentic(c, &pkt, g, &opened)) {
+	if (c->auth && !core_ud_authentic(c, &pkt, g, &opened)) {
 		ud_drop(c, MRC_DROP_UNAUTHENTICATED); /* before any field is believed */
 		return;
 	}

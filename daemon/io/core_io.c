@@ -99,8 +99,9 @@ static bool is_unix_datagram(int fd)
 	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len))
 		return false;
 	len = sizeof(domain);
+	/* completion channels are datagram pairs, rdma_cm event channels sequenced ones */
 	return !getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) && domain == AF_UNIX &&
-	       type == SOCK_DGRAM;
+	       (type == SOCK_DGRAM || type == SOCK_SEQPACKET);
 }
 
 /* The QPs the client marked in its doorbell page get their turn at the next pump. */
@@ -250,6 +251,12 @@ static bool notify(void *io, int channel)
 	return send(channel, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1;
 }
 
+static bool record(void *io, int channel, const void *data, size_t len)
+{
+	(void)io;
+	return send(channel, data, len, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len;
+}
+
 static void close_channel(void *io, int channel)
 {
 	(void)io;
@@ -291,6 +298,7 @@ const struct mrcd_core_ops mrcd_core_io_ops = {
 	.new_page_map = new_page_map,
 	.unmap = unmap,
 	.notify = notify,
+	.record = record,
 	.close_channel = close_channel,
 	.close_doorbell = close_doorbell,
 	.log = log_line,

@@ -138,7 +138,7 @@ static unsigned op_tx(void *io, const struct mrcd_dgram *d, unsigned n, bool *se
 
 	for (unsigned i = 0; i < n; i++) {
 		sent[i] = !refused(w, &d[i], &paths_refused);
-		if (!sent[i])
+		if (!sent[i] || !h->up)
 			continue;
 		went++;
 		if (uniform(w) < w->loss) {
@@ -168,10 +168,33 @@ static int op_keep_doorbell(void *io, unsigned client, unsigned i)
 	return i == 0 ? 0 : -EBADF;
 }
 
+char world_channel_fd[1];
+
+/* No completion channels; an rdma_cm event channel is a log of its records. */
 static int op_keep_channel(void *io, unsigned i, int *channel)
 {
-	(void)io, (void)i, (void)channel;
-	return -EBADF; /* these clients use no completion channels */
+	struct host *h = io;
+
+	if (i != 0 || h->req_desc != world_channel_fd)
+		return -EBADF;
+	if (h->n_chan == CM_CHANNELS)
+		return -EMFILE;
+	memset(&h->chan[h->n_chan], 0, sizeof(h->chan[0]));
+	*channel = (int)h->n_chan++;
+	return 0;
+}
+
+static bool op_record(void *io, int channel, const void *data, size_t len)
+{
+	struct host *h = io;
+	struct cm_channel_log *log = &h->chan[channel];
+
+	ck_assert_uint_lt((unsigned)channel, h->n_chan);
+	ck_assert_uint_eq(len, sizeof(log->ev[0]));
+	if (log->deaf || log->n == CM_EVENTS)
+		return false;
+	memcpy(&log->ev[log->n++], data, len);
+	return true;
 }
 
 /* Descriptor 0 of a registration is the client's memory itself: shared, as a memfd is. */
@@ -260,6 +283,7 @@ static const struct mrcd_core_ops ops = {
 	.new_page_map = op_new_page_map,
 	.unmap = op_unmap,
 	.notify = op_notify,
+	.record = op_record,
 	.close_channel = op_close,
 	.close_doorbell = op_close_doorbell,
 	.log = op_log,
@@ -320,9 +344,10 @@ void world_host_crash(struct world *w, unsigned k)
 {
 	struct host *h = &w->h[k];
 
+	h->up = false; /* what its end would still send never leaves */
 	mrcd_core_fini(&h->core);
-	h->up = false;
 	h->cl.open = false;
+	h->n_chan = 0;
 	h->regions_mapped = h->regions_unmapped = 0; /* the dead daemon's */
 	while (h->n_shm)
 		free(h->shm[--h->n_shm]);

@@ -12,6 +12,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <metaroce/cm.h>
+
 #include "core/core.h"
 #include "proto/auth.h"
 #include "shm/ring.h"
@@ -55,6 +57,18 @@ struct client {
 	struct client_qp qp[QPS];
 };
 
+/* An rdma_cm event channel of a host's client: the records the core wrote to it. */
+#define CM_CHANNELS 4
+#define CM_EVENTS 512
+struct cm_channel_log {
+	struct mrc_cm_event ev[CM_EVENTS];
+	unsigned n;
+	bool deaf; /* takes no record: a reader that does not read */
+};
+
+/* What a request passes as its descriptor to be kept as an event channel. */
+extern char world_channel_fd[1];
+
 struct host {
 	struct world *w;
 	unsigned index;
@@ -71,6 +85,8 @@ struct host {
 	unsigned n_shm;
 	unsigned regions_mapped, regions_unmapped;
 	struct client cl;
+	struct cm_channel_log chan[CM_CHANNELS];
+	unsigned n_chan;
 };
 
 struct packet {

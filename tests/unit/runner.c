@@ -38,6 +38,8 @@ int main(void)
 	srunner_add_suite(runner, spin_suite());
 	srunner_add_suite(runner, core_pair_suite());
 	srunner_add_suite(runner, core_ud_suite());
+	srunner_add_suite(runner, cm_suite());
+	srunner_add_suite(runner, core_cm_suite());
 	srunner_add_suite(runner, neigh_suite());
 	srunner_run_all(runner, CK_ENV);
 	failed = srunner_ntests_failed(runner);

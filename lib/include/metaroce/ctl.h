@@ -73,7 +73,11 @@ enum mrc_ctl_type {
 				   * then it closes the connection: the status says why (-EUSERS:
 				   * the user holds user_max_connections; -ENOSPC: no slot left;
 				   * -EMFILE: the daemon is out of file descriptors) */
-	MRC_CTL_TYPE_MAX = MRC_CTL_REFUSED,
+	MRC_CTL_CM = 34,	  /* request: struct mrc_ctl_cm (metaroce/cm.h) [+ a channel's
+				   * socket]; reply: struct mrc_ctl_cm_reply */
+	MRC_CTL_CM_IDS = 35,	  /* request: no payload; reply: n x struct mrc_ctl_cm_id (the
+				   * caller's own, unless an operator asks) */
+	MRC_CTL_TYPE_MAX = MRC_CTL_CM_IDS,
 };
 
 /* The shared-memory and request layout this library speaks (bumped on any change; 2: the
@@ -82,8 +86,9 @@ enum mrc_ctl_type {
  * may carry MRC_CQ_ARM_SPINNING, which a daemon of 3 would fire on as an ARM_NEXT; 5: regions
  * and QPs carry their protection domain; 6: send queue entries carry atomic operands; 7: shared
  * receive queues, a QP names its SRQ; 8: UD QPs, completions carry src_qp, send entries the
- * UD destination; 9: memory windows, SEND with invalidate, UD completions carry sl). */
-#define MRC_CTL_CLIENT_ABI 9
+ * UD destination; 9: memory windows, SEND with invalidate, UD completions carry sl; 10:
+ * rdma_cm, MRC_CTL_CM and event channels). */
+#define MRC_CTL_CLIENT_ABI 10
 
 struct mrc_ctl_hello {
 	__u32 abi; /* MRC_CTL_CLIENT_ABI */

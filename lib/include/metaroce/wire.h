@@ -192,6 +192,88 @@ MRC_STATIC_ASSERT(sizeof(struct mrc_ud_ext) == 16, "mrc_ud_ext is 16 bytes");
 #define MRC_UD_GRH_LEN 40
 
 /*
+ * Connection management [SPEC 17]: the daemons' CM agents talk in UD datagrams from QP 1 to
+ * QP 1 under one well-known qkey, as RoCE carries the InfiniBand CM on QP1 [R-530]. A client
+ * QPN never has a zero generation (>= 4096), so QP 1 is never a client's. The payload is a
+ * struct mrc_cm_msg and then private_len bytes of the applications' private data.
+ */
+#define MRC_QPN_CM 1u
+#define MRC_CM_QKEY 0x80010000u
+
+enum mrc_cm_type {
+	MRC_CM_REQ = 1,	     /* active side: connect to the listener at dst_port */
+	MRC_CM_REP = 2,	     /* passive side: accepted; qpn is the passive QP */
+	MRC_CM_RTU = 3,	     /* active side: its QP is ready, the connection is established */
+	MRC_CM_REJ = 4,	     /* either side: refused; status says why (enum mrc_cm_reject) */
+	MRC_CM_DREQ = 5,     /* either side: the connection ends */
+	MRC_CM_DREP = 6,     /* answer to a DREQ */
+	MRC_CM_SIDR_REQ = 7, /* UD port space: which QP serves dst_port? */
+	MRC_CM_SIDR_REP = 8, /* its QP number and qkey, or status */
+	MRC_CM_TYPE_MAX = MRC_CM_SIDR_REP,
+};
+
+/* REJ and SIDR_REP status: InfiniBand's CM reject reasons, which rdma_cm reports as the
+ * REJECTED event's status. */
+enum mrc_cm_reject {
+	MRC_CM_REJ_NO_RESOURCES = 3,	 /* no room for another connection */
+	MRC_CM_REJ_TIMEOUT = 4,		 /* the active side gave up, or went away */
+	MRC_CM_REJ_INVALID_COMM_ID = 6,	 /* the message names no connection here */
+	MRC_CM_REJ_INVALID_SERVICE_ID = 8, /* nobody listens on dst_port */
+	MRC_CM_REJ_STALE_CONN = 10,	 /* an older connection with the same ids */
+	MRC_CM_REJ_CONSUMER_DEFINED = 28, /* the application rejected it (rdma_reject) */
+};
+
+/* SIDR_REP status, as InfiniBand's SIDR numbers it (the UNREACHABLE event's status). */
+enum mrc_cm_sidr_status {
+	MRC_CM_SIDR_SUCCESS = 0,
+	MRC_CM_SIDR_UNSUPPORTED = 1, /* nobody listens on dst_port */
+	MRC_CM_SIDR_REJECT = 2,	     /* the application rejected it */
+};
+
+/* Private data a message carries at most, by type: InfiniBand's sizes less the 36 bytes
+ * rdma_cm takes of a REQ and a SIDR_REQ for its own header [R-533]. */
+#define MRC_CM_PRIVATE_REQ 56
+#define MRC_CM_PRIVATE_REP 196
+#define MRC_CM_PRIVATE_REJ 148
+#define MRC_CM_PRIVATE_RTU 224
+#define MRC_CM_PRIVATE_DREQ 220
+#define MRC_CM_PRIVATE_DREP 224
+#define MRC_CM_PRIVATE_SIDR_REQ 180
+#define MRC_CM_PRIVATE_SIDR_REP 136
+#define MRC_CM_PRIVATE_MAX 224
+
+/* Port spaces as rdma_cm numbers them, less the 0x0100 they share (RDMA_PS_TCP = 0x0106). */
+#define MRC_CM_PS_IPOIB 0x02
+#define MRC_CM_PS_TCP 0x06
+#define MRC_CM_PS_UDP 0x11
+#define MRC_CM_PS_IB 0x3f
+
+#define MRC_CM_F_SRQ 0x01	   /* REQ, REP: the sender's QP takes receives from an SRQ */
+#define MRC_CM_F_FLOW_CONTROL 0x02 /* REQ, REP: rdma_conn_param.flow_control */
+
+struct mrc_cm_msg {
+	__u8 type;		  /* enum mrc_cm_type */
+	__u8 port_space;	  /* MRC_CM_PS_* */
+	__u8 private_len;	  /* private data bytes after this struct, <= the type's size */
+	__u8 flags;		  /* MRC_CM_F_* */
+	__u8 responder_resources; /* REQ, REP: READs the sender lets its peer have outstanding */
+	__u8 initiator_depth;	  /* REQ, REP: READs the sender will have outstanding */
+	__u8 retry_count;	  /* REQ: the requester's transport retries, 0..7 */
+	__u8 rnr_retry_count;	  /* REQ, REP: 0..7, 7 = unlimited */
+	__be32 local_comm_id;	  /* the sender's name for the connection, never 0 */
+	__be32 remote_comm_id;	  /* the receiver's; 0 in a REQ and SIDR_REQ */
+	__be64 node_id;		  /* the sending daemon's (SPEC 12): another value is a restart */
+	__be32 qpn;		  /* REQ, REP, SIDR_REP: the sender's QP; else 0 */
+	__be32 status;		  /* REJ: enum mrc_cm_reject; SIDR_REP: enum mrc_cm_sidr_status */
+	__be32 qkey;		  /* SIDR_REP: the UD QP's qkey; else 0 */
+	__be16 src_port;	  /* the sender's rdma_cm port */
+	__be16 dst_port;	  /* the receiver's */
+	__u8 src_addr[16];	  /* the sender's address as its application sees it */
+	__u8 dst_addr[16];	  /* the receiver's (IPv4-mapped for IPv4) */
+};
+MRC_STATIC_ASSERT(sizeof(struct mrc_cm_msg) == 72, "mrc_cm_msg is 72 bytes");
+
+/*
  * ACK extension [R-32]. SACK bit i stands for PSN cum_psn + i, bit i lives in sack[i / 8] under
  * mask 1 << (i % 8); bit 0 is always clear because cum_psn itself has not arrived.
  */
