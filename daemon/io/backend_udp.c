@@ -256,7 +256,9 @@ static int gro_rx_batch(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n
 	struct mrcd_gro *g = b->gro;
 	unsigned got = gro_hand_out(g, d, n);
 
-	if (g->at < g->n)
+	/* what was just handed out points into the buffers a receive would fill anew: the
+	 * caller takes it first, the next call receives */
+	if (got || g->at < g->n)
 		return (int)got;
 	g->n = g->at = g->off = 0;
 	for (unsigned pl = 0; pl < MRC_MAX_PLANES && got < n && g->n < GRO_MSGS; pl++) {
