@@ -208,6 +208,15 @@ static inline void core_qp_touch(struct mrcd_core *c, const struct mrcd_qp *qp)
 	mrcd_sched_ready(&c->t.sched, (unsigned)(qp - c->t.qps));
 }
 
+/* The QP's transport failed it (retries spent, the peer's CLOSE or error): the rdma_cm
+ * connection it carries ends at the manager's next turn [R-548]. */
+static inline void core_qp_failed_by_transport(struct mrcd_core *c, struct mrcd_qp *qp)
+{
+	if (qp->cm_id && c->t.n_cm_failed < MRCD_MAX_QPS)
+		c->t.cm_failed[c->t.n_cm_failed++] = qp->cm_id;
+	qp->cm_id = 0;
+}
+
 /* A QP-level packet for one of ours (or one lingering). False when none took it. */
 bool core_qp_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct mrcd_dgram *g,
 		uint64_t now);

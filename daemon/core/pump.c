@@ -74,6 +74,16 @@ static bool peer_sent(const struct mrcd_core *c, const struct mrcd_qp *qp,
 	return pkt->payload_len <= sizeof(plain) && mrc_auth_open(&qp->seal_rx, pkt, plain);
 }
 
+/* The engine put the QP in error (its retries ran out, the peer's CLOSE or fatal NAK): the
+ * daemon's QP follows, its work flushes, its rdma_cm connection ends. */
+static void failed_by_engine(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
+{
+	if (mrc_conn_state(qp->conn) == MRC_QPS_ERR && qp->state != MRC_CTL_QP_ERR) {
+		core_qp_failed_by_transport(c, qp);
+		core_qp_error(c, qp, now);
+	}
+}
+
 bool core_qp_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct mrcd_dgram *g,
 		uint64_t now)
 {
@@ -113,12 +123,11 @@ bool core_qp_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 
 	mrcd_sched_ready(&c->t.sched, mrcd_qp_slot(qp->qpn));
 
-	if (mrc_conn_state(qp->conn) == MRC_QPS_ERR && qp->state != MRC_CTL_QP_ERR) {
+	if (mrc_conn_state(qp->conn) == MRC_QPS_ERR && qp->state != MRC_CTL_QP_ERR)
 		core_log(c, MRCD_DEBUG,
 			 "QP %u: error state after a packet (opcode %u, drop reason %d)", qp->qpn,
 			 pkt->opcode, why);
-		core_qp_error(c, qp, now);
-	}
+	failed_by_engine(c, qp, now);
 	return true;
 }
 
@@ -344,12 +353,14 @@ static enum sent visit_qp(struct mrcd_core *c, struct mrcd_qp *qp, unsigned *bud
 		return SENT_ALL;
 	if (mrc_conn_next_timeout(qp->conn) <= now)
 		mrc_conn_on_timeout(qp->conn, now);
-	if (mrc_conn_state(qp->conn) == MRC_QPS_ERR && qp->state != MRC_CTL_QP_ERR)
-		core_qp_error(c, qp, now);
+	failed_by_engine(c, qp, now);
 	if (qp->fast)
 		sync_fast_window(c, qp);
 	sent = send_some(c, qp->conn, qp->peer_planes, (const uint8_t(*)[16])qp->peer_addr,
 			 qp->peer_port, budget, now);
+	/* a resend the retry budget refused ends the QP there too, with nothing left to
+	 * visit it for */
+	failed_by_engine(c, qp, now);
 	note_path_changes(c, qp);
 	return sent;
 }

@@ -207,6 +207,7 @@ struct mrcd_qp {
 	bool ud_waiting;	/* the send ring's head waits for discovery, until
 				 * resolve_deadline_ns [R-421] */
 	struct mrcd_ud_route ud_route;
+	uint32_t cm_id;		/* the rdma_cm connection it carries (cm.h); 0: none */
 };
 
 struct mrcd_dgram;
@@ -238,6 +239,9 @@ struct mrcd_tables {
 	unsigned n_path_report;
 	uint64_t next_path_report_ns;
 	uint64_t mapped_bytes;
+	/* rdma_cm connections whose QP its transport failed, for the manager's next turn */
+	uint32_t cm_failed[MRCD_MAX_QPS];
+	unsigned n_cm_failed;
 	struct mrc_prf rng;  /* QPNs, keys' random bits, connections' seeds */
 	uint16_t qpn_generation[MRCD_MAX_QPS]; /* of each slot's latest QPN: never its next */
 	uint8_t *tx_buf;     /* MRCD_TX_BATCH packets of mtu bytes */
