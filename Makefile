@@ -66,7 +66,7 @@ BPFTOOL ?= bpftool
 PROTO_SRCS := $(sort $(wildcard lib/proto/*.c lib/shm/*.c))
 DAEMON_SRCS := $(filter-out daemon/main.c,$(sort $(wildcard daemon/*.c daemon/*/*.c)))
 UNIT_SRCS := $(wildcard tests/unit/*.c) $(wildcard tests/harness/*.c)
-FUZZ_HARNESSES := codec conn config ctl cli peer frame admission requests
+FUZZ_HARNESSES := codec conn config ctl cli peer frame admission requests cm
 HEADER_CHECKS_BPF := tests/headers/wire_bpf.c
 
 PROTO_OBJS := $(PROTO_SRCS:%.c=$(OBJ)/%.o)
@@ -100,9 +100,9 @@ GLOO_BENCH := $(BUILD)/bench/gloo-bench
 # Connected RC QPs that carry nothing, beside a stream (bench/core: make bench-core)
 IDLE_QPS := $(BUILD)/bench/idle-qps
 
-# libmetaroce.so.1: the libibverbs ABI (lib/verbs) plus the ring and page-sharing code it
-# shares with the daemon, built position independent.
-VERBS_SRCS := $(sort $(wildcard lib/verbs/*.c)) lib/shm/ring.c lib/shm/share.c lib/shm/fdpass.c \
+# libmetaroce.so.1: the libibverbs ABI (lib/verbs) and librdmacm's (lib/rdmacm), plus the ring
+# and page-sharing code it shares with the daemon, built position independent.
+VERBS_SRCS := $(sort $(wildcard lib/verbs/*.c lib/rdmacm/*.c)) lib/shm/ring.c lib/shm/share.c lib/shm/fdpass.c \
 	      lib/shm/spin.c
 VERBS_OBJS := $(VERBS_SRCS:%.c=$(OBJ)/pic/%.o)
 LIBMETAROCE := $(BUILD)/lib/libmetaroce.so.1
@@ -111,7 +111,7 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 	       $(BUILD)/tests/verbs/hostile_client $(BUILD)/tests/verbs/verbs_api_check \
 	       $(BUILD)/tests/verbs/atomic_check $(BUILD)/tests/integration/attack/udp_flood \
 	       $(BUILD)/tests/integration/attack/forge $(BUILD)/tests/integration/attack/hoard \
-	       $(BUILD)/tests/verbs/fatal_check \
+	       $(BUILD)/tests/verbs/fatal_check $(BUILD)/tests/verbs/cm_check \
 	       $(BUILD)/tests/ucx/ucp_check
 
 # --- top-level targets -----------------------------------------------------------------
@@ -140,6 +140,7 @@ DEB_PACKAGES := \
 	check libsystemd-dev libmicrohttpd-dev libmnl-dev libbpf-dev libxdp-dev bpftool xdp-tools \
 	libsodium-dev \
 	libibverbs-dev ibverbs-utils perftest libgloo-dev ucx-utils libucx-dev \
+	librdmacm-dev rdmacm-utils \
 	iproute2 python3 iperf3 sockperf gnuplot-nox time groff-base curl \
 	dpkg-dev debhelper python3-yaml linux-perf
 
@@ -457,6 +458,12 @@ $(BUILD)/tests/verbs/atomic_check: tests/verbs/atomic_check.c tests/verbs/rc_con
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CPPFLAGS) -Itests/verbs $(MRC_CFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^) -libverbs
+
+# An rdma_cm program: built against rdma-core's librdmacm, run through libmetaroce.
+$(BUILD)/tests/verbs/cm_check: tests/verbs/cm_check.c
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) -o $@ $< -lrdmacm -libverbs
 
 # Generic verbs programs: built against rdma-core's libibverbs, run through libmetaroce.
 $(BUILD)/tests/verbs/%: tests/verbs/%.c

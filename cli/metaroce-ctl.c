@@ -25,6 +25,7 @@
 
 #include <sodium.h>
 
+#include <metaroce/cm.h>
 #include <metaroce/ctl.h>
 #include <metaroce/xdp.h>
 #include <metaroce/wire.h>
@@ -300,6 +301,49 @@ static int show_qps(const char *path, bool json)
 		       (unsigned long long)q->tx_packets, (unsigned long long)q->tx_retransmits,
 		       (unsigned long long)q->rx_packets, (unsigned long long)q->rx_bytes,
 		       (unsigned long long)q->completions, (unsigned long long)q->error_completions);
+	}
+	if (json)
+		fprintf(out, "]}\n");
+	return 0;
+}
+
+static int show_cm(const char *path, bool json)
+{
+	static struct mrc_ctl_cm_id ids[MRC_CTL_MAX_MSG / sizeof(struct mrc_ctl_cm_id)];
+	long n = request(path, MRC_CTL_CM_IDS, (uint8_t *)ids, sizeof(ids));
+	char la[INET6_ADDRSTRLEN], ra[INET6_ADDRSTRLEN];
+
+	if (n < 0 || n % (long)sizeof(ids[0]))
+		return 1;
+	n /= (long)sizeof(ids[0]);
+	if (json)
+		fprintf(out, "{\"cm_ids\":[");
+	for (long i = 0; i < n; i++) {
+		const struct mrc_ctl_cm_id *d = &ids[i];
+		const char *ps = d->port_space == MRC_CM_PS_TCP ? "tcp"
+				 : d->port_space == MRC_CM_PS_UDP ? "udp"
+				 : d->port_space == MRC_CM_PS_IB  ? "ib"
+								  : "ipoib";
+
+		addr_str(family_of(d->local_addr), d->local_addr, la, sizeof(la));
+		addr_str(family_of(d->remote_addr), d->remote_addr, ra, sizeof(ra));
+		if (json) {
+			fprintf(out, "%s{\"id\":%u,\"state\":\"%s\",\"port_space\":\"%s\",\"pid\":%d,"
+				"\"uid\":%u,\"local\":\"%s\",\"local_port\":%u,\"remote\":\"%s\","
+				"\"remote_port\":%u,\"qpn\":%u,\"remote_qpn\":%u,\"backlog\":%u,"
+				"\"pending\":%u}",
+				i ? "," : "", d->id, mrc_ctl_cm_state_name(d->state), ps, d->pid,
+				d->uid, la, d->local_port, ra, d->remote_port, d->qpn, d->remote_qpn,
+				d->backlog, d->pending);
+			continue;
+		}
+		if (d->state == MRC_CM_LISTEN)
+			fprintf(out, "listen %s %s:%u  pid %d  backlog %u  pending %u\n", ps, la,
+				d->local_port, d->pid, d->backlog, d->pending);
+		else
+			fprintf(out, "id %u  %s %s  %s:%u -> %s:%u  qp %u -> %u  %s %d\n", d->id, ps,
+				mrc_ctl_cm_state_name(d->state), la, d->local_port, ra, d->remote_port,
+				d->qpn, d->remote_qpn, d->pid ? "pid" : "daemon's, was pid", d->pid);
 	}
 	if (json)
 		fprintf(out, "]}\n");
@@ -675,6 +719,7 @@ static const struct object objects[] = {
 	{ "dev", "  dev [show]                    the verbs device: port, MTU, one GID per plane\n" },
 	{ "peer", "  peer [show]                   the peer daemons and their planes\n" },
 	{ "qp", "  qp [show]                     every QP: state, process, peer, paths (-s: counters)\n" },
+	{ "cm", "  cm [show]                     rdma_cm listeners and connections\n" },
 	{ "path", "  path [show]                   every path: plane, port, state, cwnd, RTT (-s: counters)\n"
 		  "  path set plane N down|up      drain a plane for maintenance, or restore it\n" },
 	{ "metrics", "  metrics [show]                the Prometheus exposition, as GET /metrics\n" },
@@ -732,7 +777,7 @@ static const char *match(const char *w, const char *const *words, const char *wh
 
 static int run(const char *path, bool json, int argc, char **argv)
 {
-	static const char *const object_names[] = { "status", "dev", "peer", "qp", "path",
+	static const char *const object_names[] = { "status", "dev", "peer", "qp", "cm", "path",
 						    "metrics", "config", "stat", "xdp", "monitor",
 						    "help", NULL };
 	const char *object = match(argv[0], object_names, "object");
@@ -815,6 +860,8 @@ static int run(const char *path, bool json, int argc, char **argv)
 		return show_peers(path, json);
 	if (!strcmp(object, "qp"))
 		return show_qps(path, json);
+	if (!strcmp(object, "cm"))
+		return show_cm(path, json);
 	if (!strcmp(object, "path"))
 		return show_paths(path, json);
 	return show_metrics(path);

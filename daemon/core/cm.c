@@ -82,10 +82,18 @@ static int op_bind(const struct cm_request *q, struct mrcd_cm_id *id)
 	bool any = cm_any_addr(q->r->addr);
 	uint16_t port = q->r->port;
 
-	if (id->bound || id->state != MRC_CM_IDLE)
+	if (id->state != MRC_CM_IDLE)
 		return -EINVAL;
 	if (!any && !core_is_local_addr(c->cfg, q->r->addr))
 		return -EADDRNOTAVAIL; /* not one of this daemon's planes */
+	if (id->bound) { /* resolution picked the address of an id bound to all of them */
+		if (!id->any_addr || any || port != id->local_port)
+			return -EINVAL;
+		memcpy(id->local_addr, q->r->addr, 16);
+		id->any_addr = false;
+		q->out->port = port;
+		return 0;
+	}
 	if (!port) {
 		unsigned span = MRCD_CM_PORT_MAX - MRCD_CM_PORT_MIN + 1;
 		unsigned start = (unsigned)mrc_prf_next(&c->t.rng);
@@ -126,7 +134,7 @@ static int op_route(const struct cm_request *q, struct mrcd_cm_id *id)
 		cm_tell_kind(c, id, MRC_CM_EV_ROUTE_ERROR, err); /* not a peer this daemon may reach */
 		return 0;
 	}
-	if (cm_routed(c, q->r->addr)) {
+	if (cm_routed(c, q->r->addr, q->now)) {
 		cm_enter(c, id, MRC_CM_ROUTED);
 		cm_tell_kind(c, id, MRC_CM_EV_ROUTE_RESOLVED, 0);
 		return 0;
@@ -231,8 +239,7 @@ static int op_establish(const struct cm_request *q, struct mrcd_cm_id *id)
 {
 	if (id->state != MRC_CM_REP_RCVD)
 		return -EINVAL;
-	cm_enter(q->c, id, MRC_CM_ESTABLISHED);
-	q->c->cm->stats.connections++;
+	cm_established(q->c, id);
 	cm_send(q->c, id, MRC_CM_RTU, 0, NULL, 0, q->now);
 	return 0;
 }
@@ -256,6 +263,17 @@ static int op_disconnect(const struct cm_request *q, struct mrcd_cm_id *id)
 	default:
 		return -EINVAL;
 	}
+}
+
+static int op_addr(const struct cm_request *q, struct mrcd_cm_id *id)
+{
+	uint32_t err = q->r->backlog;
+
+	if (err > 4095 || id->state != MRC_CM_IDLE)
+		return -EINVAL;
+	cm_tell_kind(q->c, id, err ? MRC_CM_EV_ADDR_ERROR : MRC_CM_EV_ADDR_RESOLVED,
+		     -(int32_t)err);
+	return 0;
 }
 
 static int op_migrate(const struct cm_request *q, struct mrcd_cm_id *id)
@@ -322,7 +340,7 @@ int core_cm_request(struct mrcd_core *c, unsigned owner, const uint8_t *payload,
 		[MRC_CM_OP_LISTEN] = op_listen,	    [MRC_CM_OP_CONNECT] = op_connect,
 		[MRC_CM_OP_ACCEPT] = op_accept,	    [MRC_CM_OP_REJECT] = op_reject,
 		[MRC_CM_OP_ESTABLISH] = op_establish, [MRC_CM_OP_DISCONNECT] = op_disconnect,
-		[MRC_CM_OP_MIGRATE] = op_migrate,
+		[MRC_CM_OP_MIGRATE] = op_migrate,   [MRC_CM_OP_ADDR] = op_addr,
 	};
 	struct mrc_ctl_cm r;
 	struct cm_request q = { c, owner, &r, n_desc, out, now };
@@ -364,6 +382,40 @@ void core_cm_client_close(struct mrcd_core *c, unsigned slot, uint64_t now)
 	for (unsigned i = 0; i < MRCD_MAX_CM_CHANNELS; i++)
 		if (m->channels[i].owner == (int)slot)
 			cm_channel_free(c, &m->channels[i]);
+}
+
+size_t mrcd_core_cm_ids_reply(const struct mrcd_core *c, const uint32_t *viewer, uint8_t *buf,
+			      size_t cap)
+{
+	const struct mrcd_cm *m = c->cm;
+	size_t n = 0;
+
+	for (unsigned i = 0; i < MRCD_MAX_CM_IDS && n + sizeof(struct mrc_ctl_cm_id) <= cap; i++) {
+		const struct mrcd_cm_id *id = &m->ids[i];
+		const struct mrcd_client *cl = id->owner >= 0 ? &c->t.client[id->owner] : NULL;
+		struct mrc_ctl_cm_id out;
+
+		/* the daemon's own are an operator's to see, a user's only their own [issue 20] */
+		if (id->owner == -1 || (viewer && (!cl || cl->uid != *viewer)))
+			continue;
+		memset(&out, 0, sizeof(out));
+		out.id = id->handle;
+		out.pid = cl ? cl->pid : 0;
+		out.uid = cl ? cl->uid : 0;
+		out.state = id->state;
+		out.port_space = id->ps;
+		out.local_port = id->local_port;
+		out.remote_port = id->remote_port;
+		out.qpn = id->qpn;
+		out.remote_qpn = id->remote_qpn;
+		out.backlog = id->state == MRC_CM_LISTEN ? id->backlog : 0;
+		out.pending = id->state == MRC_CM_LISTEN ? id->pending : 0;
+		memcpy(out.local_addr, id->local_addr, 16);
+		memcpy(out.remote_addr, id->remote_addr, 16);
+		memcpy(buf + n, &out, sizeof(out));
+		n += sizeof(out);
+	}
+	return n;
 }
 
 int core_cm_init(struct mrcd_core *c)

@@ -194,6 +194,9 @@ void cm_refuse(struct mrcd_core *c, struct mrcd_cm_id *id, uint32_t status,
 	       const uint8_t *private_data, uint8_t private_len, uint64_t now);
 /* The node discovery knows at addr (this daemon's for its own); 0: none known. */
 uint64_t cm_node_at(struct mrcd_core *c, const uint8_t addr[16]);
-bool cm_routed(struct mrcd_core *c, const uint8_t addr[16]);
+/* Whether messages can go to addr now: this daemon, or a peer whose record stands. */
+bool cm_routed(struct mrcd_core *c, const uint8_t addr[16], uint64_t now);
+/* An RC connection is established: counted, and tied to its QP's failure. */
+void cm_established(struct mrcd_core *c, struct mrcd_cm_id *id);
 
 #endif /* METAROCE_DAEMON_CORE_CM_H */

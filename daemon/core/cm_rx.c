@@ -22,9 +22,14 @@ static bool from_known_node(struct mrcd_core *c, const struct mrcd_dgram *g, uin
 	if (core_is_local_addr(c->cfg, g->peer.addr))
 		return node == c->peers.local.node_id;
 	idx = mrc_peer_table_find(&c->peers, g->peer.addr);
-	if (idx < 0 || c->peers.peers[idx].state != MRC_PEER_KNOWN ||
-	    c->peers.peers[idx].info.node_id != node) {
+	if (idx < 0 || c->peers.peers[idx].state != MRC_PEER_KNOWN) {
 		core_discover_addr(c, g->peer.addr, now);
+		return false;
+	}
+	/* another node there: its daemon restarted, asked back (once a record has stood a
+	 * second, so forged node ids cost at most that) [R-294] */
+	if (c->peers.peers[idx].info.node_id != node) {
+		mrc_peer_table_recheck(&c->peers, (unsigned)idx, MRCD_PEER_RECHECK_NS, now);
 		return false;
 	}
 	return true;
@@ -140,8 +145,7 @@ static void on_rtu(struct mrcd_core *c, const struct mrc_cm *msg)
 	if (!id || id->state != MRC_CM_REP_SENT)
 		return;
 	cm_timer_stop(c->cm, id);
-	cm_enter(c, id, MRC_CM_ESTABLISHED);
-	c->cm->stats.connections++;
+	cm_established(c, id);
 	cm_tell_msg(c, id, MRC_CM_EV_ESTABLISHED, 0, msg, 0);
 }
 
@@ -219,6 +223,11 @@ void core_cm_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 	}
 	if (c->auth && !core_ud_authentic(c, &pkt, g, &opened)) {
 		c->stats.ud_dropped[MRC_DROP_UNAUTHENTICATED]++; /* before any field */
+		/* a daemon that restarted knows its peers no more: it asks who sent this, and
+		 * believes the sender's retry [R-535] */
+		if (!core_is_local_addr(c->cfg, g->peer.addr) &&
+		    mrc_peer_table_find(&c->peers, g->peer.addr) < 0)
+			core_discover_addr(c, g->peer.addr, now);
 		return;
 	}
 	if (pkt->opcode != MRC_OP_UD_SEND || pkt->u.ud.src_qpn != MRC_QPN_CM ||
@@ -290,7 +299,7 @@ static void on_timer(struct mrcd_core *c, struct mrcd_cm_id *id, uint64_t now)
 
 	switch (id->state) {
 	case MRC_CM_ROUTING:
-		if (cm_routed(c, id->remote_addr)) {
+		if (cm_routed(c, id->remote_addr, now)) {
 			cm_enter(c, id, MRC_CM_ROUTED);
 			cm_tell_kind(c, id, MRC_CM_EV_ROUTE_RESOLVED, 0);
 		} else {
@@ -317,9 +326,35 @@ static void on_timer(struct mrcd_core *c, struct mrcd_cm_id *id, uint64_t now)
 	}
 }
 
+/* Connections whose QP failed by its transport end at once: DISCONNECTED, and the peer told
+ * once (its own QP has failed or will) [R-548]. */
+static void qps_failed(struct mrcd_core *c, uint64_t now)
+{
+	struct mrcd_tables *t = &c->t;
+
+	for (unsigned i = 0; i < t->n_cm_failed; i++) {
+		struct mrcd_cm_id *id = cm_id_by_handle(c->cm, t->cm_failed[i]);
+
+		if (!id || (id->state != MRC_CM_ESTABLISHED && id->state != MRC_CM_DREQ_SENT))
+			continue;
+		if (id->state == MRC_CM_ESTABLISHED)
+			cm_send(c, id, MRC_CM_DREQ, 0, NULL, 0, now);
+		if (id->owner == MRCD_CM_DAEMON) {
+			cm_id_free(c, id);
+			continue;
+		}
+		cm_tell_kind(c, id, MRC_CM_EV_DISCONNECTED, 0);
+		cm_end(c, id, now);
+	}
+	t->n_cm_failed = 0;
+}
+
 void core_cm_pump(struct mrcd_core *c, uint64_t now)
 {
 	struct mrcd_cm_id *id;
+
+	if (c->t.n_cm_failed)
+		qps_failed(c, now);
 
 	while ((id = cm_timer_due(c->cm, now)))
 		on_timer(c, id, now);
@@ -330,6 +365,8 @@ uint64_t core_cm_next_timeout(const struct mrcd_core *c)
 {
 	uint64_t t = cm_timer_next(c->cm), f = cm_flush_next(c->cm);
 
+	if (c->t.n_cm_failed)
+		return 0;
 	return t < f ? t : f;
 }
 
@@ -348,7 +385,7 @@ void core_cm_peer_event(struct mrcd_core *c, unsigned peer, int ev, uint64_t old
 			continue;
 		if (id->state == MRC_CM_ROUTING && mrc_peer_table_find(&c->peers, id->remote_addr) ==
 							   (int)peer) {
-			if (p->state == MRC_PEER_KNOWN) {
+			if (p->state == MRC_PEER_KNOWN && !p->confirming) {
 				cm_timer_stop(m, id);
 				cm_enter(c, id, MRC_CM_ROUTED);
 				cm_tell_kind(c, id, MRC_CM_EV_ROUTE_RESOLVED, 0);

@@ -217,14 +217,17 @@ uint64_t cm_node_at(struct mrcd_core *c, const uint8_t addr[16])
 		       : 0;
 }
 
-bool cm_routed(struct mrcd_core *c, const uint8_t addr[16])
+bool cm_routed(struct mrcd_core *c, const uint8_t addr[16], uint64_t now)
 {
 	int idx;
 
 	if (core_is_local_addr(c->cfg, addr))
 		return true;
 	idx = mrc_peer_table_find(&c->peers, addr);
-	return idx >= 0 && c->peers.peers[idx].state == MRC_PEER_KNOWN;
+	/* a record that has not stood a while is asked back first: its daemon may have
+	 * restarted, and a REQ to the old one would go unanswered [R-294] */
+	return idx >= 0 && c->peers.peers[idx].state == MRC_PEER_KNOWN &&
+	       !mrc_peer_table_recheck(&c->peers, (unsigned)idx, MRCD_PEER_RECHECK_NS, now);
 }
 
 /* Refuses a request (passive) or a REP (active), and remembers the answer for duplicates. */
@@ -241,4 +244,16 @@ void cm_refuse(struct mrcd_core *c, struct mrcd_cm_id *id, uint32_t status,
 	cm_unlist(c, id);
 	cm_send_kept(c, id, now);
 	cm_end(c, id, now);
+}
+
+void cm_established(struct mrcd_core *c, struct mrcd_cm_id *id)
+{
+	struct mrcd_qp *qp = core_qp_by_num(&c->t, id->qpn);
+
+	cm_enter(c, id, MRC_CM_ESTABLISHED);
+	c->cm->stats.connections++;
+	/* its QP's failure ends the connection [R-548]: the application may have named any QP
+	 * (conn_param.qp_num), so only its own counts */
+	if (qp && qp->owner == id->owner && qp->type == MRC_CTL_QPT_RC)
+		qp->cm_id = id->handle;
 }

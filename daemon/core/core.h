@@ -239,6 +239,9 @@ size_t mrcd_core_peers_reply(const struct mrcd_core *c, const uint32_t *viewer, 
 			     size_t cap);
 size_t mrcd_core_qps_reply(const struct mrcd_core *c, const uint32_t *viewer, uint8_t *buf,
 			   size_t cap);
+/* rdma_cm ids (cm.c): listeners, connections, and those the daemon keeps for a gone client. */
+size_t mrcd_core_cm_ids_reply(const struct mrcd_core *c, const uint32_t *viewer, uint8_t *buf,
+			      size_t cap);
 /* Each user with a connection: what it holds, its limits (users.c). */
 size_t mrcd_core_users_reply(const struct mrcd_core *c, const uint32_t *viewer, uint8_t *buf,
 			     size_t cap);

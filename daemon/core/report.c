@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "core/cm.h"
 #include "core/internal.h"
 
 /* --- control replies ----------------------------------------------------------------------- */
@@ -286,6 +287,54 @@ static const char *const qp_drop_names[MRC_DROP_REASON_MAX + 1] = {
 	[MRC_DROP_UNAUTHENTICATED] = "unauthenticated",
 };
 
+/* The connection manager's (SPEC 17): ids by state, messages, retries, what it refused. */
+static void cm_metrics(const struct mrcd_core *c, struct out *o)
+{
+	const struct mrcd_cm *m = c->cm;
+	const struct mrcd_cm_stats *st = &m->stats;
+	unsigned by_state[MRC_CM_STATES] = { 0 };
+
+	for (unsigned i = 0; i < MRCD_MAX_CM_IDS && m->n_ids; i++)
+		if (m->ids[i].owner != -1)
+			by_state[m->ids[i].state < MRC_CM_STATES ? m->ids[i].state : 0]++;
+	family(o, "metaroce_cm_ids", "gauge",
+	       "rdma_cm ids, by state (timewait: ended, still answering the peer).");
+	for (unsigned s = 0; s < MRC_CM_STATES; s++)
+		put(o, "metaroce_cm_ids{state=\"%s\"} %u\n", mrc_ctl_cm_state_name(s), by_state[s]);
+	family(o, "metaroce_cm_messages_total", "counter",
+	       "Connection-management messages between daemons, by type and direction.");
+	for (unsigned t = 1; t <= MRC_CM_TYPE_MAX; t++) {
+		put(o, "metaroce_cm_messages_total{type=\"%s\",direction=\"tx\"} %llu\n",
+		    mrc_cm_type_name(t), (unsigned long long)st->tx[t]);
+		put(o, "metaroce_cm_messages_total{type=\"%s\",direction=\"rx\"} %llu\n",
+		    mrc_cm_type_name(t), (unsigned long long)st->rx[t]);
+	}
+	family(o, "metaroce_cm_malformed_total", "counter",
+	       "Connection-management messages refused by their checks, by reason (R-534).");
+	for (unsigned r = 1; r <= MRC_CM_E_MAX; r++)
+		put(o, "metaroce_cm_malformed_total{reason=\"%s\"} %llu\n", mrc_cm_error_name(r),
+		    (unsigned long long)st->malformed[r]);
+	family(o, "metaroce_cm_retransmits_total", "counter",
+	       "REQ, REP and DREQ sent again for want of an answer.");
+	put(o, "metaroce_cm_retransmits_total %llu\n", (unsigned long long)st->retransmits);
+	family(o, "metaroce_cm_timeouts_total", "counter",
+	       "Connections that failed because the peer never answered.");
+	put(o, "metaroce_cm_timeouts_total %llu\n", (unsigned long long)st->timeouts);
+	family(o, "metaroce_cm_connections_total", "counter", "Connections established.");
+	put(o, "metaroce_cm_connections_total %llu\n", (unsigned long long)st->connections);
+	family(o, "metaroce_cm_stray_total", "counter",
+	       "Well-formed messages naming no connection here, or from a node not known there.");
+	put(o, "metaroce_cm_stray_total %llu\n", (unsigned long long)st->stray);
+	family(o, "metaroce_cm_backlog_drops_total", "counter",
+	       "Requests a full listener did not take (the peer's retry may find room).");
+	put(o, "metaroce_cm_backlog_drops_total %llu\n", (unsigned long long)st->backlog_drops);
+	family(o, "metaroce_cm_events_total", "counter", "Events told to clients' channels.");
+	put(o, "metaroce_cm_events_total %llu\n", (unsigned long long)st->events);
+	family(o, "metaroce_cm_events_dropped_total", "counter",
+	       "Events dropped: a channel held 4096 its reader had not taken.");
+	put(o, "metaroce_cm_events_dropped_total %llu\n", (unsigned long long)st->events_dropped);
+}
+
 size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 {
 	static const char *qp_states[5] = { "idle", "resolving", "rtr", "rts", "error" };
@@ -431,5 +480,6 @@ size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 		put(&o, "metaroce_path_rtt_seconds{plane=\"%u\"} %.9f\n", cfg->planes[i].index,
 		    s->srtt_n ? s->srtt_sum / s->srtt_n : 0.0);
 	}
+	cm_metrics(c, &o);
 	return o.len;
 }

@@ -21,6 +21,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <metaroce/cm.h>
+
 #include "io/daemon.h"
 #include "io/fastpath.h"
 #include "io/metrics.h"
@@ -296,6 +298,12 @@ static int do_qps(struct mrcd *d, struct call *k)
 	return 0;
 }
 
+static int do_cm_ids(struct mrcd *d, struct call *k)
+{
+	k->len = mrcd_core_cm_ids_reply(&d->core, viewer(d, k->slot), k->out, k->cap);
+	return 0;
+}
+
 static int do_paths(struct mrcd *d, struct call *k)
 {
 	struct mrc_ctl_handle one = { 0, 0 };
@@ -412,6 +420,8 @@ static const struct {
 	[MRC_CTL_RESOLVE] = { do_library, -1, -1, false },
 	[MRC_CTL_ERROR_QP] = { do_library, -1, -1, false },
 	[MRC_CTL_DESTROY_QP] = { do_library, -1, -1, false },
+	[MRC_CTL_CM] = { do_library, sizeof(struct mrc_ctl_cm), -1, false },
+	[MRC_CTL_CM_IDS] = { do_cm_ids, 0, -1, false },
 };
 
 int mrcd_control_check(const void *packet, size_t n, struct mrc_ctl_hdr *req)

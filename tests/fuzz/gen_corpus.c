@@ -13,6 +13,7 @@
 
 #include "proto/bytes.h"
 #include "proto/checksum.h"
+#include "proto/cm.h"
 #include "proto/codec.h"
 
 static uint8_t out[1 + 9000];
@@ -377,6 +378,41 @@ static int requests_corpus(const char *dir)
 	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+/* One message of each type, as the daemons send them. */
+static int cm_corpus(const char *dir)
+{
+	static const uint8_t priv[8] = "private";
+	int failed = 0;
+
+	for (uint8_t t = 1; t <= MRC_CM_TYPE_MAX; t++) {
+		bool first = t == MRC_CM_REQ || t == MRC_CM_SIDR_REQ;
+		bool sidr = t == MRC_CM_SIDR_REQ || t == MRC_CM_SIDR_REP;
+		struct mrc_cm m = { .type = t, .port_space = sidr ? MRC_CM_PS_UDP : MRC_CM_PS_TCP,
+				    .local_comm_id = 0x1234, .remote_comm_id = first ? 0 : 0x5678,
+				    .node_id = 0x0102030405060708ull, .src_port = 40000,
+				    .dst_port = 7174, .private_data = priv, .private_len = 8 };
+		uint8_t msg[sizeof(struct mrc_cm_msg) + 8];
+		char name[32];
+		size_t n;
+
+		if (t == MRC_CM_REQ || t == MRC_CM_REP || t == MRC_CM_SIDR_REP)
+			m.qpn = 0x4321;
+		if (t == MRC_CM_REQ || t == MRC_CM_REP) {
+			m.responder_resources = m.initiator_depth = 1;
+			m.rnr_retry_count = 7;
+			m.retry_count = t == MRC_CM_REQ ? 7 : 0;
+		}
+		if (t == MRC_CM_SIDR_REP)
+			m.qkey = 0x1234567;
+		if (t == MRC_CM_REJ)
+			m.status = MRC_CM_REJ_CONSUMER_DEFINED;
+		n = mrc_cm_encode(&m, msg, sizeof(msg));
+		snprintf(name, sizeof(name), "%s", mrc_cm_type_name(t));
+		failed |= !n || write_file(dir, name, msg, n);
+	}
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct {
@@ -386,13 +422,13 @@ int main(int argc, char **argv)
 		{ "codec", codec_corpus },   { "config", config_corpus }, { "ctl", ctl_corpus },
 		{ "cli", cli_corpus },	     { "conn", conn_corpus },	  { "peer", peer_corpus },
 		{ "frame", frame_corpus },   { "admission", admission_corpus },
-		{ "requests", requests_corpus },
+		{ "requests", requests_corpus }, { "cm", cm_corpus },
 	};
 
 	for (size_t i = 0; argc == 3 && i < sizeof(corpora) / sizeof(corpora[0]); i++)
 		if (strcmp(argv[1], corpora[i].harness) == 0)
 			return corpora[i].write(argv[2]);
 	fprintf(stderr, "usage: gen_corpus codec|conn|config|ctl|cli|peer|frame|admission|"
-			"requests DIR\n");
+			"requests|cm DIR\n");
 	return 2;
 }

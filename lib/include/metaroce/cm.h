@@ -4,12 +4,15 @@
  * on the control socket (MRC_CTL_CM), and the event records the daemon writes to an event
  * channel. An event channel is a SOCK_SEQPACKET socket pair: the application polls and reads
  * one end (rdma_event_channel.fd), the daemon holds the other and writes one struct
- * mrc_cm_event per event, never waiting; the library writes the events it makes itself
- * (address resolution) into the same end. CM ids belong to the control connection that made
+ * mrc_cm_event per event, never waiting, and the library keeps no copy of that end: when the
+ * daemon goes, the application's end reads end-of-file (the library's DEVICE_REMOVAL). The
+ * events of the library's own address resolution go through the daemon too (MRC_CM_OP_ADDR),
+ * in order with the rest. CM ids belong to the control connection that made
  * them and go with it: connected ones end with a DREQ to the peer, listeners stop.
  *
  *     active                              passive
  *     CREATE_ID, BIND (port 0: any)       CREATE_ID, BIND, LISTEN
+ *     ADDR                -> ADDR_RESOLVED
  *     ROUTE (discovery)   -> ROUTE_RESOLVED
  *     CONNECT             -> REQ ->       CONNECT_REQUEST (a new id)
  *                                          ACCEPT (QP at RTS) or REJECT
@@ -31,7 +34,9 @@ enum mrc_ctl_cm_op {
 	MRC_CM_OP_CREATE_ID = 3,     /* .channel, .port_space; reply: .handle = the id */
 	MRC_CM_OP_DESTROY_ID = 4,    /* .id: its connection ends (DREQ or REJ), listening stops */
 	MRC_CM_OP_BIND = 5,	     /* .id, .addr (any: all zero), .port (0: a free one);
-				      * reply: .port; -EADDRINUSE, -EADDRNOTAVAIL (not a plane's) */
+				      * reply: .port; -EADDRINUSE, -EADDRNOTAVAIL (not a plane's);
+				      * an id bound to every address, named again with its port and
+				      * one address, narrows to it (address resolution) */
 	MRC_CM_OP_ROUTE = 6,	     /* .id, .addr = destination, .backlog = timeout ms: the peer
 				      * is discovered; event ROUTE_RESOLVED or ROUTE_ERROR */
 	MRC_CM_OP_LISTEN = 7,	     /* .id (bound), .backlog */
@@ -43,7 +48,10 @@ enum mrc_ctl_cm_op {
 	MRC_CM_OP_ESTABLISH = 11,    /* .id (after CONNECT_RESPONSE): an RTU */
 	MRC_CM_OP_DISCONNECT = 12,   /* .id: a DREQ; DISCONNECTED follows */
 	MRC_CM_OP_MIGRATE = 13,	     /* .id, .channel: its events go there from now on */
-	MRC_CM_OP_MAX = MRC_CM_OP_MIGRATE,
+	MRC_CM_OP_ADDR = 14,	     /* .id, .backlog = 0 or a positive errno: the library's address
+				      * resolution, told on the id's channel in order with the rest
+				      * (ADDR_RESOLVED or ADDR_ERROR) */
+	MRC_CM_OP_MAX = MRC_CM_OP_ADDR,
 };
 
 /* A request: the fields its op names; the others zero. */
