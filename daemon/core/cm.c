@@ -25,12 +25,11 @@ struct cm_request {
 static int op_channel(const struct cm_request *q)
 {
 	struct mrcd_core *c = q->c;
-	struct mrcd_client *cl = &c->t.client[q->owner];
 	int fd, err;
 
 	if (q->n_desc != 1)
 		return -EINVAL;
-	if (cl->channels >= MRCD_CLIENT_MAX_CHANNELS)
+	if (c->cm->client_channels[q->owner] >= MRCD_CLIENT_MAX_CM_CHANNELS)
 		return -ENOSPC;
 	err = c->ops->keep_channel(c->io, 0, &fd);
 	if (err)
@@ -40,7 +39,6 @@ static int op_channel(const struct cm_request *q)
 		c->ops->close_channel(c->io, fd);
 		return err;
 	}
-	cl->channels++;
 	return 0;
 }
 
@@ -53,7 +51,6 @@ static int op_close_channel(const struct cm_request *q)
 	if (ch->n_ids)
 		return -EBUSY;
 	cm_channel_free(q->c, ch);
-	q->c->t.client[q->owner].channels--;
 	return 0;
 }
 
@@ -283,6 +280,9 @@ static int op_migrate(const struct cm_request *q, struct mrcd_cm_id *id)
 
 	if (!ch)
 		return -ENOENT;
+	/* as the kernel's: what the id's old channel had not given out yet goes with it */
+	if (id->channel >= 0)
+		cm_channel_move_events(q->c, id, id->channel, (int)(ch - m->channels));
 	cm_id_set_channel(q->c, id, (int)(ch - m->channels));
 	return 0;
 }

@@ -20,19 +20,22 @@
 #define MRCD_MAX_CM_IDS 4096
 #define MRCD_CM_SLOT_BITS 12
 _Static_assert(MRCD_MAX_CM_IDS == 1u << MRCD_CM_SLOT_BITS, "an id's slot is its low bits");
-#define MRCD_MAX_CM_CHANNELS 1024
+#define MRCD_MAX_CM_CHANNELS 4096
 #define MRCD_CLIENT_MAX_CM_IDS (MRCD_MAX_CM_IDS / 2)
 #define MRCD_CM_PORT_BUCKETS 1024
 #define MRCD_CM_CONN_BUCKETS 4096
-/* A message unanswered is sent again after 100 ms, doubling to 1 s, 8 times in all
- * (about 4.5 s) before the connection fails [R-537]. */
+/* A message unanswered is sent again after 100 ms, doubling to 1 s, 8 times in all: the
+ * last at 4.5 s, the connection failing at 5.5 s [R-537]. */
 #define MRCD_CM_RETRY_NS 100000000ull
 #define MRCD_CM_RETRY_MAX_NS 1000000000ull
 #define MRCD_CM_TRIES 8
-/* How long a connection that ended answers late messages of its peer. */
-#define MRCD_CM_TIMEWAIT_NS 1000000000ull
-/* Events a channel keeps while its reader does not read; one more is dropped, and said. */
-#define MRCD_CM_CHANNEL_MAX_PENDING 4096
+/* How long a connection that ended answers late messages of its peer: longer than a peer
+ * retries, so no retry finds the connection forgotten [R-541]. */
+#define MRCD_CM_TIMEWAIT_NS 6000000000ull
+/* Events a client's channels keep while its readers do not read; one more is dropped, and
+ * said [R-544]. */
+#define MRCD_CM_CLIENT_MAX_PENDING 4096
+#define MRCD_CLIENT_MAX_CM_CHANNELS 512
 /* The ephemeral ports of rdma_bind_addr with port 0, as Linux's ip_local_port_range. */
 #define MRCD_CM_PORT_MIN 32768
 #define MRCD_CM_PORT_MAX 60999
@@ -52,6 +55,7 @@ struct mrcd_cm_channel {
 	struct mrcd_cm_pending *head, *tail; /* what it did not take yet, in order */
 	unsigned n_pending;
 	bool blocked_listed;	/* on the manager's blocked list */
+	bool gone;		/* its reader closed it: nothing more is offered */
 };
 
 struct mrcd_cm_id {
@@ -103,6 +107,9 @@ struct mrcd_cm {
 	struct mrcd_cm_channel *channels;
 	unsigned n_ids, n_channels, n_routing;
 	uint16_t client_ids[MRCD_MAX_CLIENTS]; /* ids each client holds */
+	uint16_t client_channels[MRCD_MAX_CLIENTS]; /* event channels each client holds */
+	uint16_t client_pending[MRCD_MAX_CLIENTS]; /* events its channels hold unread */
+	uint64_t next_drop_log_ns;	/* a dropped event is said once a second at most */
 	int port_hash[MRCD_CM_PORT_BUCKETS];
 	int conn_hash[MRCD_CM_CONN_BUCKETS];
 	uint16_t heap[MRCD_MAX_CM_IDS]; /* ids with a timer, earliest deadline first */
@@ -151,6 +158,8 @@ uint64_t cm_timer_next(const struct mrcd_cm *m);
 
 /* Channels. */
 int cm_channel_new(struct mrcd_core *c, int owner, int fd, uint32_t *handle);
+/* The id's events the old channel still holds follow it to its new one, in order. */
+void cm_channel_move_events(struct mrcd_core *c, const struct mrcd_cm_id *id, int from, int to);
 struct mrcd_cm_channel *cm_channel_of(struct mrcd_cm *m, int owner, uint32_t handle);
 void cm_channel_free(struct mrcd_core *c, struct mrcd_cm_channel *ch);
 /* An event on the id's channel (none: dropped): written, or kept in order until it is. */

@@ -69,6 +69,11 @@ static void on_request(struct mrcd_core *c, const struct mrc_cm *msg, const stru
 		duplicate_request(c, id, now);
 		return;
 	}
+	/* the address it names as its own must be its daemon's: answers go there */
+	if (cm_node_at(c, msg->src_addr) != msg->node_id) {
+		m->stats.stray++;
+		return;
+	}
 	l = cm_listener(m, msg->port_space, msg->dst_port, msg->dst_addr);
 	if (!l) { /* */
 		cm_answer(c, g, msg, ud ? MRC_CM_SIDR_REP : MRC_CM_REJ,
@@ -114,6 +119,11 @@ static void on_reply(struct mrcd_core *c, const struct mrc_cm *msg, const struct
 	}
 	if (id->state == MRC_CM_ESTABLISHED && msg->type == MRC_CM_REP) {
 		cm_send(c, id, MRC_CM_RTU, 0, NULL, 0, now); /* the RTU was lost */
+		return;
+	}
+	if (id->state == MRC_CM_TIMEWAIT && msg->type == MRC_CM_REP && !id->remote_id) {
+		/* it came after the requester gave up: the responder hears so at once */
+		cm_answer(c, g, msg, MRC_CM_REJ, MRC_CM_REJ_TIMEOUT, now);
 		return;
 	}
 	if (id->state != MRC_CM_REQ_SENT)
@@ -283,9 +293,9 @@ static void give_up(struct mrcd_core *c, struct mrcd_cm_id *id, uint64_t now)
 	case MRC_CM_REQ_SENT:
 		cm_tell_kind(c, id, MRC_CM_EV_UNREACHABLE, -ETIMEDOUT);
 		break;
-	case MRC_CM_REP_SENT:
+	case MRC_CM_REP_SENT: /* as the kernel's: its REP unanswered is UNREACHABLE too */
 		cm_send(c, id, MRC_CM_REJ, MRC_CM_REJ_TIMEOUT, NULL, 0, now);
-		cm_tell_kind(c, id, MRC_CM_EV_CONNECT_ERROR, -ETIMEDOUT);
+		cm_tell_kind(c, id, MRC_CM_EV_UNREACHABLE, -ETIMEDOUT);
 		break;
 	default: /* DREQ_SENT: the peer is gone, and so is the connection */
 		cm_tell_kind(c, id, MRC_CM_EV_DISCONNECTED, 0);
@@ -408,7 +418,9 @@ void core_cm_peer_event(struct mrcd_core *c, unsigned peer, int ev, uint64_t old
 			cm_id_free(c, id);
 			continue;
 		}
-		if (id->state == MRC_CM_REQ_RCVD) {
+		/* a request not yet answered, and a datagram space's resolution, end unsaid:
+		 * rdma_cm has no event for them */
+		if (id->state == MRC_CM_REQ_RCVD || !cm_connected_ps(id->ps)) {
 			cm_unlist(c, id);
 			cm_end(c, id, now);
 			continue;

@@ -329,8 +329,9 @@ int cm_channel_new(struct mrcd_core *c, int owner, int fd, uint32_t *handle)
 		memset(ch, 0, sizeof(*ch));
 		ch->owner = owner;
 		ch->fd = fd;
-		ch->handle = (uint32_t)(mrc_prf_next(&c->t.rng) & 0xfffff) << 10 | i;
+		ch->handle = (uint32_t)(mrc_prf_next(&c->t.rng) & 0xfffff) << 12 | i;
 		m->n_channels++;
+		m->client_channels[owner]++;
 		*handle = ch->handle;
 		return 0;
 	}
@@ -339,21 +340,31 @@ int cm_channel_new(struct mrcd_core *c, int owner, int fd, uint32_t *handle)
 
 struct mrcd_cm_channel *cm_channel_of(struct mrcd_cm *m, int owner, uint32_t handle)
 {
-	struct mrcd_cm_channel *ch = &m->channels[handle % MRCD_MAX_CM_CHANNELS];
+	struct mrcd_cm_channel *ch = &m->channels[handle & (MRCD_MAX_CM_CHANNELS - 1)];
 
 	return ch->owner == owner && ch->handle == handle ? ch : NULL;
 }
 
-void cm_channel_free(struct mrcd_core *c, struct mrcd_cm_channel *ch)
+/* What the channel holds goes unread. */
+static void drop_pending(struct mrcd_cm *m, struct mrcd_cm_channel *ch)
 {
-	struct mrcd_cm *m = c->cm;
-
 	while (ch->head) {
 		struct mrcd_cm_pending *p = ch->head;
 
 		ch->head = p->next;
 		free(p);
 	}
+	ch->tail = NULL;
+	m->client_pending[ch->owner] -= (uint16_t)ch->n_pending;
+	ch->n_pending = 0;
+}
+
+void cm_channel_free(struct mrcd_core *c, struct mrcd_cm_channel *ch)
+{
+	struct mrcd_cm *m = c->cm;
+
+	drop_pending(m, ch);
+	m->client_channels[ch->owner]--;
 	if (ch->blocked_listed)
 		for (unsigned i = 0; i < m->n_blocked; i++)
 			if (&m->channels[m->blocked[i]] == ch) {
@@ -366,18 +377,69 @@ void cm_channel_free(struct mrcd_core *c, struct mrcd_cm_channel *ch)
 	m->n_channels--;
 }
 
-/* What the channel holds, offered in order until it takes no more. */
+/* What the channel holds, offered in order until it takes no more; a reader gone takes
+ * nothing more, and what it held is dropped. */
 static void flush(struct mrcd_core *c, struct mrcd_cm_channel *ch)
 {
-	while (ch->head && c->ops->record(c->io, ch->fd, &ch->head->ev, sizeof(ch->head->ev))) {
+	while (ch->head) {
+		int took = c->ops->record(c->io, ch->fd, &ch->head->ev, sizeof(ch->head->ev));
 		struct mrcd_cm_pending *p = ch->head;
 
+		if (took < 0) {
+			ch->gone = true;
+			drop_pending(c->cm, ch);
+			return;
+		}
+		if (!took)
+			return;
 		ch->head = p->next;
 		if (!ch->head)
 			ch->tail = NULL;
 		ch->n_pending--;
+		c->cm->client_pending[ch->owner]--;
 		free(p);
 	}
+}
+
+/* One more event kept on the channel, at its tail. */
+static void keep(struct mrcd_cm *m, struct mrcd_cm_channel *ch, struct mrcd_cm_pending *p)
+{
+	p->next = NULL;
+	if (ch->tail)
+		ch->tail->next = p;
+	else
+		ch->head = p;
+	ch->tail = p;
+	ch->n_pending++;
+	m->client_pending[ch->owner]++;
+	if (!ch->blocked_listed) {
+		ch->blocked_listed = true;
+		m->blocked[m->n_blocked++] = (uint16_t)(ch - m->channels);
+	}
+}
+
+void cm_channel_move_events(struct mrcd_core *c, const struct mrcd_cm_id *id, int from, int to)
+{
+	struct mrcd_cm *m = c->cm;
+	struct mrcd_cm_channel *src = &m->channels[from], *dst = &m->channels[to];
+	struct mrcd_cm_pending **at = &src->head, *p;
+
+	if (from == to || dst->gone)
+		return;
+	src->tail = NULL;
+	while ((p = *at)) {
+		if (p->ev.id != id->handle) {
+			src->tail = p;
+			at = &p->next;
+			continue;
+		}
+		*at = p->next;
+		src->n_pending--;
+		m->client_pending[src->owner]--;
+		keep(m, dst, p);
+	}
+	if (!m->next_flush_ns && dst->head)
+		m->next_flush_ns = c->now; /* offered at the next turn */
 }
 
 void cm_tell(struct mrcd_core *c, const struct mrcd_cm_id *id, struct mrc_cm_event *ev)
@@ -389,30 +451,34 @@ void cm_tell(struct mrcd_core *c, const struct mrcd_cm_id *id, struct mrc_cm_eve
 	if (id->channel < 0)
 		return; /* the daemon's own: its client is gone */
 	ch = &m->channels[id->channel];
+	if (ch->gone)
+		return; /* its reader closed it */
 	ev->magic = MRC_CM_EVENT_MAGIC;
 	m->stats.events++;
-	if (!ch->head && c->ops->record(c->io, ch->fd, ev, sizeof(*ev)))
-		return;
-	p = ch->n_pending < MRCD_CM_CHANNEL_MAX_PENDING ? malloc(sizeof(*p)) : NULL;
+	if (!ch->head) {
+		int took = c->ops->record(c->io, ch->fd, ev, sizeof(*ev));
+
+		if (took > 0)
+			return;
+		if (took < 0) {
+			ch->gone = true;
+			return;
+		}
+	}
+	p = m->client_pending[ch->owner] < MRCD_CM_CLIENT_MAX_PENDING ? malloc(sizeof(*p)) : NULL;
 	if (!p) {
 		m->stats.events_dropped++;
-		core_log(c, MRCD_WARNING, "client pid %d: its rdma_cm event channel holds %u events "
-			 "it does not read: an event for id %u dropped", c->t.client[ch->owner].pid,
-			 ch->n_pending, id->handle);
+		if (c->now >= m->next_drop_log_ns) {
+			m->next_drop_log_ns = c->now + 1000000000ull;
+			core_log(c, MRCD_WARNING, "client pid %d: its rdma_cm event channels hold %u "
+				 "events it does not read: an event for id %u dropped",
+				 c->t.client[ch->owner].pid, m->client_pending[ch->owner],
+				 id->handle);
+		}
 		return;
 	}
-	p->next = NULL;
 	p->ev = *ev;
-	if (ch->tail)
-		ch->tail->next = p;
-	else
-		ch->head = p;
-	ch->tail = p;
-	ch->n_pending++;
-	if (!ch->blocked_listed) {
-		ch->blocked_listed = true;
-		m->blocked[m->n_blocked++] = (uint16_t)(ch - m->channels);
-	}
+	keep(m, ch, p);
 	if (!m->next_flush_ns)
 		m->next_flush_ns = c->now + MRCD_NOTIFY_RETRY_NS;
 }

@@ -76,8 +76,9 @@ struct mrcd_core_ops {
 	/* --- what the core keeps for clients ----------------------------------------------- */
 	/* One event byte on a completion channel, never waiting; false when it took none. */
 	bool (*notify)(void *io, int channel);
-	/* One record (a CM event) on an event channel, never waiting; false when it took none. */
-	bool (*record)(void *io, int channel, const void *data, size_t len);
+	/* One record (a CM event) on an event channel, never waiting: 1 taken, 0 full (offer it
+	 * again), -1 its reader is gone (offer nothing more). */
+	int (*record)(void *io, int channel, const void *data, size_t len);
 	void (*close_channel)(void *io, int channel);
 	void (*close_doorbell)(void *io, unsigned client);
 

@@ -251,10 +251,15 @@ static bool notify(void *io, int channel)
 	return send(channel, &one, 1, MSG_DONTWAIT | MSG_NOSIGNAL) == 1;
 }
 
-static bool record(void *io, int channel, const void *data, size_t len)
+static int record(void *io, int channel, const void *data, size_t len)
 {
+	ssize_t n;
+
 	(void)io;
-	return send(channel, data, len, MSG_DONTWAIT | MSG_NOSIGNAL) == (ssize_t)len;
+	n = send(channel, data, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (n == (ssize_t)len)
+		return 1;
+	return n < 0 && (errno == EAGAIN || errno == ENOBUFS || errno == EINTR) ? 0 : -1;
 }
 
 static void close_channel(void *io, int channel)

@@ -65,7 +65,8 @@ static enum mrc_cm_error check(const struct mrc_cm *m)
 		return MRC_CM_E_TYPE;
 	if (!connected_space(m->port_space) && !datagram_space(m->port_space))
 		return MRC_CM_E_PORT_SPACE;
-	if ((req && !connected_space(m->port_space)) || (sidr && !datagram_space(m->port_space)))
+	/* REQ to DREP are a connection's, the SIDR pair a datagram space's */
+	if (sidr ? !datagram_space(m->port_space) : !connected_space(m->port_space))
 		return MRC_CM_E_PORT_SPACE;
 	if (m->private_len > mrc_cm_private_max(m->type))
 		return MRC_CM_E_PRIVATE;

@@ -175,17 +175,14 @@ int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
 		rdma_ack_cm_event(listen->event);
 		listen->event = NULL;
 	}
-	for (;;) {
-		if (rdma_get_cm_event(listen->channel, &ev))
-			return -1;
-		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
-			break;
-		if (ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL) {
-			rdma_ack_cm_event(ev);
-			errno = ENODEV;
-			return -1;
-		}
-		rdma_ack_cm_event(ev); /* nothing else is the listener's to report here */
+	/* as librdmacm: the next event, which must be a request */
+	if (rdma_get_cm_event(listen->channel, &ev))
+		return -1;
+	if (ev->status || ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+		errno = ev->status < 0 ? -ev->status
+			: ev->event == RDMA_CM_EVENT_DEVICE_REMOVAL ? ENODEV : EINVAL;
+		rdma_ack_cm_event(ev);
+		return -1;
 	}
 	p = (struct mrcm_id *)ev->id;
 	if (rdma_migrate_id(&p->id, NULL)) { /* a synchronous id of its own, as librdmacm's */
@@ -193,6 +190,7 @@ int rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
 
 		rdma_reject(&p->id, NULL, 0);
 		rdma_ack_cm_event(ev);
+		rdma_destroy_id(&p->id);
 		errno = err;
 		return -1;
 	}

@@ -52,8 +52,13 @@ struct mrcm_channel *mrcm_channel_new(void)
 void mrcm_channel_free(struct mrcm_channel *c)
 {
 	struct mrc_ctl_cm r = { .op = MRC_CM_OP_CLOSE_CHANNEL, .channel = c->handle };
+	struct mrc_cm_event rec;
 
 	__atomic_store_n(&c->destroyed, true, __ATOMIC_RELEASE);
+	/* requests nobody read will be accepted by nobody: their daemon ids go (a REJ) */
+	while (!c->gone && recv(c->ch.fd, &rec, sizeof(rec), MSG_DONTWAIT) == sizeof(rec))
+		if (rec.magic == MRC_CM_EVENT_MAGIC && rec.kind == MRC_CM_EV_CONNECT_REQUEST)
+			mrcm_forget(rec.id);
 	if (!c->gone)
 		mrcm_request(&r, -1, NULL);
 	close(c->ch.fd);
@@ -116,11 +121,15 @@ static struct mrcm_id *request_id(const struct mrc_cm_event *rec)
 	struct mrcm_id *l = mrcm_lookup(rec->listen_id), *p;
 	bool v6;
 
-	if (!l)
-		return NULL; /* the listener is gone here: the daemon ends the request with it */
-	p = mrcm_adopt(rec->id, l->chan, l->id.ps, l->id.context);
-	if (!p)
+	/* nobody here will take it (its listener is gone, or no memory): its daemon id goes
+	 * too, which answers the requester with a REJ */
+	p = l ? mrcm_adopt(rec->id, l->chan, l->id.ps, l->id.context) : NULL;
+	if (!p) {
+		mrcm_forget(rec->id);
+		if (l)
+			mrcm_release(l);
 		return NULL;
+	}
 	p->listener = l;
 	v6 = l->id.route.addr.src_addr.sa_family == AF_INET6;
 	mrcm_addr_to(&p->id.route.addr.src_storage, rec->local_addr, rec->local_port, v6);
@@ -129,6 +138,7 @@ static struct mrcm_id *request_id(const struct mrc_cm_event *rec)
 	p->peer_retry = rec->retry_count;
 	p->tos = l->tos;
 	mrcm_fill_path(p);
+	mrcm_release(l); /* the event's listen_id is the application's to keep alive */
 	return p;
 }
 
@@ -176,8 +186,11 @@ static struct mrcm_event *translate(const struct mrc_cm_event *rec)
 	if (!p)
 		return NULL;
 	e = calloc(1, sizeof(*e));
-	if (!e)
+	if (!e) {
+		mrcm_release(p);
 		return NULL;
+	}
+	e->held = p; /* until it is acknowledged */
 	ud = p->id.qp_type == IBV_QPT_UD;
 	e->ev.id = &p->id;
 	e->ev.event = (enum rdma_cm_event_type)rec->kind;
@@ -203,8 +216,11 @@ static struct mrcm_event *removal(struct mrcm_channel *c)
 	if (!p)
 		return NULL;
 	e = calloc(1, sizeof(*e));
-	if (!e)
+	if (!e) {
+		mrcm_release(p);
 		return NULL;
+	}
+	e->held = p;
 	e->ev.id = &p->id;
 	e->ev.event = RDMA_CM_EVENT_DEVICE_REMOVAL;
 	return e;
@@ -267,11 +283,15 @@ int rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event *
 
 int rdma_ack_cm_event(struct rdma_cm_event *event)
 {
+	struct mrcm_event *e = (struct mrcm_event *)event;
+
 	if (!event) {
 		errno = EINVAL;
 		return -1;
 	}
-	free(event);
+	if (e->held)
+		mrcm_release(e->held);
+	free(e);
 	return 0;
 }
 

@@ -65,8 +65,30 @@ struct mrcm_id *mrcm_lookup(uint32_t handle)
 	p = ids[slot(handle)];
 	if (p && p->handle != handle)
 		p = NULL;
+	if (p)
+		p->refs++; /* an event thread's, while another may destroy the id */
 	pthread_mutex_unlock(&lock);
 	return p;
+}
+
+void mrcm_release(struct mrcm_id *p)
+{
+	bool last;
+
+	pthread_mutex_lock(&lock);
+	last = !--p->refs && p->destroyed;
+	pthread_mutex_unlock(&lock);
+	if (last) {
+		free(p->id.route.path_rec);
+		free(p);
+	}
+}
+
+int mrcm_forget(uint32_t handle)
+{
+	struct mrc_ctl_cm r = { .op = MRC_CM_OP_DESTROY_ID, .id = handle };
+
+	return mrcm_request(&r, -1, NULL);
 }
 
 static void enter(struct mrcm_id *p)
@@ -84,8 +106,10 @@ struct mrcm_id *mrcm_next_unremoved(struct mrcm_channel *chan)
 	for (unsigned i = 0; i < MRCM_MAX_IDS && !found; i++)
 		if (ids[i] && ids[i]->chan == chan && !ids[i]->removed)
 			found = ids[i];
-	if (found)
+	if (found) {
 		found->removed = true;
+		found->refs++; /* the DEVICE_REMOVAL event's */
+	}
 	pthread_mutex_unlock(&lock);
 	return found;
 }
@@ -118,6 +142,7 @@ struct mrcm_id *mrcm_adopt(uint32_t handle, struct mrcm_channel *chan, enum rdma
 		return NULL;
 	p->handle = handle;
 	p->bound = true;
+	p->refs = 1; /* the CONNECT_REQUEST's, as a lookup's */
 	enter(p);
 	return p;
 }
@@ -172,22 +197,27 @@ int rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, v
 int rdma_destroy_id(struct rdma_cm_id *id)
 {
 	struct mrcm_id *p = (struct mrcm_id *)id;
-	struct mrc_ctl_cm r = { .op = MRC_CM_OP_DESTROY_ID, .id = p->handle };
+	bool last;
 
 	/* the daemon finishes what the connection owes its peer [R-540]; a daemon gone has
 	 * nothing to finish */
-	if (mrcm_request(&r, -1, NULL) && errno != ENODEV)
+	if (mrcm_forget(p->handle) && errno != ENODEV)
 		return -1;
-	pthread_mutex_lock(&lock);
-	if (ids[slot(p->handle)] == p)
-		ids[slot(p->handle)] = NULL;
-	pthread_mutex_unlock(&lock);
 	if (id->event)
 		rdma_ack_cm_event(id->event);
 	if (p->sync)
 		mrcm_channel_free(p->chan);
-	free(id->route.path_rec);
-	free(p);
+	/* events the application has not acknowledged keep it until they are */
+	pthread_mutex_lock(&lock);
+	if (ids[slot(p->handle)] == p)
+		ids[slot(p->handle)] = NULL;
+	p->destroyed = true;
+	last = !p->refs;
+	pthread_mutex_unlock(&lock);
+	if (last) {
+		free(id->route.path_rec);
+		free(p);
+	}
 	return 0;
 }
 

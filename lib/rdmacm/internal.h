@@ -43,6 +43,8 @@ struct mrcm_id {
 	bool sync;		      /* made without a channel: calls wait for their event */
 	bool bound;
 	bool removed;		      /* DEVICE_REMOVAL told */
+	unsigned refs;		      /* events out and lookups in use, under the table's lock */
+	bool destroyed;		      /* by the application: freed when refs drop to 0 */
 	struct ibv_sa_path_rec path;
 	uint32_t remote_qpn;
 	/* what the application asked for at connect or accept, for its QP's transitions */
@@ -59,6 +61,7 @@ struct mrcm_id {
 
 struct mrcm_event {
 	struct rdma_cm_event ev;      /* first */
+	struct mrcm_id *held;	      /* the id it holds until it is acknowledged */
 	uint8_t private_data[MRC_CM_PRIVATE_MAX];
 };
 
@@ -67,8 +70,11 @@ struct mrcm_event {
 struct ibv_context *mrcm_verbs(void);
 /* One MRC_CTL_CM request; 0 or -1 with errno (the daemon's refusal, or ENODEV). */
 int mrcm_request(struct mrc_ctl_cm *r, int fd, struct mrc_ctl_cm_reply *out);
-/* The id the daemon calls `handle`, or NULL (destroyed here meanwhile). */
+/* The id the daemon calls `handle`, held (mrcm_release), or NULL (destroyed meanwhile). */
 struct mrcm_id *mrcm_lookup(uint32_t handle);
+void mrcm_release(struct mrcm_id *p);
+/* The daemon's id destroyed there (a request this library could not take). */
+int mrcm_forget(uint32_t handle);
 /* A new id for a daemon id (a CONNECT_REQUEST's), entered in the table. */
 struct mrcm_id *mrcm_adopt(uint32_t handle, struct mrcm_channel *chan, enum rdma_port_space ps,
 			   void *context);

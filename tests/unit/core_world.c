@@ -184,17 +184,19 @@ static int op_keep_channel(void *io, unsigned i, int *channel)
 	return 0;
 }
 
-static bool op_record(void *io, int channel, const void *data, size_t len)
+static int op_record(void *io, int channel, const void *data, size_t len)
 {
 	struct host *h = io;
 	struct cm_channel_log *log = &h->chan[channel];
 
 	ck_assert_uint_lt((unsigned)channel, h->n_chan);
 	ck_assert_uint_eq(len, sizeof(log->ev[0]));
+	if (log->gone)
+		return -1;
 	if (log->deaf || log->n == CM_EVENTS)
-		return false;
+		return 0;
 	memcpy(&log->ev[log->n++], data, len);
-	return true;
+	return 1;
 }
 
 /* Descriptor 0 of a registration is the client's memory itself: shared, as a memfd is. */

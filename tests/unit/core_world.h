@@ -64,6 +64,7 @@ struct cm_channel_log {
 	struct mrc_cm_event ev[CM_EVENTS];
 	unsigned n;
 	bool deaf; /* takes no record: a reader that does not read */
+	bool gone; /* its reader closed it */
 };
 
 /* What a request passes as its descriptor to be kept as an event channel. */

@@ -342,7 +342,7 @@ START_TEST(core_cm__peer_daemon_gone)
 	expect(event(&w, 0, 0, 2, 10 * SEC), MRC_CM_EV_DISCONNECTED, 0);
 	ck_assert_uint_ge(w.h[0].core.cm->stats.retransmits, MRCD_CM_TRIES - 1);
 	ck_assert_int_eq(simple(&w.h[0], MRC_CM_OP_DESTROY_ID, k.active, 0), 0);
-	world_run(&w, 5 * SEC, NULL, 0, NULL);
+	world_run(&w, MRCD_CM_TIMEWAIT_NS + SEC, NULL, 0, NULL); /* its time-wait, then gone */
 	ck_assert_uint_eq(w.h[0].core.cm->n_ids, 0);
 	world_free(&w);
 }
@@ -472,6 +472,50 @@ START_TEST(core_cm__deaf_channel_keeps_events_in_order)
 }
 END_TEST
 
+START_TEST(core_cm__migrated_id_takes_its_waiting_events)
+{
+	struct world w;
+	struct conn k = { 0 };
+	struct mrc_ctl_cm r = { .op = MRC_CM_OP_MIGRATE };
+	uint32_t other;
+
+	world_init(&w, 13);
+	setup(&w, &k, MRC_CM_PS_TCP);
+	w.h[0].chan[0].deaf = true; /* the CONNECT_RESPONSE waits in the daemon */
+	ck_assert_int_eq(connect_to(&w.h[0], &k, hello, sizeof(hello)), 0);
+	k.passive = request_seen(&w, &k, 0);
+	ck_assert_int_eq(accept_it(&w.h[1], &k, 0), 0);
+	world_run(&w, 1 * SEC, NULL, 0, NULL);
+	ck_assert_uint_eq(w.h[0].core.cm->channels[0].n_pending, 1);
+	other = channel_new(&w.h[0]);
+	r.id = k.active;
+	r.channel = other;
+	ck_assert_int_eq(cm(&w.h[0], &r, NULL), 0);
+	/* as the kernel's: it is on the new channel, and the old one holds nothing more */
+	expect(event(&w, 0, 1, 0, 1 * SEC), MRC_CM_EV_CONNECT_RESPONSE, 0);
+	ck_assert_uint_eq(w.h[0].core.cm->channels[0].n_pending, 0);
+	ck_assert_uint_eq(w.h[0].chan[0].n, 1); /* ROUTE_RESOLVED, before it went deaf */
+	world_free(&w);
+}
+END_TEST
+
+START_TEST(core_cm__closed_channel_is_offered_nothing_more)
+{
+	struct world w;
+	struct conn k = { 0 };
+
+	world_init(&w, 14);
+	setup(&w, &k, MRC_CM_PS_TCP);
+	w.h[1].chan[0].gone = true; /* the listener's reader closed its end */
+	ck_assert_int_eq(connect_to(&w.h[0], &k, hello, sizeof(hello)), 0);
+	world_run(&w, 2 * SEC, NULL, 0, NULL);
+	ck_assert_uint_eq(w.h[1].core.cm->channels[0].n_pending, 0);
+	ck_assert_uint_eq(w.h[1].core.cm->n_blocked, 0); /* nothing retried every millisecond */
+	ck_assert(w.h[1].core.cm->channels[0].gone);
+	world_free(&w);
+}
+END_TEST
+
 Suite *core_cm_suite(void)
 {
 	Suite *s = suite_create("core_cm");
@@ -489,6 +533,8 @@ Suite *core_cm_suite(void)
 	tcase_add_test(tc, core_cm__datagram_port_space);
 	tcase_add_test(tc, core_cm__requests_refused_by_name);
 	tcase_add_test(tc, core_cm__deaf_channel_keeps_events_in_order);
+	tcase_add_test(tc, core_cm__migrated_id_takes_its_waiting_events);
+	tcase_add_test(tc, core_cm__closed_channel_is_offered_nothing_more);
 	suite_add_tcase(s, tc);
 	return s;
 }
