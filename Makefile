@@ -238,7 +238,8 @@ engine-report: $(ENGINE_REPORT)
 	$(Q)$(ENGINE_REPORT) $(BUILD)/engine-report.json
 	$(call msg,JSON,$(BUILD)/engine-report.json)
 
-$(ENGINE_REPORT): $(OBJ)/bench/engine_report.o $(OBJ)/tests/harness/netsim.o $(LIBPROTO)
+$(ENGINE_REPORT): $(OBJ)/bench/engine_report.o $(OBJ)/bench/report_incast.o \
+		$(OBJ)/bench/report_failover.o $(OBJ)/tests/harness/netsim.o $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(PROTO_LIBS)

@@ -11,22 +11,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "harness/netsim.h"
+#include "engine_report.h"
 
 #define SEEDS 7
-#define BASE_RTT_NS 7000.0 /* 6 us of propagation plus serialization of one packet */
 
 static const double loss_rates[] = { 0, 0.001, 0.01, 0.05, 0.1 };
 #define N_LOSS (sizeof(loss_rates) / sizeof(loss_rates[0]))
 
-struct run {
-	struct sim *sim;
-	struct sim_endpoint *a, *b;
-	uint8_t *src, *dst;
-	uint32_t len;
-};
-
-static double median(double *v, int n)
+double report_median(double *v, int n)
 {
 	for (int i = 1; i < n; i++)
 		for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
@@ -38,7 +30,23 @@ static double median(double *v, int n)
 	return v[n / 2];
 }
 
-static void base_config(struct mrc_conn_config *cc, uint8_t mode)
+double report_jain(const double *x, int n)
+{
+	double s = 0, s2 = 0;
+
+	for (int i = 0; i < n; i++) {
+		s += x[i];
+		s2 += x[i] * x[i];
+	}
+	return s2 > 0 ? s * s / (n * s2) : 0;
+}
+
+uint64_t report_placed(const struct sim_endpoint *ep)
+{
+	return mrc_conn_stats(ep->conn)->rx_placed_bytes;
+}
+
+void report_base_config(struct mrc_conn_config *cc, uint8_t mode)
 {
 	mrc_conn_config_default(cc);
 	cc->mode = mode;
@@ -51,21 +59,21 @@ static void base_config(struct mrc_conn_config *cc, uint8_t mode)
 		cc->cc.init_cwnd *= 4;
 }
 
-static void run_open(struct run *r, const struct sim_config *sc, const struct mrc_conn_config *cc,
-		     unsigned paths_per_plane, uint32_t len)
+void report_run_start(struct run *r, struct sim *sim, unsigned host_a, unsigned host_b,
+		      const struct mrc_conn_config *cc, unsigned paths_per_plane, uint32_t len)
 {
 	struct mrc_send_wr wr = { .wr_id = 1, .opcode = MRC_WR_WRITE, .num_sge = 1,
 				  .flags = MRC_SEND_SIGNALED };
 
-	r->sim = sim_new(sc);
-	sim_connect(r->sim, 0, 1, cc, paths_per_plane, &r->a, &r->b);
+	r->sim = sim;
+	sim_connect(sim, host_a, host_b, cc, paths_per_plane, &r->a, &r->b);
 	r->len = len;
 	r->src = malloc(len);
 	r->dst = calloc(1, len);
 	if (!r->src || !r->dst)
 		abort();
 	for (uint32_t i = 0; i < len; i++)
-		r->src[i] = (uint8_t)(i * 131 + 7);
+		r->src[i] = (uint8_t)(i * 131 + 7 + host_a);
 	wr.sge[0] = (struct mrc_sge){ r->src, 0, len, 0 };
 	wr.rkey = sim_register(r->b, r->dst, len, MRC_ACCESS_REMOTE_WRITE);
 	wr.raddr = (uintptr_t)r->dst;
@@ -74,18 +82,25 @@ static void run_open(struct run *r, const struct sim_config *sc, const struct mr
 	r->a->dirty = true;
 }
 
-static void run_close(struct run *r)
+void report_run_open(struct run *r, const struct sim_config *sc, const struct mrc_conn_config *cc,
+		     unsigned paths_per_plane, uint32_t len)
+{
+	report_run_start(r, sim_new(sc), 0, 1, cc, paths_per_plane, len);
+}
+
+void report_run_close(struct run *r, bool owner)
 {
 	if (memcmp(r->src, r->dst, r->len) != 0) {
 		fprintf(stderr, "engine-report: data mismatch: the engine corrupted a transfer\n");
 		exit(1);
 	}
-	sim_free(r->sim);
+	if (owner)
+		sim_free(r->sim);
 	free(r->src);
 	free(r->dst);
 }
 
-static bool sent(struct sim *sim, void *arg)
+bool report_run_sent(struct sim *sim, void *arg)
 {
 	struct run *r = arg;
 
@@ -104,15 +119,15 @@ static double goodput_gbps(uint8_t mode, double loss, uint64_t seed)
 	sim_config_default(&sc);
 	sc.seed = seed;
 	sc.core.loss = loss;
-	base_config(&cc, mode);
-	run_open(&r, &sc, &cc, 4, 32u << 20);
-	sim_run(r.sim, 60ull * 1000000000ull, sent, &r);
+	report_base_config(&cc, mode);
+	report_run_open(&r, &sc, &cc, 4, 32u << 20);
+	sim_run(r.sim, 60ull * 1000000000ull, report_run_sent, &r);
 	if (r.a->errors || !r.a->send_completions) {
 		fprintf(stderr, "engine-report: transfer failed (mode %u, loss %g)\n", mode, loss);
 		exit(1);
 	}
 	gbps = r.len * 8.0 / (double)r.sim->now_ns;
-	run_close(&r);
+	report_run_close(&r, true);
 	return gbps;
 }
 
@@ -126,135 +141,15 @@ static double spurious_fraction(uint64_t seed)
 
 	sim_config_default(&sc);
 	sc.seed = seed;
-	base_config(&cc, MRC_MODE_METAROCE);
-	run_open(&r, &sc, &cc, 8, 32u << 20);
+	report_base_config(&cc, MRC_MODE_METAROCE);
+	report_run_open(&r, &sc, &cc, 8, 32u << 20);
 	for (unsigned l = 0; l < sc.core_links; l++)
 		sim_core(r.sim, 0, l)->p.delay_ns = 1000 + 10000 * l;
-	sim_run(r.sim, 60ull * 1000000000ull, sent, &r);
+	sim_run(r.sim, 60ull * 1000000000ull, report_run_sent, &r);
 	f = (double)mrc_conn_stats(r.a->conn)->tx_retransmits /
 	    (double)mrc_conn_stats(r.a->conn)->tx_data_packets;
-	run_close(&r);
+	report_run_close(&r, true);
 	return f;
-}
-
-static double jain(const double *x, int n)
-{
-	double s = 0, s2 = 0;
-
-	for (int i = 0; i < n; i++) {
-		s += x[i];
-		s2 += x[i] * x[i];
-	}
-	return s2 > 0 ? s * s / (n * s2) : 0;
-}
-
-/*
- * 16 senders start a 2 MiB WRITE each into one receiver at the same instant. Returns the
- * time, in base RTTs, from the start until the senders' rates are fair (Jain >= 0.95 over
- * the last 8 RTTs: at 6 Gbit/s each a sender moves only about one packet per RTT, so a
- * shorter window measures packet granularity, not fairness) and the receiver's downlink
- * queue is below the ECN threshold, both holding for 4 consecutive RTTs.
- */
-#define INCAST 16
-static double incast_converge_rtts(uint64_t seed, double *max_queue_kib)
-{
-	static uint8_t src[INCAST][2 << 20], dst[INCAST][2 << 20];
-	struct sim_config sc;
-	struct mrc_conn_config cc;
-	struct sim *sim;
-	struct sim_endpoint *s[INCAST], *r[INCAST];
-	uint64_t hist[8][INCAST] = { { 0 } }, step_ns = (uint64_t)BASE_RTT_NS;
-	int good = 0;
-	double result = -1;
-
-	sim_config_default(&sc);
-	sc.hosts = INCAST + 1;
-	sc.seed = seed;
-	sc.rx_capacity_kbps = 95000000;
-	base_config(&cc, MRC_MODE_METAROCE);
-	sim = sim_new(&sc);
-	*max_queue_kib = 0;
-	for (int i = 0; i < INCAST; i++) {
-		struct mrc_send_wr wr = { .wr_id = 1, .opcode = MRC_WR_WRITE, .num_sge = 1 };
-
-		sim_connect(sim, 1 + i, 0, &cc, 4, &s[i], &r[i]);
-		wr.sge[0] = (struct mrc_sge){ src[i], 0, sizeof(src[i]), 0 };
-		wr.rkey = sim_register(r[i], dst[i], sizeof(dst[i]), MRC_ACCESS_REMOTE_WRITE);
-		wr.raddr = (uintptr_t)dst[i];
-		if (mrc_conn_post_send(s[i]->conn, &wr))
-			abort();
-		s[i]->dirty = true;
-	}
-	for (int step = 1; step < 20000 && result < 0; step++) {
-		struct sim_stage *q = &sim->downlink[0][0];
-		double rate[INCAST];
-		uint64_t backlog;
-
-		sim_run(sim, step * step_ns, NULL, NULL);
-		backlog = q->busy_until_ns > sim->now_ns
-				  ? (q->busy_until_ns - sim->now_ns) * q->p.rate_bps / 8000000000ull
-				  : 0;
-		if (backlog / 1024.0 > *max_queue_kib)
-			*max_queue_kib = backlog / 1024.0;
-		for (int i = 0; i < INCAST; i++) {
-			uint64_t b = mrc_conn_stats(r[i]->conn)->rx_placed_bytes;
-
-			rate[i] = (double)(b - hist[step % 8][i]);
-			hist[step % 8][i] = b;
-		}
-		good = step >= 8 && jain(rate, INCAST) >= 0.95 && backlog < q->p.ecn_bytes ? good + 1
-											   : 0;
-		if (good == 4)
-			result = step - 3;
-	}
-	sim_free(sim);
-	return result;
-}
-
-/*
- * One 64 MiB WRITE over 4 paths; 0.2 ms in, the core link that path 0 hashes onto is
- * blackholed (taking every path that shares it). Returns the time, in base RTTs, from the
- * blackhole until goodput measured over windows of 2 base RTTs is back to 90% of what it
- * was before, for 4 windows in a row; *paths_hit says how many paths went dark.
- */
-static double blackhole_recover_rtts(uint64_t seed, unsigned *paths_hit)
-{
-	struct sim_config sc;
-	struct mrc_conn_config cc;
-	struct run r;
-	uint64_t window = (uint64_t)(2 * BASE_RTT_NS), t0 = 200000, prev = 0;
-	double before = 0, result = -1;
-	unsigned dark;
-	int good = 0;
-
-	sim_config_default(&sc);
-	sc.seed = seed;
-	base_config(&cc, MRC_MODE_METAROCE);
-	run_open(&r, &sc, &cc, 4, 64u << 20);
-	sim_run(r.sim, t0 - 100000, NULL, NULL);
-	prev = mrc_conn_stats(r.b->conn)->rx_placed_bytes;
-	sim_run(r.sim, t0, NULL, NULL);
-	before = (double)(mrc_conn_stats(r.b->conn)->rx_placed_bytes - prev) / 100000.0;
-	dark = sim_core_link_of(r.sim, 0, 1, mrc_conn_path(r.a->conn, 0)->sport);
-	sim_core(r.sim, 0, dark)->p.blackhole = true;
-	*paths_hit = 0;
-	for (unsigned i = 0; i < mrc_conn_n_paths(r.a->conn); i++)
-		*paths_hit += sim_core_link_of(r.sim, 0, 1, mrc_conn_path(r.a->conn, i)->sport) ==
-			      dark;
-	prev = mrc_conn_stats(r.b->conn)->rx_placed_bytes;
-	for (int step = 1; step < 20000 && result < 0 && !r.a->send_completions; step++) {
-		uint64_t b;
-
-		sim_run(r.sim, t0 + step * window, NULL, NULL);
-		b = mrc_conn_stats(r.b->conn)->rx_placed_bytes;
-		good = (double)(b - prev) / window >= 0.9 * before ? good + 1 : 0;
-		prev = b;
-		if (good == 4)
-			result = (step - 3) * window / BASE_RTT_NS;
-	}
-	sim_run(r.sim, 60ull * 1000000000ull, sent, &r);
-	run_close(&r);
-	return result;
 }
 
 static uint64_t mono_ns(void)
@@ -352,10 +247,67 @@ static double ns_per_packet(uint16_t payload, uint64_t *packets_out)
 	return (double)t0 / (double)packets;
 }
 
+/* The median over SEEDS seeds of an incast case; peak: the highest queue any seed saw. */
+static struct incast_result incast_median(unsigned n, uint64_t seed0)
+{
+	struct incast_result r = { 0, 0, 0 };
+	double v[SEEDS];
+
+	for (int s = 0; s < SEEDS; s++) {
+		struct incast_result one = report_incast(n, seed0 + s);
+
+		/* not converged within the run counts as the slowest */
+		v[s] = one.converge_rtts < 0 ? 1e9 : one.converge_rtts;
+		r.peak_queue_kib = one.peak_queue_kib > r.peak_queue_kib ? one.peak_queue_kib
+									: r.peak_queue_kib;
+		r.fair_window_rtts = one.fair_window_rtts;
+	}
+	r.converge_rtts = report_median(v, SEEDS);
+	if (r.converge_rtts >= 1e9)
+		r.converge_rtts = -1;
+	return r;
+}
+
+static size_t footprint_at_depth_16(void)
+{
+	static const struct mrc_conn_callbacks cb = {
+		.mr_lookup = cost_lookup,
+		.complete = cost_complete,
+	};
+	struct mrc_conn_config cc;
+	struct mrc_conn *c;
+	size_t footprint;
+
+	mrc_conn_config_default(&cc);
+	cc.local_qpn = cc.remote_qpn = 1;
+	cc.sq_depth = cc.rq_depth = 16;
+	cc.max_dest_rd_atomic = 1;
+	c = mrc_conn_new(&cc, &cb, NULL, 0);
+	footprint = mrc_conn_footprint(c);
+	mrc_conn_free(c);
+	return footprint;
+}
+
+static void print_incast(unsigned n, const struct incast_result *r)
+{
+	printf("incast %u->1 with rate hints: fair (Jain >= 0.95 over %u RTTs) and queue < ECN "
+	       "threshold ",
+	       n, r->fair_window_rtts);
+	if (r->converge_rtts < 0)
+		printf("not reached in the run");
+	else
+		printf("from %.0f RTTs", r->converge_rtts);
+	printf(" (peak queue %.0f KiB)\n", r->peak_queue_kib);
+}
+
+#define RAMP_RTTS 8
+
 int main(int argc, char **argv)
 {
 	const char *json_path = argc > 1 ? argv[1] : "build/engine-report.json";
-	double gp[2][N_LOSS], kept[2][N_LOSS], v[SEEDS], spurious, incast, blackhole, qmax = 0;
+	double gp[2][N_LOSS], kept[2][N_LOSS], v[SEEDS], spurious, blackhole, plane, victim;
+	double ramp[RAMP_RTTS] = { 0 }, one_ramp[SEEDS][RAMP_RTTS];
+	struct incast_result in16, in64;
 	double ns4k, ns256;
 	uint64_t pk4k, pk256;
 	size_t footprint;
@@ -366,41 +318,34 @@ int main(int argc, char **argv)
 		for (size_t l = 0; l < N_LOSS; l++) {
 			for (int s = 0; s < SEEDS; s++)
 				v[s] = goodput_gbps((uint8_t)mode, loss_rates[l], 100 + s);
-			gp[mode][l] = median(v, SEEDS);
+			gp[mode][l] = report_median(v, SEEDS);
 			kept[mode][l] = gp[mode][l] / gp[mode][0];
 		}
 	}
 	for (int s = 0; s < SEEDS; s++)
 		v[s] = spurious_fraction(200 + s);
-	spurious = median(v, SEEDS);
-	for (int s = 0; s < SEEDS; s++) {
-		double q;
-
-		v[s] = incast_converge_rtts(300 + s, &q);
-		qmax = q > qmax ? q : qmax;
-	}
-	incast = median(v, SEEDS);
+	spurious = report_median(v, SEEDS);
+	in16 = incast_median(16, 300);
+	in64 = incast_median(64, 350);
 	for (int s = 0; s < SEEDS; s++)
-		v[s] = blackhole_recover_rtts(400 + s, &paths_hit[s]);
-	blackhole = median(v, SEEDS);
+		v[s] = report_victim_kept(500 + s);
+	victim = report_median(v, SEEDS);
+	for (int s = 0; s < SEEDS; s++)
+		report_first_rtts(600 + s, one_ramp[s], RAMP_RTTS);
+	for (int k = 0; k < RAMP_RTTS; k++) {
+		for (int s = 0; s < SEEDS; s++)
+			v[s] = one_ramp[s][k];
+		ramp[k] = report_median(v, SEEDS);
+	}
+	for (int s = 0; s < SEEDS; s++)
+		v[s] = report_link_blackhole(400 + s, &paths_hit[s]);
+	blackhole = report_median(v, SEEDS);
+	for (int s = 0; s < SEEDS; s++)
+		v[s] = report_plane_blackhole(450 + s);
+	plane = report_median(v, SEEDS);
 	ns4k = ns_per_packet(4096, &pk4k);
 	ns256 = ns_per_packet(256, &pk256);
-	{
-		struct mrc_conn_config cc;
-		static const struct mrc_conn_callbacks cb = {
-			.mr_lookup = cost_lookup,
-			.complete = cost_complete,
-		};
-		struct mrc_conn *c;
-
-		mrc_conn_config_default(&cc);
-		cc.local_qpn = cc.remote_qpn = 1;
-		cc.sq_depth = cc.rq_depth = 16;
-		cc.max_dest_rd_atomic = 1;
-		c = mrc_conn_new(&cc, &cb, NULL, 0);
-		footprint = mrc_conn_footprint(c);
-		mrc_conn_free(c);
-	}
+	footprint = footprint_at_depth_16();
 
 	printf("metaroce engine report (virtual time, simulated 100 Gbit/s fabric, median of %d "
 	       "seeds)\n\n",
@@ -414,13 +359,22 @@ int main(int argc, char **argv)
 	printf("  (bottleneck: 100 Gbit/s host link; 4096-byte payloads)\n\n");
 	printf("spurious retransmissions, 4 paths of 1/11/21/31 us, no loss: %.4f%% of packets\n",
 	       spurious * 100);
-	printf("incast 16->1 with rate hints: fair (Jain >= 0.95) and queue < ECN threshold after "
-	       "%.1f RTTs (peak queue %.0f KiB)\n",
-	       incast, qmax);
+	print_incast(16, &in16);
+	print_incast(64, &in64);
+	printf("victim flow beside a 16->1 incast, through the same core: %.1f%% of its goodput "
+	       "kept\n",
+	       victim * 100);
+	printf("lone QP, share of its link per RTT from its first arrival:");
+	for (int k = 0; k < RAMP_RTTS; k++)
+		printf(" %.2f", ramp[k]);
+	printf("\n");
 	printf("core link under path 0 blackholed mid-transfer (paths dark per seed:");
 	for (int s = 0; s < SEEDS; s++)
 		printf(" %u", paths_hit[s]);
 	printf(" of 4): goodput back to >= 90%% after %.1f RTTs\n", blackhole);
+	printf("one plane of 4 blackholed mid-transfer: goodput back to >= 90%% of the other 3 "
+	       "planes' share after %.1f RTTs\n",
+	       plane);
 	printf("engine CPU cost, both ends, per data packet: %.0f ns at 4096 B, %.0f ns at 256 B "
 	       "(%llu and %llu packets)\n",
 	       ns4k, ns256, (unsigned long long)pk4k, (unsigned long long)pk256);
@@ -447,11 +401,18 @@ int main(int argc, char **argv)
 			fprintf(json, "%s\"%g\": %.3f", l ? ", " : "", loss_rates[l], gp[mode][l]);
 		fprintf(json, "}");
 	}
+	fprintf(json, "}, \"first_rtts\": [");
+	for (int k = 0; k < RAMP_RTTS; k++)
+		fprintf(json, "%s%.4f", k ? ", " : "", ramp[k]);
 	fprintf(json,
-		"}, \"spurious_retransmit_fraction\": %.6f, \"incast_converge_rtts\": %.2f, "
-		"\"blackhole_recover_rtts\": %.2f, \"ns_per_packet\": %.1f, "
+		"], \"spurious_retransmit_fraction\": %.6f, \"incast_converge_rtts\": %.2f, "
+		"\"incast_peak_queue_kib\": %.0f, \"incast64_converge_rtts\": %.2f, "
+		"\"incast64_peak_queue_kib\": %.0f, \"victim_kept\": %.4f, "
+		"\"first_rtt_goodput\": %.4f, \"blackhole_recover_rtts\": %.2f, "
+		"\"plane_blackhole_recover_rtts\": %.2f, \"ns_per_packet\": %.1f, "
 		"\"ns_per_packet_256\": %.1f, \"bytes_per_qp\": %zu}\n",
-		spurious, incast, blackhole, ns4k, ns256, footprint);
+		spurious, in16.converge_rtts, in16.peak_queue_kib, in64.converge_rtts,
+		in64.peak_queue_kib, victim, ramp[0], blackhole, plane, ns4k, ns256, footprint);
 	fclose(json);
 	return 0;
 }

@@ -27,7 +27,7 @@
 
 #include "proto/conn.h"
 
-#define SIM_MAX_HOSTS 64
+#define SIM_MAX_HOSTS 72
 #define SIM_MAX_PLANES 8
 #define SIM_MAX_CORE 8
 #define SIM_MAX_ENDPOINTS 256

@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The engine report's failover cases: one core link blackholed under a QP's paths, and a
+ * whole plane of four. Goodput is measured over windows of 2 base RTTs; recovered means 4
+ * windows in a row at 90% or more of what the surviving capacity carried before.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "engine_report.h"
+
+#define BLACKHOLE_AT_NS 200000ull
+
+static double recover_rtts(struct run *r, double target_per_ns)
+{
+	uint64_t window = (uint64_t)(2 * BASE_RTT_NS), prev = report_placed(r->b);
+	double result = -1;
+	int good = 0;
+
+	for (int step = 1; step < 20000 && result < 0 && !r->a->send_completions; step++) {
+		uint64_t b;
+
+		sim_run(r->sim, BLACKHOLE_AT_NS + step * window, NULL, NULL);
+		b = report_placed(r->b);
+		good = (double)(b - prev) / window >= 0.9 * target_per_ns ? good + 1 : 0;
+		prev = b;
+		if (good == 4)
+			result = (step - 3) * window / BASE_RTT_NS;
+	}
+	sim_run(r->sim, 60ull * 1000000000ull, report_run_sent, r);
+	if (r->a->errors || !r->a->send_completions) {
+		fprintf(stderr, "engine-report: a transfer failed over a blackhole\n");
+		exit(1);
+	}
+	return result;
+}
+
+/* Bytes per ns placed over the 100 us before the blackhole. */
+static double rate_before(struct run *r)
+{
+	uint64_t prev;
+
+	sim_run(r->sim, BLACKHOLE_AT_NS - 100000, NULL, NULL);
+	prev = report_placed(r->b);
+	sim_run(r->sim, BLACKHOLE_AT_NS, NULL, NULL);
+	return (double)(report_placed(r->b) - prev) / 100000.0;
+}
+
+/*
+ * One 64 MiB WRITE over 4 paths of one plane; 0.2 ms in, the core link that path 0 hashes
+ * onto goes dark, with every path that shares it. The 3 others carry the host link's rate.
+ */
+double report_link_blackhole(uint64_t seed, unsigned *paths_hit)
+{
+	struct sim_config sc;
+	struct mrc_conn_config cc;
+	struct run r;
+	unsigned dark;
+	double before, rtts;
+
+	sim_config_default(&sc);
+	sc.seed = seed;
+	report_base_config(&cc, MRC_MODE_METAROCE);
+	report_run_open(&r, &sc, &cc, 4, 64u << 20);
+	before = rate_before(&r);
+	dark = sim_core_link_of(r.sim, 0, 1, mrc_conn_path(r.a->conn, 0)->sport);
+	sim_core(r.sim, 0, dark)->p.blackhole = true;
+	*paths_hit = 0;
+	for (unsigned i = 0; i < mrc_conn_n_paths(r.a->conn); i++)
+		*paths_hit += sim_core_link_of(r.sim, 0, 1, mrc_conn_path(r.a->conn, i)->sport) ==
+			      dark;
+	rtts = recover_rtts(&r, before);
+	report_run_close(&r, true);
+	return rtts;
+}
+
+/*
+ * One 128 MiB WRITE over 4 planes of 4 paths each; 0.2 ms in, every core link of plane 0
+ * goes dark. The 3 surviving planes' host links carry three quarters of the rate before.
+ */
+double report_plane_blackhole(uint64_t seed)
+{
+	struct sim_config sc;
+	struct mrc_conn_config cc;
+	struct run r;
+	double before, rtts;
+
+	sim_config_default(&sc);
+	sc.seed = seed;
+	sc.planes = 4;
+	report_base_config(&cc, MRC_MODE_METAROCE);
+	report_run_open(&r, &sc, &cc, 4, 128u << 20);
+	before = rate_before(&r);
+	for (unsigned l = 0; l < sc.core_links; l++)
+		sim_core(r.sim, 0, l)->p.blackhole = true;
+	rtts = recover_rtts(&r, before * 3 / 4);
+	report_run_close(&r, true);
+	return rtts;
+}
