@@ -366,6 +366,7 @@ static void decode_ext(const uint8_t *ext, struct mrc_packet *pkt)
 		a->rate_hint_kbps = GET32(ext, struct mrc_ack_ext, rate_hint);
 		a->echo_path = GET16(ext, struct mrc_ack_ext, echo_path);
 		a->ce_count = GET16(ext, struct mrc_ack_ext, ce_count);
+		a->queue_delay_ns = GET32(ext, struct mrc_ack_ext, queue_delay);
 		memcpy(a->sack, CFIELD_AT(ext, struct mrc_ack_ext, sack), MRC_SACK_BYTES);
 		break;
 	}
@@ -557,6 +558,7 @@ static void encode_ext(const struct mrc_packet *pkt, uint8_t *ext)
 		PUT32(ext, struct mrc_ack_ext, rate_hint, a->rate_hint_kbps);
 		PUT16(ext, struct mrc_ack_ext, echo_path, a->echo_path);
 		PUT16(ext, struct mrc_ack_ext, ce_count, a->ce_count);
+		PUT32(ext, struct mrc_ack_ext, queue_delay, a->queue_delay_ns);
 		memcpy(FIELD_AT(ext, struct mrc_ack_ext, sack), a->sack, MRC_SACK_BYTES);
 		break;
 	}

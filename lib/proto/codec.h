@@ -60,6 +60,7 @@ struct mrc_ack {
 	uint32_t rate_hint_kbps;
 	uint16_t echo_path;
 	uint16_t ce_count;
+	uint32_t queue_delay_ns;
 	uint8_t sack[MRC_SACK_BYTES];
 };
 

@@ -67,6 +67,29 @@ static void acknowledge_psn(struct mrc_conn *c, uint32_t psn, uint64_t now_ns)
 	advance_una(c);
 }
 
+/*
+ * A queue stands before the receiver [R-302]: the QP sends nothing before the echoed packet's
+ * queueing delay has passed again, capped at two of the path's least round trips. Every sender
+ * of an incast holds back what it would add to the queue meanwhile, so together they let it
+ * drain at the link's full rate; the cap bounds what a stale measurement (a packet that
+ * queued before the others held back) costs. Taking the later of the two ends, not their
+ * sum, lets many ACKs report one queue without piling up pauses.
+ */
+static void drain(struct mrc_conn *c, const struct mrc_ack *ack, uint64_t now_ns)
+{
+	uint64_t min_rtt = c->paths[ack->echo_path].rtt.min_ns;
+	uint64_t pause = ack->queue_delay_ns;
+
+	if (rocev2(c) || !pause)
+		return;
+	if (min_rtt && pause > 2 * min_rtt)
+		pause = 2 * min_rtt;
+	if (pause > MAX_DRAIN_PAUSE_NS)
+		pause = MAX_DRAIN_PAUSE_NS;
+	if (c->pace_next_ns < now_ns + pause)
+		c->pace_next_ns = now_ns + pause;
+}
+
 static int on_ack(struct mrc_conn *c, const struct mrc_packet *pkt, uint32_t cum,
 		  const uint8_t *sack, uint64_t now_ns)
 {
@@ -117,6 +140,7 @@ static int on_ack(struct mrc_conn *c, const struct mrc_packet *pkt, uint32_t cum
 			c->cfg.cc_ops->on_ecn(&p->cc, &c->cfg.cc, now_ns, p->rtt.srtt_ns);
 		}
 		c->rate_hint_kbps = pkt->u.ack.rate_hint_kbps;
+		drain(c, &pkt->u.ack, now_ns);
 	}
 	if (!rocev2(c))
 		c->lost_pending += mrc_loss_detect_reorder(c->tx, c->snd_una, c->snd_nxt, c->paths,
@@ -291,6 +315,34 @@ static uint16_t echo_age(const struct mrc_conn *c, uint16_t path_id)
 }
 
 /*
+ * The queueing delay a packet met on its way [R-301]: its one-way delay above the least the
+ * peer's packets have shown. The hosts' clocks differ by any offset, so only differences of
+ * one-way delays mean anything; both are taken mod 2^32 ns and compared signed. The base is
+ * the least of this epoch and the one before: clocks drift apart by microseconds a second,
+ * and an older minimum would read as queue.
+ */
+static uint32_t queue_delay(struct mrc_conn *c, uint32_t tx_ts, uint64_t now_ns)
+{
+	uint32_t owd = (uint32_t)now_ns - tx_ts;
+
+	if (!c->owd_valid) {
+		c->owd_base = c->owd_next_base = owd;
+		c->owd_epoch_ns = now_ns;
+		c->owd_valid = true;
+	}
+	if ((int32_t)(owd - c->owd_base) < 0)
+		c->owd_base = owd;
+	if ((int32_t)(owd - c->owd_next_base) < 0)
+		c->owd_next_base = owd;
+	if (now_ns - c->owd_epoch_ns >= OWD_EPOCH_NS) {
+		c->owd_base = c->owd_next_base;
+		c->owd_next_base = owd;
+		c->owd_epoch_ns = now_ns;
+	}
+	return owd - c->owd_base;
+}
+
+/*
  * Remembers what the next ACK echoes and decides how soon it goes [R-233, R-234, R-235, R-330].
  * Among the packets an ACK covers it echoes a CE-marked one first, else the one whose path
  * was echoed longest ago: every path gets RTT samples, even when coalescing would otherwise
@@ -301,10 +353,13 @@ void conn_note_for_ack(struct mrc_conn *c, const struct mrc_rx_info *rx,
 {
 	bool take = !c->ack_pending || (rx->ce && !c->echo.ce) ||
 		    (rx->ce == c->echo.ce && echo_age(c, pkt->path_id) > echo_age(c, c->echo.path_id));
+	uint32_t queued = queue_delay(c, pkt->tx_ts, now_ns);
 
 	if (take) {
 		c->echo.path_id = pkt->path_id;
 		c->echo.tx_ts = pkt->tx_ts;
+		/* a CE mark says the queue is a switch's, not the sender's own NIC's */
+		c->echo.queue_delay_ns = rx->ce ? queued : 0;
 		c->echo.arrival_ns = now_ns;
 		c->echo.plane = rx->plane;
 		c->echo.sport = rx->sport;

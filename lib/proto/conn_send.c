@@ -54,6 +54,7 @@ bool conn_send_ack(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info
 		mrc_rate_domain_hint(c->cfg.rate_domain, c->rate_entry, now_ns);
 	pkt.u.ack.echo_path = c->echo.path_id;
 	pkt.u.ack.ce_count = c->ce_count;
+	pkt.u.ack.queue_delay_ns = c->echo.queue_delay_ns;
 	if (!rocev2(c))
 		mrc_rx_window_sack(&c->rxw, pkt.u.ack.sack);
 	if (!encode(&pkt, buf, cap, len))
@@ -514,7 +515,7 @@ static bool send_data(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_i
 	uint32_t psn;
 	int path;
 
-	if (c->rate_hint_kbps && !rocev2(c) && now_ns < c->pace_next_ns)
+	if (!rocev2(c) && now_ns < c->pace_next_ns)
 		return false;
 
 	/* Lost packets go first. */

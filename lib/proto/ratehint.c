@@ -53,14 +53,14 @@ static bool is_active(const struct mrc_rate_domain *d, const struct mrc_rate_ent
 }
 
 /*
- * Saturated: it may want more than it gets, so it takes a full share. A sender that just
- * became active, or that uses 90% or more of the rate it was last given, is saturated.
+ * Saturated: it may want more than it gets, so it takes a full share. A sender whose demand
+ * no whole window has measured yet, or that uses 70% or more of the rate it was last given,
+ * is saturated: one that held back to drain a queue [R-302] still wants its share.
  */
-static bool is_saturated(const struct mrc_rate_domain *d, const struct mrc_rate_entry *e,
-			 uint64_t now_ns)
+static bool is_saturated(const struct mrc_rate_entry *e)
 {
-	return now_ns - e->active_since_ns < d->window_ns || e->given_kbps == 0 ||
-	       e->demand_kbps * 10 >= e->given_kbps * 9;
+	return !e->measured || e->given_kbps == 0 ||
+	       e->demand_kbps * 10 >= e->given_kbps * 7;
 }
 
 void mrc_rate_domain_on_rx(struct mrc_rate_domain *d, int entry, uint32_t bytes, bool ce,
@@ -81,6 +81,7 @@ void mrc_rate_domain_on_rx(struct mrc_rate_domain *d, int entry, uint32_t bytes,
 		e->window_start_ns = now_ns;
 		e->window_bytes = 0;
 		e->demand_kbps = 0;
+		e->measured = false;
 	}
 	e->last_rx_ns = now_ns;
 	e->seen = true;
@@ -88,6 +89,7 @@ void mrc_rate_domain_on_rx(struct mrc_rate_domain *d, int entry, uint32_t bytes,
 	if (now_ns - e->window_start_ns >= d->window_ns) {
 		/* bytes * 8 / ns = Gbit/s; * 1e6 = kbit/s */
 		e->demand_kbps = e->window_bytes * 8 * 1000000 / (now_ns - e->window_start_ns);
+		e->measured = true;
 		e->window_start_ns = now_ns;
 		e->window_bytes = 0;
 	}
@@ -104,11 +106,10 @@ static void recompute(struct mrc_rate_domain *d, uint64_t now_ns)
 	uint32_t n_active = 0;
 	uint64_t level, capacity = d->capacity_kbps;
 
-	/* C_eff = C * (1 - F / 2), F the CE-marked share of the last window */
+	/* for inspection: the senders drain a marked queue themselves */
 	d->ce_permille = d->window_bytes
 				 ? (uint32_t)(d->window_ce_bytes * 1000 / d->window_bytes)
 				 : 0;
-	capacity -= capacity * d->ce_permille / 2000;
 	d->window_bytes = d->window_ce_bytes = 0;
 
 	for (uint32_t i = 0; i < d->max_entries; i++)
@@ -124,7 +125,7 @@ static void recompute(struct mrc_rate_domain *d, uint64_t now_ns)
 
 			if (!is_active(d, e, now_ns))
 				continue;
-			if (!is_saturated(d, e, now_ns) && e->demand_kbps <= level)
+			if (!is_saturated(e) && e->demand_kbps <= level)
 				remaining -= e->demand_kbps < remaining ? e->demand_kbps : remaining;
 			else
 				k++;

@@ -7,9 +7,9 @@
  * among the others (demand-aware water filling). Every ACK carries the current hint, so in
  * an incast each sender learns its share from its first acknowledgement.
  *
- * The capacity shared out is reduced by half the fraction of bytes that arrived CE-marked in
- * the last window: a queue standing above its marking threshold, which the senders' pacing
- * alone would hold in place, drains.
+ * The hint shares out the whole capacity: a queue standing above its marking threshold, which
+ * senders pacing at shares that sum to it would hold in place, is drained by the senders
+ * themselves, each holding back for the queueing delay its ACKs report [R-301, R-302].
  */
 #ifndef METAROCE_PROTO_RATEHINT_H
 #define METAROCE_PROTO_RATEHINT_H
@@ -25,6 +25,7 @@ struct mrc_rate_entry {
 	uint64_t given_kbps;	 /* the hint this sender was last given */
 	uint64_t active_since_ns;
 	bool in_use;
+	bool measured;		 /* demand_kbps covers a whole window since it became active */
 	bool seen;		 /* last_rx_ns is valid (0 is a valid time) */
 };
 

@@ -46,9 +46,6 @@ static void clear_ignored(uint8_t *p, size_t len, uint8_t opcode)
 		memset(p + 8, 0, 4); /* psn */
 
 	switch (opcode) {
-	case MRC_OP_ACK:
-		memset(ext + __builtin_offsetof(struct mrc_ack_ext, reserved), 0, 4);
-		break;
 	case MRC_OP_NAK:
 		ext[__builtin_offsetof(struct mrc_nak_ext, reserved)] = 0;
 		break;

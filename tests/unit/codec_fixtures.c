@@ -117,6 +117,7 @@ struct mrc_packet codec_sample(uint8_t op, int variant)
 		p.u.ack.rate_hint_kbps = hi ? UINT32_MAX : mid ? 25000000 : 0;
 		p.u.ack.echo_path = hi ? UINT16_MAX : mid ? 2 : 0;
 		p.u.ack.ce_count = hi ? UINT16_MAX : mid ? 3 : 0;
+		p.u.ack.queue_delay_ns = hi ? UINT32_MAX : mid ? 12345 : 0;
 		memset(p.u.ack.sack, hi ? 0xff : mid ? 0x5a : 0, MRC_SACK_BYTES);
 		p.u.ack.sack[0] &= 0xfe;
 		break;
@@ -246,6 +247,7 @@ void codec_assert_same(const struct mrc_packet *a, const struct mrc_packet *b)
 		ck_assert_uint_eq(a->u.ack.rate_hint_kbps, b->u.ack.rate_hint_kbps);
 		ck_assert_uint_eq(a->u.ack.echo_path, b->u.ack.echo_path);
 		ck_assert_uint_eq(a->u.ack.ce_count, b->u.ack.ce_count);
+		ck_assert_uint_eq(a->u.ack.queue_delay_ns, b->u.ack.queue_delay_ns);
 		ck_assert_mem_eq(a->u.ack.sack, b->u.ack.sack, MRC_SACK_BYTES);
 		break;
 	case MRC_OP_NAK:

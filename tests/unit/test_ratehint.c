@@ -88,8 +88,11 @@ START_TEST(mrc_rate_domain_hint__idle_sender_leaves)
 }
 END_TEST
 
-/* Arrivals all CE-marked: the capacity shared out halves, so a standing queue drains. */
-START_TEST(mrc_rate_domain_hint__ce_marks_shrink_capacity)
+/*
+ * Arrivals all CE-marked: the share stays the whole capacity (the senders drain the queue by
+ * holding back, R-302), and the marked share is kept for inspection.
+ */
+START_TEST(mrc_rate_domain_hint__ce_marks_leave_the_share_whole)
 {
 	struct mrc_rate_domain d;
 	int a;
@@ -97,10 +100,34 @@ START_TEST(mrc_rate_domain_hint__ce_marks_shrink_capacity)
 	ck_assert_int_eq(mrc_rate_domain_init(&d, 100000000, 2), 0);
 	a = mrc_rate_domain_join(&d);
 	feed(&d, a, 4096, 1000, 0, 200 * US, true);
-	ck_assert_uint_eq(mrc_rate_domain_hint(&d, a, 200 * US), 50000000);
+	ck_assert_uint_eq(mrc_rate_domain_hint(&d, a, 200 * US), 100000000);
 	ck_assert_uint_eq(d.ce_permille, 1000);
-	feed(&d, a, 4096, 1000, 200 * US, 400 * US, false);
-	ck_assert_uint_eq(mrc_rate_domain_hint(&d, a, 400 * US), 100000000);
+	mrc_rate_domain_fini(&d);
+}
+END_TEST
+
+/*
+ * A sender whose demand no whole window has measured yet keeps a full share, even once it
+ * is no longer new: counting its demand as 0 handed the others its share (an incast of 16
+ * saw the hint jump from C / 16 to C / 8 and the queue grow again).
+ */
+START_TEST(mrc_rate_domain_hint__unmeasured_sender_is_saturated)
+{
+	struct mrc_rate_domain d;
+	int a, b;
+
+	ck_assert_int_eq(mrc_rate_domain_init(&d, 100000000, 2), 0);
+	a = mrc_rate_domain_join(&d);
+	b = mrc_rate_domain_join(&d);
+	mrc_rate_domain_on_rx(&d, a, 4096, false, 0);
+	mrc_rate_domain_on_rx(&d, b, 4096, false, 0);
+	ck_assert_uint_eq(mrc_rate_domain_hint(&d, a, 0), 50000000);
+	ck_assert_uint_eq(mrc_rate_domain_hint(&d, b, 0), 50000000);
+	/* both still sending, neither's window closed by an arrival yet */
+	mrc_rate_domain_on_rx(&d, a, 4096, false, 99 * US);
+	mrc_rate_domain_on_rx(&d, b, 4096, false, 99 * US);
+	ck_assert_uint_eq(mrc_rate_domain_hint(&d, a, 101 * US), 50000000);
+	ck_assert_uint_eq(mrc_rate_domain_hint(&d, b, 101 * US), 50000000);
 	mrc_rate_domain_fini(&d);
 }
 END_TEST
@@ -153,7 +180,8 @@ Suite *ratehint_suite(void)
 	tcase_add_test(tc, mrc_rate_domain_hint__equal_split_from_first_packet);
 	tcase_add_test(tc, mrc_rate_domain_hint__demand_limited_sender_frees_capacity);
 	tcase_add_test(tc, mrc_rate_domain_hint__idle_sender_leaves);
-	tcase_add_test(tc, mrc_rate_domain_hint__ce_marks_shrink_capacity);
+	tcase_add_test(tc, mrc_rate_domain_hint__ce_marks_leave_the_share_whole);
+	tcase_add_test(tc, mrc_rate_domain_hint__unmeasured_sender_is_saturated);
 	tcase_add_test(tc, mrc_rate_domain_hint__positive_and_saturated);
 	tcase_add_test(tc, mrc_rate_domain_join__full_then_reuse);
 	suite_add_tcase(s, tc);

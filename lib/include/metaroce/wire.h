@@ -284,7 +284,8 @@ struct mrc_ack_ext {
 	__be32 rate_hint;     /* receiver's fair share for this sender, kbit/s; 0 = none */
 	__be16 echo_path;     /* path_id of the packet that triggered this ACK */
 	__be16 ce_count;      /* CE-marked sequenced packets received on this QP, mod 2^16 */
-	__be32 reserved;      /* zero */
+	__be32 queue_delay;   /* ns the echoed packet queued before the receiver, if CE-marked;
+				 0 = none [R-301] */
 	__u8 sack[MRC_SACK_BYTES];
 };
 MRC_STATIC_ASSERT(sizeof(struct mrc_ack_ext) == 56, "mrc_ack_ext is 56 bytes");
