@@ -301,11 +301,13 @@ static void print_incast(unsigned n, const struct incast_result *r)
 }
 
 #define RAMP_RTTS 8
+#define SLOW_RTO_NS 1000000 /* an RTO floor of 1 ms: 140 unloaded RTTs */
 
 int main(int argc, char **argv)
 {
 	const char *json_path = argc > 1 ? argv[1] : "build/engine-report.json";
 	double gp[2][N_LOSS], kept[2][N_LOSS], v[SEEDS], spurious, blackhole, plane, victim;
+	double slow_rto_blackhole;
 	double ramp[RAMP_RTTS] = { 0 }, one_ramp[SEEDS][RAMP_RTTS];
 	struct incast_result in16, in64;
 	double ns4k, ns256;
@@ -338,8 +340,14 @@ int main(int argc, char **argv)
 		ramp[k] = report_median(v, SEEDS);
 	}
 	for (int s = 0; s < SEEDS; s++)
-		v[s] = report_link_blackhole(400 + s, &paths_hit[s]);
+		v[s] = report_link_blackhole(400 + s, 0, &paths_hit[s]);
 	blackhole = report_median(v, SEEDS);
+	for (int s = 0; s < SEEDS; s++) {
+		unsigned hit;
+
+		v[s] = report_link_blackhole(400 + s, SLOW_RTO_NS, &hit);
+	}
+	slow_rto_blackhole = report_median(v, SEEDS);
 	for (int s = 0; s < SEEDS; s++)
 		v[s] = report_plane_blackhole(450 + s);
 	plane = report_median(v, SEEDS);
@@ -372,6 +380,9 @@ int main(int argc, char **argv)
 	for (int s = 0; s < SEEDS; s++)
 		printf(" %u", paths_hit[s]);
 	printf(" of 4): goodput back to >= 90%% after %.1f RTTs\n", blackhole);
+	printf("the same with every RTO at least 1 ms (a slow receiver inflated them): back after "
+	       "%.1f RTTs\n",
+	       slow_rto_blackhole);
 	printf("one plane of 4 blackholed mid-transfer: goodput back to >= 90%% of the other 3 "
 	       "planes' share after %.1f RTTs\n",
 	       plane);
@@ -409,10 +420,12 @@ int main(int argc, char **argv)
 		"\"incast_peak_queue_kib\": %.0f, \"incast64_converge_rtts\": %.2f, "
 		"\"incast64_peak_queue_kib\": %.0f, \"victim_kept\": %.4f, "
 		"\"first_rtt_goodput\": %.4f, \"blackhole_recover_rtts\": %.2f, "
+		"\"slow_rto_blackhole_recover_rtts\": %.2f, "
 		"\"plane_blackhole_recover_rtts\": %.2f, \"ns_per_packet\": %.1f, "
 		"\"ns_per_packet_256\": %.1f, \"bytes_per_qp\": %zu}\n",
 		spurious, in16.converge_rtts, in16.peak_queue_kib, in64.converge_rtts,
-		in64.peak_queue_kib, victim, ramp[0], blackhole, plane, ns4k, ns256, footprint);
+		in64.peak_queue_kib, victim, ramp[0], blackhole, slow_rto_blackhole, plane, ns4k, ns256,
+		footprint);
 	fclose(json);
 	return 0;
 }

@@ -57,8 +57,9 @@ void report_first_rtts(uint64_t seed, double *ramp, unsigned n_rtts);
 /* --- report_failover.c ------------------------------------------------------------------- */
 
 /* The core link under path 0 blackholed: RTTs to 90% of the goodput before; *paths_hit the
- * paths it took. */
-double report_link_blackhole(uint64_t seed, unsigned *paths_hit);
+ * paths it took. min_rto_ns: the RTO floor (0: the report's), high to play a receiver whose
+ * slowness inflated every RTO. */
+double report_link_blackhole(uint64_t seed, uint64_t min_rto_ns, unsigned *paths_hit);
 /* One plane of four blackholed: RTTs to 90% of the surviving planes' share of it. */
 double report_plane_blackhole(uint64_t seed);
 
