@@ -45,7 +45,7 @@ struct incast_result {
 	unsigned fair_window_rtts;
 };
 
-/* n senders start a WRITE into one receiver at once (SPEC 8: ..R-303). */
+/* n senders start a WRITE into one receiver at once (SPEC 8: ). */
 struct incast_result report_incast(unsigned n, uint64_t seed);
 /* A flow between two other hosts, through the same core, during a 16:1 incast: its goodput
  * as a fraction of what it moves over the same interval with no incast. */

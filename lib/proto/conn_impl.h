@@ -21,6 +21,7 @@
 #define ECHO_SLOTS 32
 #define REVERSE_PORTS 8
 #define OWD_EPOCH_NS 1000000000ull    /* a one-way delay base lasts one to two of these */
+#define OWD_IMPLAUSIBLE_NS 100000000  /* a sample this far under the base is bogus */
 #define MAX_DRAIN_PAUSE_NS 1000000ull /* 1 ms, a 100 Gbit/s queue of 12 MB */
 
 enum msg_kind { MSG_SQ = 0, MSG_RR = 1 };
@@ -130,11 +131,11 @@ struct mrc_conn {
 	uint32_t ack_unacked;
 	uint64_t ack_deadline_ns;
 	struct echo echo;
-	/* One-way delay of the peer's packets, ns mod 2^32 (its clock's offset included): the
-	 * least this epoch and the last, the base that queueing delay is measured from [R-301] */
-	uint32_t owd_base, owd_next_base;
+	/* One-way delay of the peer's packets, ns mod 2^32 with its clock's offset: the least
+	 * this epoch and the last, the base that queueing delay is measured from [R-301] */
+	uint32_t owd_base, owd_next;
+	bool owd_has_base, owd_has_next;
 	uint64_t owd_epoch_ns;
-	bool owd_valid;
 	/* (plane, UDP source port) pairs the peer's packets came from lately: the ports our
 	 * answers rotate over [R-331] */
 	struct {

@@ -80,9 +80,10 @@ static void drain(struct mrc_conn *c, const struct mrc_ack *ack, uint64_t now_ns
 	uint64_t min_rtt = c->paths[ack->echo_path].rtt.min_ns;
 	uint64_t pause = ack->queue_delay_ns;
 
-	if (rocev2(c) || !pause)
+	/* no sample yet: nothing to bound a stale report by */
+	if (rocev2(c) || !pause || !min_rtt)
 		return;
-	if (min_rtt && pause > 2 * min_rtt)
+	if (pause > 2 * min_rtt)
 		pause = 2 * min_rtt;
 	if (pause > MAX_DRAIN_PAUSE_NS)
 		pause = MAX_DRAIN_PAUSE_NS;
@@ -319,25 +320,31 @@ static uint16_t echo_age(const struct mrc_conn *c, uint16_t path_id)
  * peer's packets have shown. The hosts' clocks differ by any offset, so only differences of
  * one-way delays mean anything; both are taken mod 2^32 ns and compared signed. The base is
  * the least of this epoch and the one before: clocks drift apart by microseconds a second,
- * and an older minimum would read as queue.
+ * and an older minimum would read as queue; after two epochs without a packet both are
+ * forgotten. A sample far below the base (a packet held for seconds, a stepped clock) counts
+ * as none. One base for all paths: a longer path's extra length reads as queue, but only on
+ * a CE-marked packet, and the pause it asks for is capped (R-302); a base per path measured
+ * worse, since in an incast each path's first packet has queued and sets its base too high.
  */
 static uint32_t queue_delay(struct mrc_conn *c, uint32_t tx_ts, uint64_t now_ns)
 {
 	uint32_t owd = (uint32_t)now_ns - tx_ts;
 
-	if (!c->owd_valid) {
-		c->owd_base = c->owd_next_base = owd;
-		c->owd_epoch_ns = now_ns;
-		c->owd_valid = true;
-	}
-	if ((int32_t)(owd - c->owd_base) < 0)
-		c->owd_base = owd;
-	if ((int32_t)(owd - c->owd_next_base) < 0)
-		c->owd_next_base = owd;
 	if (now_ns - c->owd_epoch_ns >= OWD_EPOCH_NS) {
-		c->owd_base = c->owd_next_base;
-		c->owd_next_base = owd;
+		c->owd_has_base = c->owd_has_next && now_ns - c->owd_epoch_ns < 2 * OWD_EPOCH_NS;
+		c->owd_base = c->owd_next;
+		c->owd_has_next = false;
 		c->owd_epoch_ns = now_ns;
+	}
+	if (c->owd_has_base && (int32_t)(owd - c->owd_base) < -OWD_IMPLAUSIBLE_NS)
+		return 0;
+	if (!c->owd_has_base || (int32_t)(owd - c->owd_base) < 0) {
+		c->owd_base = owd;
+		c->owd_has_base = true;
+	}
+	if (!c->owd_has_next || (int32_t)(owd - c->owd_next) < 0) {
+		c->owd_next = owd;
+		c->owd_has_next = true;
 	}
 	return owd - c->owd_base;
 }
@@ -359,7 +366,7 @@ void conn_note_for_ack(struct mrc_conn *c, const struct mrc_rx_info *rx,
 		c->echo.path_id = pkt->path_id;
 		c->echo.tx_ts = pkt->tx_ts;
 		/* a CE mark says the queue is a switch's, not the sender's own NIC's */
-		c->echo.queue_delay_ns = rx->ce ? queued : 0;
+		c->echo.queue_delay_ns = rx->ce && !rocev2(c) ? queued : 0;
 		c->echo.arrival_ns = now_ns;
 		c->echo.plane = rx->plane;
 		c->echo.sport = rx->sport;

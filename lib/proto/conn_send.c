@@ -65,6 +65,7 @@ bool conn_send_ack(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_info
 	c->ack_pending = c->ack_now = false;
 	c->ack_unacked = 0;
 	c->echo.ce = false;
+	c->echo.queue_delay_ns = 0;
 	c->stats.tx_acks++;
 	return true;
 }

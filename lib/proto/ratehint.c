@@ -77,7 +77,6 @@ void mrc_rate_domain_on_rx(struct mrc_rate_domain *d, int entry, uint32_t bytes,
 	if (!is_active(d, e, now_ns)) {
 		/* A sender (re)appears: everyone's share changes now, not a window later. */
 		d->stale = true;
-		e->active_since_ns = now_ns;
 		e->window_start_ns = now_ns;
 		e->window_bytes = 0;
 		e->demand_kbps = 0;

@@ -23,7 +23,6 @@ struct mrc_rate_entry {
 	uint64_t window_start_ns;
 	uint64_t demand_kbps;	 /* arrival rate measured over the last full window */
 	uint64_t given_kbps;	 /* the hint this sender was last given */
-	uint64_t active_since_ns;
 	bool in_use;
 	bool measured;		 /* demand_kbps covers a whole window since it became active */
 	bool seen;		 /* last_rx_ns is valid (0 is a valid time) */

@@ -20,6 +20,7 @@ int main(void)
 	srunner_add_suite(runner, loss_suite());
 	srunner_add_suite(runner, random_suite());
 	srunner_add_suite(runner, ratehint_suite());
+	srunner_add_suite(runner, drain_suite());
 	srunner_add_suite(runner, peer_suite());
 	srunner_add_suite(runner, config_suite());
 	srunner_add_suite(runner, ring_suite());

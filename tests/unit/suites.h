@@ -26,6 +26,7 @@ Suite *neigh_suite(void);
 Suite *peer_suite(void);
 Suite *random_suite(void);
 Suite *ratehint_suite(void);
+Suite *drain_suite(void);
 Suite *ring_suite(void);
 Suite *rtt_suite(void);
 Suite *sack_suite(void);
