@@ -24,6 +24,8 @@ static double recover_rtts(struct run *r, double target_per_ns)
 		uint64_t b;
 
 		sim_run(r->sim, BLACKHOLE_AT_NS + step * window, NULL, NULL);
+		if (r->a->send_completions)
+			break; /* the transfer's tail is no failure */
 		b = report_placed(r->b);
 		if ((double)(b - prev) / window < 0.9 * target_per_ns)
 			last_bad = step;
