@@ -14,14 +14,6 @@
 #define MAX_STEPS 6000
 #define FAIR_PACKETS 8 /* a fairness window holds this many fair-share packets per sender */
 
-/* The receiver's downlink queue in bytes now, from when its FIFO goes idle. */
-static uint64_t backlog_of(const struct sim *sim, const struct sim_stage *q)
-{
-	return q->busy_until_ns > sim->now_ns
-		       ? (q->busy_until_ns - sim->now_ns) * q->p.rate_bps / 8000000000ull
-		       : 0;
-}
-
 /*
  * Converged at step t when, over the window (t, t + W] that follows, the receiver's queue is
  * under the ECN threshold at every step and the bytes each sender placed are fair (Jain >=
@@ -83,7 +75,7 @@ struct incast_result report_incast(unsigned n, uint64_t seed)
 		const struct sim_stage *q = &sim->downlink[0][0];
 
 		sim_run(sim, (uint64_t)(steps * BASE_RTT_NS), NULL, NULL);
-		backlog[steps] = backlog_of(sim, q);
+		backlog[steps] = sim_stage_backlog(sim, q);
 		if (backlog[steps] / 1024.0 > res.peak_queue_kib)
 			res.peak_queue_kib = backlog[steps] / 1024.0;
 		for (unsigned i = 0; i < n; i++) {

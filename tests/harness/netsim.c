@@ -386,8 +386,7 @@ static void enter_stage(struct sim *sim, struct sim_event *ev)
 		free(ev);
 		return;
 	}
-	if (s->p.rate_bps && s->busy_until_ns > sim->now_ns)
-		backlog = (s->busy_until_ns - sim->now_ns) * s->p.rate_bps / 8000000000ull;
+	backlog = sim_stage_backlog(sim, s);
 	if (s->p.buffer_bytes && backlog + wire > s->p.buffer_bytes) {
 		s->dropped_full++;
 		free(ev);
@@ -497,6 +496,13 @@ static struct sim_endpoint *peer_of(struct sim *sim, const struct sim_endpoint *
 }
 
 /* Bytes queued in the fullest of a host's uplinks (its NIC's transmit queues). */
+uint64_t sim_stage_backlog(const struct sim *sim, const struct sim_stage *s)
+{
+	return s->p.rate_bps && s->busy_until_ns > sim->now_ns
+		       ? (s->busy_until_ns - sim->now_ns) * s->p.rate_bps / 8000000000ull
+		       : 0;
+}
+
 static uint64_t uplink_backlog(const struct sim *sim, unsigned host, uint64_t *drain_at)
 {
 	uint64_t worst = 0;
@@ -504,9 +510,7 @@ static uint64_t uplink_backlog(const struct sim *sim, unsigned host, uint64_t *d
 	*drain_at = sim->now_ns;
 	for (unsigned p = 0; p < sim->n_planes; p++) {
 		const struct sim_stage *s = &sim->uplink[host][p];
-		uint64_t b = s->busy_until_ns > sim->now_ns
-				     ? (s->busy_until_ns - sim->now_ns) * s->p.rate_bps / 8000000000ull
-				     : 0;
+		uint64_t b = sim_stage_backlog(sim, s);
 
 		if (b > worst) {
 			worst = b;

@@ -126,6 +126,9 @@ void sim_config_default(struct sim_config *cfg);
 struct sim *sim_new(const struct sim_config *cfg);
 void sim_free(struct sim *sim);
 
+/* Bytes a stage holds queued now (0 for an infinitely fast one). */
+uint64_t sim_stage_backlog(const struct sim *sim, const struct sim_stage *s);
+
 /* Every stage of a plane (uplinks, core links, downlinks) */
 struct sim_stage *sim_core(struct sim *sim, unsigned plane, unsigned link);
 
