@@ -17,8 +17,6 @@ static void qp_retire_counts(struct mrcd_core *c, const struct mrcd_qp *qp)
 {
 	c->t.retired.completions += qp->completions;
 	c->t.retired.error_completions += qp->error_completions;
-	for (unsigned r = 0; qp->conn && r <= MRC_DROP_REASON_MAX; r++)
-		c->t.retired.rx_drops[r] += mrc_conn_stats(qp->conn)->rx_drops[r];
 	for (unsigned k = 0; qp->conn && k < mrc_conn_n_paths(qp->conn); k++) {
 		const struct mrc_path *p = mrc_conn_path(qp->conn, k);
 		unsigned plane = p->plane % MRC_MAX_PLANES;
@@ -380,6 +378,7 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 	cc.sq_sig_all = qp->sq_sig_all;
 	cc.rnr_retry_after = rnr_wait_units(qp->req.min_rnr_timer);
 	cc.rate_domain = &c->t.rate;
+	cc.drop_counts = c->t.qp_rx_drops;
 	cc.seed = mrc_prf_next(&c->t.rng);
 	qp->conn = mrc_conn_new(&cc, &cb, qp, now);
 	if (!qp->conn) {

@@ -344,10 +344,8 @@ size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 	struct out o = { buf, cap, 0 };
 	unsigned clients = 0, qp_state[5] = { 0 };
 	uint64_t completions = t->retired.completions, errors = t->retired.error_completions;
-	uint64_t qp_drops[MRC_DROP_REASON_MAX + 1];
 
 	memset(p, 0, sizeof(p));
-	memcpy(qp_drops, t->retired.rx_drops, sizeof(qp_drops));
 	/* the counts of QPs that are gone: the totals never fall */
 	for (unsigned i = 0; i < MRC_MAX_PLANES; i++) {
 		p[i].tx_packets = t->retired.path_tx[i];
@@ -362,8 +360,6 @@ size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 		qp_state[qp->state < 5 ? qp->state : 4]++;
 		completions += qp->completions;
 		errors += qp->error_completions;
-		for (unsigned r = 0; qp->conn && r <= MRC_DROP_REASON_MAX; r++)
-			qp_drops[r] += mrc_conn_stats(qp->conn)->rx_drops[r];
 		for (unsigned k = 0; qp->conn && k < mrc_conn_n_paths(qp->conn); k++) {
 			const struct mrc_path *path = mrc_conn_path(qp->conn, k);
 			struct plane_sums *s = &p[path->plane % MRC_MAX_PLANES];
@@ -422,7 +418,7 @@ size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 	for (unsigned r = 0; r <= MRC_DROP_REASON_MAX; r++)
 		if (qp_drop_names[r])
 			put(&o, "metaroce_qp_rx_dropped_total{reason=\"%s\"} %llu\n", qp_drop_names[r],
-			    (unsigned long long)qp_drops[r]);
+			    (unsigned long long)t->qp_rx_drops[r]);
 	family(&o, "metaroce_user_refusals_total", "counter",
 	       "Requests and connections refused because their user holds a user_max_* limit.");
 	put(&o, "metaroce_user_refusals_total %llu\n", (unsigned long long)c->stats.user_refusals);

@@ -144,7 +144,6 @@ struct mrcd_qp_base {
 struct mrcd_retired {
 	uint64_t completions, error_completions;
 	uint64_t path_tx[MRC_MAX_PLANES], path_retx[MRC_MAX_PLANES], path_ecn[MRC_MAX_PLANES];
-	uint64_t rx_drops[MRC_DROP_REASON_MAX + 1];
 };
 
 struct mrcd_core;
@@ -225,6 +224,7 @@ struct mrcd_tables {
 	uint16_t active[MRCD_MAX_QPS]; /* slots of the n_qps live QPs (reports, operators) */
 	struct mrcd_linger_table lingering; /* destroyed QPs still answering their peers */
 	struct mrcd_retired retired;	    /* what destroyed QPs had counted */
+	uint64_t qp_rx_drops[MRC_DROP_REASON_MAX + 1]; /* every QP's refusals, by reason */
 	struct mrc_rate_domain rate;   /* this host's receive capacity, shared by rate hints */
 	struct mrcd_sched sched; /* which QP slots the pump visits (sched.h) */
 	unsigned n_retired;  /* deregistered MRs still mapped */

@@ -40,8 +40,11 @@ static uint32_t sge_total(const struct mrc_sge *sge, unsigned n)
 
 void conn_drop(struct mrc_conn *c, int reason)
 {
-	if (reason > 0 && reason <= MRC_DROP_REASON_MAX)
-		c->stats.rx_drops[reason]++;
+	if (reason <= 0 || reason > MRC_DROP_REASON_MAX)
+		return;
+	c->stats.rx_dropped++;
+	if (c->cfg.drop_counts)
+		c->cfg.drop_counts[reason]++;
 }
 
 /*
@@ -241,7 +244,7 @@ struct mrc_conn *mrc_conn_new(const struct mrc_conn_config *cfg,
 	c->msgs = calloc(c->sq_cap + c->rr_cap, sizeof(*c->msgs));
 	c->rq = calloc(c->rq_cap, sizeof(*c->rq));
 	c->paths = calloc(c->n_paths, sizeof(*c->paths));
-	if (!c->msgs || !c->rq || !c->paths) {
+	if (!c->msgs || !c->rq || !c->paths || mrc_tx_ring_init(&c->tx, MRC_TX_RING_FIRST) < 0) {
 		mrc_conn_free(c);
 		errno = ENOMEM;
 		return NULL;
@@ -267,6 +270,7 @@ void mrc_conn_free(struct mrc_conn *c)
 	free(c->msgs);
 	free(c->rq);
 	free(c->paths);
+	mrc_tx_ring_fini(&c->tx);
 	free(c);
 }
 
@@ -394,7 +398,7 @@ void conn_enter_error(struct mrc_conn *c, const struct msg *culprit, uint8_t sta
 		c->paths[i].probe_deadline_ns = 0;
 		c->paths[i].inflight = 0;
 	}
-	memset(c->tx, 0, sizeof(c->tx));
+	mrc_tx_ring_clear(&c->tx);
 	c->snd_una = c->snd_nxt;
 	c->lost_pending = 0;
 	c->ack_pending = c->ack_now = false;
@@ -543,7 +547,7 @@ static void path_timeout(struct mrc_conn *c, unsigned i, uint64_t now_ns)
 	if (rocev2(c))
 		conn_go_back_n(c);
 	else
-		c->lost_pending += mrc_loss_detect_timeout(c->tx, c->snd_una, c->snd_nxt, c->paths, i);
+		c->lost_pending += mrc_loss_detect_timeout(&c->tx, c->snd_una, c->snd_nxt, c->paths, i);
 	mrc_rtt_backoff(&p->rtt);
 	c->cfg.cc_ops->on_timeout(&p->cc, &c->cfg.cc);
 	if (rocev2(c))
@@ -751,7 +755,8 @@ bool mrc_conn_send_idle(const struct mrc_conn *c)
 
 size_t mrc_conn_footprint(const struct mrc_conn *c)
 {
-	return sizeof(*c) + (c->sq_cap + c->rr_cap) * sizeof(struct msg) +
+	return sizeof(*c) + mrc_tx_ring_slots(&c->tx) * sizeof(struct mrc_tx_slot) +
+	       (c->sq_cap + c->rr_cap) * sizeof(struct msg) +
 	       c->rq_cap * sizeof(struct rq_entry) + c->n_paths * sizeof(struct mrc_path);
 }
 

@@ -252,6 +252,10 @@ struct mrc_conn_config {
 	 * no nonce repeats even should two QPs come to share a key; NULL: this QP's own, from 0,
 	 * safe only if no other connection ever seals under seal_tx */
 	uint64_t *seal_counter;
+	/* MRC_DROP_REASON_MAX + 1 counters, by enum mrc_drop_reason, that the QP adds its
+	 * refused packets to: the caller's, typically one table for all its QPs, so a per-reason
+	 * breakdown costs no QP any memory; NULL: counted in rx_dropped only. */
+	uint64_t *drop_counts;
 };
 
 /* Fills in the defaults documented in docs/SPEC.md; the caller sets QPNs, PSNs and paths. */
@@ -295,7 +299,7 @@ struct mrc_conn_stats {
 	uint64_t rx_placed_packets;   /* sequenced packets accepted and placed */
 	uint64_t rx_placed_bytes;
 	uint64_t rx_ce_packets;
-	uint64_t rx_drops[MRC_DROP_REASON_MAX + 1];
+	uint64_t rx_dropped;	      /* well-formed packets refused, whatever the reason */
 	uint64_t go_back_n;	      /* RoCEv2 mode: rewinds */
 	uint64_t probe_replies_limited; /* PROBEs left unanswered by the rate limit */
 };

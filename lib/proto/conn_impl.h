@@ -104,7 +104,7 @@ struct mrc_conn {
 	uint32_t next_rsn;
 	uint32_t reads_outstanding;
 	uint32_t snd_una, snd_nxt;
-	struct mrc_tx_slot tx[MRC_SACK_BITS];
+	struct mrc_tx_ring tx;
 	uint32_t lost_pending;
 	struct mrc_path *paths; /* n_paths of them */
 	unsigned n_paths;

@@ -17,7 +17,7 @@
 static void packet_acked(struct mrc_conn *c, uint32_t psn, uint32_t *acked_on_path,
 			 uint64_t now_ns)
 {
-	struct mrc_tx_slot *s = mrc_tx_slot(c->tx, psn);
+	struct mrc_tx_slot *s = mrc_tx_slot(&c->tx, psn);
 	struct mrc_path *p = &c->paths[s->path];
 	struct msg *m = &c->msgs[s->msg];
 
@@ -47,8 +47,8 @@ static void rearm_rto(struct mrc_conn *c, struct mrc_path *p, uint64_t now_ns)
 static void advance_una(struct mrc_conn *c)
 {
 	while (mrc_seq_lt(c->snd_una, c->snd_nxt) &&
-	       (mrc_tx_slot(c->tx, c->snd_una)->flags & MRC_TX_ACKED)) {
-		memset(mrc_tx_slot(c->tx, c->snd_una), 0, sizeof(struct mrc_tx_slot));
+	       (mrc_tx_slot(&c->tx, c->snd_una)->flags & MRC_TX_ACKED)) {
+		memset(mrc_tx_slot(&c->tx, c->snd_una), 0, sizeof(struct mrc_tx_slot));
 		c->snd_una++;
 	}
 }
@@ -61,7 +61,7 @@ static void acknowledge_psn(struct mrc_conn *c, uint32_t psn, uint64_t now_ns)
 
 	if (!mrc_seq_le(c->snd_una, psn) || !mrc_seq_lt(psn, c->snd_nxt))
 		return;
-	s = mrc_tx_slot(c->tx, psn);
+	s = mrc_tx_slot(&c->tx, psn);
 	packet_acked(c, psn, acked_on_path, now_ns);
 	rearm_rto(c, &c->paths[s->path], now_ns);
 	advance_una(c);
@@ -144,7 +144,7 @@ static int on_ack(struct mrc_conn *c, const struct mrc_packet *pkt, uint32_t cum
 		drain(c, &pkt->u.ack, now_ns);
 	}
 	if (!rocev2(c))
-		c->lost_pending += mrc_loss_detect_reorder(c->tx, c->snd_una, c->snd_nxt, c->paths,
+		c->lost_pending += mrc_loss_detect_reorder(&c->tx, c->snd_una, c->snd_nxt, c->paths,
 							   c->cfg.reorder_threshold);
 	conn_complete_messages(c);
 	return MRC_DROP_NONE;
@@ -154,7 +154,7 @@ static int on_ack(struct mrc_conn *c, const struct mrc_packet *pkt, uint32_t cum
 void conn_go_back_n(struct mrc_conn *c)
 {
 	for (uint32_t psn = c->snd_una; mrc_seq_lt(psn, c->snd_nxt); psn++) {
-		struct mrc_tx_slot *s = mrc_tx_slot(c->tx, psn);
+		struct mrc_tx_slot *s = mrc_tx_slot(&c->tx, psn);
 
 		if (s->flags & (MRC_TX_ACKED | MRC_TX_LOST))
 			continue;
@@ -169,7 +169,7 @@ struct msg *conn_msg_of_psn(struct mrc_conn *c, uint32_t psn)
 {
 	if (mrc_seq_lt(psn, c->snd_una) || !mrc_seq_lt(psn, c->snd_nxt))
 		return NULL;
-	return &c->msgs[mrc_tx_slot(c->tx, psn)->msg];
+	return &c->msgs[mrc_tx_slot(&c->tx, psn)->msg];
 }
 
 static struct msg *sq_msg_by_msn(struct mrc_conn *c, uint32_t msn)
@@ -196,7 +196,7 @@ static void rnr_hold(struct mrc_conn *c, struct msg *m, uint64_t until)
 {
 	m->rnr_until_ns = until;
 	for (uint32_t psn = c->snd_una; mrc_seq_lt(psn, c->snd_nxt); psn++) {
-		struct mrc_tx_slot *s = mrc_tx_slot(c->tx, psn);
+		struct mrc_tx_slot *s = mrc_tx_slot(&c->tx, psn);
 
 		if (&c->msgs[s->msg] != m || (s->flags & MRC_TX_ACKED))
 			continue;

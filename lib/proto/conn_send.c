@@ -470,7 +470,7 @@ static struct mrc_tx_slot *next_lost(struct mrc_conn *c, uint64_t now_ns, uint32
 {
 	c->retx_wakeup_ns = 0;
 	for (uint32_t psn = c->snd_una; mrc_seq_lt(psn, c->snd_nxt); psn++) {
-		struct mrc_tx_slot *s = mrc_tx_slot(c->tx, psn);
+		struct mrc_tx_slot *s = mrc_tx_slot(&c->tx, psn);
 		uint64_t wait;
 
 		if (!(s->flags & MRC_TX_LOST) || now_ns < c->msgs[s->msg].rnr_until_ns)
@@ -548,6 +548,9 @@ static bool send_data(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_i
 	/* New packets stay inside the peer's 256-PSN window. */
 	if (mrc_seq_diff(c->snd_nxt, c->snd_una) >= MRC_SACK_BITS)
 		return false;
+	if (c->snd_nxt - c->snd_una >= mrc_tx_ring_slots(&c->tx) &&
+	    !mrc_tx_ring_grow(&c->tx, c->snd_una, c->snd_nxt))
+		return false;
 	m = next_message(c, now_ns);
 	if (!m)
 		return false;
@@ -563,7 +566,7 @@ static bool send_data(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_i
 		execute_atomic(m);
 	if (!build_data(c, m, psn, (uint16_t)path, false, buf, cap, now_ns, len, tx, &payload))
 		return false;
-	s = mrc_tx_slot(c->tx, psn);
+	s = mrc_tx_slot(&c->tx, psn);
 	memset(s, 0, sizeof(*s));
 	s->msg = (uint16_t)(m - c->msgs);
 	c->snd_nxt++;

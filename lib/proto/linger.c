@@ -78,7 +78,7 @@ void mrc_conn_close(struct mrc_conn *c, uint64_t now_ns)
 		c->paths[i].probe_deadline_ns = 0;
 		c->paths[i].inflight = 0;
 	}
-	memset(c->tx, 0, sizeof(c->tx));
+	mrc_tx_ring_clear(&c->tx);
 	c->snd_una = c->snd_nxt;
 	c->lost_pending = 0;
 	/* an RNR or sequence NAK asks for a resend nobody will take */

@@ -1,7 +1,43 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 #include "loss.h"
 
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "seq.h"
+
+int mrc_tx_ring_init(struct mrc_tx_ring *ring, uint32_t slots)
+{
+	ring->slot = calloc(slots, sizeof(*ring->slot));
+	ring->mask = slots - 1;
+	return ring->slot ? 0 : -ENOMEM;
+}
+
+void mrc_tx_ring_fini(struct mrc_tx_ring *ring)
+{
+	free(ring->slot);
+	ring->slot = NULL;
+}
+
+void mrc_tx_ring_clear(struct mrc_tx_ring *ring)
+{
+	memset(ring->slot, 0, mrc_tx_ring_slots(ring) * sizeof(*ring->slot));
+}
+
+bool mrc_tx_ring_grow(struct mrc_tx_ring *ring, uint32_t una, uint32_t nxt)
+{
+	struct mrc_tx_ring bigger;
+
+	if (mrc_tx_ring_slots(ring) >= MRC_SACK_BITS ||
+	    mrc_tx_ring_init(&bigger, 2 * mrc_tx_ring_slots(ring)) < 0)
+		return false;
+	for (uint32_t psn = una; mrc_seq_lt(psn, nxt); psn++)
+		*mrc_tx_slot(&bigger, psn) = *mrc_tx_slot(ring, psn);
+	free(ring->slot);
+	*ring = bigger;
+	return true;
+}
 
 void mrc_tx_leave_flight(struct mrc_tx_slot *s, struct mrc_path *paths)
 {
@@ -39,7 +75,7 @@ uint8_t mrc_tx_record_ack(struct mrc_tx_slot *s, struct mrc_path *paths)
 	return before;
 }
 
-unsigned mrc_loss_detect_reorder(struct mrc_tx_slot *ring, uint32_t una, uint32_t nxt,
+unsigned mrc_loss_detect_reorder(const struct mrc_tx_ring *ring, uint32_t una, uint32_t nxt,
 				 struct mrc_path *paths, uint32_t reorder_threshold)
 {
 	unsigned lost = 0;
@@ -61,7 +97,7 @@ unsigned mrc_loss_detect_reorder(struct mrc_tx_slot *ring, uint32_t una, uint32_
 	return lost;
 }
 
-unsigned mrc_loss_detect_timeout(struct mrc_tx_slot *ring, uint32_t una, uint32_t nxt,
+unsigned mrc_loss_detect_timeout(const struct mrc_tx_ring *ring, uint32_t una, uint32_t nxt,
 				 struct mrc_path *paths, unsigned path)
 {
 	unsigned lost = 0;

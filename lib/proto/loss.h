@@ -11,6 +11,7 @@
 #ifndef METAROCE_PROTO_LOSS_H
 #define METAROCE_PROTO_LOSS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <metaroce/wire.h>
@@ -34,11 +35,41 @@ struct mrc_tx_slot {
 	uint32_t sent_kns; /* when it last left, in units of 1024 ns, modulo 2^32 (73 minutes) */
 };
 
-/* Slot of a PSN: the ring is indexed like the receive window, PSN modulo 256. */
-static inline struct mrc_tx_slot *mrc_tx_slot(struct mrc_tx_slot *ring, uint32_t psn)
+/*
+ * The slots of the PSNs in [una, nxt), indexed by PSN modulo a power of two. It starts small
+ * and doubles, up to the peer's 256-PSN window (R-231), when a window needs more: a QP's
+ * memory follows the window it actually uses, and most QPs of a large job never use 256.
+ */
+struct mrc_tx_ring {
+	struct mrc_tx_slot *slot;
+	uint32_t mask; /* slots - 1 */
+};
+
+#define MRC_TX_RING_FIRST 32u /* slots at first: 8 paths at an initial window of 4 */
+
+static inline struct mrc_tx_slot *mrc_tx_slot(const struct mrc_tx_ring *ring, uint32_t psn)
 {
-	return &ring[psn % MRC_SACK_BITS];
+	return &ring->slot[psn & ring->mask];
 }
+
+static inline uint32_t mrc_tx_ring_slots(const struct mrc_tx_ring *ring)
+{
+	return ring->mask + 1;
+}
+
+/* Returns 0, or -ENOMEM. slots: a power of two up to MRC_SACK_BITS. */
+int mrc_tx_ring_init(struct mrc_tx_ring *ring, uint32_t slots);
+void mrc_tx_ring_fini(struct mrc_tx_ring *ring);
+
+/* Every slot zeroed: nothing outstanding. */
+void mrc_tx_ring_clear(struct mrc_tx_ring *ring);
+
+/*
+ * Doubles the ring, keeping the slots of [una, nxt) where the new size puts them. Returns
+ * false when it is at MRC_SACK_BITS already or memory is short: the sender then waits, as
+ * it would for a full window.
+ */
+bool mrc_tx_ring_grow(struct mrc_tx_ring *ring, uint32_t una, uint32_t nxt);
 
 /* Takes a packet out of its path's inflight count, once. */
 void mrc_tx_leave_flight(struct mrc_tx_slot *s, struct mrc_path *paths);
@@ -56,11 +87,11 @@ uint8_t mrc_tx_record_ack(struct mrc_tx_slot *s, struct mrc_path *paths);
  * Declares lost every in-flight packet in [una, nxt) whose path has since acknowledged a
  * packet sent reorder_threshold or more transmissions later. Returns how many.
  */
-unsigned mrc_loss_detect_reorder(struct mrc_tx_slot *ring, uint32_t una, uint32_t nxt,
+unsigned mrc_loss_detect_reorder(const struct mrc_tx_ring *ring, uint32_t una, uint32_t nxt,
 				 struct mrc_path *paths, uint32_t reorder_threshold);
 
 /* Declares lost every in-flight packet in [una, nxt) last sent on path. Returns how many. */
-unsigned mrc_loss_detect_timeout(struct mrc_tx_slot *ring, uint32_t una, uint32_t nxt,
+unsigned mrc_loss_detect_timeout(const struct mrc_tx_ring *ring, uint32_t una, uint32_t nxt,
 				 struct mrc_path *paths, unsigned path);
 
 #endif /* METAROCE_PROTO_LOSS_H */

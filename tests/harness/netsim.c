@@ -307,6 +307,7 @@ void sim_connect(struct sim *sim, unsigned host_a, unsigned host_b,
 		cfg.seed = sim_random(sim);
 		cfg.rate_domain = sim->rate[hosts[side]].capacity_kbps ? &sim->rate[hosts[side]]
 								       : NULL;
+		cfg.drop_counts = ep[side]->drops;
 		ep[side]->conn = mrc_conn_new(&cfg, &cb, ep[side], sim->now_ns);
 		if (!ep[side]->conn)
 			abort();

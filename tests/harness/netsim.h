@@ -87,6 +87,7 @@ struct sim_endpoint {
 	bool dirty; /* may have something to send */
 	uint64_t blocked_until_ns; /* its uplink is full: nothing to do before this */
 	uint64_t fast_path_placed; /* packets sim_config.fast_path_placement wrote for it */
+	uint64_t drops[MRC_DROP_REASON_MAX + 1]; /* its QP's refusals, by reason */
 };
 
 struct sim_event;

@@ -189,14 +189,12 @@ bool all_done(struct sim *sim, void *arg)
 }
 
 /* Which refusals each side counted: the first thing to read when a run goes wrong. */
-void print_drops(const char *who, const struct mrc_conn *c)
+void print_drops(const char *who, const struct sim_endpoint *ep)
 {
-	const struct mrc_conn_stats *st = mrc_conn_stats(c);
-
-	fprintf(stderr, "%s: state %d, drops:", who, mrc_conn_state(c));
+	fprintf(stderr, "%s: state %d, drops:", who, mrc_conn_state(ep->conn));
 	for (int r = 1; r <= MRC_DROP_REASON_MAX; r++)
-		if (st->rx_drops[r])
-			fprintf(stderr, " %d=%llu", r, (unsigned long long)st->rx_drops[r]);
+		if (ep->drops[r])
+			fprintf(stderr, " %d=%llu", r, (unsigned long long)ep->drops[r]);
 	fprintf(stderr, "\n");
 }
 
@@ -204,8 +202,8 @@ void xfer_run(struct xfer *x, uint64_t limit_ns)
 {
 	sim_run(x->sim, x->sim->now_ns + limit_ns, all_done, x);
 	if (x->failed || !all_done(x->sim, x)) {
-		print_drops("requester", x->a->conn);
-		print_drops("responder", x->b->conn);
+		print_drops("requester", x->a);
+		print_drops("responder", x->b);
 	}
 	ck_assert_msg(!x->failed, "%s", x->why);
 	ck_assert_msg(all_done(x->sim, x), "not done at %.3f ms: %u/%u sends, %u/%u receives",

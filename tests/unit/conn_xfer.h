@@ -47,7 +47,7 @@ void xfer_post(struct xfer *x, uint8_t opcode, uint32_t len, uint32_t imm);
 /* sim_run stop conditions: every operation done (or failed); a first send completion */
 bool all_done(struct sim *sim, void *arg);
 bool writes_done(struct sim *sim, void *arg);
-void print_drops(const char *who, const struct mrc_conn *c);
+void print_drops(const char *who, const struct sim_endpoint *ep);
 /* Runs until the requester has packets in flight and some acknowledged: a transfer to
  * attack. Fails the test if that never comes. */
 void xfer_run_to_midway(struct xfer *x);

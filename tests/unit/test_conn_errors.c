@@ -294,7 +294,7 @@ START_TEST(mrc_conn__bad_rkey_remote_access_error)
 	ck_assert_uint_eq(x.a->last_wc.wr_id, 8);
 	ck_assert_uint_eq(x.a->last_wc.status, MRC_WC_WR_FLUSH_ERR);
 	ck_assert_uint_eq(x.a->errors, 2);
-	ck_assert_uint_eq(mrc_conn_stats(x.b->conn)->rx_drops[MRC_DROP_REMOTE_ACCESS], 1);
+	ck_assert_uint_eq(x.b->drops[MRC_DROP_REMOTE_ACCESS], 1);
 	/* the bad key touched no memory */
 	for (unsigned i = 0; i < 4096; i++)
 		ck_assert_uint_eq(x.b_dst[i], 0);
@@ -397,7 +397,7 @@ START_TEST(mrc_conn__rnr_then_success)
 	ck_assert_int_eq(mrc_conn_post_send(x.a->conn, &wr), 0);
 	x.a->dirty = true;
 	sim_run(x.sim, x.sim->now_ns + 300000, nothing, NULL); /* 300 us without a receive */
-	ck_assert_uint_gt(mrc_conn_stats(x.b->conn)->rx_drops[MRC_DROP_RNR], 0);
+	ck_assert_uint_gt(x.b->drops[MRC_DROP_RNR], 0);
 	ck_assert_msg(x.a->send_completions == 0, "completed early: %s",
 		      mrc_wc_status_name(x.a->last_wc.status));
 	rwr.sge[0] = (struct mrc_sge){ x.b_rcv, 0, 10000, 0 };
@@ -617,7 +617,7 @@ START_TEST(mrc_conn__modify_takes_remote_write_away)
 	sim_run(sim, 2000000000ull, NULL, NULL); /* the limit is a time, not a duration */
 	ck_assert_uint_eq(first.wr_id, 2);
 	ck_assert_uint_eq(first.status, MRC_WC_REM_INV_REQ_ERR);
-	ck_assert_uint_eq(mrc_conn_stats(b->conn)->rx_drops[MRC_DROP_INVALID_REQ], 1);
+	ck_assert_uint_eq(b->drops[MRC_DROP_INVALID_REQ], 1);
 	for (unsigned i = 64; i < sizeof(dst); i++)
 		ck_assert_uint_eq(dst[i], 0);
 	sim_free(sim);

@@ -16,13 +16,16 @@
 #define THRESHOLD 3 /* reorder_threshold default, section 16 */
 
 struct sim {
-	struct mrc_tx_slot ring[MRC_SACK_BITS];
+	struct mrc_tx_slot slots[MRC_SACK_BITS];
+	struct mrc_tx_ring ring;
 	struct mrc_path paths[N_PATHS];
 };
 
 static void sim_init(struct sim *s)
 {
 	memset(s, 0, sizeof(*s));
+	s->ring.slot = s->slots;
+	s->ring.mask = MRC_SACK_BITS - 1;
 	for (unsigned i = 0; i < N_PATHS; i++) {
 		s->paths[i].state = MRC_PATH_ACTIVE;
 		s->paths[i].cc.cwnd = 256;
@@ -32,13 +35,13 @@ static void sim_init(struct sim *s)
 /* A transmission, new or repeated, through the bookkeeping the engine uses. */
 static void send_on(struct sim *s, uint32_t psn, unsigned path)
 {
-	mrc_tx_record_send(mrc_tx_slot(s->ring, psn), s->paths, path);
+	mrc_tx_record_send(mrc_tx_slot(&s->ring, psn), s->paths, path);
 }
 
 /* An acknowledgement of one PSN, likewise. */
 static void ack(struct sim *s, uint32_t psn)
 {
-	mrc_tx_record_ack(mrc_tx_slot(s->ring, psn), s->paths);
+	mrc_tx_record_ack(mrc_tx_slot(&s->ring, psn), s->paths);
 }
 
 static unsigned count_flag(struct sim *s, uint32_t una, uint32_t nxt, int path, uint8_t flag)
@@ -46,7 +49,7 @@ static unsigned count_flag(struct sim *s, uint32_t una, uint32_t nxt, int path, 
 	unsigned n = 0;
 
 	for (uint32_t psn = una; psn != nxt; psn++) {
-		struct mrc_tx_slot *t = mrc_tx_slot(s->ring, psn);
+		struct mrc_tx_slot *t = mrc_tx_slot(&s->ring, psn);
 
 		if ((t->flags & flag) && (path < 0 || t->path == path))
 			n++;
@@ -63,13 +66,36 @@ static void assert_inflight_consistent(struct sim *s, uint32_t una, uint32_t nxt
 
 START_TEST(mrc_tx_slot__psn_modulo_256)
 {
-	struct mrc_tx_slot ring[MRC_SACK_BITS];
+	struct mrc_tx_slot slots[MRC_SACK_BITS];
+	struct mrc_tx_ring ring = { slots, MRC_SACK_BITS - 1 };
 
-	ck_assert_ptr_eq(mrc_tx_slot(ring, 0), &ring[0]);
-	ck_assert_ptr_eq(mrc_tx_slot(ring, 256), &ring[0]);
-	ck_assert_ptr_eq(mrc_tx_slot(ring, 0x1ff), &ring[255]);
-	ck_assert_ptr_eq(mrc_tx_slot(ring, 0xffffffffu), &ring[255]);
-	ck_assert_ptr_eq(mrc_tx_slot(ring, 0x12345678u), &ring[0x78]);
+	ck_assert_ptr_eq(mrc_tx_slot(&ring, 0), &slots[0]);
+	ck_assert_ptr_eq(mrc_tx_slot(&ring, 256), &slots[0]);
+	ck_assert_ptr_eq(mrc_tx_slot(&ring, 0x1ff), &slots[255]);
+	ck_assert_ptr_eq(mrc_tx_slot(&ring, 0xffffffffu), &slots[255]);
+	ck_assert_ptr_eq(mrc_tx_slot(&ring, 0x12345678u), &slots[0x78]);
+}
+END_TEST
+
+/* Growing keeps every outstanding PSN's record, across a PSN wrap, and stops at 256. */
+START_TEST(mrc_tx_ring_grow__keeps_outstanding_slots)
+{
+	const uint32_t una = 0xfffffff0u;
+	struct mrc_tx_ring ring;
+	uint32_t nxt = una;
+
+	ck_assert_int_eq(mrc_tx_ring_init(&ring, MRC_TX_RING_FIRST), 0);
+	for (uint32_t slots = MRC_TX_RING_FIRST; slots < MRC_SACK_BITS; slots *= 2) {
+		ck_assert_uint_eq(mrc_tx_ring_slots(&ring), slots);
+		for (; nxt != una + slots; nxt++)
+			mrc_tx_slot(&ring, nxt)->path_seq = nxt ^ 0x5a5a5a5au;
+		ck_assert(mrc_tx_ring_grow(&ring, una, nxt));
+	}
+	ck_assert_uint_eq(mrc_tx_ring_slots(&ring), MRC_SACK_BITS);
+	ck_assert(!mrc_tx_ring_grow(&ring, una, nxt));
+	for (uint32_t psn = una; psn != nxt; psn++)
+		ck_assert_uint_eq(mrc_tx_slot(&ring, psn)->path_seq, psn ^ 0x5a5a5a5au);
+	mrc_tx_ring_fini(&ring);
 }
 END_TEST
 
@@ -77,9 +103,10 @@ END_TEST
 START_TEST(mrc_tx_leave_flight__exactly_once)
 {
 	struct sim s;
-	struct mrc_tx_slot *t = mrc_tx_slot(s.ring, 7);
+	struct mrc_tx_slot *t;
 
 	sim_init(&s);
+	t = mrc_tx_slot(&s.ring, 7);
 	send_on(&s, 6, 1);
 	send_on(&s, 7, 1);
 	t->flags |= MRC_TX_WND_LIMITED;
@@ -106,27 +133,27 @@ START_TEST(mrc_loss_detect_reorder__threshold_on_same_path)
 	sim_init(&s);
 	for (uint32_t psn = 100; psn < 110; psn++)
 		send_on(&s, psn, 2); /* path_seq 0..9 */
-	ck_assert_uint_eq(mrc_loss_detect_reorder(s.ring, 100, 110, s.paths, THRESHOLD), 0);
+	ck_assert_uint_eq(mrc_loss_detect_reorder(&s.ring, 100, 110, s.paths, THRESHOLD), 0);
 	ack(&s, 102); /* seq 2: only 2 later, not enough for seq 0 */
-	ck_assert_uint_eq(mrc_loss_detect_reorder(s.ring, 100, 110, s.paths, THRESHOLD), 0);
+	ck_assert_uint_eq(mrc_loss_detect_reorder(&s.ring, 100, 110, s.paths, THRESHOLD), 0);
 	ack(&s, 103); /* seq 3 proves seq 0 */
-	ck_assert_uint_eq(mrc_loss_detect_reorder(s.ring, 100, 110, s.paths, THRESHOLD), 1);
-	ck_assert_uint_eq(mrc_tx_slot(s.ring, 100)->flags, MRC_TX_LOST);
-	ck_assert_uint_eq(mrc_tx_slot(s.ring, 101)->flags, MRC_TX_INFLIGHT);
+	ck_assert_uint_eq(mrc_loss_detect_reorder(&s.ring, 100, 110, s.paths, THRESHOLD), 1);
+	ck_assert_uint_eq(mrc_tx_slot(&s.ring, 100)->flags, MRC_TX_LOST);
+	ck_assert_uint_eq(mrc_tx_slot(&s.ring, 101)->flags, MRC_TX_INFLIGHT);
 	ack(&s, 105); /* seq 5 proves seqs 1 and 2, but seq 2 is acknowledged already */
-	ck_assert_uint_eq(mrc_loss_detect_reorder(s.ring, 100, 110, s.paths, THRESHOLD), 1);
-	ck_assert_uint_eq(mrc_tx_slot(s.ring, 101)->flags, MRC_TX_LOST);
-	ck_assert_uint_eq(mrc_tx_slot(s.ring, 102)->flags, MRC_TX_ACKED);
-	ck_assert_uint_eq(mrc_tx_slot(s.ring, 104)->flags, MRC_TX_INFLIGHT);
+	ck_assert_uint_eq(mrc_loss_detect_reorder(&s.ring, 100, 110, s.paths, THRESHOLD), 1);
+	ck_assert_uint_eq(mrc_tx_slot(&s.ring, 101)->flags, MRC_TX_LOST);
+	ck_assert_uint_eq(mrc_tx_slot(&s.ring, 102)->flags, MRC_TX_ACKED);
+	ck_assert_uint_eq(mrc_tx_slot(&s.ring, 104)->flags, MRC_TX_INFLIGHT);
 	/* declared once: a second pass finds nothing new and the counters stay */
-	ck_assert_uint_eq(mrc_loss_detect_reorder(s.ring, 100, 110, s.paths, THRESHOLD), 0);
+	ck_assert_uint_eq(mrc_loss_detect_reorder(&s.ring, 100, 110, s.paths, THRESHOLD), 0);
 	ck_assert_uint_eq(s.paths[2].stats.lost_reorder, 2);
 	ck_assert_uint_eq(s.paths[2].stats.lost_timeout, 0);
 	ck_assert_uint_eq(s.paths[2].inflight, 10 - 3 - 2);
 	assert_inflight_consistent(&s, 100, 110);
 	/* a threshold of 1 takes every in-flight packet sent before the highest acknowledged */
 	ack(&s, 109);
-	ck_assert_uint_eq(mrc_loss_detect_reorder(s.ring, 100, 110, s.paths, 1), 4);
+	ck_assert_uint_eq(mrc_loss_detect_reorder(&s.ring, 100, 110, s.paths, 1), 4);
 	ck_assert_uint_eq(s.paths[2].inflight, 0);
 	ck_assert_uint_eq(s.paths[2].stats.lost_reorder, 6);
 }
@@ -143,8 +170,8 @@ START_TEST(mrc_loss_detect_reorder__other_paths_never_evidence)
 		send_on(&s, psn, 1);
 	for (uint32_t psn = 1; psn <= 100; psn++)
 		ack(&s, psn);
-	ck_assert_uint_eq(mrc_loss_detect_reorder(s.ring, 0, 101, s.paths, THRESHOLD), 0);
-	ck_assert_uint_eq(mrc_tx_slot(s.ring, 0)->flags, MRC_TX_INFLIGHT);
+	ck_assert_uint_eq(mrc_loss_detect_reorder(&s.ring, 0, 101, s.paths, THRESHOLD), 0);
+	ck_assert_uint_eq(mrc_tx_slot(&s.ring, 0)->flags, MRC_TX_INFLIGHT);
 	ck_assert_uint_eq(s.paths[0].inflight, 1);
 	ck_assert_uint_eq(s.paths[1].inflight, 0);
 
@@ -154,9 +181,9 @@ START_TEST(mrc_loss_detect_reorder__other_paths_never_evidence)
 	send_on(&s, 103, 0);
 	ack(&s, 101);
 	ack(&s, 102);
-	ck_assert_uint_eq(mrc_loss_detect_reorder(s.ring, 0, 104, s.paths, THRESHOLD), 0);
+	ck_assert_uint_eq(mrc_loss_detect_reorder(&s.ring, 0, 104, s.paths, THRESHOLD), 0);
 	ack(&s, 103);
-	ck_assert_uint_eq(mrc_loss_detect_reorder(s.ring, 0, 104, s.paths, THRESHOLD), 1);
+	ck_assert_uint_eq(mrc_loss_detect_reorder(&s.ring, 0, 104, s.paths, THRESHOLD), 1);
 	ck_assert_uint_eq(s.paths[0].stats.lost_reorder, 1);
 	ck_assert_uint_eq(s.paths[1].stats.lost_reorder, 0);
 }
@@ -173,12 +200,12 @@ START_TEST(mrc_loss_detect_reorder__sprayed_paths_judged_separately)
 	for (uint32_t psn = 0; psn < 30; psn++)
 		if (psn % 3)
 			ack(&s, psn);
-	ck_assert_uint_eq(mrc_loss_detect_reorder(s.ring, 0, 30, s.paths, THRESHOLD), 0);
+	ck_assert_uint_eq(mrc_loss_detect_reorder(&s.ring, 0, 30, s.paths, THRESHOLD), 0);
 	ck_assert_uint_eq(s.paths[0].inflight, 10);
 	ack(&s, 27); /* path 0 seq 9: seqs 0..6 (PSN 0..18) are lost, 21 and 24 are not */
-	ck_assert_uint_eq(mrc_loss_detect_reorder(s.ring, 0, 30, s.paths, THRESHOLD), 7);
+	ck_assert_uint_eq(mrc_loss_detect_reorder(&s.ring, 0, 30, s.paths, THRESHOLD), 7);
 	for (uint32_t psn = 0; psn < 27; psn += 3)
-		ck_assert_uint_eq(mrc_tx_slot(s.ring, psn)->flags,
+		ck_assert_uint_eq(mrc_tx_slot(&s.ring, psn)->flags,
 				  psn <= 18 ? MRC_TX_LOST : MRC_TX_INFLIGHT);
 	ck_assert_uint_eq(s.paths[0].inflight, 2);
 	assert_inflight_consistent(&s, 0, 30);
@@ -192,19 +219,19 @@ START_TEST(mrc_loss_detect_reorder__latest_transmission_only)
 
 	sim_init(&s);
 	send_on(&s, 0, 0);
-	ck_assert_uint_eq(mrc_loss_detect_timeout(s.ring, 0, 1, s.paths, 0), 1);
+	ck_assert_uint_eq(mrc_loss_detect_timeout(&s.ring, 0, 1, s.paths, 0), 1);
 	send_on(&s, 0, 1); /* the retransmission: path 1, its path_seq 0 */
-	ck_assert_uint_eq(mrc_tx_slot(s.ring, 0)->attempts, 2);
+	ck_assert_uint_eq(mrc_tx_slot(&s.ring, 0)->attempts, 2);
 	for (uint32_t psn = 1; psn <= 5; psn++) {
 		send_on(&s, psn, 0);
 		ack(&s, psn);
 	}
 	/* path 0 has acked 5 transmissions after its copy of PSN 0, but that copy is gone */
-	ck_assert_uint_eq(mrc_loss_detect_reorder(s.ring, 0, 6, s.paths, THRESHOLD), 0);
+	ck_assert_uint_eq(mrc_loss_detect_reorder(&s.ring, 0, 6, s.paths, THRESHOLD), 0);
 	for (uint32_t psn = 6; psn <= 8; psn++)
 		send_on(&s, psn, 1);
 	ack(&s, 8); /* path 1 seq 3 */
-	ck_assert_uint_eq(mrc_loss_detect_reorder(s.ring, 0, 9, s.paths, THRESHOLD), 1);
+	ck_assert_uint_eq(mrc_loss_detect_reorder(&s.ring, 0, 9, s.paths, THRESHOLD), 1);
 	ck_assert_uint_eq(s.paths[1].stats.lost_reorder, 1);
 	ck_assert_uint_eq(s.paths[0].stats.lost_reorder, 0);
 	ck_assert_uint_eq(s.paths[0].stats.lost_timeout, 1);
@@ -226,15 +253,15 @@ START_TEST(mrc_loss_detect_reorder__path_seq_wraps)
 	for (uint32_t psn = 50; psn < 60; psn++)
 		send_on(&s, psn, 3); /* seqs fffffffa..ffffffff at PSN 50..55, 0..3 at 56..59 */
 	ck_assert(!s.paths[3].any_acked);
-	ck_assert_uint_eq(mrc_loss_detect_reorder(s.ring, 50, 60, s.paths, THRESHOLD), 0);
+	ck_assert_uint_eq(mrc_loss_detect_reorder(&s.ring, 50, 60, s.paths, THRESHOLD), 0);
 	ack(&s, 57); /* seq 1 = 0xfffffffe + 3 */
-	ck_assert_uint_eq(mrc_loss_detect_reorder(s.ring, 50, 60, s.paths, THRESHOLD), 5);
-	ck_assert_uint_eq(mrc_tx_slot(s.ring, 54)->flags, MRC_TX_LOST);
-	ck_assert_uint_eq(mrc_tx_slot(s.ring, 55)->flags, MRC_TX_INFLIGHT);
+	ck_assert_uint_eq(mrc_loss_detect_reorder(&s.ring, 50, 60, s.paths, THRESHOLD), 5);
+	ck_assert_uint_eq(mrc_tx_slot(&s.ring, 54)->flags, MRC_TX_LOST);
+	ck_assert_uint_eq(mrc_tx_slot(&s.ring, 55)->flags, MRC_TX_INFLIGHT);
 	ack(&s, 59); /* seq 3 */
-	ck_assert_uint_eq(mrc_loss_detect_reorder(s.ring, 50, 60, s.paths, THRESHOLD), 2);
+	ck_assert_uint_eq(mrc_loss_detect_reorder(&s.ring, 50, 60, s.paths, THRESHOLD), 2);
 	ck_assert_uint_eq(s.paths[3].inflight, 1); /* seq 2, PSN 58 */
-	ck_assert_uint_eq(mrc_tx_slot(s.ring, 58)->flags, MRC_TX_INFLIGHT);
+	ck_assert_uint_eq(mrc_tx_slot(&s.ring, 58)->flags, MRC_TX_INFLIGHT);
 	ck_assert_uint_eq(s.paths[3].stats.lost_reorder, 7);
 }
 END_TEST
@@ -250,10 +277,10 @@ START_TEST(mrc_loss_detect_reorder__psn_range_wraps)
 		send_on(&s, psn, psn & 1); /* path 0: even PSNs, seq 0..15 */
 	ack(&s, 0xe); /* path 0 seq 15: seqs 0..12 are lost, PSN 0xa and 0xc are not */
 	/* an inner range first: PSN 0xfffffff8..0x7 holds path 0 seqs 4..11 */
-	ck_assert_uint_eq(mrc_loss_detect_reorder(s.ring, 0xfffffff8u, 0x8, s.paths, THRESHOLD), 8);
-	ck_assert_uint_eq(mrc_tx_slot(s.ring, 0xfffffff6u)->flags, MRC_TX_INFLIGHT);
-	ck_assert_uint_eq(mrc_tx_slot(s.ring, 0x8)->flags, MRC_TX_INFLIGHT);
-	ck_assert_uint_eq(mrc_loss_detect_reorder(s.ring, una, nxt, s.paths, THRESHOLD), 5);
+	ck_assert_uint_eq(mrc_loss_detect_reorder(&s.ring, 0xfffffff8u, 0x8, s.paths, THRESHOLD), 8);
+	ck_assert_uint_eq(mrc_tx_slot(&s.ring, 0xfffffff6u)->flags, MRC_TX_INFLIGHT);
+	ck_assert_uint_eq(mrc_tx_slot(&s.ring, 0x8)->flags, MRC_TX_INFLIGHT);
+	ck_assert_uint_eq(mrc_loss_detect_reorder(&s.ring, una, nxt, s.paths, THRESHOLD), 5);
 	ck_assert_uint_eq(count_flag(&s, una, nxt, 0, MRC_TX_LOST), 13);
 	ck_assert_uint_eq(count_flag(&s, una, nxt, 1, MRC_TX_LOST), 0);
 	ck_assert_uint_eq(s.paths[0].inflight, 2);
@@ -261,7 +288,7 @@ START_TEST(mrc_loss_detect_reorder__psn_range_wraps)
 	ck_assert_uint_eq(s.paths[0].stats.lost_reorder, 13);
 	/* an empty range examines nothing */
 	ack(&s, 0xf);
-	ck_assert_uint_eq(mrc_loss_detect_reorder(s.ring, nxt, nxt, s.paths, THRESHOLD), 0);
+	ck_assert_uint_eq(mrc_loss_detect_reorder(&s.ring, nxt, nxt, s.paths, THRESHOLD), 0);
 }
 END_TEST
 
@@ -278,18 +305,18 @@ START_TEST(mrc_loss_detect_timeout__only_that_paths_inflight)
 	ack(&s, 1002); /* path 0 */
 	ack(&s, 1004); /* path 2 */
 	/* path 2 (PSN = 2 mod 3): 10 sent, 2 acknowledged */
-	ck_assert_uint_eq(mrc_loss_detect_timeout(s.ring, 1000, 1030, s.paths, 2), 8);
+	ck_assert_uint_eq(mrc_loss_detect_timeout(&s.ring, 1000, 1030, s.paths, 2), 8);
 	ck_assert_uint_eq(s.paths[2].inflight, 0);
 	ck_assert_uint_eq(s.paths[2].stats.lost_timeout, 8);
 	ck_assert_uint_eq(s.paths[2].stats.lost_reorder, 0);
-	ck_assert_uint_eq(mrc_tx_slot(s.ring, 1004)->flags, MRC_TX_ACKED);
-	ck_assert_uint_eq(mrc_tx_slot(s.ring, 1007)->flags, MRC_TX_LOST);
-	ck_assert_uint_eq(mrc_tx_slot(s.ring, 1009)->flags, MRC_TX_INFLIGHT);
+	ck_assert_uint_eq(mrc_tx_slot(&s.ring, 1004)->flags, MRC_TX_ACKED);
+	ck_assert_uint_eq(mrc_tx_slot(&s.ring, 1007)->flags, MRC_TX_LOST);
+	ck_assert_uint_eq(mrc_tx_slot(&s.ring, 1009)->flags, MRC_TX_INFLIGHT);
 	ck_assert_uint_eq(s.paths[0].inflight, 9);
 	ck_assert_uint_eq(s.paths[1].inflight, 9);
 	ck_assert_uint_eq(count_flag(&s, 1000, 1030, -1, MRC_TX_LOST), 8);
-	ck_assert_uint_eq(mrc_loss_detect_timeout(s.ring, 1000, 1030, s.paths, 2), 0);
-	ck_assert_uint_eq(mrc_loss_detect_timeout(s.ring, 1000, 1030, s.paths, 3), 0);
+	ck_assert_uint_eq(mrc_loss_detect_timeout(&s.ring, 1000, 1030, s.paths, 2), 0);
+	ck_assert_uint_eq(mrc_loss_detect_timeout(&s.ring, 1000, 1030, s.paths, 3), 0);
 	ck_assert_uint_eq(s.paths[2].stats.lost_timeout, 8);
 	assert_inflight_consistent(&s, 1000, 1030);
 }
@@ -306,10 +333,10 @@ START_TEST(mrc_loss_detect_timeout__full_ring_across_psn_wrap)
 		send_on(&s, psn, psn & 1);
 	for (uint32_t i = 0; i < MRC_SACK_BITS; i += 10)
 		ack(&s, una + i); /* 26 PSNs, all even: all on path 0 */
-	ck_assert_uint_eq(mrc_loss_detect_timeout(s.ring, una, nxt, s.paths, 0), 128 - 26);
+	ck_assert_uint_eq(mrc_loss_detect_timeout(&s.ring, una, nxt, s.paths, 0), 128 - 26);
 	ck_assert_uint_eq(s.paths[0].inflight, 0);
 	ck_assert_uint_eq(s.paths[1].inflight, 128);
-	ck_assert_uint_eq(mrc_loss_detect_timeout(s.ring, una, nxt, s.paths, 1), 128);
+	ck_assert_uint_eq(mrc_loss_detect_timeout(&s.ring, una, nxt, s.paths, 1), 128);
 	ck_assert_uint_eq(count_flag(&s, una, nxt, -1, MRC_TX_INFLIGHT), 0);
 	ck_assert_uint_eq(s.paths[1].stats.lost_timeout, 128);
 }
@@ -347,7 +374,7 @@ START_TEST(mrc_loss__random_traffic_keeps_accounting)
 			send_on(&s, nxt++, xorshift32(&rng) % N_PATHS);
 		} else if (r < 8) {
 			for (uint32_t psn = una; psn != nxt; psn++) {
-				if (mrc_tx_slot(s.ring, psn)->flags & MRC_TX_LOST) {
+				if (mrc_tx_slot(&s.ring, psn)->flags & MRC_TX_LOST) {
 					send_on(&s, psn, xorshift32(&rng) % N_PATHS);
 					break;
 				}
@@ -357,10 +384,10 @@ START_TEST(mrc_loss__random_traffic_keeps_accounting)
 			unsigned n_want = 0, got;
 
 			ack(&s, una + xorshift32(&rng) % span);
-			while (una != nxt && (mrc_tx_slot(s.ring, una)->flags & MRC_TX_ACKED))
-				memset(mrc_tx_slot(s.ring, una++), 0, sizeof(struct mrc_tx_slot));
+			while (una != nxt && (mrc_tx_slot(&s.ring, una)->flags & MRC_TX_ACKED))
+				memset(mrc_tx_slot(&s.ring, una++), 0, sizeof(struct mrc_tx_slot));
 			for (uint32_t psn = una; psn != nxt; psn++) {
-				struct mrc_tx_slot *t = mrc_tx_slot(s.ring, psn);
+				struct mrc_tx_slot *t = mrc_tx_slot(&s.ring, psn);
 				struct mrc_path *p = &s.paths[t->path];
 
 				if ((t->flags & MRC_TX_INFLIGHT) && p->any_acked &&
@@ -369,11 +396,11 @@ START_TEST(mrc_loss__random_traffic_keeps_accounting)
 					n_want++;
 				}
 			}
-			got = mrc_loss_detect_reorder(s.ring, una, nxt, s.paths, THRESHOLD);
+			got = mrc_loss_detect_reorder(&s.ring, una, nxt, s.paths, THRESHOLD);
 			ck_assert_uint_eq(got, n_want);
 			reorder_total += got;
 			for (uint32_t psn = una; psn != nxt; psn++) {
-				struct mrc_tx_slot *t = mrc_tx_slot(s.ring, psn);
+				struct mrc_tx_slot *t = mrc_tx_slot(&s.ring, psn);
 
 				if (want[psn % MRC_SACK_BITS])
 					ck_assert_uint_eq(t->flags, MRC_TX_LOST);
@@ -382,7 +409,7 @@ START_TEST(mrc_loss__random_traffic_keeps_accounting)
 			unsigned path = xorshift32(&rng) % N_PATHS;
 			unsigned before = s.paths[path].inflight;
 
-			ck_assert_uint_eq(mrc_loss_detect_timeout(s.ring, una, nxt, s.paths, path),
+			ck_assert_uint_eq(mrc_loss_detect_timeout(&s.ring, una, nxt, s.paths, path),
 					  before);
 			ck_assert_uint_eq(s.paths[path].inflight, 0);
 			timeout_total += before;
@@ -411,6 +438,7 @@ Suite *loss_suite(void)
 	TCase *model = tcase_create("model");
 
 	tcase_add_test(tc, mrc_tx_slot__psn_modulo_256);
+	tcase_add_test(tc, mrc_tx_ring_grow__keeps_outstanding_slots);
 	tcase_add_test(tc, mrc_tx_leave_flight__exactly_once);
 	tcase_add_test(tc, mrc_loss_detect_reorder__threshold_on_same_path);
 	tcase_add_test(tc, mrc_loss_detect_reorder__other_paths_never_evidence);

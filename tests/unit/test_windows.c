@@ -244,7 +244,7 @@ static void send_inv_refused(bool region_key)
 	ck_assert_uint_eq(b->recv_completions, 1);
 	ck_assert_uint_eq(b->last_wc.status, MRC_WC_REM_INV_REQ_ERR);
 	ck_assert_uint_eq(b->mrs[0].key, region); /* still there */
-	ck_assert_uint_gt(mrc_conn_stats(b->conn)->rx_drops[MRC_DROP_INVALID_REQ], 0);
+	ck_assert_uint_gt(b->drops[MRC_DROP_INVALID_REQ], 0);
 	sim_free(sim);
 }
 
