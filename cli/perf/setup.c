@@ -516,7 +516,14 @@ void progress_tick(struct progress *p, double now, uint64_t bytes, uint64_t msgs
 
 	if (!opt.progress || now < p->next)
 		return;
-	if (opt.mode == MODE_BW) {
+	if (opt.json) {
+		/* for programs: the counts so far and the clock they were read at, so a reader
+		 * rebuilds any window of the run without the jitter of a pipe */
+		fprintf(stderr,
+			"{\"progress\": {\"monotonic\": %.6f, \"elapsed\": %.6f, \"bytes\": %" PRIu64
+			", \"messages\": %" PRIu64 ", \"verified\": %" PRIu64 "}}\n",
+			now, now - p->start, opt.mode == MODE_BW ? bytes : 0, msgs, perf.verified);
+	} else if (opt.mode == MODE_BW) {
 		fprintf(stderr, "[%6.1fs] %8.3f Gbit/s  %10.0f msg/s",
 			now - p->start, (double)(bytes - p->last_bytes) * 8 / dt / 1e9,
 			(double)(msgs - p->last_msgs) / dt);
@@ -528,9 +535,10 @@ void progress_tick(struct progress *p, double now, uint64_t bytes, uint64_t msgs
 			perf.lat_len > p->last_lat ? sum / (double)(perf.lat_len - p->last_lat) : 0);
 		p->last_lat = perf.lat_len;
 	}
-	if (opt.verify)
+	if (opt.verify && !opt.json)
 		fprintf(stderr, "  verified %" PRIu64, perf.verified);
-	fputs(isatty(STDERR_FILENO) ? "\r" : "\n", stderr);
+	if (!opt.json)
+		fputs(isatty(STDERR_FILENO) ? "\r" : "\n", stderr);
 	fflush(stderr);
 	p->last = now;
 	p->next = now + opt.interval;
@@ -540,6 +548,6 @@ void progress_tick(struct progress *p, double now, uint64_t bytes, uint64_t msgs
 
 void progress_end(void)
 {
-	if (opt.progress && isatty(STDERR_FILENO))
+	if (opt.progress && !opt.json && isatty(STDERR_FILENO))
 		fputs("\n", stderr);
 }

@@ -40,6 +40,28 @@ grep -q 'goodput   [0-9.]* Gbit/s' "$TMP/text.out" || fail "no goodput line"
 [ "$(grep -c 'Gbit/s' "$TMP/text.err")" -ge 2 ] || { cat "$TMP/text.err"; fail "fewer than 2 progress lines"; }
 grep -q '^server send bw: 65536 B x [0-9]* messages' "$TMP/text.server.log" || fail "server summary"
 
+# with -j, progress lines are JSON for programs: counts so far on the monotonic clock, never
+# falling, ending at most at the summary's
+port=$((port + 1))
+bg_b "$TMP/jp.server.log" timeout 60 "$PERF" -p $port
+srv=$BG
+on_a timeout 60 "$PERF" -p $port -j -t write -s 64K -D 1 -i 0.05 --progress 198.18.0.2 \
+	>"$TMP/jp.out" 2>"$TMP/jp.err" || { cat "$TMP/jp.out" "$TMP/jp.err"; fail "JSON progress"; }
+wait "$srv" || { cat "$TMP/jp.server.log"; fail "JSON progress server"; }
+python3 - "$TMP/jp.out" "$TMP/jp.err" <<'PY' || fail "JSON progress lines"
+import json, sys
+summary = json.load(open(sys.argv[1]))
+lines = [json.loads(l)["progress"] for l in open(sys.argv[2]) if l.strip()]
+assert len(lines) >= 5, lines
+for a, b in zip(lines, lines[1:]):
+    assert b["monotonic"] - a["monotonic"] > 0.05 - 1e-5 and b["bytes"] >= a["bytes"], (a, b)
+    assert abs((b["monotonic"] - a["monotonic"]) - (b["elapsed"] - a["elapsed"])) < 1e-5, (a, b)
+assert lines[-1]["bytes"] == 65536 * lines[-1]["messages"] <= summary["bytes"], (lines[-1], summary)
+assert lines[-1]["bytes"] > 0
+print("  JSON progress: %d lines, %d of %d bytes by the last" % (
+    len(lines), lines[-1]["bytes"], summary["bytes"]))
+PY
+
 # usage errors: exit 2 and the reason
 usage_case() {
 	want=$1

@@ -54,8 +54,14 @@ through() { cut -d' ' -f1 "$1"; }
 # counting PORT: udp_count on host 1 has bound PORT, so what is sent now is counted
 counting() { wait_until 5 "host 1 never bound UDP port $1" listening "mtb-$TESTBED-h1" udp "$1"; }
 
-# blackhole plane 1: nothing arrives there, plane 0 unaffected; restored, plane 1 works again
-$TB impair --plane 1 --blackhole
+# blackhole plane 1: nothing arrives there, plane 0 unaffected; restored, plane 1 works again.
+# It says when the routers took it: every router of the plane in one batch, within a second
+$TB impair --plane 1 --blackhole --json >"$TMP/took"
+python3 -c '
+import json, sys, time
+before, after = json.load(open(sys.argv[1]))["took_effect"]
+assert 0 < before <= after <= time.monotonic() and after - before < 1, (before, after)' \
+	"$TMP/took" || fail "impair --json: $(cat "$TMP/took")"
 udp_count 1 198.18.33.2 7001 1.5 >"$TMP/bh1" &
 c1=$!
 udp_count 1 198.18.1.2 7000 10 500 >"$TMP/bh0" &
