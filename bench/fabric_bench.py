@@ -14,6 +14,7 @@ through libmetaroce; the baselines are the same daemons with `transport = rocev2
 engine's RoCEv2-like mode), kernel TCP (iperf3) and kernel UDP (sockperf) on the same links.
 Root. Every testbed and process is removed at the end, also on failure or Ctrl-C.
 """
+import bisect
 import json
 import os
 import re
@@ -263,12 +264,13 @@ def goodput(samples, lo, hi):
     """Gbit/s between two instants, from (time, bytes so far) samples taken as a straight line
     between neighbours: any window of the run, whatever the pace of the samples."""
     def at(t):
-        if t <= samples[0][0]:
+        i = bisect.bisect_left(samples, (t,))
+        if i == 0:
             return samples[0][1]
-        for (t0, b0), (t1, b1) in zip(samples, samples[1:]):
-            if t <= t1:
-                return b0 + (b1 - b0) * (t - t0) / (t1 - t0) if t1 > t0 else b1
-        return samples[-1][1]
+        if i == len(samples):
+            return samples[-1][1]
+        (t0, b0), (t1, b1) = samples[i - 1], samples[i]
+        return b0 + (b1 - b0) * (t - t0) / (t1 - t0) if t1 > t0 else b1
     return (at(hi) - at(lo)) * 8 / (hi - lo) / 1e9 if hi > lo else 0.0
 
 
@@ -386,8 +388,11 @@ def failover_runs(b, rate, runs=5):
             "survivors_share", "pre_gbps", "surviving_gbps")
     out["runs"] = [{k: r.get(k) for k in keys + ("error",)} for r in all_runs]
     for k in keys:
-        vals = [r[k] for r in done if r.get(k) is not None]
-        out[k + "_median"] = statistics.median(vals) if vals else None
+        # a run that never got there counts as the slowest, not as no run
+        vals = sorted(r[k] if r.get(k) is not None else float("inf") for r in done)
+        med = vals[len(vals) // 2] if len(vals) % 2 else (vals[len(vals) // 2 - 1] +
+                                                          vals[len(vals) // 2]) / 2
+        out[k + "_median"] = med if med != float("inf") else None
     out["error"] = any(r["error"] for r in all_runs)
 
     def each(k):
