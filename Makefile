@@ -117,7 +117,7 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 # --- top-level targets -----------------------------------------------------------------
 
 .PHONY: all programs deps check demo install deb layering unit unit-asan verbs-abi bpf-test fuzz integration \
-	integration-asan \
+	integration-asan test-systemd \
 	engine-report bench bench-quick bench-xdp bench-backend \
 	bench-udp-vs-tcp bench-collectives bench-core bench-auth bench-latency clean
 .DEFAULT_GOAL := all
@@ -142,7 +142,8 @@ DEB_PACKAGES := \
 	libibverbs-dev ibverbs-utils perftest libgloo-dev ucx-utils libucx-dev \
 	librdmacm-dev rdmacm-utils \
 	iproute2 python3 iperf3 sockperf gnuplot-nox time groff-base curl \
-	dpkg-dev debhelper python3-yaml linux-perf
+	dpkg-dev debhelper python3-yaml linux-perf \
+	systemd-container mmdebstrap
 
 deps:
 	$(Q)missing=$$(for p in $(DEB_PACKAGES); do \
@@ -161,7 +162,7 @@ check:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory layering unit unit-asan verbs-abi bpf-test integration \
-		integration-asan fuzz
+		integration-asan test-systemd fuzz
 
 # The main job: two hosts, two planes, a daemon each, unmodified RDMA programs between them.
 demo:
@@ -217,6 +218,12 @@ integration: $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) $(META
 	     $(VERBS_TESTS) $(BPF_OBJS) $(GLOO_BENCH)
 	$(call msg,TEST,integration)
 	$(Q)sh tests/integration/run.sh $(BUILD)
+
+# The Debian packages on a booted Debian under systemd-nspawn: the unit as an operator runs it.
+# The first run makes a minbase rootfs in $(BUILD)/system (about 40 s from the mirror).
+test-systemd:
+	$(call msg,TEST,systemd)
+	$(Q)sh tests/integration/run.sh $(BUILD) tests/system/test_systemd.sh
 
 # Each harness starts from seeds the encoder writes, so the corpus follows the wire format.
 fuzz: $(FUZZ_BINS) $(CORPUS_GEN)
@@ -581,4 +588,5 @@ $(CORPUS_GEN): $(OBJ)/tests/fuzz/gen_corpus.o $(LIBPROTO)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(PROTO_LIBS)
 
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+# (not into the booted systems' root file systems of test-systemd, whose /etc/rc2.d is no makefile)
+-include $(shell find $(BUILD) -path $(BUILD)/system -prune -o -type f -name '*.d' -print 2>/dev/null)
