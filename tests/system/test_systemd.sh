@@ -30,6 +30,8 @@ system_cleanup() {
 		[ -z "$LEADER" ] || kill -KILL "$LEADER" 2>/dev/null
 		kill -KILL "$NSPAWN_PID" 2>/dev/null
 	fi
+	# nspawn leaves a directory per machine it ran under /run/systemd/nspawn/propagate
+	rm -rf "/run/systemd/nspawn/propagate/${TAG}" "/run/systemd/nspawn/propagate/${TAG}apt"
 	[ "$NSPAWN_RUN_DIR_WAS" = yes ] || rm -rf /run/systemd/nspawn
 	cleanup
 }
@@ -58,7 +60,7 @@ host="$TMP/host-a"
 cp -a "$base" "$host"
 mkdir -p "$host/root/debs"
 cp "$TMP"/debs/metaroce_*.deb "$TMP"/debs/libmetaroce1_*.deb "$host/root/debs/"
-systemd-nspawn --register=no --keep-unit -q -D "$host" sh -c 'apt-get update -qq &&
+systemd-nspawn --register=no --keep-unit -q -D "$host" -M "${TAG}apt" sh -c 'apt-get update -qq &&
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends /root/debs/*.deb' \
 	>"$TMP/apt.log" 2>&1 || { tail -20 "$TMP/apt.log"; fail "apt-get install of our packages"; }
 
