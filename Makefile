@@ -589,4 +589,5 @@ $(CORPUS_GEN): $(OBJ)/tests/fuzz/gen_corpus.o $(LIBPROTO)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(PROTO_LIBS)
 
 # (not into the booted systems' root file systems of test-systemd, whose /etc/rc2.d is no makefile)
--include $(shell find $(BUILD) -path $(BUILD)/system -prune -o -type f -name '*.d' -print 2>/dev/null)
+-include $(shell find $(BUILD) -path $(BUILD)/system -prune -o -type f -name '*.d' -print \
+	2>/dev/null)
