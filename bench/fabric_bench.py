@@ -206,11 +206,13 @@ class Bench:
 
 # --- experiments -----------------------------------------------------------------------------
 
-# The loss table's daemons send datagram by datagram: a UDP GSO train (up to 64 jumbo frames,
-# 576 KB) lands whole in the testbed's host-link shaper, whose queue holds 2 ms at 500 Mbit/s
-# (125 KB), where a NIC at 100 Gbit/s would send it in 46 us. The shaper's tail drops are not
-# the random loss the table is about, and cost the RoCEv2 baseline's go-back-N half its
-# goodput at 0% loss (0.22 against 0.49 Gbit/s, 2026-12-05).
+# The loss table's daemons send datagram by datagram. The testbed's host-link shaper (TBF, a
+# 125 KB queue at 500 Mbit/s) refuses a datagram it has no room for, and the daemon, told so
+# (IP_RECVERR: ENOBUFS), sends it again; but it cuts a UDP GSO train into its datagrams and
+# reports the train sent once any one of them got in (the kernel's tbf_segment), so the
+# rest are lost unseen. A NIC segments in hardware behind its queue and loses nothing. Those
+# losses are not the random loss the table is about, and cost the RoCEv2 baseline's
+# go-back-N half its goodput at 0% loss (0.22 against 0.49 Gbit/s, 2026-12-05).
 LOSS_TABLE_DAEMON = ("udp_gso=no",)
 
 
@@ -782,11 +784,12 @@ def write_report(res, path, plot_dir):
     m0, r0, t0 = L["metaroce"][0], L["rocev2"][0], (L["tcp"] or [0])[0]
     lines += ["### Goodput vs random loss", "",
               "One plane, %d Mbit/s host links, one QP of 64 KiB WRITEs (16 in flight) or one TCP stream; "
-              "loss on the spines, so every packet sees the rate once. The daemons with `%s`: a UDP GSO "
-              "train of up to 64 jumbo frames overflows the 125 KB host-link shaper queue that stands in "
-              "for a NIC 200 times faster, and those drops are not the random loss measured here (with "
-              "GSO, 2026-12-05: MetaRoCE 0.479, 0.478, 0.421 Gbit/s at 0%%, 1%%, 10%%; the RoCEv2 "
-              "baseline 0.217, 0.211, 0.140, its go-back-N paying for every train)." % (
+              "loss on the spines, so every packet sees the rate once. The daemons with `%s`: the "
+              "host-link shaper (TBF) refuses a datagram it has no room for, and the daemon sends it "
+              "again, but it cuts a UDP GSO train into datagrams and reports the train sent once any "
+              "one got in, so the rest are lost unseen; those losses are not the random loss measured "
+              "here (with GSO, 2026-12-05: MetaRoCE 0.479, 0.478, 0.421 Gbit/s at 0%%, 1%%, 10%%; the "
+              "RoCEv2 baseline 0.217, 0.211, 0.140, its go-back-N paying for every cut train)." % (
                   L["rate_mbit"], " ".join(L.get("daemon_settings", []))), "",
               "| loss | MetaRoCE Gbit/s (kept) | RoCEv2 baseline (kept) | iperf3 TCP (kept) | MetaRoCE / RoCEv2 | MetaRoCE / TCP |",
               "|---|---|---|---|---|---|"]

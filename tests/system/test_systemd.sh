@@ -22,11 +22,8 @@ LEADER=""
 system_cleanup() {
 	if [ -n "$NSPAWN_PID" ] && kill -0 "$NSPAWN_PID" 2>/dev/null; then
 		kill -TERM "$NSPAWN_PID" 2>/dev/null
-		n=0
-		while kill -0 "$NSPAWN_PID" 2>/dev/null && [ $n -lt 200 ]; do
-			sleep 0.05
-			n=$((n + 1))
-		done
+		# waits for the process itself, for 10 s at most
+		timeout 10 tail --pid="$NSPAWN_PID" -f /dev/null
 		[ -z "$LEADER" ] || kill -KILL "$LEADER" 2>/dev/null
 		kill -KILL "$NSPAWN_PID" 2>/dev/null
 	fi

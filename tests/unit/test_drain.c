@@ -96,6 +96,14 @@ static int64_t receiver_acks(struct pair *p, uint64_t sent_at, uint64_t one_way_
 	return ack->u.ack.queue_delay_ns;
 }
 
+/* One data packet sent at t and its ACK: the queue_delay the ACK reports. */
+static int64_t exchange(struct pair *p, uint64_t t, uint64_t one_way_ns, bool ce,
+			struct mrc_packet *ack)
+{
+	sender_sends(p, t);
+	return receiver_acks(p, t, one_way_ns, ce, ack);
+}
+
 /*
  * The receiver reports how much longer than its path's least a CE-marked packet took, whatever
  * the offset between the clocks and across the wrap of 2^32 ns, and 0 for an unmarked one.
@@ -107,15 +115,13 @@ START_TEST(queue_delay__above_the_paths_least_when_ce_marked)
 	uint64_t t = SEND_AT_NS;
 
 	pair_open(&p, 1, MRC_MODE_METAROCE);
-	sender_sends(&p, t);
-	ck_assert_int_eq(receiver_acks(&p, t, 3000, false, &ack), 0);
+	ck_assert_int_eq(exchange(&p, t, 3000, false, &ack), 0);
 	t += 2000;
-	sender_sends(&p, t); /* the sender's clock passes 2^32 here */
-	ck_assert_int_eq(receiver_acks(&p, t, 3000 + 30000, true, &ack), 30000);
+	/* the sender's clock passes 2^32 here */
+	ck_assert_int_eq(exchange(&p, t, 3000 + 30000, true, &ack), 30000);
 	ck_assert(ack.flags & MRC_F_ECE);
 	t += 2000;
-	sender_sends(&p, t);
-	ck_assert_int_eq(receiver_acks(&p, t, 3000 + 12000, false, &ack), 0);
+	ck_assert_int_eq(exchange(&p, t, 3000 + 12000, false, &ack), 0);
 	pair_close(&p);
 }
 END_TEST
@@ -131,14 +137,12 @@ START_TEST(queue_delay__implausible_sample_moves_no_base)
 	uint64_t t = SEND_AT_NS;
 
 	pair_open(&p, 1, MRC_MODE_METAROCE);
-	sender_sends(&p, t);
-	ck_assert_int_eq(receiver_acks(&p, t, 3000, false, &ack), 0);
+	ck_assert_int_eq(exchange(&p, t, 3000, false, &ack), 0);
 	t += 1000;
 	sender_sends(&p, t + 500000000); /* stamped 500 ms ahead */
 	ck_assert_int_eq(receiver_acks(&p, t, 3000, true, &ack), 0);
 	t += 1000;
-	sender_sends(&p, t);
-	ck_assert_int_eq(receiver_acks(&p, t, 3000 + 20000, true, &ack), 20000);
+	ck_assert_int_eq(exchange(&p, t, 3000 + 20000, true, &ack), 20000);
 	pair_close(&p);
 }
 END_TEST
@@ -158,22 +162,19 @@ START_TEST(drain__holds_back_up_to_two_least_rtts)
 
 	pair_open(&p, 1, MRC_MODE_METAROCE);
 	/* a first round trip of 10 us, no queue: the path's least RTT */
-	sender_sends(&p, t);
-	ck_assert_int_eq(receiver_acks(&p, t, rtt / 2, false, &ack), 0);
+	ck_assert_int_eq(exchange(&p, t, rtt / 2, false, &ack), 0);
 	t = acked_at + rtt / 2;
 	ck_assert_int_eq(mrc_conn_recv(p.a, &rx, p.buf, p.len, t), 0);
 	ck_assert_uint_eq(mrc_conn_path(p.a, 0)->rtt.min_ns, rtt);
 	/* then a packet that queued 8 us: held back 8 us from the ACK's arrival */
-	sender_sends(&p, t);
-	ck_assert_int_eq(receiver_acks(&p, t, rtt / 2 + 8000, true, &ack), 8000);
+	ck_assert_int_eq(exchange(&p, t, rtt / 2 + 8000, true, &ack), 8000);
 	t = acked_at + rtt / 2;
 	ck_assert_int_eq(mrc_conn_recv(p.a, &rx, p.buf, p.len, t), 0);
 	ck_assert_uint_eq(mrc_conn_next_timeout(p.a), t + 8000);
 	ck_assert(!mrc_conn_send(p.a, ack_buf, sizeof(ack_buf), &p.tx, t + 7999, &ack_len));
 	/* one that queued 50 us: held back 2 x 10 us only */
 	t += 8000;
-	sender_sends(&p, t);
-	ck_assert_int_eq(receiver_acks(&p, t, rtt / 2 + 50000, true, &ack), 50000);
+	ck_assert_int_eq(exchange(&p, t, rtt / 2 + 50000, true, &ack), 50000);
 	t = acked_at + rtt / 2;
 	ck_assert_int_eq(mrc_conn_recv(p.a, &rx, p.buf, p.len, t), 0);
 	ck_assert_uint_eq(mrc_conn_next_timeout(p.a), t + 2 * rtt);
@@ -194,11 +195,9 @@ START_TEST(drain__not_in_rocev2_mode)
 	uint64_t t = SEND_AT_NS;
 
 	pair_open(&p, 1, MRC_MODE_ROCEV2);
-	sender_sends(&p, t);
-	ck_assert_int_eq(receiver_acks(&p, t, 3000, false, &ack), 0);
+	ck_assert_int_eq(exchange(&p, t, 3000, false, &ack), 0);
 	t += 1000;
-	sender_sends(&p, t);
-	ck_assert_int_eq(receiver_acks(&p, t, 3000 + 30000, true, &ack), 0);
+	ck_assert_int_eq(exchange(&p, t, 3000 + 30000, true, &ack), 0);
 	pair_close(&p);
 }
 END_TEST
