@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -230,6 +231,24 @@ int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsk
 			int fd;
 
 			e = queue_open(&p->queues[k], ifname, k);
+			if (e == -ENOBUFS) {
+				struct rlimit rl = { 0 };
+
+				/* the kernel counts a socket's frames against RLIMIT_MEMLOCK */
+				getrlimit(RLIMIT_MEMLOCK, &rl);
+				plane_without(p, err, errlen, "%s queue %u: the locked-memory limit "
+					      "(%llu KiB) is spent, and each AF_XDP socket pins %u KiB: "
+					      "raise LimitMEMLOCK or grant CAP_IPC_LOCK", ifname, k,
+					      (unsigned long long)rl.rlim_cur / 1024,
+					      (MRCD_XSK_RX_FRAMES + MRCD_XSK_TX_FRAMES) *
+						      MRCD_XSK_FRAME / 1024);
+				break;
+			}
+			if (e == -EPERM) {
+				plane_without(p, err, errlen, "%s queue %u: an AF_XDP socket needs "
+					      "CAP_NET_RAW", ifname, k);
+				break;
+			}
 			if (e) {
 				plane_without(p, err, errlen, "%s queue %u: %s", ifname, k,
 					      strerror(e < 0 ? -e : e));

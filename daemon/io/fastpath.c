@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <ifaddrs.h>
+#include <linux/capability.h>
 #include <linux/if_link.h>
 #include <linux/magic.h>
 #include <net/if.h>
@@ -14,6 +15,7 @@
 #include <stddef.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -117,17 +119,36 @@ static void detach_leftover(int ifindex)
 	xdp_multiprog__close(mp);
 }
 
-/* Whether libxdp put the program behind its dispatcher, where other programs can join it. */
-static bool attached_shared(int ifindex)
+/* The program the kernel runs on an interface in that mode, by id; 0 for none. Unlike libxdp's
+ * view, this needs no CAP_SYS_ADMIN (which opening a program by its id does). */
+static __u32 attached_id(int ifindex, bool native)
 {
-	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
-	bool shared;
+	__u32 id = 0;
 
-	if (libxdp_get_error(mp) || !mp)
-		return false;
-	shared = !xdp_multiprog__is_legacy(mp);
-	xdp_multiprog__close(mp);
-	return shared;
+	if (bpf_xdp_query_id(ifindex, native ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE, &id))
+		return 0;
+	return id;
+}
+
+/* Whether libxdp put the program behind its dispatcher, where other programs can join it:
+ * then what the interface runs is the dispatcher, not ours. */
+static bool attached_shared(const struct mrcd_fastpath *fp, const struct mrcd_fastpath_iface *f)
+{
+	__u32 id = attached_id(f->ifindex, f->native);
+
+	return id && id != xdp_program__id(fp->prog);
+}
+
+/* Takes ours off an interface it holds alone, by netlink and only if it is still ours there:
+ * libxdp's own detach first opens the attached program by id, which needs CAP_SYS_ADMIN. */
+static int detach_alone(const struct mrcd_fastpath *fp, const struct mrcd_fastpath_iface *f)
+{
+	LIBBPF_OPTS(bpf_xdp_attach_opts, opts, .old_prog_fd = xdp_program__fd(fp->prog));
+
+	return bpf_xdp_detach(f->ifindex,
+			      XDP_FLAGS_REPLACE |
+				      (f->native ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE),
+			      &opts);
 }
 
 /* Why libxdp attached the program alone: its dispatcher lives pinned in a bpffs. */
@@ -154,8 +175,14 @@ static bool holder_name(int ifindex, char *name, size_t len)
 	bool dispatcher;
 
 	snprintf(name, len, "?");
-	if (libxdp_get_error(mp) || !mp)
+	if (libxdp_get_error(mp) || !mp) {
+		/* unreadable without CAP_SYS_ADMIN: its id at least */
+		__u32 id = attached_id(ifindex, true);
+
+		if (id || (id = attached_id(ifindex, false)))
+			snprintf(name, len, "id %u", id);
 		return false;
+	}
 	dispatcher = !xdp_multiprog__is_legacy(mp);
 	p = dispatcher ? xdp_multiprog__next_prog(NULL, mp) : xdp_multiprog__main_prog(mp);
 	if (p)
@@ -194,7 +221,7 @@ static int hold_by_link(const struct mrcd_fastpath *fp, struct mrcd_fastpath_ifa
 		    .flags = f->native ? XDP_FLAGS_DRV_MODE : XDP_FLAGS_SKB_MODE);
 	int fd, e;
 
-	if (xdp_program__detach(fp->prog, f->ifindex, mode_of(f), 0))
+	if (detach_alone(fp, f))
 		return 0;
 	fd = bpf_link_create(xdp_program__fd(fp->prog), f->ifindex, BPF_XDP, &opts);
 	if (fd >= 0) {
@@ -216,8 +243,10 @@ static void detach_all(struct mrcd_fastpath *fp)
 
 		if (f->link_fd >= 0)
 			close(f->link_fd);
-		else
+		else if (f->shared)
 			xdp_program__detach(fp->prog, f->ifindex, mode_of(f), 0);
+		else
+			detach_alone(fp, f);
 	}
 	fp->n_ifaces = 0;
 }
@@ -249,6 +278,35 @@ static int fail(struct mrcd_fastpath *fp, char *err, size_t errlen, const char *
 	snprintf(err, errlen, "%s: %s", what, strerror(e < 0 ? -e : e));
 	mrcd_fastpath_close(fp);
 	return -1;
+}
+
+/*
+ * The capabilities loading and attaching the program needs that this process lacks, as
+ * ", CAP_BPF"...; "" when it has them. Without them libxdp's attach fails with whatever its
+ * refused load left behind ("Bad file descriptor"), which would send an operator the wrong way.
+ * CAP_SYS_ADMIN stands in for CAP_BPF and CAP_PERFMON, as the kernel lets it.
+ */
+static void lacking_caps(char *out, size_t len)
+{
+	static const struct {
+		unsigned cap;
+		const char *name;
+	} need[] = { { CAP_NET_ADMIN, "CAP_NET_ADMIN" },
+		     { CAP_BPF, "CAP_BPF" },
+		     { CAP_PERFMON, "CAP_PERFMON" } };
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { 0 };
+	size_t n = 0;
+
+	out[0] = '\0';
+	if (syscall(SYS_capget, &h, d))
+		return;
+#define HAS(c) (d[(c) / 32].effective >> ((c) % 32) & 1)
+	for (unsigned i = 0; i < sizeof(need) / sizeof(need[0]); i++)
+		if (!HAS(need[i].cap) && (need[i].cap == CAP_NET_ADMIN || !HAS(CAP_SYS_ADMIN)) &&
+		    n < len)
+			n += (size_t)snprintf(out + n, len - n, ", %s", need[i].name);
+#undef HAS
 }
 
 /* libbpf and libxdp talk a lot while loading: the daemon's debug log, not its journal. */
@@ -353,12 +411,21 @@ int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, 
 			return -1;
 		}
 		if (e) {
-			char what[64];
+			char what[64], lacking[64];
 
+			lacking_caps(lacking, sizeof(lacking));
+			if (lacking[0]) {
+				snprintf(err, errlen, "attaching XDP to %s: loading and attaching the "
+						      "program needs CAP_NET_ADMIN, CAP_BPF and "
+						      "CAP_PERFMON, and this process lacks %s", name,
+					 lacking + 2);
+				mrcd_fastpath_close(fp);
+				return -1;
+			}
 			snprintf(what, sizeof(what), "attaching XDP to %s", name);
 			return fail(fp, err, errlen, what, e);
 		}
-		f->shared = attached_shared(f->ifindex);
+		f->shared = attached_shared(fp, f);
 		fp->n_ifaces++; /* from here on, detach_all takes it away again */
 		if (!f->shared) {
 			mrcd_log(LOG_NOTICE, "%s: XDP program attached alone, so another XDP program "
