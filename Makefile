@@ -117,7 +117,7 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 # --- top-level targets -----------------------------------------------------------------
 
 .PHONY: all programs deps check demo install deb layering unit unit-asan verbs-abi bpf-test fuzz integration \
-	integration-asan test-systemd \
+	integration-asan test-systemd image test-containers \
 	engine-report bench bench-quick bench-xdp bench-backend \
 	bench-udp-vs-tcp bench-collectives bench-core bench-auth bench-latency clean
 .DEFAULT_GOAL := all
@@ -143,7 +143,7 @@ DEB_PACKAGES := \
 	librdmacm-dev rdmacm-utils \
 	iproute2 python3 iperf3 sockperf gnuplot-nox time groff-base curl \
 	dpkg-dev debhelper python3-yaml linux-perf \
-	systemd-container mmdebstrap
+	systemd-container mmdebstrap podman buildah runc catatonit
 
 deps:
 	$(Q)missing=$$(for p in $(DEB_PACKAGES); do \
@@ -162,7 +162,7 @@ check:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory layering unit unit-asan verbs-abi bpf-test integration \
-		integration-asan test-systemd fuzz
+		integration-asan test-systemd test-containers fuzz
 
 # The main job: two hosts, two planes, a daemon each, unmodified RDMA programs between them.
 demo:
@@ -224,6 +224,18 @@ integration: $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) $(META
 test-systemd:
 	$(call msg,TEST,systemd)
 	$(Q)sh tests/integration/run.sh $(BUILD) tests/system/test_systemd.sh
+
+# The OCI image from our .debs on a Debian minbase (mmdebstrap, this machine's mirror), built
+# by podman without a registry; $(BUILD)/image/image.json records its tag, id and size.
+IMAGE := localhost/metaroce:$(VERSION)
+image: deb
+	$(call msg,IMAGE,$(IMAGE))
+	$(Q)sh packaging/container/build-image.sh $(BUILD)/deb $(BUILD)/image $(IMAGE) >/dev/null
+
+# The image in packaging/k8s's two deployments, node daemon and sidecar, on a testbed.
+test-containers: image
+	$(call msg,TEST,containers)
+	$(Q)IMAGE=$(IMAGE) sh tests/integration/run.sh $(BUILD) tests/system/test_containers.sh
 
 # Each harness starts from seeds the encoder writes, so the corpus follows the wire format.
 fuzz: $(FUZZ_BINS) $(CORPUS_GEN)
