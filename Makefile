@@ -143,7 +143,7 @@ DEB_PACKAGES := \
 	librdmacm-dev rdmacm-utils \
 	iproute2 python3 iperf3 sockperf gnuplot-nox time groff-base curl \
 	dpkg-dev debhelper python3-yaml linux-perf \
-	systemd-container mmdebstrap podman buildah runc catatonit
+	systemd-container mmdebstrap podman buildah runc catatonit nodejs
 
 deps:
 	$(Q)missing=$$(for p in $(DEB_PACKAGES); do \
@@ -156,6 +156,10 @@ deps:
 		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends \
 			$$missing >/dev/null; \
 	fi
+	$(Q)# Debian's nodejs comes without npm, NodeSource's with it
+	$(Q)command -v npm >/dev/null || { sudo=; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+		DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq --no-install-recommends \
+			npm >/dev/null; }
 
 # The deps step runs first and on its own, so the rest of the build sees the new packages.
 check:

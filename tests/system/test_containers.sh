@@ -14,6 +14,7 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 IMAGE=${IMAGE:?IMAGE: the image make image built}
 command -v podman >/dev/null || fail "podman missing (make deps)"
 command -v runc >/dev/null || fail "runc missing (make deps)"
+command -v npm >/dev/null || fail "npm missing (make deps)"
 [ "$(id -u)" -eq 0 ] || skip "needs root to run containers with the host's network namespaces"
 
 # runc, cgroupfs and ulimits within root's hard limits: packaging/container/containers.conf
@@ -85,6 +86,21 @@ for name, deployment, backend in (("daemonset.yaml", "node", "xdp"), ("sidecar-p
         assert [v for v in spec["volumes"] if v["name"] == "run"][0]["emptyDir"] == {}
 print("  packaging/k8s: image, capabilities, seccomp profile, volumes and settings as run here")
 PY
+# ... and against the Kubernetes API's schema: kubernetes-models' validators, from npm at the
+# versions tests/system/k8s/package-lock.json pins
+k8s="$BUILD/system/k8s"
+mkdir -p "$k8s"
+cp "$root/tests/system/k8s/package.json" "$root/tests/system/k8s/package-lock.json" \
+	"$root/tests/system/k8s/validate.js" "$k8s/"
+(cd "$k8s" && npm ci --no-audit --no-fund) >"$TMP/npm.log" 2>&1 ||
+	{ tail "$TMP/npm.log"; fail "npm ci in $k8s (kubernetes-models)"; }
+node "$k8s/validate.js" "$root/packaging/k8s/daemonset.yaml" "$root/packaging/k8s/sidecar-pod.yaml" \
+	>"$TMP/schema.log" 2>&1 || { cat "$TMP/schema.log"; fail "packaging/k8s against the API schema"; }
+models=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["version"])' \
+	"$k8s/node_modules/kubernetes-models/package.json")
+echo "  packaging/k8s against the API schema (kubernetes-models $models):" \
+	"$(grep -c ': valid$' "$TMP/schema.log") objects valid"
+
 # conf H DEPLOYMENT IFPREFIX: host H's configuration file, DEPLOYMENT's manifest's with the
 # planes IFPREFIX0 and IFPREFIX1, for a container to mount
 conf() {
