@@ -23,7 +23,9 @@ P image exists "$IMAGE" || fail "no image $IMAGE (make image)"
 CONTAINERS="" PODS="" VOLUMES=""
 # podman builds its pods' pause image locally the first time; one this test made goes too
 PAUSE_IMAGES_WERE=$(P images -q --filter reference=localhost/podman-pause)
-LIBPOD_PARENT_WAS=$([ -d /sys/fs/cgroup/memory/libpod_parent ] && echo yes || echo no)
+# podman's cgroupfs manager leaves the cgroups of pods (and of conmon) behind: the test's go
+libpod_cgroups() { find /sys/fs/cgroup/*/libpod_parent -depth -type d 2>/dev/null; }
+LIBPOD_CGROUPS_WERE=$(libpod_cgroups)
 containers_cleanup() {
 	for c in $CONTAINERS; do P rm -f -t 0 "$c"; done >/dev/null 2>&1
 	for p in $PODS; do P pod rm -f -t 0 "$p"; done >/dev/null 2>&1
@@ -31,15 +33,22 @@ containers_cleanup() {
 	for i in $(P images -q --filter reference=localhost/podman-pause); do
 		echo "$PAUSE_IMAGES_WERE" | grep -qx "$i" || P rmi "$i" >/dev/null
 	done
-	# the cgroups podman's cgroupfs manager made for them, if this test was the first
-	if [ "$LIBPOD_PARENT_WAS" = no ]; then
-		for d in /sys/fs/cgroup/*/libpod_parent; do
-			[ ! -d "$d" ] || find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
-		done
-	fi
+	for d in $(libpod_cgroups); do
+		echo "$LIBPOD_CGROUPS_WERE" | grep -qx "$d" || rmdir "$d"
+	done
 	cleanup
 }
 trap containers_cleanup EXIT INT TERM
+
+# what podman's default network would change: compared at the end
+host_net() {
+	sysctl -n net.ipv4.ip_forward net.ipv6.conf.all.forwarding
+	iptables-save 2>/dev/null | grep -v '^#'
+	ip6tables-save 2>/dev/null | grep -v '^#'
+	nft list ruleset 2>/dev/null
+	ip -o link show | awk '{print $2}'
+}
+host_net >"$TMP/host-net.before"
 
 two_hosts
 # The manifests' own settings, checked against what this test runs: the image, capabilities,
@@ -221,3 +230,8 @@ done
 echo "  sidecar: ibv_rc_pingpong between the pods, 200 x 64 KiB verified ($(grep "bytes in" "$TMP/pp.client.log"))"
 perf sidecar "${TAG}-podapp-b" "${TAG}-podapp-a" -t write -q 4 -s 65536 -n 200 -V
 json_check sidecar 'j["messages"] == 800 and j["peer"]["verified"] == 800 and j["errors"] == 0'
+
+# the host's forwarding, firewall and links are as they were (the pods' veths went with them)
+host_net >"$TMP/host-net.after"
+diff "$TMP/host-net.before" "$TMP/host-net.after" ||
+	fail "the host's sysctls, firewall or links changed (above)"
