@@ -117,7 +117,7 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 # --- top-level targets -----------------------------------------------------------------
 
 .PHONY: all programs deps check demo install deb layering unit unit-asan verbs-abi bpf-test fuzz integration \
-	integration-asan test-systemd image test-containers \
+	integration-asan test-systemd image test-containers compliance \
 	engine-report bench bench-quick bench-xdp bench-backend \
 	bench-udp-vs-tcp bench-collectives bench-core bench-auth bench-latency clean
 .DEFAULT_GOAL := all
@@ -165,8 +165,8 @@ deps:
 check:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory all
-	$(Q)$(MAKE) --no-print-directory layering unit unit-asan verbs-abi bpf-test integration \
-		integration-asan test-systemd test-containers fuzz
+	$(Q)$(MAKE) --no-print-directory layering unit unit-asan verbs-abi bpf-test compliance \
+		integration integration-asan test-systemd test-containers fuzz
 
 # The main job: two hosts, two planes, a daemon each, unmodified RDMA programs between them.
 demo:
@@ -228,6 +228,27 @@ integration: $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) $(META
 test-systemd:
 	$(call msg,TEST,systemd)
 	$(Q)sh tests/integration/run.sh $(BUILD) tests/system/test_systemd.sh
+
+# The compliance suite (tests/compliance/README.md): every wire script against the engine in
+# virtual time, every mutant of mutants.txt caught by some script, and the report of both with
+# the specification's requirements ($(BUILD)/compliance/report.md, report.json, junit.xml).
+COMPLIANCE := $(BUILD)/tests/compliance/compliance
+COMPLIANCE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard tests/compliance/*.c))
+COMPLIANCE_SCRIPTS = $(sort $(wildcard tests/compliance/scripts/*.pkt))
+$(COMPLIANCE): $(COMPLIANCE_OBJS) $(LIBPROTO)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(PROTO_LIBS)
+
+compliance: $(COMPLIANCE)
+	$(call msg,TEST,compliance)
+	$(Q)mkdir -p $(BUILD)/compliance
+	$(Q)rc=0; $(COMPLIANCE) engine $(BUILD)/compliance/engine.json $(COMPLIANCE_SCRIPTS) || rc=1; \
+	CC="$(CC)" python3 tests/compliance/mutants.py tests/compliance/mutants.txt \
+		$(BUILD)/compliance/mutants $(BUILD)/compliance/mutants.json $(COMPLIANCE_SCRIPTS) || rc=1; \
+	python3 tests/compliance/report.py docs/SPEC.md $(BUILD)/compliance \
+		$(BUILD)/compliance/engine.json --mutants $(BUILD)/compliance/mutants.json || rc=1; \
+	exit $$rc
 
 # The OCI image from our .debs on a Debian minbase (mmdebstrap, this machine's mirror), built
 # by podman without a registry; $(BUILD)/image/image.json records its tag, id and size.

@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The boundary between the compliance suite and an implementation under test (IUT): one QP of
+ * the IUT, connected to a peer the suite plays. The suite hands it datagrams at a time, takes
+ * the datagrams it sends, moves its clock, posts work requests, reads completions, its
+ * registered memory and its counters. An adapter implements these operations for one kind of
+ * implementation (iut_engine.c: lib/proto in virtual time); time only moves when the suite
+ * says, so a run is the same every time.
+ */
+#ifndef METAROCE_TESTS_COMPLIANCE_IUT_H
+#define METAROCE_TESTS_COMPLIANCE_IUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define IUT_MAX_DGRAM 9216u
+#define IUT_MAX_PATHS 16u
+
+/* The IUT's QP and the one region of its memory the peer may use. */
+struct iut_config {
+	uint32_t qpn;	   /* the IUT's QP number */
+	uint32_t peer_qpn; /* the suite's */
+	uint32_t psn;	   /* the first PSN the IUT sends */
+	uint32_t peer_psn; /* the first PSN the IUT expects */
+	uint16_t max_payload;
+	uint8_t n_paths;		/* one UDP source port each, on plane 0 */
+	uint16_t sports[IUT_MAX_PATHS]; /* the IUT's source ports, path by path */
+	uint32_t rq_depth;
+	uint32_t mr_key;  /* the region's key, as the peer names it */
+	uint64_t mr_addr; /* its first address, as the peer names it */
+	uint32_t mr_len;
+	bool mr_remote_write, mr_remote_read, mr_remote_atomic;
+	uint8_t retry_cnt, rnr_retry;
+};
+
+/* A datagram's UDP payload and what the network layers say of it. */
+struct iut_dgram {
+	uint8_t plane;
+	uint16_t sport; /* the sender's UDP source port */
+	bool ce;	/* ECN CE in its IP header */
+	uint16_t len;
+	uint8_t bytes[IUT_MAX_DGRAM];
+};
+
+enum iut_wr_kind {
+	IUT_WR_WRITE,
+	IUT_WR_WRITE_IMM,
+	IUT_WR_SEND,
+	IUT_WR_SEND_IMM,
+	IUT_WR_READ,
+	IUT_WR_RECV,
+};
+
+/* A work request on the IUT's memory: bytes [off, off + len) of its region. */
+struct iut_wr {
+	uint8_t kind; /* enum iut_wr_kind */
+	uint64_t wr_id;
+	uint32_t off, len;
+	uint32_t rkey;	/* WRITE*, READ: the suite's key and address */
+	uint64_t raddr;
+	uint32_t imm;
+};
+
+/* A completion, in verbs' terms: names as ibv_wc_status_str and the ibv_wc_opcode. */
+struct iut_wc {
+	uint64_t wr_id;
+	bool recv; /* from the receive queue */
+	char status[32]; /* "success", "wr_flush_err", "rem_access_err", ... */
+	char opcode[32]; /* "send", "rdma_write", "rdma_read", "recv", "recv_rdma_with_imm" */
+	uint32_t byte_len;
+	uint32_t imm;
+	bool with_imm;
+};
+
+struct iut_ops {
+	const char *name;
+	/* NULL, with why in err, when the IUT cannot make the QP. */
+	void *(*open)(const struct iut_config *cfg, uint64_t now_ns, char *err, size_t errlen);
+	void (*close)(void *iut);
+	void (*deliver)(void *iut, const struct iut_dgram *d, uint64_t now_ns);
+	/* The IUT's next datagram at now_ns, if it has one to send. */
+	bool (*collect)(void *iut, struct iut_dgram *d, uint64_t now_ns);
+	/* When the IUT next wants advance(); UINT64_MAX for never. */
+	uint64_t (*deadline)(void *iut);
+	void (*advance)(void *iut, uint64_t now_ns);
+	/* 0, or -errno when the IUT refused the request */
+	int (*post)(void *iut, const struct iut_wr *wr, uint64_t now_ns);
+	bool (*poll)(void *iut, struct iut_wc *wc);
+	/* The QP's state as verbs names it: "rts", "err", "closing", "closed". */
+	const char *(*state)(void *iut);
+	/* A counter by name (rx_dropped, tx_retransmits, ...); false for one it does not keep. */
+	bool (*counter)(void *iut, const char *name, uint64_t *value);
+	/* The region cfg->mr_* describes, as it holds now; and writing into it, as the
+	 * application does before it sends. */
+	const uint8_t *(*memory)(void *iut);
+	void (*fill)(void *iut, uint32_t off, uint32_t len, uint8_t value);
+};
+
+extern const struct iut_ops iut_engine;
+
+#endif

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The engine (lib/proto) as an implementation under test: one struct mrc_conn in virtual
+ * time, its memory one region the peer may use, its completions queued for poll().
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <metaroce/drop_reasons.h>
+
+#include "compliance/iut.h"
+#include "proto/codec.h"
+#include "proto/conn.h"
+
+#define WC_QUEUE 256u
+
+struct engine_iut {
+	struct iut_config cfg;
+	struct mrc_conn *conn;
+	uint8_t *mem;
+	struct mrc_completion wcs[WC_QUEUE];
+	bool wc_recv[WC_QUEUE];
+	unsigned wc_head, wc_n;
+	uint64_t drops[MRC_DROP_REASON_MAX + 1];
+};
+
+static int mr_lookup(void *user, uint32_t key, uint64_t addr, uint32_t len, unsigned access,
+		     uint8_t **host)
+{
+	struct engine_iut *e = user;
+	unsigned granted = (e->cfg.mr_remote_write ? MRC_ACCESS_REMOTE_WRITE : 0) |
+			   (e->cfg.mr_remote_read ? MRC_ACCESS_REMOTE_READ : 0) |
+			   (e->cfg.mr_remote_atomic ? MRC_ACCESS_REMOTE_ATOMIC : 0);
+
+	if (key != e->cfg.mr_key || addr < e->cfg.mr_addr ||
+	    addr - e->cfg.mr_addr > e->cfg.mr_len || len > e->cfg.mr_len - (addr - e->cfg.mr_addr) ||
+	    (access & ~granted))
+		return -1;
+	*host = e->mem + (addr - e->cfg.mr_addr);
+	return 0;
+}
+
+static void complete(void *user, bool from_recv_queue, const struct mrc_completion *wc)
+{
+	struct engine_iut *e = user;
+	unsigned at;
+
+	if (e->wc_n == WC_QUEUE)
+		return; /* a script that leaves 256 completions unread checks none of them */
+	at = (e->wc_head + e->wc_n++) % WC_QUEUE;
+	e->wcs[at] = *wc;
+	e->wc_recv[at] = from_recv_queue;
+}
+
+static void *engine_open(const struct iut_config *cfg, uint64_t now_ns, char *err, size_t errlen)
+{
+	static const struct mrc_conn_callbacks cb = { .mr_lookup = mr_lookup,
+						      .complete = complete };
+	struct engine_iut *e = calloc(1, sizeof(*e));
+	struct mrc_conn_config cc;
+
+	if (!e || !(e->mem = calloc(1, cfg->mr_len ? cfg->mr_len : 1))) {
+		free(e);
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	e->cfg = *cfg;
+	mrc_conn_config_default(&cc);
+	cc.local_qpn = cfg->qpn;
+	cc.remote_qpn = cfg->peer_qpn;
+	cc.sq_psn = cfg->psn;
+	cc.rq_psn = cfg->peer_psn;
+	cc.max_payload = cfg->max_payload;
+	cc.n_paths = cfg->n_paths;
+	for (unsigned i = 0; i < cfg->n_paths; i++)
+		cc.paths[i] = (struct mrc_path_config){ .plane = 0, .sport = cfg->sports[i] };
+	cc.rq_depth = cfg->rq_depth;
+	cc.retry_cnt = cfg->retry_cnt;
+	cc.rnr_retry = cfg->rnr_retry;
+	cc.qp_access = MRC_ACCESS_REMOTE_WRITE | MRC_ACCESS_REMOTE_READ | MRC_ACCESS_REMOTE_ATOMIC;
+	cc.drop_counts = e->drops;
+	cc.seed = 1;
+	e->conn = mrc_conn_new(&cc, &cb, e, now_ns);
+	if (!e->conn) {
+		snprintf(err, errlen, "mrc_conn_new: %s", strerror(errno));
+		free(e->mem);
+		free(e);
+		return NULL;
+	}
+	return e;
+}
+
+static void engine_close(void *iut)
+{
+	struct engine_iut *e = iut;
+
+	mrc_conn_free(e->conn);
+	free(e->mem);
+	free(e);
+}
+
+static void engine_deliver(void *iut, const struct iut_dgram *d, uint64_t now_ns)
+{
+	struct engine_iut *e = iut;
+	struct mrc_rx_info rx = { .plane = d->plane, .sport = d->sport, .ce = d->ce };
+
+	mrc_conn_recv(e->conn, &rx, d->bytes, d->len, now_ns);
+}
+
+static bool engine_collect(void *iut, struct iut_dgram *d, uint64_t now_ns)
+{
+	struct engine_iut *e = iut;
+	struct mrc_tx_info tx;
+	size_t len;
+
+	if (!mrc_conn_send(e->conn, d->bytes, sizeof(d->bytes), &tx, now_ns, &len))
+		return false;
+	d->plane = tx.plane;
+	d->sport = tx.sport;
+	d->ce = false;
+	d->len = (uint16_t)len;
+	return true;
+}
+
+static uint64_t engine_deadline(void *iut)
+{
+	return mrc_conn_next_timeout(((struct engine_iut *)iut)->conn);
+}
+
+static void engine_advance(void *iut, uint64_t now_ns)
+{
+	mrc_conn_on_timeout(((struct engine_iut *)iut)->conn, now_ns);
+}
+
+static int engine_post(void *iut, const struct iut_wr *wr, uint64_t now_ns)
+{
+	static const uint8_t opcode[] = {
+		[IUT_WR_WRITE] = MRC_WR_WRITE, [IUT_WR_WRITE_IMM] = MRC_WR_WRITE_IMM,
+		[IUT_WR_SEND] = MRC_WR_SEND,   [IUT_WR_SEND_IMM] = MRC_WR_SEND_IMM,
+		[IUT_WR_READ] = MRC_WR_READ,
+	};
+	struct engine_iut *e = iut;
+	struct mrc_sge sge = { .host = e->mem + wr->off, .addr = e->cfg.mr_addr + wr->off,
+			       .length = wr->len, .lkey = e->cfg.mr_key };
+
+	(void)now_ns;
+	if (wr->off > e->cfg.mr_len || wr->len > e->cfg.mr_len - wr->off)
+		return -EINVAL;
+	if (wr->kind == IUT_WR_RECV) {
+		struct mrc_recv_wr r = { .wr_id = wr->wr_id, .num_sge = 1, .sge = { sge } };
+
+		return mrc_conn_post_recv(e->conn, &r);
+	} else {
+		struct mrc_send_wr s = { .wr_id = wr->wr_id, .opcode = opcode[wr->kind],
+					 .flags = MRC_SEND_SIGNALED, .num_sge = 1, .sge = { sge },
+					 .imm = wr->imm, .rkey = wr->rkey, .raddr = wr->raddr };
+
+		return mrc_conn_post_send(e->conn, &s);
+	}
+}
+
+static bool engine_poll(void *iut, struct iut_wc *wc)
+{
+	static const char *const opcode[] = {
+		[MRC_WC_SEND] = "send",
+		[MRC_WC_RDMA_WRITE] = "rdma_write",
+		[MRC_WC_RDMA_READ] = "rdma_read",
+		[MRC_WC_RECV] = "recv",
+		[MRC_WC_RECV_RDMA_WITH_IMM] = "recv_rdma_with_imm",
+		[MRC_WC_COMP_SWAP] = "comp_swap",
+		[MRC_WC_FETCH_ADD] = "fetch_add",
+		[MRC_WC_BIND_MW] = "bind_mw",
+		[MRC_WC_LOCAL_INV] = "local_inv",
+	};
+	static const char *const status[] = {
+		[MRC_WC_SUCCESS] = "success",
+		[MRC_WC_LOC_LEN_ERR] = "loc_len_err",
+		[MRC_WC_WR_FLUSH_ERR] = "wr_flush_err",
+		[MRC_WC_REM_ACCESS_ERR] = "rem_access_err",
+		[MRC_WC_REM_INV_REQ_ERR] = "rem_inv_req_err",
+		[MRC_WC_REM_OP_ERR] = "rem_op_err",
+		[MRC_WC_RETRY_EXC_ERR] = "retry_exc_err",
+		[MRC_WC_RNR_RETRY_EXC_ERR] = "rnr_retry_exc_err",
+		[MRC_WC_LOC_QP_OP_ERR] = "loc_qp_op_err",
+		[MRC_WC_LOC_PROT_ERR] = "loc_prot_err",
+	};
+	struct engine_iut *e = iut;
+	const struct mrc_completion *c;
+
+	if (!e->wc_n)
+		return false;
+	c = &e->wcs[e->wc_head];
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = c->wr_id;
+	wc->recv = e->wc_recv[e->wc_head];
+	snprintf(wc->status, sizeof(wc->status), "%s",
+		 c->status < sizeof(status) / sizeof(status[0]) && status[c->status]
+			 ? status[c->status] : "?");
+	snprintf(wc->opcode, sizeof(wc->opcode), "%s",
+		 c->opcode < sizeof(opcode) / sizeof(opcode[0]) && opcode[c->opcode]
+			 ? opcode[c->opcode] : "?");
+	wc->byte_len = c->byte_len;
+	wc->imm = c->imm;
+	wc->with_imm = c->flags & MRC_WC_WITH_IMM;
+	e->wc_head = (e->wc_head + 1) % WC_QUEUE;
+	e->wc_n--;
+	return true;
+}
+
+static const char *engine_state(void *iut)
+{
+	switch (mrc_conn_state(((struct engine_iut *)iut)->conn)) {
+	case MRC_QPS_RTS: return "rts";
+	case MRC_QPS_ERR: return "err";
+	case MRC_QPS_CLOSING: return "closing";
+	case MRC_QPS_CLOSED: return "closed";
+	}
+	return "?";
+}
+
+static bool engine_counter(void *iut, const char *name, uint64_t *value)
+{
+	struct engine_iut *e = iut;
+	const struct mrc_conn_stats *s = mrc_conn_stats(e->conn);
+	static const struct {
+		const char *name;
+		size_t offset;
+	} stats[] = {
+#define STAT(f) { #f, offsetof(struct mrc_conn_stats, f) }
+		STAT(tx_data_packets), STAT(tx_retransmits), STAT(tx_acks),	   STAT(tx_naks),
+		STAT(tx_probes),       STAT(rx_packets),     STAT(rx_placed_packets),
+		STAT(rx_placed_bytes), STAT(rx_ce_packets),  STAT(rx_dropped),
+#undef STAT
+	};
+
+	for (unsigned i = 0; i < sizeof(stats) / sizeof(stats[0]); i++)
+		if (!strcmp(name, stats[i].name)) {
+			memcpy(value, (const uint8_t *)s + stats[i].offset, sizeof(*value));
+			return true;
+		}
+	/* the decoder's refusals by error: "dropped_e_checksum", ... */
+	for (int err = 1; err <= MRC_WIRE_ERROR_MAX; err++)
+		if (!strncmp(name, "dropped_", 8) && !strcmp(name + 8, mrc_wire_error_name(err))) {
+			*value = e->drops[err];
+			return true;
+		}
+	return false;
+}
+
+static const uint8_t *engine_memory(void *iut)
+{
+	return ((struct engine_iut *)iut)->mem;
+}
+
+static void engine_fill(void *iut, uint32_t off, uint32_t len, uint8_t value)
+{
+	struct engine_iut *e = iut;
+
+	if (off <= e->cfg.mr_len && len <= e->cfg.mr_len - off)
+		memset(e->mem + off, value, len);
+}
+
+const struct iut_ops iut_engine = {
+	.name = "engine",
+	.open = engine_open,
+	.close = engine_close,
+	.deliver = engine_deliver,
+	.collect = engine_collect,
+	.deadline = engine_deadline,
+	.advance = engine_advance,
+	.post = engine_post,
+	.poll = engine_poll,
+	.state = engine_state,
+	.counter = engine_counter,
+	.memory = engine_memory,
+	.fill = engine_fill,
+};

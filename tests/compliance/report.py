@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""The compliance report: what each script found on each implementation, and which of the
+specification's requirements the scripts cover.
+
+    report.py SPEC.md OUTDIR RESULTS.json... [--mutants MUTANTS.json]
+
+Writes OUTDIR/report.md, OUTDIR/report.json and OUTDIR/junit.xml, and prints the summary.
+A requirement is a MUST when the sentence that names its id ([R-N]) says MUST or MUST NOT.
+"""
+import json
+import re
+import sys
+from xml.sax.saxutils import escape, quoteattr
+
+
+def requirements(spec_path):
+    """{id: (sentence, is_must)} for every [R-N] in the specification, first mention."""
+    text = re.sub(r"\s+", " ", open(spec_path).read())
+    # the table of requirement ids at the end repeats them, with no MUST: stop before it
+    end = text.find("## Appendix")
+    text = text if end < 0 else text[:end]
+    found = {}
+    for m in re.finditer(r"\[(R-\d+(?:, R-\d+)*)\]", text):
+        start = max(text.rfind(". ", 0, m.start()), text.rfind("] ", 0, m.start()))
+        sentence = text[start + 2:m.end()]
+        for rid in m.group(1).split(", "):
+            if rid not in found:
+                found[rid] = (sentence, "MUST" in sentence)
+    return found
+
+
+def main():
+    args = sys.argv[1:]
+    mutants = None
+    if "--mutants" in args:
+        i = args.index("--mutants")
+        mutants = json.load(open(args[i + 1]))
+        del args[i:i + 2]
+    spec, outdir, results = args[0], args[1], args[2:]
+    reqs = requirements(spec)
+    runs = [json.load(open(r)) for r in results]
+
+    matrix = {}  # id -> {script: {adapter: pass}}
+    unknown = set()
+    for run in runs:
+        for res in run["results"]:
+            for rid in res["requires"]:
+                if rid not in reqs:
+                    unknown.add((res["script"], rid))
+                by_script = matrix.setdefault(rid, {}).setdefault(res["script"], {})
+                by_script[run["adapter"]] = res["pass"]
+    musts = sorted((r for r, (_, must) in reqs.items() if must), key=lambda r: int(r[2:]))
+    uncovered = [r for r in musts if r not in matrix]
+    scripts = {res["script"] for run in runs for res in run["results"]}
+    failed = [(run["adapter"], res) for run in runs for res in run["results"] if not res["pass"]]
+
+    summary = {
+        "adapters": [run["adapter"] for run in runs],
+        "scripts": len(scripts),
+        "scripts_failed": len(failed),
+        "requirements_total": len(reqs),
+        "musts_total": len(musts),
+        "musts_covered": len(musts) - len(uncovered),
+        "musts_uncovered": len(uncovered),
+        "uncovered": uncovered,
+        "unknown_ids": sorted("%s: %s" % u for u in unknown),
+        "results": {run["adapter"]: run["results"] for run in runs},
+        "matrix": matrix,
+    }
+    if mutants is not None:
+        summary["mutants"] = len(mutants)
+        summary["mutants_caught"] = sum(1 for m in mutants if m["caught_by"])
+        summary["mutant_results"] = mutants
+    with open(outdir + "/report.json", "w") as f:
+        json.dump(summary, f, indent=1)
+
+    with open(outdir + "/report.md", "w") as f:
+        f.write("# Compliance report\n\n")
+        f.write("| adapter | scripts | failed |\n|---|---|---|\n")
+        for run in runs:
+            n_failed = sum(1 for r in run["results"] if not r["pass"])
+            f.write("| %s | %d | %d |\n" % (run["adapter"], len(run["results"]), n_failed))
+        f.write("\n%d of %d MUST requirements have a script; %d have none.\n\n"
+                % (len(musts) - len(uncovered), len(musts), len(uncovered)))
+        if failed:
+            f.write("## Failures\n\n")
+            for adapter, res in failed:
+                f.write("- %s, %s:%d: %s\n" % (adapter, res["script"], res["line"], res["why"]))
+            f.write("\n")
+        if mutants is not None:
+            f.write("## Mutants\n\n| mutant | caught by |\n|---|---|\n")
+            for m in mutants:
+                f.write("| %s | %s |\n" % (m["name"], ", ".join(m["caught_by"]) or "**none**"))
+            f.write("\n")
+        f.write("## Requirements\n\n| id | MUST | scripts |\n|---|---|---|\n")
+        for rid in sorted(reqs, key=lambda r: int(r[2:])):
+            cells = []
+            for script, by in sorted(matrix.get(rid, {}).items()):
+                cells.append("%s (%s)" % (script, ", ".join(
+                    "%s %s" % (a, "pass" if ok else "FAIL") for a, ok in sorted(by.items()))))
+            f.write("| %s | %s | %s |\n"
+                    % (rid, "yes" if reqs[rid][1] else "", "; ".join(cells) or "—"))
+
+    with open(outdir + "/junit.xml", "w") as f:
+        f.write('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n')
+        for run in runs:
+            n_failed = sum(1 for r in run["results"] if not r["pass"])
+            f.write('<testsuite name=%s tests="%d" failures="%d">\n'
+                    % (quoteattr("compliance." + run["adapter"]), len(run["results"]), n_failed))
+            for res in run["results"]:
+                f.write('<testcase classname=%s name=%s>' % (quoteattr(run["adapter"]),
+                                                             quoteattr(res["script"])))
+                if not res["pass"]:
+                    f.write('<failure message=%s>line %d</failure>'
+                            % (quoteattr(res["why"]), res["line"]))
+                f.write("</testcase>\n")
+            f.write("</testsuite>\n")
+        if mutants is not None:
+            f.write('<testsuite name="compliance.mutants" tests="%d" failures="%d">\n'
+                    % (len(mutants), sum(1 for m in mutants if not m["caught_by"])))
+            for m in mutants:
+                f.write('<testcase classname="mutants" name=%s>' % quoteattr(m["name"]))
+                if not m["caught_by"]:
+                    f.write('<failure message="no script caught it"/>')
+                f.write("</testcase>\n")
+            f.write("</testsuite>\n")
+        f.write("</testsuites>\n")
+
+    print("compliance: %d scripts on %s, %d failed; MUSTs with a script: %d of %d%s"
+          % (len(scripts), ", ".join(summary["adapters"]), len(failed), len(musts) - len(uncovered),
+             len(musts), "; mutants caught: %d of %d" % (summary["mutants_caught"], len(mutants))
+             if mutants is not None else ""))
+    for u in sorted(unknown):
+        print("  %s names %s, which the specification does not" % u)
+    ok = not failed and not unknown
+    if mutants is not None:
+        ok = ok and all(m["caught_by"] for m in mutants)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
