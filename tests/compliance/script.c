@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/checksum.h"
 #include "proto/codec.h"
 
 #define QUEUE 64u
@@ -411,6 +412,7 @@ static bool line_send(struct run *run)
 	struct mrc_packet p = { 0 };
 	struct iut_dgram *d = &run->scratch;
 	uint64_t len, fill, v;
+	bool csum = false;
 	size_t out;
 	int e;
 
@@ -461,17 +463,30 @@ static bool line_send(struct run *run)
 	if (!arg_num(run, "sport", &v, run->peer_sport))
 		return false;
 	d->sport = (uint16_t)v;
-	if (arg(run, "corrupt")) /* the checksum no longer matches */
-		d->bytes[offsetof(struct mrc_hdr, csum)] ^= 0x01;
+	/* pokes make a packet the encoder would refuse; the checksum is then computed again, so
+	 * the decoder's later checks see it (corrupt= breaks the checksum itself) */
 	for (unsigned i = 2; i < run->argc; i++) {
 		unsigned off, val;
 
 		if (strncmp(run->argv[i], "poke=", 5))
 			continue;
-		if (sscanf(run->argv[i] + 5, "%i:%i", &off, &val) != 2 || off >= d->len)
-			return failf(run, "%s: poke=OFFSET:BYTE within the packet", run->argv[i]);
+		if (sscanf(run->argv[i] + 5, "%i:%i", &off, &val) != 2 || off >= d->len ||
+		    off - offsetof(struct mrc_hdr, csum) < 2)
+			return failf(run, "%s: poke=OFFSET:BYTE within the packet, not its checksum",
+				     run->argv[i]);
 		d->bytes[off] = (uint8_t)val;
+		csum = true;
 	}
+	if (csum) {
+		uint16_t c;
+
+		memset(d->bytes + offsetof(struct mrc_hdr, csum), 0, 2);
+		c = mrc_csum_compute(d->bytes, d->len);
+		d->bytes[offsetof(struct mrc_hdr, csum)] = (uint8_t)(c >> 8);
+		d->bytes[offsetof(struct mrc_hdr, csum) + 1] = (uint8_t)c;
+	}
+	if (arg(run, "corrupt")) /* the checksum no longer matches */
+		d->bytes[offsetof(struct mrc_hdr, csum)] ^= 0x01;
 	if (!arg_num(run, "truncate", &v, d->len))
 		return false;
 	if (v < d->len)
