@@ -4,9 +4,9 @@
 # metaroced` (backend = xdp) must bring both to active (running) with our STATUS line and the
 # program on every plane; `systemctl reload` must reread the configuration (a bad file keeps
 # the old one and the journal says why); the watchdog must restart a SIGSTOPped daemon; the
-# journal must carry the daemon's lines at their priorities; an unmodified verbs program run
-# by a member of the service's group must move verified data between the hosts (and a user
-# outside it be refused); `systemctl stop` must give a running client a flush error, not a
+# journal must carry the daemon's lines at their priorities; README's unmodified programs
+# (ibv_rc_pingpong, metaroce-perf, rping) run by a member of the service's group must move
+# verified data between the hosts (and a user outside it be refused); `systemctl stop` must give a running client a flush error, not a
 # hang; and the unit's hardening must hold: its capabilities are those it documents, each one
 # shown needed by taking it away, and systemd-analyze's score is printed. Everything made is
 # removed, also on failure.
@@ -88,7 +88,7 @@ fi
 
 # --- our packages, installed with apt, and the users of README's "Run it for real" ---------
 # alice is in the group the service is given (rdma, which libibverbs1 makes), bob is not;
-# ibverbs-utils brings ibv_rc_pingpong, the unmodified verbs program
+# ibverbs-utils and rdmacm-utils bring README's unmodified programs, ibv_rc_pingpong and rping
 sh "$root/packaging/build-deb.sh" "$TMP/debs" >"$TMP/build-deb.log" 2>&1 ||
 	{ tail -20 "$TMP/build-deb.log"; fail "packaging/build-deb.sh"; }
 cp -a "$base" "$TMP/a"
@@ -97,7 +97,7 @@ cp "$TMP"/debs/metaroce_*.deb "$TMP"/debs/libmetaroce1_*.deb "$TMP/a/root/debs/"
 new_cgroup apt
 CGROUP=$CGROUP sh -c "$IN_CGROUP" sh systemd-nspawn --register=no --keep-unit -q -D "$TMP/a" -M "${TAG}apt" sh -c 'apt-get update -qq &&
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		/root/debs/*.deb ibverbs-utils &&
+		/root/debs/*.deb ibverbs-utils rdmacm-utils &&
 	{ getent group rdma || groupadd --system rdma; } && useradd --groups rdma alice && useradd bob' \
 	>"$TMP/apt.log" 2>&1 || { tail -20 "$TMP/apt.log"; fail "apt-get install of our packages"; }
 cp -a "$TMP/a" "$TMP/b"
@@ -168,6 +168,7 @@ for h in a b; do
 	xdp_everywhere $h || fail "$h: not every plane runs XDP with AF_XDP: $(on $h metaroce-ctl status)"
 done
 echo "  active (running), STATUS=$status; $(on a metaroce-ctl status | head -n 1 | sed "s/^node [0-9a-f]*  //")"
+on a systemctl status metaroced --no-pager | head -n 9 | sed 's/^/    /'
 
 # --- the journal: the daemon's own lines at their priorities ---------------------------------
 journal_has() { # PRIORITY_MAX PATTERN: a line of A's daemon matching, at that priority or above
@@ -214,6 +215,35 @@ rx = after["af_xdp"]["rx"] - before["af_xdp"]["rx"]
 print("  ibv_rc_pingpong as alice (group rdma): 200 x 64 KiB verified, B took %d frames by AF_XDP" % rx)
 assert rx >= 200 * 65536 // 1500, "B took %d frames by AF_XDP" % rx' "$TMP/xdp0.json" ||
 	fail "the transfer did not go through the XDP fast path"
+# README step 4's other two: metaroce-perf on 8 QPs, every byte checked, and rping (rdma_cm)
+as_alice b metaroce-perf -n 200 >"$TMP/perf.server.log" 2>&1 &
+srv=$!
+PIDS="$PIDS $srv"
+wait_listening "$NS_B" 18700
+as_alice a metaroce-perf -t write -q 8 -n 200 -V -j 198.18.0.2 >"$TMP/perf.json" \
+	2>"$TMP/perf.client.log" || { cat "$TMP/perf.client.log"; fail "metaroce-perf client (as alice on A)"; }
+wait "$srv" || { cat "$TMP/perf.server.log"; fail "metaroce-perf server (as alice on B)"; }
+python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+print("  metaroce-perf -t write -q 8 -V: %d messages of %d B, %d verified by B, %d errors, %.2f Gbit/s"
+      % (j["messages"], j["size"], j["peer"]["verified"], j["errors"], j["gbps"]))
+sys.exit(not (j["messages"] == 1600 and j["peer"]["verified"] == 1600 and j["errors"] == 0))' \
+	"$TMP/perf.json" || fail "metaroce-perf between the hosts"
+as_alice b rping -s -V -C 1000 -a 0.0.0.0 >"$TMP/rping.server.log" 2>&1 &
+srv=$!
+PIDS="$PIDS $srv"
+cm_listening() {
+	on b metaroce-ctl -j cm | python3 -c '
+import json, sys
+sys.exit(not any(i["state"] == "listen" and i["local_port"] == 7174 for i in json.load(sys.stdin)["cm_ids"]))'
+}
+wait_until 10 "rping's rdma_cm listener on B" cm_listening
+as_alice a rping -c -V -C 1000 -a 198.18.0.2 >"$TMP/rping.client.log" 2>&1 ||
+	{ cat "$TMP/rping.client.log"; fail "rping client (as alice on A)"; }
+wait "$srv" || { cat "$TMP/rping.server.log"; fail "rping server (as alice on B)"; }
+! grep -q "data mismatch" "$TMP/rping.client.log" "$TMP/rping.server.log" || fail "rping: data mismatch"
+echo "  rping -V -C 1000 through rdma_cm: 1000 verified pings"
 on a runuser -u bob -- metaroce-run ibv_devices >"$TMP/bob.log" 2>&1
 grep -q "cannot reach metaroced at /run/metaroce/metaroced.sock: Permission denied" "$TMP/bob.log" ||
 	{ cat "$TMP/bob.log"; fail "bob, outside the group, was not refused"; }
