@@ -255,7 +255,8 @@ compliance: $(COMPLIANCE)
 IMAGE := localhost/metaroce:$(VERSION)
 image: deb
 	$(call msg,IMAGE,$(IMAGE))
-	$(Q)sh packaging/container/build-image.sh $(BUILD)/deb $(BUILD)/image $(IMAGE) >/dev/null
+	$(Q)CONTAINERS_CONF=$(CURDIR)/packaging/container/containers.conf \
+		sh packaging/container/build-image.sh $(BUILD)/deb $(BUILD)/image $(IMAGE) >/dev/null
 
 # The image in packaging/k8s's two deployments, node daemon and sidecar, on a testbed.
 test-containers: image

@@ -237,8 +237,9 @@ int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsk
 				/* the kernel counts a socket's frames against RLIMIT_MEMLOCK */
 				getrlimit(RLIMIT_MEMLOCK, &rl);
 				plane_without(p, err, errlen, "%s queue %u: the locked-memory limit "
-					      "(%llu KiB) is spent, and each AF_XDP socket pins %u KiB: "
-					      "raise LimitMEMLOCK or grant CAP_IPC_LOCK", ifname, k,
+					      "(%llu KiB, for all the user's processes together) is "
+					      "spent, and each AF_XDP socket pins %u KiB: raise "
+					      "LimitMEMLOCK or grant CAP_IPC_LOCK", ifname, k,
 					      (unsigned long long)rl.rlim_cur / 1024,
 					      (MRCD_XSK_RX_FRAMES + MRCD_XSK_TX_FRAMES) *
 						      MRCD_XSK_FRAME / 1024);

@@ -151,6 +151,17 @@ static int detach_alone(const struct mrcd_fastpath *fp, const struct mrcd_fastpa
 			      &opts);
 }
 
+/* Whether this process has a capability in its effective set (false if it cannot tell). */
+static bool has_cap(unsigned cap)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = { 0 };
+
+	if (syscall(SYS_capget, &h, d) || cap >= 64)
+		return false;
+	return d[cap / 32].effective >> (cap % 32) & 1;
+}
+
 /* Why libxdp attached the program alone: its dispatcher lives pinned in a bpffs. */
 static const char *why_alone(void)
 {
@@ -162,13 +173,17 @@ static const char *why_alone(void)
 	if (statfs(dir, &st) || st.f_type != BPF_FS_MAGIC)
 		return "libxdp's dispatcher needs a bpffs at $LIBXDP_BPFFS or /sys/fs/bpf, and "
 		       "there is none";
+	if (!has_cap(CAP_SYS_ADMIN))
+		return "libxdp's dispatcher needs CAP_SYS_ADMIN (it opens programs and their BTF "
+		       "by id), which this process lacks";
 	return "libxdp's dispatcher could not be loaded (the kernel refused it, or another "
 	       "libxdp's; metaroced -v shows why)";
 }
 
-/* The program that holds an interface when libxdp could not attach ours beside it; true when
- * it sits behind a dispatcher (which ours could have joined, had libxdp been able to). */
-static bool holder_name(int ifindex, char *name, size_t len)
+/* The program that holds an interface when libxdp could not attach ours beside it: 1 when
+ * it sits behind a dispatcher (which ours could have joined, had libxdp been able to), 0 when
+ * it is alone, -1 when libxdp cannot read it (without CAP_SYS_ADMIN). */
+static int holder_name(int ifindex, char *name, size_t len)
 {
 	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
 	struct xdp_program *p;
@@ -176,19 +191,19 @@ static bool holder_name(int ifindex, char *name, size_t len)
 
 	snprintf(name, len, "?");
 	if (libxdp_get_error(mp) || !mp) {
-		/* unreadable without CAP_SYS_ADMIN: its id at least */
+		/* its id at least */
 		__u32 id = attached_id(ifindex, true);
 
 		if (id || (id = attached_id(ifindex, false)))
 			snprintf(name, len, "id %u", id);
-		return false;
+		return -1;
 	}
 	dispatcher = !xdp_multiprog__is_legacy(mp);
 	p = dispatcher ? xdp_multiprog__next_prog(NULL, mp) : xdp_multiprog__main_prog(mp);
 	if (p)
 		snprintf(name, len, "%s, id %u", xdp_program__name(p), xdp_program__id(p));
 	xdp_multiprog__close(mp);
-	return dispatcher;
+	return dispatcher ? 1 : 0;
 }
 
 static int on_event(void *ctx, void *data, size_t len)
@@ -284,7 +299,9 @@ static int fail(struct mrcd_fastpath *fp, char *err, size_t errlen, const char *
  * The capabilities loading and attaching the program needs that this process lacks, as
  * ", CAP_BPF"...; "" when it has them. Without them libxdp's attach fails with whatever its
  * refused load left behind ("Bad file descriptor"), which would send an operator the wrong way.
- * CAP_SYS_ADMIN stands in for CAP_BPF and CAP_PERFMON, as the kernel lets it.
+ * CAP_SYS_ADMIN stands in for CAP_BPF and CAP_PERFMON, as the kernel lets it. (They are read
+ * in this process's user namespace; in another than the initial one, where bpf() wants them,
+ * nothing shows as missing and the error stays libxdp's.)
  */
 static void lacking_caps(char *out, size_t len)
 {
@@ -294,19 +311,13 @@ static void lacking_caps(char *out, size_t len)
 	} need[] = { { CAP_NET_ADMIN, "CAP_NET_ADMIN" },
 		     { CAP_BPF, "CAP_BPF" },
 		     { CAP_PERFMON, "CAP_PERFMON" } };
-	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
-	struct __user_cap_data_struct d[2] = { 0 };
 	size_t n = 0;
 
 	out[0] = '\0';
-	if (syscall(SYS_capget, &h, d))
-		return;
-#define HAS(c) (d[(c) / 32].effective >> ((c) % 32) & 1)
 	for (unsigned i = 0; i < sizeof(need) / sizeof(need[0]); i++)
-		if (!HAS(need[i].cap) && (need[i].cap == CAP_NET_ADMIN || !HAS(CAP_SYS_ADMIN)) &&
-		    n < len)
+		if (!has_cap(need[i].cap) &&
+		    (need[i].cap == CAP_NET_ADMIN || !has_cap(CAP_SYS_ADMIN)) && n < len)
 			n += (size_t)snprintf(out + n, len - n, ", %s", need[i].name);
-#undef HAS
 }
 
 /* libbpf and libxdp talk a lot while loading: the daemon's debug log, not its journal. */
@@ -401,12 +412,14 @@ int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, 
 			char holder[64];
 
 			/* left alone: another's program is not ours to replace */
-			bool dispatcher = holder_name(f->ifindex, holder, sizeof(holder));
+			int dispatcher = holder_name(f->ifindex, holder, sizeof(holder));
 
 			snprintf(err, errlen, "%s: another XDP program is attached there (%s) and ours "
 					      "cannot join it: %s", name, holder,
-				 dispatcher ? why_alone()
-					    : "it is attached alone, not behind libxdp's dispatcher");
+				 dispatcher > 0	 ? why_alone()
+				 : dispatcher == 0 ? "it is attached alone, not behind libxdp's dispatcher"
+						   : "libxdp cannot read it, nor join it, without "
+						     "CAP_SYS_ADMIN");
 			mrcd_fastpath_close(fp);
 			return -1;
 		}

@@ -6,7 +6,8 @@
 # mirror with our packages (DEBDIR: metaroce_*.deb, libmetaroce1_*.deb) and ibverbs-utils in
 # it, as OUTDIR/rootfs.tar, then `podman build` of Containerfile (FROM scratch, ADD that tar),
 # tagged TAG. OUTDIR/image.json records the tag, the image id and its size. Needs mmdebstrap,
-# podman and runc (make deps); root.
+# podman and runc (make deps); root. podman reads its configuration as usual (make image
+# points CONTAINERS_CONF at containers.conf here, for hosts like CI's).
 set -eu
 debs=${1:?usage: build-image.sh DEBDIR OUTDIR TAG}
 out=${2:?usage: build-image.sh DEBDIR OUTDIR TAG}
@@ -15,10 +16,16 @@ here=$(cd "$(dirname "$0")" && pwd)
 debs=$(cd "$debs" && pwd)
 mkdir -p "$out"
 
-# The mirror is this machine's, read at run time, never written into the project.
-mirror=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" {print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
-[ -n "$mirror" ] || { echo "build-image: no Debian mirror in this machine's apt sources" >&2; exit 1; }
+# The mirrors are this machine's, read at run time, never written into the project: its
+# Debian sources files whole (the release, its updates and its security archive, so the image
+# has the fixes), else the first Debian mirror it names.
+mirrors=$(grep -ls 'debian-archive-keyring' /etc/apt/sources.list.d/*.sources || true)
+if [ -z "$mirrors" ]; then
+	mirrors=$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
+	[ -n "$mirrors" ] ||
+		mirrors=$(awk '$1 == "deb" {print $2; exit}' /etc/apt/sources.list 2>/dev/null || true)
+fi
+[ -n "$mirrors" ] || { echo "build-image: no Debian mirror in this machine's apt sources" >&2; exit 1; }
 suite=$(. /etc/os-release && echo "$VERSION_CODENAME")
 
 # Documentation, manuals and translations stay out (the image is for running, not reading);
@@ -34,12 +41,11 @@ mmdebstrap --variant=minbase --format=tar \
 	--dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*' \
 	--dpkgopt='path-include=/usr/share/doc/*/copyright' \
 	--dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-exclude=/usr/share/info/*' \
-	"$suite" "$out/rootfs.tar" "$mirror" >"$out/mmdebstrap.log" 2>&1 ||
+	"$suite" "$out/rootfs.tar" $mirrors >"$out/mmdebstrap.log" 2>&1 ||
 	{ tail -n 20 "$out/mmdebstrap.log" >&2; echo "build-image: mmdebstrap failed" >&2; exit 1; }
 
 # no network: nothing in the recipe runs a command
 cp "$here/Containerfile" "$out/Containerfile"
-export CONTAINERS_CONF="${CONTAINERS_CONF:-$here/containers.conf}"
 old=$(podman image inspect --format '{{.Id}}' "$tag" 2>/dev/null || true)
 podman build --network none --pull=never --layers=false -f "$out/Containerfile" -t "$tag" "$out" \
 	>"$out/build.log" 2>&1 ||

@@ -21,9 +21,14 @@ def requirements(spec_path):
     end = text.find("## Appendix")
     text = text if end < 0 else text[:end]
     found = {}
-    for m in re.finditer(r"\[(R-\d+(?:, R-\d+)*)\]", text):
-        start = max(text.rfind(". ", 0, m.start()), text.rfind("] ", 0, m.start()))
-        sentence = text[start + 2:m.end()]
+    tag = re.compile(r"\[(R-\d+(?:, R-\d+)*)\]")
+    prev_tag_end = 0
+    for m in tag.finditer(text):
+        # the sentence: from the last full stop or the previous requirement's tag (not any
+        # bracket: "[rto_min, rto_max]" is part of a sentence)
+        start = max(text.rfind(". ", 0, m.start()) + 2, prev_tag_end)
+        prev_tag_end = m.end()
+        sentence = text[start:m.end()]
         for rid in m.group(1).split(", "):
             if rid not in found:
                 found[rid] = (sentence, "MUST" in sentence)

@@ -246,6 +246,24 @@ static bool arg_num(struct run *run, const char *key, uint64_t *v, uint64_t dflt
 	return true;
 }
 
+/* Every key=value of the line is one of keys (a NULL-ended list): a misspelt key would
+ * otherwise check nothing. */
+static bool only_keys(struct run *run, unsigned first, const char *const *keys)
+{
+	for (unsigned i = first; i < run->argc; i++) {
+		const char *eq = strchr(run->argv[i], '=');
+		size_t n = eq ? (size_t)(eq - run->argv[i]) : strlen(run->argv[i]);
+		const char *const *k;
+
+		for (k = keys; *k; k++)
+			if (strlen(*k) == n && !strncmp(*k, run->argv[i], n))
+				break;
+		if (!*k)
+			return failf(run, "%s: no such key here", run->argv[i]);
+	}
+	return true;
+}
+
 /* --- the IUT's clock and what it sends -------------------------------------------------- */
 
 /* COMPLIANCE_TRACE=1: every datagram the IUT sends, on stderr, for whoever writes a script */
@@ -309,16 +327,24 @@ static bool run_to(struct run *run, uint64_t t)
 
 static bool line_setup(struct run *run)
 {
+	static const char *const keys[] = { "qpn", "peer_qpn", "psn", "peer_psn", "max_payload",
+					    "paths", "rq_depth", "mr_key", "mr_addr", "mr_len",
+					    "retry_cnt", "rnr_retry", "peer_sport", "access",
+					    "ignore", NULL };
 	struct iut_config *c = &run->cfg;
 	uint64_t v;
 	const char *s;
 
 	if (run->open)
 		return failf(run, "setup after the first timed line");
-#define NUM(key, field)                                  \
-	if (!arg_num(run, key, &v, (uint64_t)(field)))   \
-		return false;                            \
-	field = (__typeof__(field))v;
+	if (!only_keys(run, 1, keys))
+		return false;
+#define NUM(key, field)                                                          \
+	if (!arg_num(run, key, &v, (uint64_t)(field)))                           \
+		return false;                                                    \
+	field = (__typeof__(field))v;                                            \
+	if ((uint64_t)(field) != v)                                              \
+		return failf(run, "%s=%llu: too large", key, (unsigned long long)v);
 	NUM("qpn", c->qpn)
 	NUM("peer_qpn", c->peer_qpn)
 	NUM("psn", c->psn)
@@ -446,6 +472,8 @@ static bool line_send(struct run *run)
 			return failf(run, "%s: not a value", run->argv[i]);
 		field_set(&p, f, v);
 	}
+	if (arg(run, "sack") && p.opcode != MRC_OP_ACK)
+		return failf(run, "sack= is an ACK's");
 	if (arg(run, "sack") && !sack_parse(run, arg(run, "sack"), p.u.ack.sack))
 		return false;
 	e = mrc_encode(&p, d->bytes, sizeof(d->bytes), &out);
@@ -534,9 +562,12 @@ static bool line_expect(struct run *run)
 		if (!eq || (size_t)(eq - run->argv[i]) >= sizeof(key))
 			return failf(run, "%s: expected key=value", run->argv[i]);
 		snprintf(key, sizeof(key), "%.*s", (int)(eq - run->argv[i]), run->argv[i]);
+		if (strcmp(key, "len") && strcmp(key, "fill") &&
+		    (strcmp(key, "sack") || opcode != MRC_OP_ACK) && !field_of(key, opcode))
+			return failf(run, "%s has no field %s", mrc_opcode_name(opcode), key);
 		if (!strcmp(eq + 1, "*"))
 			continue;
-		if (!strcmp(key, "sack") && opcode == MRC_OP_ACK) {
+		if (!strcmp(key, "sack")) {
 			uint8_t want[MRC_SACK_BYTES];
 
 			if (!sack_parse(run, eq + 1, want))
@@ -581,11 +612,15 @@ static bool line_post(struct run *run)
 	unsigned k;
 	int e;
 
+	static const char *const keys[] = { "id", "off", "len", "rkey", "raddr", "imm", NULL };
+
 	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
 		if (run->argc >= 2 && !strcmp(run->argv[1], kinds[k]))
 			break;
 	if (k == sizeof(kinds) / sizeof(kinds[0]))
 		return failf(run, "post needs write, write_imm, send, send_imm, read or recv");
+	if (!only_keys(run, 2, keys))
+		return false;
 	if (!arg_num(run, "id", &id, 0) || !arg_num(run, "off", &off, 0) ||
 	    !arg_num(run, "len", &len, 0) || !arg_num(run, "rkey", &rkey, 0) ||
 	    !arg_num(run, "raddr", &raddr, 0) || !arg_num(run, "imm", &imm, 0))
@@ -601,10 +636,13 @@ static bool line_post(struct run *run)
 
 static bool line_wc(struct run *run)
 {
+	static const char *const keys[] = { "status", "opcode", "id", "len", "imm", NULL };
 	struct iut_wc wc;
 	const char *s;
 	uint64_t v;
 
+	if (!only_keys(run, 1, keys))
+		return false;
 	if (!run->iut->poll(run->h, &wc))
 		return failf(run, "expected a completion, there is none");
 	if ((s = arg(run, "status")) && strcmp(s, wc.status))
@@ -661,12 +699,15 @@ static bool line_counter(struct run *run)
 
 static bool line_memory(struct run *run, bool write)
 {
+	static const char *const keys[] = { "off", "len", "fill", NULL };
 	uint64_t off, len, fill;
 	const uint8_t *m;
 
-	if (!arg_num(run, "off", &off, 0) || !arg_num(run, "len", &len, 0) ||
-	    !arg_num(run, "fill", &fill, 0))
+	if (!only_keys(run, 1, keys) || !arg_num(run, "off", &off, 0) ||
+	    !arg_num(run, "len", &len, 0) || !arg_num(run, "fill", &fill, 0))
 		return false;
+	if (!len || !arg(run, "fill"))
+		return failf(run, "%s needs len= (not 0) and fill=", run->argv[0]);
 	if (off > run->cfg.mr_len || len > run->cfg.mr_len - off)
 		return failf(run, "off=%llu len=%llu: outside the region", (unsigned long long)off,
 			     (unsigned long long)len);
@@ -702,8 +743,8 @@ static bool line_timed(struct run *run)
 	double sec = strtod(t + (*t == '+'), &end);
 	uint64_t at;
 
-	if (*end || sec < 0)
-		return failf(run, "%s: a time in seconds", t);
+	if (*end || !(sec >= 0 && sec <= 3600))
+		return failf(run, "%s: a time in seconds, up to an hour", t);
 	at = (uint64_t)(sec * 1e9 + 0.5);
 	at = *t == '+' ? run->line_at + at : START_NS + at;
 	if (at < run->line_at)
@@ -783,12 +824,23 @@ bool script_run(const char *path, const struct iut_ops *iut, struct script_resul
 		char *hash = strchr(buf, '#'), *tok, *save;
 
 		run->line++;
+		if (!strchr(buf, '\n') && !feof(f)) {
+			ok = failf(run, "a line longer than %zu bytes", sizeof(buf) - 2);
+			break;
+		}
 		if (hash)
 			*hash = '\0';
 		run->argc = 0;
-		for (tok = strtok_r(buf, " \t\r\n", &save); tok && run->argc < MAX_ARGS;
-		     tok = strtok_r(NULL, " \t\r\n", &save))
+		for (tok = strtok_r(buf, " \t\r\n", &save); tok;
+		     tok = strtok_r(NULL, " \t\r\n", &save)) {
+			if (run->argc == MAX_ARGS) {
+				ok = failf(run, "more than %u words on a line", MAX_ARGS);
+				break;
+			}
 			run->argv[run->argc++] = tok;
+		}
+		if (!ok)
+			break;
 		if (!run->argc)
 			continue;
 		if (!strcmp(run->argv[0], "requires")) {

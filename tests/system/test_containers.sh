@@ -24,7 +24,9 @@ CONTAINERS="" PODS="" VOLUMES=""
 # podman builds its pods' pause image locally the first time; one this test made goes too
 PAUSE_IMAGES_WERE=$(P images -q --filter reference=localhost/podman-pause)
 # podman's cgroupfs manager leaves the cgroups of pods (and of conmon) behind: the test's go
-libpod_cgroups() { find /sys/fs/cgroup/*/libpod_parent -depth -type d 2>/dev/null; }
+libpod_cgroups() {
+	find /sys/fs/cgroup/libpod_parent /sys/fs/cgroup/*/libpod_parent -depth -type d 2>/dev/null
+}
 LIBPOD_CGROUPS_WERE=$(libpod_cgroups)
 containers_cleanup() {
 	for c in $CONTAINERS; do P rm -f -t 0 "$c"; done >/dev/null 2>&1
@@ -41,11 +43,11 @@ containers_cleanup() {
 trap containers_cleanup EXIT INT TERM
 
 # what podman's default network would change: compared at the end
-host_net() {
+host_net() { # (without the counters that traffic moves)
 	sysctl -n net.ipv4.ip_forward net.ipv6.conf.all.forwarding
-	iptables-save 2>/dev/null | grep -v '^#'
-	ip6tables-save 2>/dev/null | grep -v '^#'
-	nft list ruleset 2>/dev/null
+	iptables-save 2>/dev/null | grep -v '^#' | sed 's/\[[0-9]*:[0-9]*\]//'
+	ip6tables-save 2>/dev/null | grep -v '^#' | sed 's/\[[0-9]*:[0-9]*\]//'
+	nft -s list ruleset 2>/dev/null
 	ip -o link show | awk '{print $2}'
 }
 host_net >"$TMP/host-net.before"
@@ -172,8 +174,12 @@ perf node_restarted "${TAG}-app-b" "${TAG}-app-a" -t write -q 4 -s 65536 -n 200 
 json_check node_restarted 'j["messages"] == 800 and j["peer"]["verified"] == 800 and j["errors"] == 0'
 echo "  A's daemon container restarted, its application container kept running and moved data again"
 # (the daemon stops on SIGTERM; the applications, sleep as PID 1, are killed)
-for h in a b; do P rm -f -t 10 "${TAG}-daemon-$h" >/dev/null && P rm -f -t 0 "${TAG}-app-$h" >/dev/null; done
-ip -n "$NS_A" -o link show | grep -q "prog/xdp" && fail "the daemon's container left its XDP program"
+for h in a b; do
+	P rm -f -t 10 "${TAG}-daemon-$h" >/dev/null && P rm -f -t 0 "${TAG}-app-$h" >/dev/null ||
+		fail "removing host $h's containers"
+	! ip -n "${TAG}$h" -o link show | grep -q "prog/xdp" ||
+		fail "host $h's daemon container left its XDP program"
+done
 
 # --- the sidecar: a pod per host, the daemon (udp, no capability) beside the application ----
 # Each pod has a network namespace of its own (podman 4.3 cannot give a pod an existing one),
