@@ -818,7 +818,8 @@ bool script_run(const char *path, const struct iut_ops *iut, struct script_resul
 	}
 	run->iut = iut;
 	run->r = r;
-	run->trace = getenv("COMPLIANCE_TRACE") != NULL;
+	run->trace = getenv("COMPLIANCE_TRACE") && strcmp(getenv("COMPLIANCE_TRACE"), "") &&
+		     strcmp(getenv("COMPLIANCE_TRACE"), "0");
 	defaults(run);
 	while (ok && fgets(buf, sizeof(buf), f)) {
 		char *hash = strchr(buf, '#'), *tok, *save;
