@@ -225,9 +225,9 @@ integration: $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) $(META
 
 # The Debian packages on a booted Debian under systemd-nspawn: the unit as an operator runs it.
 # The first run makes a minbase rootfs in $(BUILD)/system (about 40 s from the mirror).
-test-systemd:
+test-systemd: deb
 	$(call msg,TEST,systemd)
-	$(Q)sh tests/integration/run.sh $(BUILD) tests/system/test_systemd.sh
+	$(Q)DEBS=$(BUILD)/deb sh tests/integration/run.sh $(BUILD) tests/system/test_systemd.sh
 
 # The compliance suite (tests/compliance/README.md): every wire script against the engine in
 # virtual time, every mutant of mutants.txt caught by some script, and the report of both with
