@@ -10,6 +10,7 @@
 
 #include "core/internal.h"
 #include "core/shm_map.h"
+#include "proto/bytes.h"
 #include "proto/random.h"
 
 /* A QP's counts go into the totals of those gone before it. */
@@ -605,7 +606,9 @@ static int sq_entry_to_wr(struct mrcd_core *c, struct mrcd_qp *qp,
 		return core_mw_bind(c, qp, e);
 	if (e->opcode == MRC_SQ_LOCAL_INV)
 		return core_mw_local_inv(c, qp, e);
-	wr->imm = e->imm;
+	/* imm_data's four bytes go on the wire as the application wrote them [SPEC 4.1]; a key
+	 * to invalidate is a number */
+	wr->imm = e->opcode == MRC_SQ_SEND_INV ? 0 : load_be32((const uint8_t *)&e->imm);
 	wr->rkey = e->opcode == MRC_SQ_SEND_INV ? e->imm : e->rkey;
 	wr->raddr = e->opcode == MRC_SQ_SEND_INV ? 0 : e->raddr;
 	wr->compare_add = e->compare_add;

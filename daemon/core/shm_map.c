@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 #include "shm_map.h"
 
+#include "proto/bytes.h"
+
 bool mrcd_wr_from_sq(uint8_t sq_opcode, uint8_t sq_flags, uint8_t *wr_opcode, uint8_t *wr_flags)
 {
 	switch (sq_opcode) {
@@ -65,5 +67,8 @@ void mrcd_cq_from_completion(const struct mrc_completion *wc, struct mrc_cq_entr
 		   (wc->flags & MRC_WC_SOLICITED ? MRC_CQ_F_SOLICITED : 0) |
 		   (wc->flags & MRC_WC_WITH_INV ? MRC_CQ_F_WITH_INV : 0);
 	e->byte_len = wc->byte_len;
+	/* imm_data as the sender wrote its bytes [SPEC 4.1]; an invalidated key as a number */
 	e->imm = wc->imm;
+	if (wc->flags & MRC_WC_WITH_IMM)
+		store_be32((uint8_t *)&e->imm, wc->imm);
 }

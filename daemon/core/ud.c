@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "core/internal.h"
+#include "proto/bytes.h"
 #include "proto/ud.h"
 
 int core_ud_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len)
@@ -273,7 +274,8 @@ bool core_ud_next(struct mrcd_core *c, struct mrcd_qp *qp, uint8_t *buf, size_t 
 	d = (struct mrc_ud_datagram){
 		.dst_qpn = e.remote_qpn, .src_qpn = qp->qpn,
 		.qkey = mrc_ud_send_qkey(e.remote_qkey, qp->qkey), .psn = qp->ud_seq,
-		.tx_ts = (uint32_t)now, .has_imm = e.opcode == MRC_SQ_SEND_IMM, .imm = e.imm,
+		.tx_ts = (uint32_t)now, .has_imm = e.opcode == MRC_SQ_SEND_IMM,
+		.imm = e.opcode == MRC_SQ_SEND_IMM ? load_be32((const uint8_t *)&e.imm) : 0,
 		.solicited = e.flags & MRC_SQ_F_SOLICITED, .payload = buf + hdr,
 		.payload_len = (uint16_t)total
 	};
@@ -368,7 +370,7 @@ void core_ud_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 	e.sl = mrc_ud_sl(g->peer.addr);
 	e.flags = MRC_CQ_F_GRH | (pkt->opcode == MRC_OP_UD_SEND_IMM ? MRC_CQ_F_WITH_IMM : 0) |
 		  (pkt->flags & MRC_F_SOLICITED ? MRC_CQ_F_SOLICITED : 0);
-	e.imm = pkt->u.ud.imm;
+	store_be32((uint8_t *)&e.imm, pkt->u.ud.imm); /* the bytes the sender wrote [SPEC 4.1] */
 	c->stats.ud_rx++;
 	core_complete_entry(c, qp, true, ring->mine - 1, &e); /* */
 }

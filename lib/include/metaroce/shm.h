@@ -213,8 +213,8 @@ struct mrc_sq_entry {
 	__u8 flags;	/* MRC_SQ_F_* */
 	__u8 num_sge;	/* <= MRC_RING_MAX_SGE */
 	__u8 reserved;
-	__u32 imm;	/* *_IMM: host order as the application gave it; SEND_INV, LOCAL_INV: the
-			 * key to invalidate */
+	__u32 imm;	/* *_IMM: verbs' imm_data, its bytes as the application wrote them (network
+			 * order); SEND_INV, LOCAL_INV: the key to invalidate */
 	union {
 		struct { /* an RC QP's */
 			__u32 rkey;
