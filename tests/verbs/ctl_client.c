@@ -32,7 +32,7 @@ int ctl_request(int fd, uint16_t type, const void *payload, uint32_t len, const 
 		unsigned n_fds, void *reply, size_t cap, int *rfds, unsigned max_rfds)
 {
 	static uint32_t seq;
-	uint8_t buf[4096];
+	static uint8_t buf[1u << 20]; /* a reply as long as the metrics or a QP list */
 	struct mrc_ctl_hdr h = { MRC_CTL_MAGIC, MRC_CTL_VERSION, type, len, 0, ++seq, 0 };
 	unsigned n_got;
 	bool lost;
@@ -54,7 +54,10 @@ int ctl_request(int fd, uint16_t type, const void *payload, uint32_t len, const 
 	if (n < (ssize_t)sizeof(h))
 		return -ECONNRESET;
 	memcpy(&h, buf, sizeof(h));
-	if (h.status == 0 && reply)
-		memcpy(reply, buf + sizeof(h), h.len < cap ? h.len : cap);
+	if (h.status == 0 && reply) {
+		size_t got = (size_t)n - sizeof(h) < h.len ? (size_t)n - sizeof(h) : h.len;
+
+		memcpy(reply, buf + sizeof(h), got < cap ? got : cap);
+	}
 	return h.status;
 }
