@@ -39,6 +39,9 @@ void mrcd_config_default(struct mrcd_config *cfg)
 	cfg->port = MRC_UDP_PORT_DEFAULT;
 	cfg->paths_per_plane = 4;
 	cfg->mtu = 1500;
+	cfg->rto_initial_ns = 1000000; /* SPEC 16's, as the engine's defaults */
+	cfg->rto_min_ns = 200000;
+	cfg->rto_max_ns = 100000000;
 	cfg->udp_gso = true;
 	cfg->user = (struct mrcd_user_limits){ .connections = 64, .qps = MRC_CTL_CLIENT_MAX_QPS,
 					       .cqs = MRC_CTL_CLIENT_MAX_CQS,
@@ -234,6 +237,31 @@ static int set_rx_capacity(struct mrcd_config *cfg, const char *v, char *err, si
 		return fail(err, errlen,
 			    "rx_capacity must be a bit rate such as 100G, 25000M or 0, not '%s'", v);
 	return 0;
+}
+
+/* A duration with its unit (200us, 1ms), above 0 and up to an hour. */
+static int set_duration(const char *key, const char *v, uint64_t *ns, char *err, size_t errlen)
+{
+	if (!strchr("0123456789", v[0]) || mrc_spin_parse_budget(v, ns) || *ns == 0 ||
+	    *ns == MRC_SPIN_ALWAYS)
+		return fail(err, errlen, "%s must be a duration such as 200us or 1ms, not '%s'",
+			    key, v);
+	return 0;
+}
+
+static int set_rto_initial(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	return set_duration("rto_initial", v, &cfg->rto_initial_ns, err, errlen);
+}
+
+static int set_rto_min(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	return set_duration("rto_min", v, &cfg->rto_min_ns, err, errlen);
+}
+
+static int set_rto_max(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	return set_duration("rto_max", v, &cfg->rto_max_ns, err, errlen);
 }
 
 /* no: sleep whenever idle; yes: never sleep; a duration: spin up to that long, adaptively */
@@ -518,6 +546,8 @@ static const struct {
 	{ "backend", set_backend },	      { "port", set_port },
 	{ "plane", set_plane },		      { "paths_per_plane", set_paths },
 	{ "mtu", set_mtu },		      { "rx_capacity", set_rx_capacity },
+	{ "rto_initial", set_rto_initial },   { "rto_min", set_rto_min },
+	{ "rto_max", set_rto_max },
 	{ "peer_prefix", set_prefix },	      { "control_socket", set_control_socket },
 	{ "busy_poll", set_busy_poll },	      { "metrics_listen", set_metrics_listen },
 	{ "transport", set_transport },	      { "udp_gso", set_udp_gso },
@@ -667,6 +697,11 @@ int mrcd_config_check(const struct mrcd_config *cfg, char *err, size_t errlen)
 {
 	if (cfg->n_planes == 0)
 		return fail(err, errlen, "no plane is configured: add 'plane = 0 IFNAME ADDRESS'");
+	if (cfg->rto_min_ns > cfg->rto_initial_ns || cfg->rto_initial_ns > cfg->rto_max_ns)
+		return fail(err, errlen, "rto_min (%lluus) <= rto_initial (%lluus) <= rto_max "
+			    "(%lluus) does not hold", (unsigned long long)cfg->rto_min_ns / 1000,
+			    (unsigned long long)cfg->rto_initial_ns / 1000,
+			    (unsigned long long)cfg->rto_max_ns / 1000);
 	if ((unsigned)cfg->n_planes * cfg->paths_per_plane > 32)
 		return fail(err, errlen, "%u planes x %u paths per plane exceeds 32 paths per QP",
 			    cfg->n_planes, cfg->paths_per_plane);
@@ -729,6 +764,9 @@ size_t mrcd_config_render(const struct mrcd_config *cfg, char *buf, size_t cap)
 	EMIT("paths_per_plane = %u\n", cfg->paths_per_plane);
 	EMIT("mtu = %u\n", cfg->mtu);
 	EMIT("rx_capacity = %llu\n", (unsigned long long)cfg->rx_capacity_bps);
+	EMIT("rto_initial = %lluns\n", (unsigned long long)cfg->rto_initial_ns);
+	EMIT("rto_min = %lluns\n", (unsigned long long)cfg->rto_min_ns);
+	EMIT("rto_max = %lluns\n", (unsigned long long)cfg->rto_max_ns);
 	for (unsigned i = 0; i < cfg->n_prefixes; i++)
 		EMIT("peer_prefix = %s/%u\n", render_addr(&cfg->prefixes[i].addr, a, sizeof(a)),
 		     cfg->prefixes[i].addr.family == MRC_AF_INET ? cfg->prefixes[i].len - 96u

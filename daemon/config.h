@@ -12,6 +12,9 @@
  *     paths_per_plane = 4
  *     mtu = 9000                          # IP MTU of the plane links
  *     rx_capacity = 100G                  # bit/s shared out by rate hints; 0: no hints
+ *     rto_initial = 1ms                   # a path's RTO before its first RTT sample, and
+ *     rto_min = 200us                     #   its bounds (SPEC 7.3, 16): for new QPs
+ *     rto_max = 100ms
  *     peer_prefix = 198.18.0.0/15         # who may discover us (repeat for more)
  *     control_socket = /run/metaroce/metaroced.sock
  *     busy_poll = no                      # no | yes | 50us: spin that long when idle
@@ -101,6 +104,7 @@ struct mrcd_config {
 	uint8_t paths_per_plane;
 	uint16_t mtu;
 	uint64_t rx_capacity_bps;
+	uint64_t rto_initial_ns, rto_min_ns, rto_max_ns; /* SPEC 7.3's defaults unless set */
 	uint8_t n_prefixes;
 	struct mrcd_prefix prefixes[MRCD_MAX_PREFIXES];
 	char control_socket[sizeof(((struct sockaddr_un *)0)->sun_path)];

@@ -346,6 +346,9 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 	if (qp->req.path_mtu && qp->req.path_mtu < payload)
 		payload = qp->req.path_mtu; /* a path MTU below the port's caps it */
 	cc.max_payload = payload;
+	cc.rto = (struct mrc_rtt_limits){ .initial_rto_ns = c->cfg->rto_initial_ns,
+					  .min_rto_ns = c->cfg->rto_min_ns,
+					  .max_rto_ns = c->cfg->rto_max_ns };
 	cc.local_qpn = qp->qpn;
 	cc.remote_qpn = qp->req.dest_qp_num;
 	/* verbs' PSNs stay with the application: the wire's come from the node ids and QPNs

@@ -211,6 +211,37 @@ START_TEST(mrcd_config_parse__busy_poll_budgets)
 }
 END_TEST
 
+/* The RTO settings: durations with units, shown back, refused when out of order or unitless;
+ * the defaults are SPEC 16's. */
+START_TEST(mrcd_config_parse__rto_settings)
+{
+	struct mrcd_config cfg;
+	char out[2048];
+
+	mrcd_config_default(&cfg);
+	ck_assert_uint_eq(cfg.rto_initial_ns, 1000000);
+	ck_assert_uint_eq(cfg.rto_min_ns, 200000);
+	ck_assert_uint_eq(cfg.rto_max_ns, 100000000);
+	ck_assert_int_eq(parse(&cfg, "plane = 0 a 198.18.0.1\nrto_initial = 50ms\n"
+				     "rto_min = 20ms\nrto_max = 1s\n"), 0);
+	ck_assert_uint_eq(cfg.rto_initial_ns, 50000000);
+	ck_assert_uint_eq(cfg.rto_min_ns, 20000000);
+	ck_assert_uint_eq(cfg.rto_max_ns, 1000000000);
+	ck_assert_int_eq(mrcd_config_check(&cfg, err, sizeof(err)), 0);
+	out[mrcd_config_render(&cfg, out, sizeof(out) - 1)] = '\0';
+	ck_assert_ptr_nonnull(strstr(out, "rto_initial = 50000000ns\n"));
+	ck_assert_ptr_nonnull(strstr(out, "rto_min = 20000000ns\n"));
+	ck_assert_int_eq(parse(&cfg, "rto_min = 60ms\n"), 0);
+	ck_assert_int_eq(mrcd_config_check(&cfg, err, sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "rto_min (60000us) <= rto_initial (50000us)"));
+	mrcd_config_default(&cfg);
+	ck_assert_int_eq(parse(&cfg, "rto_min = 5\n"), -1);
+	ck_assert_ptr_nonnull(strstr(err, "rto_min must be a duration such as 200us or 1ms, not '5'"));
+	ck_assert_int_eq(parse(&cfg, "rto_max = yes\n"), -1);
+	ck_assert_int_eq(parse(&cfg, "rto_initial = 0ms\n"), -1);
+}
+END_TEST
+
 /* A configuration without planes, or with too many paths, is refused as a whole. */
 START_TEST(mrcd_config_check__whole_configuration)
 {
@@ -281,6 +312,7 @@ Suite *config_suite(void)
 	tcase_add_test(tc, mrcd_config_parse__documented_example);
 	tcase_add_test(tc, mrcd_config_render__reads_back);
 	tcase_add_test(tc, mrcd_config_parse__busy_poll_budgets);
+	tcase_add_test(tc, mrcd_config_parse__rto_settings);
 	tcase_add_test(tc, mrcd_config_parse__errors_name_file_line_and_fault);
 	tcase_add_test(tc, mrcd_config_parse__limits);
 	tcase_add_test(tc, mrcd_config_check__whole_configuration);
