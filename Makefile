@@ -230,24 +230,66 @@ test-systemd: deb
 	$(Q)DEBS=$(BUILD)/deb sh tests/integration/run.sh $(BUILD) tests/system/test_systemd.sh
 
 # The compliance suite (tests/compliance/README.md): every wire script against the engine in
-# virtual time, every mutant of mutants.txt caught by some script, and the report of both with
-# the specification's requirements ($(BUILD)/compliance/report.md, report.json, junit.xml).
+# virtual time (directly and through the agent protocol), against metaroced over real UDP
+# with the udp and the xdp backend, every mutant of mutants.txt caught by some script, and the
+# report of all with the specification's requirements ($(BUILD)/compliance/report.md,
+# report.json, junit.xml).
 COMPLIANCE := $(BUILD)/tests/compliance/compliance
 COMPLIANCE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard tests/compliance/*.c))
 COMPLIANCE_SCRIPTS = $(sort $(wildcard tests/compliance/scripts/*.pkt))
+AGENT_ENGINE := $(BUILD)/tests/compliance/compliance-agent-engine
+AGENT_DAEMON := $(BUILD)/tests/compliance/compliance-agent-daemon
+AGENT_TEMPLATE := $(BUILD)/tests/compliance/compliance-agent-template
 $(COMPLIANCE): $(COMPLIANCE_OBJS) $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(PROTO_LIBS)
 
-compliance: $(COMPLIANCE)
+# agents (tests/compliance/agent.h): the engine, as the suite's check of its own protocol, and
+# metaroced through libmetaroce
+$(AGENT_ENGINE): $(OBJ)/tests/compliance/agents/engine.o $(OBJ)/tests/compliance/agent.o \
+		$(OBJ)/tests/compliance/iut_engine.o $(LIBPROTO)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(PROTO_LIBS)
+
+# the template a newcomer starts from, built as its comment says (agent.c and nothing else)
+$(AGENT_TEMPLATE): tests/compliance/agents/template.c tests/compliance/agent.c \
+		tests/compliance/agent.h tests/compliance/iut.h
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -I tests $(MRC_CFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^)
+
+$(AGENT_DAEMON): $(OBJ)/tests/compliance/agents/daemon.o $(OBJ)/tests/compliance/agent.o \
+		$(OBJ)/tests/verbs/ctl_client.o $(LIBPROTO) $(LIBMETAROCE)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $(filter %.o %.a,$^) $(PROTO_LIBS) -L$(BUILD)/lib \
+		-l:libmetaroce.so.1
+
+compliance: $(COMPLIANCE) $(AGENT_ENGINE) $(AGENT_DAEMON) $(AGENT_TEMPLATE) $(METAROCED) \
+		$(METAROCE_CTL)
 	$(call msg,TEST,compliance)
 	$(Q)mkdir -p $(BUILD)/compliance
 	$(Q)rc=0; $(COMPLIANCE) engine $(BUILD)/compliance/engine.json $(COMPLIANCE_SCRIPTS) || rc=1; \
+	$(COMPLIANCE) remote:$(AGENT_ENGINE) $(BUILD)/compliance/engine-agent.json \
+		$(COMPLIANCE_SCRIPTS) || rc=1; \
+	$(COMPLIANCE) remote:$(AGENT_TEMPLATE) $(BUILD)/compliance/template.json \
+		$(COMPLIANCE_SCRIPTS) >$(BUILD)/compliance/template.log || rc=1; \
+	tail -n 1 $(BUILD)/compliance/template.log; \
+	runs="$(BUILD)/compliance/engine.json $(BUILD)/compliance/engine-agent.json"; \
+	for b in udp xdp; do \
+		sh tests/compliance/daemon.sh $(BUILD) $$b $(BUILD)/compliance/metaroced-$$b.json \
+			$(COMPLIANCE_SCRIPTS) >$(BUILD)/compliance/metaroced-$$b.log 2>&1; \
+		s=$$?; tail -n 1 $(BUILD)/compliance/metaroced-$$b.log; \
+		[ $$s -eq 77 ] || runs="$$runs $(BUILD)/compliance/metaroced-$$b.json"; \
+		[ $$s -eq 0 ] || [ $$s -eq 77 ] || { rc=1; grep -v '^  PASS\|^  SKIP\|^  KNOWN' \
+			$(BUILD)/compliance/metaroced-$$b.log; }; \
+	done; \
 	CC="$(CC)" python3 tests/compliance/mutants.py tests/compliance/mutants.txt \
 		$(BUILD)/compliance/mutants $(BUILD)/compliance/mutants.json $(COMPLIANCE_SCRIPTS) || rc=1; \
-	python3 tests/compliance/report.py docs/SPEC.md $(BUILD)/compliance \
-		$(BUILD)/compliance/engine.json --mutants $(BUILD)/compliance/mutants.json || rc=1; \
+	python3 tests/compliance/report.py docs/SPEC.md $(BUILD)/compliance $$runs \
+		--mutants $(BUILD)/compliance/mutants.json || rc=1; \
 	exit $$rc
 
 # The OCI image from our .debs on a Debian minbase (mmdebstrap, this machine's mirror), built

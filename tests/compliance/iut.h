@@ -4,8 +4,9 @@
  * the IUT, connected to a peer the suite plays. The suite hands it datagrams at a time, takes
  * the datagrams it sends, moves its clock, posts work requests, reads completions, its
  * registered memory and its counters. An adapter implements these operations for one kind of
- * implementation (iut_engine.c: lib/proto in virtual time); time only moves when the suite
- * says, so a run is the same every time.
+ * implementation: iut_engine.c (lib/proto in virtual time, where time only moves when the
+ * suite says, so a run is the same every time) and iut_remote.c (any implementation behind a
+ * process that speaks agent.h's protocol: metaroced through agent_daemon.c, or yours).
  */
 #ifndef METAROCE_TESTS_COMPLIANCE_IUT_H
 #define METAROCE_TESTS_COMPLIANCE_IUT_H
@@ -17,7 +18,12 @@
 #define IUT_MAX_DGRAM 9216u
 #define IUT_MAX_PATHS 16u
 
-/* The IUT's QP and the one region of its memory the peer may use. */
+/*
+ * The IUT's QP and the one region of its memory the peer may use. The script chooses every
+ * value; an IUT that picks some itself (its QPN, its PSNs, its key, the region's address) makes
+ * the QP with its own and writes them back in open(): the suite then names the script's
+ * values by the IUT's on the wire (names.h), so the same script runs on either.
+ */
 struct iut_config {
 	uint32_t qpn;	   /* the IUT's QP number */
 	uint32_t peer_qpn; /* the suite's */
@@ -50,6 +56,13 @@ enum iut_wr_kind {
 	IUT_WR_SEND_IMM,
 	IUT_WR_READ,
 	IUT_WR_RECV,
+	IUT_WR_KINDS
+};
+
+/* The kinds as scripts (post write ...) and the agent protocol (kind=write) name them. */
+static const char *const iut_wr_kinds[IUT_WR_KINDS] __attribute__((unused)) = {
+	[IUT_WR_WRITE] = "write", [IUT_WR_WRITE_IMM] = "write_imm", [IUT_WR_SEND] = "send",
+	[IUT_WR_SEND_IMM] = "send_imm", [IUT_WR_READ] = "read", [IUT_WR_RECV] = "recv",
 };
 
 /* A work request on the IUT's memory: bytes [off, off + len) of its region. */
@@ -75,13 +88,26 @@ struct iut_wc {
 
 struct iut_ops {
 	const char *name;
-	/* NULL, with why in err, when the IUT cannot make the QP. */
-	void *(*open)(const struct iut_config *cfg, uint64_t now_ns, char *err, size_t errlen);
+	/*
+	 * How long the IUT may take to act on what it was given, in real nanoseconds: 0 for one
+	 * that acts at once in virtual time. An IUT with a clock of its own runs in real time: the
+	 * suite waits for it, up to this long, before it finds an expected packet, completion,
+	 * counter or state missing, and this long before it believes nothing more will come.
+	 */
+	uint64_t settle_ns;
+	/* Its QP keeps its own configuration where the setup says nothing (its congestion window,
+	 * READ limits, segment size, timers): scripts written to the engine's defaults
+	 * ("needs engine-defaults") are skipped. */
+	bool own_defaults;
+	/* NULL, with why in err, when the IUT cannot make the QP; errno EOPNOTSUPP when it
+	 * cannot make this one by design (the script is then skipped, with err as the reason). */
+	void *(*open)(struct iut_config *cfg, uint64_t now_ns, char *err, size_t errlen);
 	void (*close)(void *iut);
 	void (*deliver)(void *iut, const struct iut_dgram *d, uint64_t now_ns);
 	/* The IUT's next datagram at now_ns, if it has one to send. */
 	bool (*collect)(void *iut, struct iut_dgram *d, uint64_t now_ns);
-	/* When the IUT next wants advance(); UINT64_MAX for never. */
+	/* When the IUT next wants advance(); UINT64_MAX for never (and for an IUT that runs
+	 * its own timers: advance() then waits until now_ns comes). */
 	uint64_t (*deadline)(void *iut);
 	void (*advance)(void *iut, uint64_t now_ns);
 	/* 0, or -errno when the IUT refused the request */
@@ -91,12 +117,17 @@ struct iut_ops {
 	const char *(*state)(void *iut);
 	/* A counter by name (rx_dropped, tx_retransmits, ...); false for one it does not keep. */
 	bool (*counter)(void *iut, const char *name, uint64_t *value);
-	/* The region cfg->mr_* describes, as it holds now; and writing into it, as the
-	 * application does before it sends. */
-	const uint8_t *(*memory)(void *iut);
+	/* Bytes [off, off + len) of the region cfg->mr_* describes, as it holds now (false when
+	 * they cannot be read); and writing into it, as the application does before it sends. */
+	bool (*memory)(void *iut, uint32_t off, uint32_t len, uint8_t *out);
 	void (*fill)(void *iut, uint32_t off, uint32_t len, uint8_t value);
+	/* NULL, or why the adapter itself broke (an agent that died or answered nonsense): the
+	 * script fails there with it. May be NULL for an adapter that cannot break so. */
+	const char *(*fault)(void *iut);
 };
 
 extern const struct iut_ops iut_engine;
+/* The implementation behind the agent program `command` runs (agent.h), started per run. */
+const struct iut_ops *iut_remote(const char *command, char *err, size_t errlen);
 
 #endif

@@ -54,7 +54,7 @@ static void complete(void *user, bool from_recv_queue, const struct mrc_completi
 	e->wc_recv[at] = from_recv_queue;
 }
 
-static void *engine_open(const struct iut_config *cfg, uint64_t now_ns, char *err, size_t errlen)
+static void *engine_open(struct iut_config *cfg, uint64_t now_ns, char *err, size_t errlen)
 {
 	static const struct mrc_conn_callbacks cb = { .mr_lookup = mr_lookup,
 						      .complete = complete };
@@ -249,9 +249,14 @@ static bool engine_counter(void *iut, const char *name, uint64_t *value)
 	return false;
 }
 
-static const uint8_t *engine_memory(void *iut)
+static bool engine_memory(void *iut, uint32_t off, uint32_t len, uint8_t *out)
 {
-	return ((struct engine_iut *)iut)->mem;
+	struct engine_iut *e = iut;
+
+	if (off > e->cfg.mr_len || len > e->cfg.mr_len - off)
+		return false;
+	memcpy(out, e->mem + off, len);
+	return true;
 }
 
 static void engine_fill(void *iut, uint32_t off, uint32_t len, uint8_t value)

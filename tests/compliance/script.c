@@ -3,99 +3,29 @@
  * The wire script interpreter: reads a case line by line and plays the IUT's peer, in virtual
  * time that starts at 1 s and moves only to the times the script names (and to the IUT's
  * own deadlines between them). What the IUT sends is queued as it is sent and taken, in
- * order, by the script's expectations.
+ * order, by the script's expectations. An IUT that runs in real time (settle_ns, iut.h) is
+ * given that long to act before an expectation fails, and waited for as long before the
+ * suite believes it sends nothing more.
  */
 #include "compliance/script.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "compliance/fields.h"
+#include "compliance/names.h"
 #include "proto/checksum.h"
 #include "proto/codec.h"
 
 #define QUEUE 64u
 #define MAX_ARGS 32u
 #define START_NS 1000000000ull
-
-enum field_class {
-	C_ALL = 0x01,
-	C_DATA = 0x02,
-	C_READ = 0x04,
-	C_ATOMIC = 0x08,
-	C_ACK = 0x10,
-	C_NAK = 0x20,
-	C_PROBE = 0x40,
-	C_CLOSE = 0x80,
-};
-
-struct field {
-	const char *name;
-	unsigned classes;
-	size_t off;
-	unsigned size;
-	uint16_t flag; /* a bit of flags, as a field of its own (0 or 1) */
-};
-
-#define F(n, c, m) { n, c, offsetof(struct mrc_packet, m), sizeof(((struct mrc_packet *)0)->m), 0 }
-#define FLAG(n, bit) { n, C_ALL, offsetof(struct mrc_packet, flags), 2, bit }
-static const struct field fields[] = {
-	F("flags", C_ALL, flags),
-	F("dst_qpn", C_ALL, dst_qpn),
-	F("psn", C_ALL, psn),
-	F("tx_ts", C_ALL, tx_ts),
-	F("path_id", C_ALL, path_id),
-	FLAG("ack_req", MRC_F_ACK_REQ),
-	FLAG("retx", MRC_F_RETX),
-	FLAG("ece", MRC_F_ECE),
-	FLAG("inorder", MRC_F_INORDER),
-	FLAG("solicited", MRC_F_SOLICITED),
-	F("msn", C_DATA, u.data.msn),
-	F("rsn", C_DATA, u.data.rsn),
-	F("msg_len", C_DATA, u.data.msg_len),
-	F("msg_off", C_DATA, u.data.msg_off),
-	F("rkey", C_DATA, u.data.rkey),
-	F("imm", C_DATA, u.data.imm),
-	F("raddr", C_DATA, u.data.raddr),
-	F("msn", C_READ, u.read_req.msn),
-	F("length", C_READ, u.read_req.length),
-	F("rkey", C_READ, u.read_req.rkey),
-	F("sink_key", C_READ, u.read_req.sink_key),
-	F("raddr", C_READ, u.read_req.raddr),
-	F("sink_addr", C_READ, u.read_req.sink_addr),
-	F("msn", C_ATOMIC, u.atomic.msn),
-	F("op", C_ATOMIC, u.atomic.op),
-	F("rkey", C_ATOMIC, u.atomic.rkey),
-	F("sink_key", C_ATOMIC, u.atomic.sink_key),
-	F("raddr", C_ATOMIC, u.atomic.raddr),
-	F("sink_addr", C_ATOMIC, u.atomic.sink_addr),
-	F("swap_add", C_ATOMIC, u.atomic.swap_add),
-	F("compare", C_ATOMIC, u.atomic.compare),
-	F("cum_psn", C_ACK, u.ack.cum_psn),
-	F("echo_ts", C_ACK, u.ack.echo_ts),
-	F("ack_delay_ns", C_ACK, u.ack.ack_delay_ns),
-	F("rate_hint_kbps", C_ACK, u.ack.rate_hint_kbps),
-	F("echo_path", C_ACK, u.ack.echo_path),
-	F("ce_count", C_ACK, u.ack.ce_count),
-	F("queue_delay_ns", C_ACK, u.ack.queue_delay_ns),
-	F("cum_psn", C_NAK, u.nak.cum_psn),
-	F("nak_psn", C_NAK, u.nak.nak_psn),
-	F("msn", C_NAK, u.nak.msn),
-	F("kind", C_NAK, u.nak.kind),
-	F("retry_after", C_NAK, u.nak.retry_after),
-	F("nonce", C_PROBE, u.probe.nonce),
-	F("echo_ts", C_PROBE, u.probe.echo_ts),
-	F("echo_path", C_PROBE, u.probe.echo_path),
-	F("reason", C_CLOSE, u.close.reason),
-	F("cum_psn", C_CLOSE, u.close.cum_psn),
-};
-#undef F
-#undef FLAG
-
-static const char *const close_reasons[] = { "normal", "error", "shutdown" };
 
 struct sent {
 	struct iut_dgram d;
@@ -105,7 +35,8 @@ struct sent {
 struct run {
 	const struct iut_ops *iut;
 	void *h;
-	struct iut_config cfg;
+	struct iut_config cfg; /* as the script's setup says */
+	struct names names;    /* and as the IUT made it */
 	bool open;
 	uint64_t now;	  /* the IUT's clock */
 	uint64_t line_at; /* the time of the last timed line */
@@ -134,94 +65,6 @@ static bool failf(struct run *run, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(run->r->why, sizeof(run->r->why), fmt, ap);
 	va_end(ap);
-	return false;
-}
-
-static unsigned class_of(uint8_t opcode)
-{
-	if (mrc_opcode_is_data(opcode))
-		return C_DATA;
-	switch (opcode) {
-	case MRC_OP_READ_REQ: return C_READ;
-	case MRC_OP_ATOMIC_REQ: return C_ATOMIC;
-	case MRC_OP_ACK: return C_ACK;
-	case MRC_OP_NAK: return C_NAK;
-	case MRC_OP_PROBE:
-	case MRC_OP_PROBE_REPLY: return C_PROBE;
-	case MRC_OP_CLOSE: return C_CLOSE;
-	}
-	return 0;
-}
-
-static const struct field *field_of(const char *name, uint8_t opcode)
-{
-	unsigned cls = class_of(opcode) | C_ALL;
-
-	for (unsigned i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
-		if (!strcmp(fields[i].name, name) && (fields[i].classes & cls))
-			return &fields[i];
-	return NULL;
-}
-
-static uint64_t field_get(const struct mrc_packet *p, const struct field *f)
-{
-	const uint8_t *at = (const uint8_t *)p + f->off;
-	uint64_t v = 0;
-
-	switch (f->size) {
-	case 1: v = *at; break;
-	case 2: v = *(const uint16_t *)(const void *)at; break;
-	case 4: v = *(const uint32_t *)(const void *)at; break;
-	case 8: v = *(const uint64_t *)(const void *)at; break;
-	}
-	return f->flag ? !!(v & f->flag) : v;
-}
-
-static void field_set(struct mrc_packet *p, const struct field *f, uint64_t v)
-{
-	uint8_t *at = (uint8_t *)p + f->off;
-
-	if (f->flag) {
-		p->flags = (uint16_t)(v ? p->flags | f->flag : p->flags & ~f->flag);
-		return;
-	}
-	switch (f->size) {
-	case 1: *at = (uint8_t)v; break;
-	case 2: *(uint16_t *)(void *)at = (uint16_t)v; break;
-	case 4: *(uint32_t *)(void *)at = (uint32_t)v; break;
-	case 8: *(uint64_t *)(void *)at = v; break;
-	}
-}
-
-/* A value as a number, or the name of a NAK kind or CLOSE reason. */
-static bool parse_value(const char *s, uint64_t *v)
-{
-	char *end;
-
-	for (int k = 1; k <= MRC_NAK_KIND_MAX; k++)
-		if (!strcmp(s, mrc_nak_kind_name((uint8_t)k))) {
-			*v = (uint64_t)k;
-			return true;
-		}
-	for (unsigned k = 0; k < sizeof(close_reasons) / sizeof(close_reasons[0]); k++)
-		if (!strcmp(s, close_reasons[k])) {
-			*v = k;
-			return true;
-		}
-	*v = strtoull(s, &end, 0);
-	return *s && !*end;
-}
-
-static bool parse_opcode(const char *s, uint8_t *opcode)
-{
-	for (unsigned op = 0; op < 256; op++) {
-		const char *name = mrc_opcode_name((uint8_t)op);
-
-		if (mrc_opcode_is_known((uint8_t)op) && !strcasecmp(s, name)) {
-			*opcode = (uint8_t)op;
-			return true;
-		}
-	}
 	return false;
 }
 
@@ -320,7 +163,71 @@ static bool run_to(struct run *run, uint64_t t)
 	}
 	if (t > run->now)
 		run->now = t;
+	if (run->iut->settle_ns) /* its clock: it waits until t comes */
+		run->iut->advance(run->h, run->now);
 	return drain(run);
+}
+
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A real-time IUT acts after a while: what it sends meanwhile, a millisecond later. */
+static bool wait_a_little(struct run *run)
+{
+	struct timespec ms = { 0, 1000000 };
+
+	nanosleep(&ms, NULL);
+	return drain(run);
+}
+
+/* check() holds, or has had the IUT's settle time to come to hold: only checks that take
+ * nothing away are retried (the failure of the last try is the one reported). */
+static bool settled(struct run *run, bool (*check)(struct run *))
+{
+	uint64_t end = real_ns() + run->iut->settle_ns;
+
+	for (;;) {
+		struct script_result before = *run->r;
+
+		if (check(run))
+			return true;
+		if (!run->iut->settle_ns || real_ns() >= end)
+			return false;
+		*run->r = before;
+		if (!wait_a_little(run))
+			return false;
+	}
+}
+
+/*
+ * The IUT has had time to send anything more it was going to: at the end of a script its
+ * settle time; within one ("> none", no_wc: nothing at this moment) a twentieth of it, as
+ * long as a packet takes to come back, not so long that the IUT's timers run meanwhile.
+ */
+static bool quiet(struct run *run, bool at_end)
+{
+	uint64_t end = real_ns() + run->iut->settle_ns / (at_end ? 1 : 20);
+
+	while (run->iut->settle_ns && real_ns() < end)
+		if (!wait_a_little(run))
+			return false;
+	return true;
+}
+
+/* A packet of the IUT's is queued, or it had its settle time to send one. */
+static bool queued(struct run *run)
+{
+	uint64_t end = real_ns() + run->iut->settle_ns;
+
+	while (!run->q_n && run->iut->settle_ns && real_ns() < end)
+		if (!wait_a_little(run))
+			return false;
+	return true;
 }
 
 /* --- lines ------------------------------------------------------------------------------ */
@@ -391,7 +298,15 @@ static bool ensure_open(struct run *run)
 
 	if (run->open)
 		return true;
-	run->h = run->iut->open(&run->cfg, run->now, err, sizeof(err));
+	run->names.script = run->cfg;
+	run->names.iut = run->cfg;
+	errno = 0;
+	run->h = run->iut->open(&run->names.iut, run->now, err, sizeof(err));
+	if (!run->h && errno == EOPNOTSUPP) {
+		failf(run, "%s", err);
+		run->r->skipped = true;
+		return false;
+	}
 	if (!run->h)
 		return failf(run, "the IUT could not make the QP: %s", err);
 	run->open = true;
@@ -416,11 +331,13 @@ static bool is_extra(const char *a)
 /* sack=1,2,5: the SACK bits set, by offset from cum_psn ("none": no bit) */
 static bool sack_parse(struct run *run, const char *list, uint8_t *sack)
 {
-	char buf[256], *tok, *save;
+	char buf[1024], *tok, *save;
 
 	memset(sack, 0, MRC_SACK_BYTES);
 	if (!strcmp(list, "none"))
 		return true;
+	if (strlen(list) >= sizeof(buf))
+		return failf(run, "sack=: a list of up to %zu characters", sizeof(buf) - 1);
 	snprintf(buf, sizeof(buf), "%s", list);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *end;
@@ -476,6 +393,7 @@ static bool line_send(struct run *run)
 		return failf(run, "sack= is an ACK's");
 	if (arg(run, "sack") && !sack_parse(run, arg(run, "sack"), p.u.ack.sack))
 		return false;
+	fields_rename_for_iut(&p, &run->names);
 	e = mrc_encode(&p, d->bytes, sizeof(d->bytes), &out);
 	if (e)
 		return failf(run, "the suite cannot encode this packet (%s): poke= makes a "
@@ -534,6 +452,8 @@ static bool line_expect(struct run *run)
 	if (run->argc < 2)
 		return failf(run, "> needs an opcode or none");
 	if (!strcmp(run->argv[1], "none")) {
+		if (!quiet(run, false))
+			return false;
 		if (!run->q_n)
 			return true;
 		s = &run->queue[run->q_head];
@@ -542,6 +462,8 @@ static bool line_expect(struct run *run)
 	}
 	if (!parse_opcode(run->argv[1], &opcode))
 		return failf(run, "no opcode %s", run->argv[1]);
+	if (!queued(run))
+		return false;
 	if (!run->q_n)
 		return failf(run, "expected %s, the IUT sent nothing", mrc_opcode_name(opcode));
 	s = &run->queue[run->q_head];
@@ -595,18 +517,42 @@ static bool line_expect(struct run *run)
 		f = field_of(key, opcode);
 		if (!f)
 			return failf(run, "%s has no field %s", mrc_opcode_name(opcode), key);
-		if (field_get(&p, f) != v)
+		if (field_get(&p, f) != names_on_wire(&run->names, opcode, key, false, v))
 			return failf(run, "%s: %s is %llu, expected %llu", mrc_opcode_name(opcode), key,
-				     (unsigned long long)field_get(&p, f), (unsigned long long)v);
+				     (unsigned long long)field_get(&p, f),
+				     (unsigned long long)names_on_wire(&run->names, opcode, key, false,
+								       v));
 	}
+	return true;
+}
+
+/*
+ * ">? OPCODE field=value ...": what the IUT MAY send (a MAY of the specification). The IUT has
+ * a moment to send it; its next packet, if it is this one, is taken, and anything else stays
+ * for the lines after.
+ */
+static bool line_maybe(struct run *run)
+{
+	struct script_result before;
+	unsigned head, n;
+
+	if (!quiet(run, false))
+		return false;
+	if (!run->q_n)
+		return true;
+	before = *run->r;
+	head = run->q_head;
+	n = run->q_n;
+	if (line_expect(run))
+		return true;
+	*run->r = before;
+	run->q_head = head;
+	run->q_n = n;
 	return true;
 }
 
 static bool line_post(struct run *run)
 {
-	static const char *const kinds[] = { [IUT_WR_WRITE] = "write", [IUT_WR_WRITE_IMM] = "write_imm",
-					     [IUT_WR_SEND] = "send",   [IUT_WR_SEND_IMM] = "send_imm",
-					     [IUT_WR_READ] = "read",   [IUT_WR_RECV] = "recv" };
 	struct iut_wr wr = { 0 };
 	uint64_t id, off, len, rkey, raddr, imm;
 	unsigned k;
@@ -614,10 +560,10 @@ static bool line_post(struct run *run)
 
 	static const char *const keys[] = { "id", "off", "len", "rkey", "raddr", "imm", NULL };
 
-	for (k = 0; k < sizeof(kinds) / sizeof(kinds[0]); k++)
-		if (run->argc >= 2 && !strcmp(run->argv[1], kinds[k]))
+	for (k = 0; k < IUT_WR_KINDS; k++)
+		if (run->argc >= 2 && !strcmp(run->argv[1], iut_wr_kinds[k]))
 			break;
-	if (k == sizeof(kinds) / sizeof(kinds[0]))
+	if (k == IUT_WR_KINDS)
 		return failf(run, "post needs write, write_imm, send, send_imm, read or recv");
 	if (!only_keys(run, 2, keys))
 		return false;
@@ -630,7 +576,7 @@ static bool line_post(struct run *run)
 			      .imm = (uint32_t)imm };
 	e = run->iut->post(run->h, &wr, run->now);
 	if (e)
-		return failf(run, "the IUT refused post %s: %s", kinds[k], strerror(-e));
+		return failf(run, "the IUT refused post %s: %s", iut_wr_kinds[k], strerror(-e));
 	return drain(run);
 }
 
@@ -641,9 +587,15 @@ static bool line_wc(struct run *run)
 	const char *s;
 	uint64_t v;
 
+	uint64_t end = real_ns() + run->iut->settle_ns;
+	bool got;
+
 	if (!only_keys(run, 1, keys))
 		return false;
-	if (!run->iut->poll(run->h, &wc))
+	while (!(got = run->iut->poll(run->h, &wc)) && run->iut->settle_ns && real_ns() < end)
+		if (!wait_a_little(run))
+			return false;
+	if (!got)
 		return failf(run, "expected a completion, there is none");
 	if ((s = arg(run, "status")) && strcmp(s, wc.status))
 		return failf(run, "completion %llu: status %s, expected %s",
@@ -668,6 +620,8 @@ static bool line_no_wc(struct run *run)
 {
 	struct iut_wc wc;
 
+	if (!quiet(run, false))
+		return false;
 	if (run->iut->poll(run->h, &wc))
 		return failf(run, "expected no completion, there is %llu (%s, %s)",
 			     (unsigned long long)wc.wr_id, wc.opcode, wc.status);
@@ -687,8 +641,15 @@ static bool line_counter(struct run *run)
 		snprintf(name, sizeof(name), "%.*s", (int)(op - run->argv[i]), run->argv[i]);
 		if (!parse_value(op + (at_least ? 2 : 1), &want))
 			return failf(run, "%s: not a number", run->argv[i]);
-		if (!run->iut->counter(run->h, name, &have))
-			return failf(run, "the IUT keeps no counter %s", name);
+		/* counters are the IUT's own: one it does not keep is said, not failed */
+		if (!run->iut->counter(run->h, name, &have)) {
+			size_t at = strlen(run->r->unchecked);
+
+			if (!strstr(run->r->unchecked, name))
+				snprintf(run->r->unchecked + at, sizeof(run->r->unchecked) - at,
+					 "%s%s", at ? " " : "", name);
+			continue;
+		}
 		if (at_least ? have < want : have != want)
 			return failf(run, "counter %s is %llu, expected %s%llu", name,
 				     (unsigned long long)have, at_least ? ">= " : "",
@@ -701,7 +662,7 @@ static bool line_memory(struct run *run, bool write)
 {
 	static const char *const keys[] = { "off", "len", "fill", NULL };
 	uint64_t off, len, fill;
-	const uint8_t *m;
+	uint8_t *m = run->payload;
 
 	if (!only_keys(run, 1, keys) || !arg_num(run, "off", &off, 0) ||
 	    !arg_num(run, "len", &len, 0) || !arg_num(run, "fill", &fill, 0))
@@ -715,13 +676,22 @@ static bool line_memory(struct run *run, bool write)
 		run->iut->fill(run->h, (uint32_t)off, (uint32_t)len, (uint8_t)fill);
 		return true;
 	}
-	m = run->iut->memory(run->h);
+	if (len > sizeof(run->payload))
+		return failf(run, "len=%llu: memory checks up to %zu bytes at once",
+			     (unsigned long long)len, sizeof(run->payload));
+	if (!run->iut->memory(run->h, (uint32_t)off, (uint32_t)len, m))
+		return failf(run, "the IUT's memory cannot be read");
 	for (uint64_t i = 0; i < len; i++)
-		if (m[off + i] != (uint8_t)fill)
+		if (m[i] != (uint8_t)fill)
 			return failf(run, "memory byte %llu is 0x%02x, expected 0x%02llx",
-				     (unsigned long long)(off + i), m[off + i],
+				     (unsigned long long)(off + i), m[i],
 				     (unsigned long long)fill);
 	return true;
+}
+
+static bool line_memory_read(struct run *run)
+{
+	return line_memory(run, false);
 }
 
 static bool line_state(struct run *run)
@@ -735,11 +705,15 @@ static bool line_state(struct run *run)
 	return true;
 }
 
+static bool line_verb(struct run *run, const char *verb);
+static bool adapter_broke(struct run *run);
+
 /* One timed line: "+SECONDS VERB ..." (after the last) or "SECONDS VERB ..." (from the start). */
 static bool line_timed(struct run *run)
 {
 	const char *t = run->argv[0], *verb;
 	char *end;
+	bool ok;
 	double sec = strtod(t + (*t == '+'), &end);
 	uint64_t at;
 
@@ -758,10 +732,31 @@ static bool line_timed(struct run *run)
 	if (!run->argc)
 		return failf(run, "a time and nothing to do");
 	verb = run->argv[0];
+	ok = line_verb(run, verb);
+	return !adapter_broke(run) && ok;
+}
+
+/* A broken adapter is the reason, whatever the line it broke on then found. */
+static bool adapter_broke(struct run *run)
+{
+	const char *why = run->iut->fault ? run->iut->fault(run->h) : NULL;
+
+	if (!why)
+		return false;
+	run->r->pass = false;
+	run->r->line = run->line;
+	snprintf(run->r->why, sizeof(run->r->why), "the adapter broke: %s", why);
+	return true;
+}
+
+static bool line_verb(struct run *run, const char *verb)
+{
 	if (!strcmp(verb, "<"))
 		return line_send(run);
 	if (!strcmp(verb, ">"))
 		return line_expect(run);
+	if (!strcmp(verb, ">?"))
+		return line_maybe(run);
 	if (!strcmp(verb, "post"))
 		return line_post(run);
 	if (!strcmp(verb, "wc"))
@@ -769,14 +764,41 @@ static bool line_timed(struct run *run)
 	if (!strcmp(verb, "no_wc"))
 		return line_no_wc(run);
 	if (!strcmp(verb, "counter"))
-		return line_counter(run);
+		return settled(run, line_counter);
 	if (!strcmp(verb, "memory"))
-		return line_memory(run, false);
+		return settled(run, line_memory_read);
 	if (!strcmp(verb, "fill"))
 		return line_memory(run, true);
 	if (!strcmp(verb, "state"))
-		return line_state(run);
+		return settled(run, line_state);
 	return failf(run, "no verb %s", verb);
+}
+
+/*
+ * "needs virtual-clock WHY": the case times the IUT more finely than real time can (an RNR
+ * wait of microseconds, a 1 ms RTO, an ACK that must not come before a timer): an IUT with a
+ * clock of its own skips it, with WHY. "needs engine-defaults WHY": the case relies on a
+ * configuration its setup does not state (the engine's congestion window, READ limits, segment
+ * size): an IUT with its own skips it.
+ */
+static bool line_needs(struct run *run)
+{
+	char why[256] = "";
+	size_t at = 0;
+	bool clock;
+
+	if (run->argc < 3 || (strcmp(run->argv[1], "virtual-clock") &&
+			      strcmp(run->argv[1], "engine-defaults")))
+		return failf(run, "needs virtual-clock WHY, or needs engine-defaults WHY");
+	clock = !strcmp(run->argv[1], "virtual-clock");
+	for (unsigned i = 2; i < run->argc && at < sizeof(why); i++)
+		at += (size_t)snprintf(why + at, sizeof(why) - at, "%s%s", i > 2 ? " " : "",
+				       run->argv[i]);
+	if (clock ? !run->iut->settle_ns : !run->iut->own_defaults)
+		return true;
+	failf(run, "needs %s: %s", clock ? "a virtual clock" : "the engine's defaults", why);
+	run->r->skipped = true;
+	return false;
 }
 
 static void defaults(struct run *run)
@@ -847,6 +869,8 @@ bool script_run(const char *path, const struct iut_ops *iut, struct script_resul
 		if (!strcmp(run->argv[0], "requires")) {
 			for (unsigned i = 1; i < run->argc && r->n_ids < SCRIPT_MAX_IDS; i++)
 				snprintf(r->ids[r->n_ids++], sizeof(r->ids[0]), "%s", run->argv[i]);
+		} else if (!strcmp(run->argv[0], "needs")) {
+			ok = line_needs(run);
 		} else if (!strcmp(run->argv[0], "setup")) {
 			ok = line_setup(run);
 		} else if (isdigit((unsigned char)run->argv[0][0]) || run->argv[0][0] == '+') {
@@ -856,6 +880,8 @@ bool script_run(const char *path, const struct iut_ops *iut, struct script_resul
 		}
 	}
 	/* a case that ends with packets nobody expected has not said all the IUT did */
+	if (ok && run->open)
+		ok = quiet(run, true);
 	if (ok && run->q_n)
 		failf(run, "the script ended with %u packets of the IUT's unexpected (first: %s)",
 		      run->q_n, mrc_opcode_name(run->queue[run->q_head].d.bytes[1]));

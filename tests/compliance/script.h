@@ -15,8 +15,10 @@
 
 struct script_result {
 	bool pass;
+	bool skipped;	/* the IUT cannot make this script's QP by design: why says why */
 	unsigned line;	/* the line that failed; 0 for a pass */
 	char why[512];	/* what was expected and what came instead */
+	char unchecked[256]; /* the counters it names that the IUT does not keep */
 	unsigned n_ids; /* the requirement ids the script names */
 	char ids[SCRIPT_MAX_IDS][12];
 };

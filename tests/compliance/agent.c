@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The agent's end of the agent protocol (agent.h): one request line in, one answer line out,
+ * each request an operation of the iut_ops it serves.
+ */
+#include "compliance/agent.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+unsigned agent_words(char *line, char **words, unsigned max)
+{
+	unsigned n = 0;
+	char *save, *tok;
+
+	for (tok = strtok_r(line, " \t\r\n", &save); tok && n < max;
+	     tok = strtok_r(NULL, " \t\r\n", &save))
+		words[n++] = tok;
+	return n;
+}
+
+const char *agent_arg(char *const *words, unsigned n, const char *key)
+{
+	size_t k = strlen(key);
+
+	for (unsigned i = 0; i < n; i++)
+		if (!strncmp(words[i], key, k) && words[i][k] == '=')
+			return words[i] + k + 1;
+	return NULL;
+}
+
+bool agent_num(const char *s, uint64_t *v)
+{
+	char *end;
+
+	if (!s || !*s || *s == '-')
+		return false;
+	errno = 0;
+	*v = strtoull(s, &end, 0);
+	return !*end && !errno;
+}
+
+void agent_hex_put(FILE *out, const uint8_t *bytes, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		fprintf(out, "%02x", bytes[i]);
+}
+
+static int nibble(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+long agent_hex_get(const char *hex, uint8_t *out, size_t cap)
+{
+	size_t n = strlen(hex);
+
+	if (n % 2 || n / 2 > cap)
+		return -1;
+	for (size_t i = 0; i < n / 2; i++) {
+		int hi = nibble(hex[2 * i]), lo = nibble(hex[2 * i + 1]);
+
+		if (hi < 0 || lo < 0)
+			return -1;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return (long)(n / 2);
+}
+
+struct served {
+	const struct iut_ops *ops;
+	void *iut;
+	FILE *out;
+	char **w;
+	unsigned n;
+	uint8_t buf[IUT_MAX_DGRAM > 65536 ? IUT_MAX_DGRAM : 65536];
+};
+
+/* key=number among the request's words; false (and the answer said) when it is missing */
+static bool need(struct served *s, const char *key, uint64_t *v)
+{
+	if (agent_num(agent_arg(s->w, s->n, key), v))
+		return true;
+	fprintf(s->out, "error %s: no %s=NUMBER\n", s->w[0], key);
+	return false;
+}
+
+static void serve_open(struct served *s)
+{
+	struct iut_config c = { 0 };
+	uint64_t now, v[11];
+	static const char *const keys[] = { "qpn", "peer_qpn", "psn", "peer_psn", "max_payload",
+					    "paths", "rq_depth", "mr_key", "mr_addr", "mr_len",
+					    "retry_cnt" };
+	const char *access = agent_arg(s->w, s->n, "access"), *ports;
+	char err[256] = "", *save, *tok, list[128];
+	uint64_t rnr;
+
+	if (s->iut) {
+		fprintf(s->out, "error open: a QP is open (close it first)\n");
+		return;
+	}
+	if (!need(s, "now", &now) || !need(s, "rnr_retry", &rnr))
+		return;
+	for (unsigned i = 0; i < 11; i++)
+		if (!need(s, keys[i], &v[i]))
+			return;
+	c = (struct iut_config){ .qpn = (uint32_t)v[0], .peer_qpn = (uint32_t)v[1],
+				 .psn = (uint32_t)v[2], .peer_psn = (uint32_t)v[3],
+				 .max_payload = (uint16_t)v[4], .n_paths = (uint8_t)v[5],
+				 .rq_depth = (uint32_t)v[6], .mr_key = (uint32_t)v[7],
+				 .mr_addr = v[8], .mr_len = (uint32_t)v[9],
+				 .retry_cnt = (uint8_t)v[10], .rnr_retry = (uint8_t)rnr };
+	c.mr_remote_write = access && strchr(access, 'w');
+	c.mr_remote_read = access && strchr(access, 'r');
+	c.mr_remote_atomic = access && strchr(access, 'a');
+	ports = agent_arg(s->w, s->n, "sports");
+	if (!c.n_paths || c.n_paths > IUT_MAX_PATHS || !ports) {
+		fprintf(s->out, "error open: paths=1..%u and sports=PORT,... needed\n",
+			IUT_MAX_PATHS);
+		return;
+	}
+	snprintf(list, sizeof(list), "%s", ports);
+	tok = strtok_r(list, ",", &save);
+	for (unsigned i = 0; i < c.n_paths; i++, tok = strtok_r(NULL, ",", &save)) {
+		uint64_t p;
+
+		if (!agent_num(tok, &p) || p > 65535) {
+			fprintf(s->out, "error open: sports= has fewer than %u ports\n", c.n_paths);
+			return;
+		}
+		c.sports[i] = (uint16_t)p;
+	}
+	errno = 0;
+	s->iut = s->ops->open(&c, now, err, sizeof(err));
+	if (!s->iut) {
+		fprintf(s->out, "%s %s\n", errno == EOPNOTSUPP ? "unsupported" : "error", err);
+		return;
+	}
+	fprintf(s->out, "ok qpn=%" PRIu32 " psn=%" PRIu32 " peer_psn=%" PRIu32 " mr_key=%" PRIu32
+		" mr_addr=%" PRIu64 "\n", c.qpn, c.psn, c.peer_psn, c.mr_key, c.mr_addr);
+}
+
+static void serve_dgram(struct served *s, bool deliver)
+{
+	struct iut_dgram *d = (struct iut_dgram *)s->buf;
+	uint64_t now, plane, sport, ce;
+	long len;
+
+	if (!need(s, "now", &now))
+		return;
+	if (!deliver) {
+		if (!s->ops->collect(s->iut, d, now)) {
+			fprintf(s->out, "none\n");
+			return;
+		}
+		fprintf(s->out, "ok plane=%u sport=%u ce=%d bytes=", d->plane, d->sport, d->ce);
+		agent_hex_put(s->out, d->bytes, d->len);
+		fputc('\n', s->out);
+		return;
+	}
+	if (!need(s, "plane", &plane) || !need(s, "sport", &sport) || !need(s, "ce", &ce))
+		return;
+	len = agent_hex_get(agent_arg(s->w, s->n, "bytes") ? agent_arg(s->w, s->n, "bytes") : "-",
+			    d->bytes, sizeof(d->bytes));
+	if (len < 0) {
+		fprintf(s->out, "error deliver: bytes= is not HEX of up to %u bytes\n",
+			IUT_MAX_DGRAM);
+		return;
+	}
+	d->len = (uint16_t)len;
+	d->plane = (uint8_t)plane;
+	d->sport = (uint16_t)sport;
+	d->ce = ce != 0;
+	s->ops->deliver(s->iut, d, now);
+	fprintf(s->out, "ok\n");
+}
+
+static void serve_post(struct served *s)
+{
+	const char *kind = agent_arg(s->w, s->n, "kind");
+	uint64_t now, id, off, len, rkey, raddr, imm;
+	struct iut_wr wr;
+	unsigned k;
+	int e;
+
+	for (k = 0; k < IUT_WR_KINDS; k++)
+		if (kind && !strcmp(kind, iut_wr_kinds[k]))
+			break;
+	if (k == IUT_WR_KINDS) {
+		fprintf(s->out, "error post: no kind=%s\n", kind ? kind : "");
+		return;
+	}
+	if (!need(s, "now", &now) || !need(s, "id", &id) || !need(s, "off", &off) ||
+	    !need(s, "len", &len) || !need(s, "rkey", &rkey) || !need(s, "raddr", &raddr) ||
+	    !need(s, "imm", &imm))
+		return;
+	wr = (struct iut_wr){ .kind = (uint8_t)k, .wr_id = id, .off = (uint32_t)off,
+			      .len = (uint32_t)len, .rkey = (uint32_t)rkey, .raddr = raddr,
+			      .imm = (uint32_t)imm };
+	e = s->ops->post(s->iut, &wr, now);
+	if (e)
+		fprintf(s->out, "error %d\n", e);
+	else
+		fprintf(s->out, "ok\n");
+}
+
+static void serve_memory(struct served *s, bool fill)
+{
+	uint64_t off, len, value;
+
+	if (!need(s, "off", &off) || !need(s, "len", &len) || off > UINT32_MAX)
+		return;
+	if (len > sizeof(s->buf)) {
+		fprintf(s->out, "error %s: up to %zu bytes at once\n", s->w[0], sizeof(s->buf));
+		return;
+	}
+	if (fill) {
+		if (!need(s, "value", &value))
+			return;
+		s->ops->fill(s->iut, (uint32_t)off, (uint32_t)len, (uint8_t)value);
+		fprintf(s->out, "ok\n");
+		return;
+	}
+	if (!s->ops->memory(s->iut, (uint32_t)off, (uint32_t)len, s->buf)) {
+		fprintf(s->out, "none\n");
+		return;
+	}
+	fprintf(s->out, "ok ");
+	agent_hex_put(s->out, s->buf, len);
+	fputc('\n', s->out);
+}
+
+static void serve_line(struct served *s)
+{
+	const char *op = s->w[0];
+	struct iut_wc wc;
+	uint64_t v;
+
+	if (!strcmp(op, "open"))
+		return serve_open(s);
+	if (!s->iut) {
+		fprintf(s->out, "error %s: no QP is open\n", op);
+		return;
+	}
+	if (!strcmp(op, "close")) {
+		s->ops->close(s->iut);
+		s->iut = NULL;
+		fprintf(s->out, "ok\n");
+	} else if (!strcmp(op, "deliver") || !strcmp(op, "collect")) {
+		serve_dgram(s, !strcmp(op, "deliver"));
+	} else if (!strcmp(op, "deadline")) {
+		v = s->ops->deadline(s->iut);
+		if (v == UINT64_MAX)
+			fprintf(s->out, "ok never\n");
+		else
+			fprintf(s->out, "ok %" PRIu64 "\n", v);
+	} else if (!strcmp(op, "advance")) {
+		if (need(s, "now", &v)) {
+			s->ops->advance(s->iut, v);
+			fprintf(s->out, "ok\n");
+		}
+	} else if (!strcmp(op, "post")) {
+		serve_post(s);
+	} else if (!strcmp(op, "poll")) {
+		if (!s->ops->poll(s->iut, &wc))
+			fprintf(s->out, "none\n");
+		else
+			fprintf(s->out, "ok id=%" PRIu64 " recv=%d status=%s opcode=%s len=%" PRIu32
+				" imm=%" PRIu32 " with_imm=%d\n", wc.wr_id, wc.recv, wc.status,
+				wc.opcode, wc.byte_len, wc.imm, wc.with_imm);
+	} else if (!strcmp(op, "state")) {
+		fprintf(s->out, "ok %s\n", s->ops->state(s->iut));
+	} else if (!strcmp(op, "counter")) {
+		const char *name = agent_arg(s->w, s->n, "name");
+
+		if (name && s->ops->counter(s->iut, name, &v))
+			fprintf(s->out, "ok %" PRIu64 "\n", v);
+		else
+			fprintf(s->out, "none\n");
+	} else if (!strcmp(op, "memory") || !strcmp(op, "fill")) {
+		serve_memory(s, !strcmp(op, "fill"));
+	} else {
+		fprintf(s->out, "error no request %s\n", op);
+	}
+}
+
+int agent_serve(const struct iut_ops *ops, FILE *in, FILE *out)
+{
+	struct served *s = calloc(1, sizeof(*s));
+	char *line = NULL, *words[AGENT_MAX_WORDS];
+	size_t cap = 0;
+
+	if (!s)
+		return 1;
+	s->ops = ops;
+	s->out = out;
+	s->w = words;
+	fprintf(out, "metaroce-compliance %d name=%s settle_ns=%" PRIu64 " own_defaults=%d\n",
+		AGENT_PROTOCOL, ops->name, ops->settle_ns, ops->own_defaults);
+	fflush(out);
+	while (getline(&line, &cap, in) > 0) {
+		s->n = agent_words(line, words, AGENT_MAX_WORDS);
+		if (!s->n)
+			fprintf(out, "error an empty line\n");
+		else
+			serve_line(s);
+		fflush(out);
+	}
+	if (s->iut)
+		ops->close(s->iut);
+	free(line);
+	free(s);
+	return 0;
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The agent protocol: iut.h's operations as lines of text between the suite and a process
+ * that drives an implementation under test, so an implementation the suite cannot link (a
+ * daemon, a NIC, a DPDK stack, a program in another language) is tested the same way. The
+ * suite starts the agent and speaks on its standard input and output.
+ *
+ * The agent first says who it is; then, for each request line, answers one line:
+ *
+ *   agent:  metaroce-compliance 1 name=NAME settle_ns=N own_defaults=0|1   (iut.h)
+ *   suite:  open now=NS qpn=Q peer_qpn=Q psn=P peer_psn=P max_payload=B paths=N sports=S,S..
+ *                rq_depth=N mr_key=K mr_addr=A mr_len=L access=rwa|- retry_cnt=N rnr_retry=N
+ *   agent:  ok qpn=Q psn=P peer_psn=P mr_key=K mr_addr=A   (the values it made the QP with)
+ *   suite:  close                                   agent: ok
+ *   suite:  deliver now=NS plane=P sport=S ce=0|1 bytes=HEX               agent: ok
+ *   suite:  collect now=NS              agent: ok plane=P sport=S ce=0|1 bytes=HEX | none
+ *   suite:  deadline                                agent: ok NS | ok never
+ *   suite:  advance now=NS                          agent: ok
+ *   suite:  post now=NS kind=write|write_imm|send|send_imm|read|recv id=N off=N len=N
+ *                rkey=K raddr=A imm=N               agent: ok | error -ERRNO
+ *   suite:  poll     agent: ok id=N recv=0|1 status=S opcode=O len=N imm=N with_imm=0|1 | none
+ *   suite:  state                                   agent: ok rts|err|closing|closed
+ *   suite:  counter name=NAME                       agent: ok V | none
+ *   suite:  memory off=N len=N                      agent: ok HEX | none
+ *   suite:  fill off=N len=N value=B                agent: ok
+ *
+ * Any request may also be answered "error TEXT" (the run fails there, with TEXT), and open
+ * "unsupported TEXT" (the IUT cannot make that QP by design: the script is skipped). Numbers
+ * are decimal or 0x hexadecimal; HEX is two lower-case digits a byte. tests/compliance/
+ * README.md says the same with examples.
+ */
+#ifndef METAROCE_TESTS_COMPLIANCE_AGENT_H
+#define METAROCE_TESTS_COMPLIANCE_AGENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "compliance/iut.h"
+
+#define AGENT_PROTOCOL 1
+#define AGENT_MAX_WORDS 24u
+
+/* Serves ops on in and out until the suite closes in: 0, or 1 after a broken line. */
+int agent_serve(const struct iut_ops *ops, FILE *in, FILE *out);
+
+/* Both ends: a line cut into words (in place); the value of key=... among them, or NULL; a
+ * number; bytes as HEX and back (-1: not HEX, or more than cap bytes). */
+unsigned agent_words(char *line, char **words, unsigned max);
+const char *agent_arg(char *const *words, unsigned n, const char *key);
+bool agent_num(const char *s, uint64_t *v);
+void agent_hex_put(FILE *out, const uint8_t *bytes, size_t len);
+long agent_hex_get(const char *hex, uint8_t *out, size_t cap);
+
+#endif

@@ -1,0 +1,653 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * compliance-agent-daemon: metaroced as an implementation under test, behind the agent
+ * protocol (agent.h). The QP is a verbs QP made through libmetaroce, as any application makes
+ * one; the suite's peer is this process's UDP sockets on the peer's address, in real time.
+ * The daemon picks its QPN, key and PSNs (R-116: from the node ids), so open() says them back.
+ *
+ * The peer the suite plays has a node: this agent answers the daemon's DISCOVERs for it
+ * (SPEC 12), announcing plane 0 only, so every path of the QP is on plane 0 as scripts say.
+ *
+ * Environment: METAROCE_SOCKET (the daemon's control socket), COMPLIANCE_IUT_ADDR (the
+ * daemon's plane-0 IPv4 address), COMPLIANCE_PEER_ADDR (this process's, on the same link),
+ * COMPLIANCE_PORT (both MetaRoCE ports, 4792), COMPLIANCE_SETTLE_MS (200).
+ *
+ * The daemon's QPs keep its own configuration where a verbs QP cannot set it (its congestion
+ * window, its READ limits, at the port's MTU what the planes carry, R-99): own_defaults.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <metaroce/ctl.h>
+#include <metaroce/metaroce.h>
+
+#include "compliance/agent.h"
+#include "proto/codec.h"
+#include "proto/conn.h"
+#include "verbs/ctl_client.h"
+
+#define MAX_SOCKETS 24u
+#define METRICS_CAP (1u << 20) /* the exposition's bytes, with room for many paths */
+#define OPEN_WAIT_NS 5000000000ull
+
+struct daemon_iut {
+	struct iut_config cfg;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *mem;
+	size_t mapped;
+	uint64_t t0_real, t0_script; /* the script's time t is real time t0_real + t - t0_script */
+	char *base_metrics;	      /* the counters when the QP was made */
+	uint64_t base_retx, base_rx;
+};
+
+/* What lasts the whole run: the device, the sockets, the two nodes. */
+static struct {
+	struct ibv_context *ctx;
+	int ctl;
+	struct in_addr iut_addr, peer_addr;
+	uint16_t port;
+	int socks[MAX_SOCKETS]; /* [0]: the peer's MetaRoCE port; then one per source port */
+	uint16_t sock_port[MAX_SOCKETS];
+	unsigned n_socks;
+	uint64_t node, iut_node; /* the peer's node id, and the daemon's once it asked */
+} g;
+
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int udp_socket(uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr = g.peer_addr,
+				 .sin_port = htons(port) };
+	int one = 1, fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one)) ||
+	    bind(fd, (struct sockaddr *)&a, sizeof(a))) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+/* The socket that sends from port sport (made the first time). */
+static int socket_for(uint16_t sport)
+{
+	int fd;
+
+	for (unsigned i = 0; i < g.n_socks; i++)
+		if (g.sock_port[i] == sport)
+			return g.socks[i];
+	if (g.n_socks == MAX_SOCKETS)
+		return -ENOSPC;
+	fd = udp_socket(sport);
+	if (fd < 0)
+		return fd;
+	g.sock_port[g.n_socks] = sport;
+	g.socks[g.n_socks++] = fd;
+	return fd;
+}
+
+static int send_from(uint16_t sport, bool ce, const uint8_t *bytes, size_t len)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr = g.iut_addr,
+				  .sin_port = htons(g.port) };
+	struct iovec iov = { (void *)bytes, len };
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} c;
+	struct msghdr m = { .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = &iov,
+			    .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
+	int fd = socket_for(sport), tos = ce ? 3 : 2; /* ECN CE, or ECT(0) as senders mark */
+
+	if (fd < 0)
+		return fd;
+	cm->cmsg_level = IPPROTO_IP;
+	cm->cmsg_type = IP_TOS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &tos, sizeof(tos));
+	return sendmsg(fd, &m, 0) < 0 ? -errno : 0;
+}
+
+/* The daemon's DISCOVER answered for the peer's node: plane 0, its address, its port. */
+static void answer_discover(const struct mrc_packet *ask, uint16_t to_port)
+{
+	struct mrc_packet p = { .opcode = MRC_OP_DISCOVER_REPLY, .dst_qpn = MRC_QPN_DAEMON,
+				.psn = ask->psn };
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr = g.iut_addr,
+				  .sin_port = htons(to_port) };
+	uint8_t buf[512];
+	size_t len;
+
+	g.iut_node = ask->u.discover.node_id;
+	p.u.discover.node_id = g.node;
+	p.u.discover.udp_port = g.port;
+	p.u.discover.max_payload = 4096; /* each QP's path MTU says its own */
+	p.u.discover.n_addrs = 1;
+	p.u.discover.addrs[0].family = MRC_AF_INET;
+	p.u.discover.addrs[0].plane = 0;
+	memset(p.u.discover.addrs[0].addr + 10, 0xff, 2);
+	memcpy(p.u.discover.addrs[0].addr + 12, &g.peer_addr, 4);
+	if (mrc_encode(&p, buf, sizeof(buf), &len) == MRC_WIRE_OK)
+		sendto(g.socks[0], buf, len, 0, (struct sockaddr *)&to, sizeof(to));
+}
+
+/* The next datagram the daemon sent the peer, DISCOVERs answered on the way; false: none. */
+static bool receive(struct iut_dgram *d)
+{
+	for (unsigned i = 0; i < g.n_socks; i++) {
+		struct sockaddr_in from;
+		struct iovec iov = { d->bytes, sizeof(d->bytes) };
+		union {
+			char buf[CMSG_SPACE(sizeof(int)) * 2];
+			struct cmsghdr align;
+		} c;
+		struct msghdr m = { .msg_name = &from, .msg_namelen = sizeof(from),
+				    .msg_iov = &iov, .msg_iovlen = 1, .msg_control = c.buf,
+				    .msg_controllen = sizeof(c.buf) };
+		struct mrc_packet p;
+		ssize_t n;
+
+		while ((n = recvmsg(g.socks[i], &m, 0)) >= 0) {
+			d->len = (uint16_t)n;
+			d->plane = 0;
+			d->sport = ntohs(from.sin_port);
+			d->ce = false;
+			for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm))
+				if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_TOS)
+					d->ce = (*(uint8_t *)CMSG_DATA(cm) & 3) == 3;
+			if (n >= 2 && d->bytes[1] == MRC_OP_DISCOVER &&
+			    mrc_decode(d->bytes, (size_t)n, &p) == MRC_WIRE_OK) {
+				answer_discover(&p, p.u.discover.udp_port ? p.u.discover.udp_port
+									  : d->sport);
+				m.msg_controllen = sizeof(c.buf);
+				continue;
+			}
+			if (n >= 2 && d->bytes[1] == MRC_OP_DISCOVER_REPLY) {
+				m.msg_controllen = sizeof(c.buf);
+				continue;
+			}
+			return true;
+		}
+	}
+	return false;
+}
+
+static int ctl_text(uint16_t type, char *out, size_t cap)
+{
+	memset(out, 0, cap);
+	return ctl_request(g.ctl, type, NULL, 0, NULL, 0, out, cap - 1, NULL, 0);
+}
+
+/* The daemon's record of the QP; false when it has none. */
+static bool qp_record(uint32_t qpn, struct mrc_ctl_qp *out)
+{
+	static struct mrc_ctl_qp qps[256];
+
+	memset(qps, 0, sizeof(qps));
+	if (ctl_request(g.ctl, MRC_CTL_QPS, NULL, 0, NULL, 0, qps, sizeof(qps), NULL, 0))
+		return false;
+	for (unsigned i = 0; i < sizeof(qps) / sizeof(qps[0]) && qps[i].qp_num; i++)
+		if (qps[i].qp_num == qpn) {
+			*out = qps[i];
+			return true;
+		}
+	return false;
+}
+
+static enum ibv_mtu mtu_of(uint16_t payload)
+{
+	switch (payload) {
+	case 256: return IBV_MTU_256;
+	case 512: return IBV_MTU_512;
+	case 1024: return IBV_MTU_1024;
+	case 2048: return IBV_MTU_2048;
+	case 4096: return IBV_MTU_4096;
+	}
+	return 0;
+}
+
+static void daemon_close(void *iut);
+
+static void *fail_open(struct daemon_iut *d, int err, char *msg, size_t len, const char *what)
+{
+	snprintf(msg, len, "%s: %s", what, strerror(err));
+	daemon_close(d);
+	errno = EIO;
+	return NULL;
+}
+
+static bool connect_qp(struct daemon_iut *d, const struct iut_config *c, const char **step)
+{
+	struct ibv_qp_attr init = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				    .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						       IBV_ACCESS_REMOTE_READ |
+						       IBV_ACCESS_REMOTE_ATOMIC };
+	struct ibv_qp_attr rtr = {
+		.qp_state = IBV_QPS_RTR, .path_mtu = mtu_of(c->max_payload),
+		.dest_qp_num = c->peer_qpn, .rq_psn = c->peer_psn, .max_dest_rd_atomic = 16,
+		.min_rnr_timer = 1,
+		.ah_attr = { .is_global = 1, .port_num = 1, .grh = { .hop_limit = 1 } },
+	};
+	struct ibv_qp_attr rts = { .qp_state = IBV_QPS_RTS, .timeout = 14,
+				   .retry_cnt = c->retry_cnt, .rnr_retry = c->rnr_retry,
+				   .sq_psn = c->psn, .max_rd_atomic = 16 };
+
+	memset(rtr.ah_attr.grh.dgid.raw + 10, 0xff, 2);
+	memcpy(rtr.ah_attr.grh.dgid.raw + 12, &g.peer_addr, 4);
+	*step = "connecting the QP: INIT";
+	if (ibv_modify_qp(d->qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+						IBV_QP_ACCESS_FLAGS))
+		return false;
+	*step = "metaroce_qp_set_paths";
+	if ((errno = metaroce_qp_set_paths(d->qp, c->n_paths, 1u)))
+		return false;
+	*step = "connecting the QP: RTR";
+	if (ibv_modify_qp(d->qp, &rtr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+					       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+					       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return false;
+	*step = "connecting the QP: RTS";
+	return !ibv_modify_qp(d->qp, &rts, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+						  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+						  IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+static void *daemon_open(struct iut_config *c, uint64_t now_ns, char *err, size_t errlen)
+{
+	struct daemon_iut *d;
+	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC, .sq_sig_all = 1 };
+	struct mrc_ctl_qp rec = { 0 };
+	struct iut_dgram stray;
+	const char *step = "";
+	uint64_t until;
+	long page = sysconf(_SC_PAGESIZE);
+	int access = IBV_ACCESS_LOCAL_WRITE;
+
+	if (!mtu_of(c->max_payload) || !c->rq_depth || !c->mr_len) {
+		snprintf(err, errlen, "a verbs QP has a path MTU of 256, 512, 1024, 2048 or 4096 "
+			 "bytes (max_payload=%u), a receive queue and a region", c->max_payload);
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return NULL;
+	while (receive(&stray)) /* the last script's QP's last words */
+		;
+	d->cfg = *c;
+	d->mapped = (c->mr_len + (size_t)page - 1) / (size_t)page * (size_t)page;
+	/* the region where the script says, if that is free here; elsewhere it is renamed */
+	d->mem = c->mr_addr % (uint64_t)page ? MAP_FAILED
+		 : mmap((void *)(uintptr_t)c->mr_addr, d->mapped, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (d->mem == MAP_FAILED)
+		d->mem = mmap(NULL, d->mapped, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (d->mem == MAP_FAILED) {
+		d->mem = NULL;
+		return fail_open(d, errno, err, errlen, "mmap");
+	}
+	access |= (c->mr_remote_write ? IBV_ACCESS_REMOTE_WRITE : 0) |
+		  (c->mr_remote_read ? IBV_ACCESS_REMOTE_READ : 0) |
+		  (c->mr_remote_atomic ? IBV_ACCESS_REMOTE_ATOMIC : 0);
+	if (!(d->pd = ibv_alloc_pd(g.ctx)))
+		return fail_open(d, errno, err, errlen, "ibv_alloc_pd");
+	if (!(d->mr = ibv_reg_mr(d->pd, d->mem, c->mr_len, access)))
+		return fail_open(d, errno, err, errlen, "ibv_reg_mr");
+	/* one queue for both: completions in the order the daemon made them */
+	if (!(d->cq = ibv_create_cq(g.ctx, 1024, NULL, NULL, 0)))
+		return fail_open(d, errno, err, errlen, "ibv_create_cq");
+	qa.send_cq = qa.recv_cq = d->cq;
+	qa.cap = (struct ibv_qp_cap){ .max_send_wr = 256, .max_recv_wr = c->rq_depth,
+				      .max_send_sge = 1, .max_recv_sge = 1 };
+	if (!(d->qp = ibv_create_qp(d->pd, &qa)))
+		return fail_open(d, errno, err, errlen, "ibv_create_qp");
+	if (!connect_qp(d, c, &step))
+		return fail_open(d, errno, err, errlen, step);
+	/* the daemon asks the peer's node for its planes first: answered by receive() */
+	for (until = real_ns() + OPEN_WAIT_NS; real_ns() < until;) {
+		struct timespec ms = { 0, 1000000 };
+
+		if (qp_record(d->qp->qp_num, &rec) && rec.state == MRC_CTL_QP_RTS && g.iut_node)
+			break;
+		while (receive(&stray))
+			;
+		nanosleep(&ms, NULL);
+	}
+	if (rec.state != MRC_CTL_QP_RTS || !g.iut_node) {
+		snprintf(err, errlen, "the daemon's QP %u did not reach RTS in %llu s (state %u%s)",
+			 d->qp->qp_num, OPEN_WAIT_NS / 1000000000ull, rec.state,
+			 g.iut_node ? "" : ", no DISCOVER from it");
+		daemon_close(d);
+		errno = EIO;
+		return NULL;
+	}
+	c->qpn = d->qp->qp_num;
+	c->psn = mrc_initial_psn(g.iut_node, c->qpn, g.node, c->peer_qpn);
+	c->peer_psn = mrc_initial_psn(g.node, c->peer_qpn, g.iut_node, c->qpn);
+	c->mr_key = d->mr->rkey;
+	c->mr_addr = (uintptr_t)d->mem;
+	d->cfg = *c;
+	d->base_metrics = malloc(METRICS_CAP);
+	if (d->base_metrics && ctl_text(MRC_CTL_METRICS, d->base_metrics, METRICS_CAP)) {
+		free(d->base_metrics);
+		d->base_metrics = NULL; /* rx_dropped is then not kept */
+	}
+	d->base_retx = rec.tx_retransmits;
+	d->base_rx = rec.rx_packets;
+	d->t0_real = real_ns();
+	d->t0_script = now_ns;
+	return d;
+}
+
+static void daemon_close(void *iut)
+{
+	struct daemon_iut *d = iut;
+
+	if (d->qp)
+		ibv_destroy_qp(d->qp);
+	if (d->cq)
+		ibv_destroy_cq(d->cq);
+	if (d->mr)
+		ibv_dereg_mr(d->mr);
+	if (d->pd)
+		ibv_dealloc_pd(d->pd);
+	if (d->mem)
+		munmap(d->mem, d->mapped);
+	free(d->base_metrics);
+	free(d);
+}
+
+static void daemon_deliver(void *iut, const struct iut_dgram *dg, uint64_t now_ns)
+{
+	(void)iut;
+	(void)now_ns;
+	if (dg->plane == 0)
+		send_from(dg->sport, dg->ce, dg->bytes, dg->len);
+}
+
+static bool daemon_collect(void *iut, struct iut_dgram *dg, uint64_t now_ns)
+{
+	(void)iut;
+	(void)now_ns;
+	return receive(dg);
+}
+
+static uint64_t daemon_deadline(void *iut)
+{
+	(void)iut;
+	return UINT64_MAX; /* the daemon runs its timers itself */
+}
+
+static void daemon_advance(void *iut, uint64_t now_ns)
+{
+	struct daemon_iut *d = iut;
+	uint64_t at = d->t0_real + (now_ns - d->t0_script);
+
+	for (uint64_t now = real_ns(); now < at; now = real_ns()) {
+		struct timespec ts = { (time_t)((at - now) / 1000000000ull),
+				       (long)((at - now) % 1000000000ull) };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+static int daemon_post(void *iut, const struct iut_wr *wr, uint64_t now_ns)
+{
+	static const enum ibv_wr_opcode opcode[] = {
+		[IUT_WR_WRITE] = IBV_WR_RDMA_WRITE, [IUT_WR_WRITE_IMM] = IBV_WR_RDMA_WRITE_WITH_IMM,
+		[IUT_WR_SEND] = IBV_WR_SEND,	    [IUT_WR_SEND_IMM] = IBV_WR_SEND_WITH_IMM,
+		[IUT_WR_READ] = IBV_WR_RDMA_READ,
+	};
+	struct daemon_iut *d = iut;
+	struct ibv_sge sge = { .addr = (uintptr_t)d->mem + wr->off, .length = wr->len,
+			       .lkey = d->mr->lkey };
+	int e;
+
+	(void)now_ns;
+	if (wr->off > d->cfg.mr_len || wr->len > d->cfg.mr_len - wr->off)
+		return -EINVAL;
+	if (wr->kind == IUT_WR_RECV) {
+		struct ibv_recv_wr r = { .wr_id = wr->wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		e = ibv_post_recv(d->qp, &r, &bad);
+	} else {
+		struct ibv_send_wr s = { .wr_id = wr->wr_id, .sg_list = &sge, .num_sge = 1,
+					 .opcode = opcode[wr->kind], .send_flags = IBV_SEND_SIGNALED,
+					 .imm_data = htonl(wr->imm) },
+				   *bad;
+
+		s.wr.rdma.remote_addr = wr->raddr;
+		s.wr.rdma.rkey = wr->rkey;
+		e = ibv_post_send(d->qp, &s, &bad);
+	}
+	return e > 0 ? -e : e;
+}
+
+/* verbs' status names, as ibv_wc_status_str's words in the suite's spelling */
+static const char *status_name(enum ibv_wc_status s)
+{
+	switch (s) {
+	case IBV_WC_SUCCESS: return "success";
+	case IBV_WC_LOC_LEN_ERR: return "loc_len_err";
+	case IBV_WC_LOC_QP_OP_ERR: return "loc_qp_op_err";
+	case IBV_WC_LOC_PROT_ERR: return "loc_prot_err";
+	case IBV_WC_WR_FLUSH_ERR: return "wr_flush_err";
+	case IBV_WC_REM_INV_REQ_ERR: return "rem_inv_req_err";
+	case IBV_WC_REM_ACCESS_ERR: return "rem_access_err";
+	case IBV_WC_REM_OP_ERR: return "rem_op_err";
+	case IBV_WC_RETRY_EXC_ERR: return "retry_exc_err";
+	case IBV_WC_RNR_RETRY_EXC_ERR: return "rnr_retry_exc_err";
+	default: return "?";
+	}
+}
+
+static const char *opcode_name(enum ibv_wc_opcode o)
+{
+	switch (o) {
+	case IBV_WC_SEND: return "send";
+	case IBV_WC_RDMA_WRITE: return "rdma_write";
+	case IBV_WC_RDMA_READ: return "rdma_read";
+	case IBV_WC_COMP_SWAP: return "comp_swap";
+	case IBV_WC_FETCH_ADD: return "fetch_add";
+	case IBV_WC_BIND_MW: return "bind_mw";
+	case IBV_WC_LOCAL_INV: return "local_inv";
+	case IBV_WC_RECV: return "recv";
+	case IBV_WC_RECV_RDMA_WITH_IMM: return "recv_rdma_with_imm";
+	default: return "?";
+	}
+}
+
+static bool daemon_poll(void *iut, struct iut_wc *wc)
+{
+	struct daemon_iut *d = iut;
+	struct ibv_wc w;
+
+	if (ibv_poll_cq(d->cq, 1, &w) != 1)
+		return false;
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = w.wr_id;
+	snprintf(wc->status, sizeof(wc->status), "%s", status_name(w.status));
+	/* verbs leaves a failed completion's opcode undefined; the suite's name is then "?" */
+	snprintf(wc->opcode, sizeof(wc->opcode), "%s", opcode_name(w.opcode));
+	wc->recv = (w.opcode & IBV_WC_RECV) != 0;
+	wc->byte_len = w.byte_len;
+	wc->with_imm = (w.wc_flags & IBV_WC_WITH_IMM) != 0;
+	wc->imm = wc->with_imm ? ntohl(w.imm_data) : 0;
+	return true;
+}
+
+static const char *daemon_state(void *iut)
+{
+	static const char *const names[] = { [MRC_CTL_QP_IDLE] = "init",
+					     [MRC_CTL_QP_RESOLVING] = "resolving",
+					     [MRC_CTL_QP_RTR] = "rtr", [MRC_CTL_QP_RTS] = "rts",
+					     [MRC_CTL_QP_ERR] = "err" };
+	struct daemon_iut *d = iut;
+	struct mrc_ctl_qp rec;
+
+	if (!qp_record(d->qp->qp_num, &rec))
+		return "gone";
+	return rec.state < sizeof(names) / sizeof(names[0]) ? names[rec.state] : "?";
+}
+
+/* The sum of every sample of the metric family (or of one sample, named with its labels) in a
+ * Prometheus text; 0 when absent. */
+static uint64_t metric_sum(const char *text, const char *family)
+{
+	size_t n = strlen(family);
+	uint64_t sum = 0;
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *value = strpbrk(l, " \n");
+
+		if (!strncmp(l, family, n) && (l[n] == ' ' || l[n] == '{') && value && *value == ' ')
+			sum += strtoull(value + 1, NULL, 10);
+	}
+	return sum;
+}
+
+/*
+ * The daemon's counters that mean what the engine's of the same names do, since the QP was
+ * made: its packets received and retransmitted, and every packet it refused (rx_dropped: the
+ * decoder's, a QP's, one for no QP, and those the XDP program refuses before the daemon
+ * sees them). The daemon counts decoder refusals as one (metaroce_rx_malformed_total), so
+ * dropped_e_* are not kept here.
+ */
+static bool daemon_counter(void *iut, const char *name, uint64_t *value)
+{
+	static const char *const dropped[] = {
+		"metaroce_rx_malformed_total", "metaroce_qp_rx_dropped_total",
+		"metaroce_rx_no_qp_total",
+		/* the XDP program's refusals (its duplicates go on to the engine as events) */
+		"metaroce_xdp_packets_total{outcome=\"truncated\"}",
+		"metaroce_xdp_packets_total{outcome=\"bad_checksum\"}",
+		"metaroce_xdp_packets_total{outcome=\"bad_tag\"}",
+		"metaroce_xdp_packets_total{outcome=\"above_window\"}",
+	};
+	struct daemon_iut *d = iut;
+	struct mrc_ctl_qp rec;
+	static char *now;
+
+	if (!strcmp(name, "tx_retransmits") || !strcmp(name, "rx_packets")) {
+		if (!qp_record(d->qp->qp_num, &rec))
+			return false;
+		*value = name[0] == 't' ? rec.tx_retransmits - d->base_retx
+					: rec.rx_packets - d->base_rx;
+		return true;
+	}
+	if (!now)
+		now = malloc(METRICS_CAP);
+	if (strcmp(name, "rx_dropped") || !d->base_metrics || !now ||
+	    ctl_text(MRC_CTL_METRICS, now, METRICS_CAP))
+		return false;
+	*value = 0;
+	for (unsigned i = 0; i < sizeof(dropped) / sizeof(dropped[0]); i++)
+		*value += metric_sum(now, dropped[i]) - metric_sum(d->base_metrics, dropped[i]);
+	return true;
+}
+
+static bool daemon_memory(void *iut, uint32_t off, uint32_t len, uint8_t *out)
+{
+	struct daemon_iut *d = iut;
+
+	if (off > d->cfg.mr_len || len > d->cfg.mr_len - off)
+		return false;
+	memcpy(out, d->mem + off, len);
+	return true;
+}
+
+static void daemon_fill(void *iut, uint32_t off, uint32_t len, uint8_t value)
+{
+	struct daemon_iut *d = iut;
+
+	if (off <= d->cfg.mr_len && len <= d->cfg.mr_len - off)
+		memset(d->mem + off, value, len);
+}
+
+static struct iut_ops daemon_ops = {
+	.name = "metaroced",
+	.own_defaults = true,
+	.open = daemon_open,
+	.close = daemon_close,
+	.deliver = daemon_deliver,
+	.collect = daemon_collect,
+	.deadline = daemon_deadline,
+	.advance = daemon_advance,
+	.post = daemon_post,
+	.poll = daemon_poll,
+	.state = daemon_state,
+	.counter = daemon_counter,
+	.memory = daemon_memory,
+	.fill = daemon_fill,
+};
+
+static bool env_addr(const char *name, struct in_addr *a)
+{
+	const char *v = getenv(name);
+
+	if (v && inet_pton(AF_INET, v, a) == 1)
+		return true;
+	fprintf(stderr, "compliance-agent-daemon: %s must be an IPv4 address\n", name);
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_device **devs;
+	const char *sock = getenv("METAROCE_SOCKET"), *v;
+	int n = 0;
+
+	if (argc > 1) /* the name the report gives this run: metaroced-udp, -xdp */
+		daemon_ops.name = argv[1];
+	if (!sock || !env_addr("COMPLIANCE_IUT_ADDR", &g.iut_addr) ||
+	    !env_addr("COMPLIANCE_PEER_ADDR", &g.peer_addr)) {
+		fprintf(stderr, "compliance-agent-daemon: needs METAROCE_SOCKET, "
+				"COMPLIANCE_IUT_ADDR and COMPLIANCE_PEER_ADDR\n");
+		return 2;
+	}
+	g.port = (uint16_t)((v = getenv("COMPLIANCE_PORT")) ? atoi(v) : 4792);
+	daemon_ops.settle_ns = (uint64_t)((v = getenv("COMPLIANCE_SETTLE_MS")) ? atoi(v) : 200) *
+			       1000000ull;
+	if (getrandom(&g.node, sizeof(g.node), 0) != sizeof(g.node) || !g.node)
+		g.node = 0x5eed; /* any id will do: one per run, never 0 (R-116's unknown) */
+	g.ctl = ctl_connect(sock);
+	devs = ibv_get_device_list(&n);
+	if (g.ctl < 0 || !devs || n < 1 || !(g.ctx = ibv_open_device(devs[0]))) {
+		fprintf(stderr, "compliance-agent-daemon: no metaroced at %s\n", sock);
+		return 1;
+	}
+	ibv_free_device_list(devs);
+	g.n_socks = 0;
+	if (socket_for(g.port) < 0) {
+		fprintf(stderr, "compliance-agent-daemon: cannot bind the peer's port %u: %s\n",
+			g.port, strerror(errno));
+		return 1;
+	}
+	return agent_serve(&daemon_ops, stdin, stdout);
+}

@@ -1,0 +1,329 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The suite's end of the agent protocol (agent.h): an implementation behind a process the
+ * suite starts (`sh -c COMMAND`) and speaks to on its standard input and output. One agent
+ * serves the whole run, a QP per script.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "compliance/agent.h"
+#include "compliance/iut.h"
+
+struct remote {
+	struct iut_ops ops;
+	char name[64];
+	pid_t pid;
+	FILE *to, *from;
+	char *line; /* the last answer, cut into words */
+	size_t cap;
+	char said[512]; /* and as it came */
+	char *w[AGENT_MAX_WORDS];
+	unsigned n;
+	char fault[300]; /* why the agent cannot go on; "" while it can */
+	struct iut_config cfg;
+};
+
+static struct remote the_agent;
+
+/* One request and its answer, cut into words; false (and the fault said) when the agent
+ * died, or answered "error" (errors_fault: a fault; else the caller reads w[1]). */
+static bool ask(struct remote *r, bool errors_fault, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static bool ask(struct remote *r, bool errors_fault, const char *fmt, ...)
+{
+	va_list ap;
+
+	r->n = 0;
+	if (r->fault[0])
+		return false;
+	va_start(ap, fmt);
+	vfprintf(r->to, fmt, ap);
+	va_end(ap);
+	if (fputc('\n', r->to) == EOF || fflush(r->to) || getline(&r->line, &r->cap, r->from) <= 0) {
+		snprintf(r->fault, sizeof(r->fault), "the agent %s ended (its last request: %.*s)",
+			 r->name, (int)strcspn(fmt, " "), fmt);
+		return false;
+	}
+	r->line[strcspn(r->line, "\n")] = '\0';
+	snprintf(r->said, sizeof(r->said), "%s", r->line);
+	if (errors_fault && !strncmp(r->line, "error ", 6)) {
+		snprintf(r->fault, sizeof(r->fault), "%.290s", r->line + 6);
+		return false;
+	}
+	r->n = agent_words(r->line, r->w, AGENT_MAX_WORDS);
+	if (!r->n) {
+		snprintf(r->fault, sizeof(r->fault), "the agent %s answered an empty line", r->name);
+		return false;
+	}
+	return true;
+}
+
+/* the answer was "ok ..." (else "none"), or the fault says what it was */
+static bool answered_ok(struct remote *r)
+{
+	if (!r->n)
+		return false;
+	if (!strcmp(r->w[0], "ok"))
+		return true;
+	if (strcmp(r->w[0], "none"))
+		snprintf(r->fault, sizeof(r->fault), "the agent %s answered '%.200s'", r->name,
+			 r->w[0]);
+	return false;
+}
+
+static uint64_t num(struct remote *r, const char *key)
+{
+	uint64_t v = 0;
+
+	if (!agent_num(agent_arg(r->w, r->n, key), &v) && !r->fault[0])
+		snprintf(r->fault, sizeof(r->fault), "the agent %s answered no %s=", r->name, key);
+	return v;
+}
+
+static void *remote_open(struct iut_config *c, uint64_t now_ns, char *err, size_t errlen)
+{
+	struct remote *r = &the_agent;
+	char ports[IUT_MAX_PATHS * 6 + 1] = "";
+	size_t at = 0;
+
+	for (unsigned i = 0; i < c->n_paths; i++)
+		at += (size_t)snprintf(ports + at, sizeof(ports) - at, "%s%u", i ? "," : "",
+				       c->sports[i]);
+	if (!ask(r, false, "open now=%" PRIu64 " qpn=%" PRIu32 " peer_qpn=%" PRIu32
+		 " psn=%" PRIu32 " peer_psn=%" PRIu32 " max_payload=%u paths=%u sports=%s"
+		 " rq_depth=%" PRIu32 " mr_key=%" PRIu32 " mr_addr=%" PRIu64 " mr_len=%" PRIu32
+		 " access=%s%s%s%s retry_cnt=%u rnr_retry=%u", now_ns, c->qpn, c->peer_qpn, c->psn,
+		 c->peer_psn, c->max_payload, c->n_paths, ports, c->rq_depth, c->mr_key,
+		 c->mr_addr, c->mr_len, c->mr_remote_read ? "r" : "", c->mr_remote_write ? "w" : "",
+		 c->mr_remote_atomic ? "a" : "",
+		 c->mr_remote_read || c->mr_remote_write || c->mr_remote_atomic ? "" : "-",
+		 c->retry_cnt, c->rnr_retry)) {
+		errno = EIO;
+		snprintf(err, errlen, "%s", r->fault);
+		return NULL;
+	}
+	if (strcmp(r->w[0], "ok")) {
+		const char *why = r->said + strlen(r->w[0]);
+
+		errno = !strcmp(r->w[0], "unsupported") ? EOPNOTSUPP : EIO;
+		snprintf(err, errlen, "%s", *why ? why + 1 : r->w[0]);
+		return NULL;
+	}
+	c->qpn = (uint32_t)num(r, "qpn");
+	c->psn = (uint32_t)num(r, "psn");
+	c->peer_psn = (uint32_t)num(r, "peer_psn");
+	c->mr_key = (uint32_t)num(r, "mr_key");
+	c->mr_addr = num(r, "mr_addr");
+	if (r->fault[0]) {
+		errno = EIO;
+		snprintf(err, errlen, "%s", r->fault);
+		return NULL;
+	}
+	r->cfg = *c;
+	return r;
+}
+
+static void remote_close(void *iut)
+{
+	ask(iut, true, "close");
+}
+
+static void remote_deliver(void *iut, const struct iut_dgram *d, uint64_t now_ns)
+{
+	struct remote *r = iut;
+	static char hex[2 * IUT_MAX_DGRAM + 1];
+
+	for (unsigned i = 0; i < d->len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d->bytes[i]);
+	hex[2 * d->len] = '\0';
+	if (ask(r, true, "deliver now=%" PRIu64 " plane=%u sport=%u ce=%d bytes=%s", now_ns,
+		d->plane, d->sport, d->ce, hex))
+		answered_ok(r);
+}
+
+static bool remote_collect(void *iut, struct iut_dgram *d, uint64_t now_ns)
+{
+	struct remote *r = iut;
+	const char *hex;
+	long len;
+
+	if (!ask(r, true, "collect now=%" PRIu64, now_ns) || !answered_ok(r))
+		return false;
+	hex = agent_arg(r->w, r->n, "bytes");
+	len = hex ? agent_hex_get(hex, d->bytes, sizeof(d->bytes)) : -1;
+	if (len < 0) {
+		snprintf(r->fault, sizeof(r->fault), "the agent %s collected no bytes=HEX", r->name);
+		return false;
+	}
+	d->len = (uint16_t)len;
+	d->plane = (uint8_t)num(r, "plane");
+	d->sport = (uint16_t)num(r, "sport");
+	d->ce = num(r, "ce") != 0;
+	return !r->fault[0];
+}
+
+static uint64_t remote_deadline(void *iut)
+{
+	struct remote *r = iut;
+	uint64_t v;
+
+	if (!ask(r, true, "deadline") || !answered_ok(r) || r->n < 2 || !strcmp(r->w[1], "never"))
+		return UINT64_MAX;
+	return agent_num(r->w[1], &v) ? v : UINT64_MAX;
+}
+
+static void remote_advance(void *iut, uint64_t now_ns)
+{
+	if (ask(iut, true, "advance now=%" PRIu64, now_ns))
+		answered_ok(iut);
+}
+
+static int remote_post(void *iut, const struct iut_wr *wr, uint64_t now_ns)
+{
+	struct remote *r = iut;
+	long e;
+
+	if (!ask(r, false, "post now=%" PRIu64 " kind=%s id=%" PRIu64 " off=%" PRIu32
+		 " len=%" PRIu32 " rkey=%" PRIu32 " raddr=%" PRIu64 " imm=%" PRIu32, now_ns,
+		 iut_wr_kinds[wr->kind], wr->wr_id, wr->off, wr->len, wr->rkey, wr->raddr, wr->imm))
+		return -EIO;
+	if (!strcmp(r->w[0], "error") && r->n >= 2 && (e = strtol(r->w[1], NULL, 10)) < 0)
+		return (int)e;
+	return answered_ok(r) ? 0 : -EIO;
+}
+
+static bool remote_poll(void *iut, struct iut_wc *wc)
+{
+	struct remote *r = iut;
+	const char *s;
+
+	if (!ask(r, true, "poll") || !answered_ok(r))
+		return false;
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = num(r, "id");
+	wc->recv = num(r, "recv") != 0;
+	wc->byte_len = (uint32_t)num(r, "len");
+	wc->imm = (uint32_t)num(r, "imm");
+	wc->with_imm = num(r, "with_imm") != 0;
+	snprintf(wc->status, sizeof(wc->status), "%s",
+		 (s = agent_arg(r->w, r->n, "status")) ? s : "?");
+	snprintf(wc->opcode, sizeof(wc->opcode), "%s",
+		 (s = agent_arg(r->w, r->n, "opcode")) ? s : "?");
+	return !r->fault[0];
+}
+
+static const char *remote_state(void *iut)
+{
+	static char state[32];
+	struct remote *r = iut;
+
+	if (!ask(r, true, "state") || !answered_ok(r) || r->n < 2)
+		return "?";
+	snprintf(state, sizeof(state), "%s", r->w[1]);
+	return state;
+}
+
+static bool remote_counter(void *iut, const char *name, uint64_t *value)
+{
+	struct remote *r = iut;
+
+	return ask(r, true, "counter name=%s", name) && answered_ok(r) && r->n >= 2 &&
+	       agent_num(r->w[1], value);
+}
+
+static bool remote_memory(void *iut, uint32_t off, uint32_t len, uint8_t *out)
+{
+	struct remote *r = iut;
+
+	return ask(r, true, "memory off=%" PRIu32 " len=%" PRIu32, off, len) && answered_ok(r) &&
+	       r->n >= 2 && agent_hex_get(r->w[1], out, len) == (long)len;
+}
+
+static void remote_fill(void *iut, uint32_t off, uint32_t len, uint8_t value)
+{
+	if (ask(iut, true, "fill off=%" PRIu32 " len=%" PRIu32 " value=%u", off, len, value))
+		answered_ok(iut);
+}
+
+static const char *remote_fault(void *iut)
+{
+	struct remote *r = iut;
+
+	return r->fault[0] ? r->fault : NULL;
+}
+
+static void agent_gone(void)
+{
+	struct remote *r = &the_agent;
+
+	if (r->to)
+		fclose(r->to); /* the agent's input ends: it closes its QP and exits */
+	if (r->from)
+		fclose(r->from);
+	if (r->pid > 0)
+		waitpid(r->pid, NULL, 0);
+}
+
+const struct iut_ops *iut_remote(const char *command, char *err, size_t errlen)
+{
+	struct remote *r = &the_agent;
+	int down[2], up[2];
+	uint64_t version, settle, own = 0;
+	const char *name;
+
+	if (pipe(down) || pipe(up)) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		return NULL;
+	}
+	r->pid = fork();
+	if (r->pid < 0) {
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		return NULL;
+	}
+	if (!r->pid) {
+		dup2(down[0], STDIN_FILENO);
+		dup2(up[1], STDOUT_FILENO);
+		close(down[0]), close(down[1]), close(up[0]), close(up[1]);
+		execl("/bin/sh", "sh", "-c", command, (char *)NULL);
+		_exit(127);
+	}
+	close(down[0]);
+	close(up[1]);
+	signal(SIGPIPE, SIG_IGN); /* a dead agent is a fault of the run, not the end of it */
+	r->to = fdopen(down[1], "w");
+	r->from = fdopen(up[0], "r");
+	atexit(agent_gone);
+	snprintf(r->name, sizeof(r->name), "%.60s", command);
+	if (!r->to || !r->from || getline(&r->line, &r->cap, r->from) <= 0) {
+		snprintf(err, errlen, "the agent said nothing (did it start?)");
+		return NULL;
+	}
+	r->n = agent_words(r->line, r->w, AGENT_MAX_WORDS);
+	name = agent_arg(r->w, r->n, "name");
+	if (r->n < 2 || strcmp(r->w[0], "metaroce-compliance") || !agent_num(r->w[1], &version) ||
+	    version != AGENT_PROTOCOL || !name || !agent_num(agent_arg(r->w, r->n, "settle_ns"),
+							    &settle)) {
+		snprintf(err, errlen, "the agent's first line is not 'metaroce-compliance %d "
+			 "name=NAME settle_ns=N'", AGENT_PROTOCOL);
+		return NULL;
+	}
+	snprintf(r->name, sizeof(r->name), "agent:%.50s", name);
+	agent_num(agent_arg(r->w, r->n, "own_defaults"), &own);
+	r->ops = (struct iut_ops){
+		.name = r->name, .settle_ns = settle, .own_defaults = own != 0,
+		.open = remote_open, .close = remote_close,
+		.deliver = remote_deliver, .collect = remote_collect, .deadline = remote_deadline,
+		.advance = remote_advance, .post = remote_post, .poll = remote_poll,
+		.state = remote_state, .counter = remote_counter, .memory = remote_memory,
+		.fill = remote_fill, .fault = remote_fault,
+	};
+	return &r->ops;
+}
