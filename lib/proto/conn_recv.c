@@ -87,6 +87,10 @@ static void drain(struct mrc_conn *c, const struct mrc_ack *ack, uint64_t now_ns
 		pause = 2 * min_rtt;
 	if (pause > MAX_DRAIN_PAUSE_NS)
 		pause = MAX_DRAIN_PAUSE_NS;
+	if (c->hold_until_ns < now_ns + pause)
+		c->hold_until_ns = now_ns + pause;
+	/* and the rate hint's bucket earns nothing while held: the hold withholds what the
+	 * sender would add to the queue, not a burst for after it */
 	if (c->pace_next_ns < now_ns + pause)
 		c->pace_next_ns = now_ns + pause;
 }
@@ -249,11 +253,13 @@ static int on_nak(struct mrc_conn *c, const struct mrc_packet *pkt, uint64_t now
 	struct msg *m;
 	int err;
 
-	/* An RNR or error NAK names a packet still unacknowledged, at or above its cum_psn: one
-	 * that does not is ignored whole, so a forgery needs the window twice [R-261]. */
+	/* An RNR or error NAK names a packet still unacknowledged (by cum_psn or a SACK bit), at
+	 * or above its cum_psn: one that does not is ignored whole, so a forgery needs the window
+	 * twice [R-261]. */
 	if (n->kind != MRC_NAK_SEQ &&
 	    (!mrc_seq_le(n->cum_psn, n->nak_psn) || !mrc_seq_le(c->snd_una, n->nak_psn) ||
-	     !mrc_seq_lt(n->nak_psn, c->snd_nxt)))
+	     !mrc_seq_lt(n->nak_psn, c->snd_nxt) ||
+	     (mrc_tx_slot(&c->tx, n->nak_psn)->flags & MRC_TX_ACKED)))
 		return MRC_DROP_BAD_ACK;
 	err = on_ack(c, pkt, n->cum_psn, NULL, now_ns); /* a NAK is an ACK too */
 	if (err)

@@ -348,8 +348,9 @@ static bool build_data(struct mrc_conn *c, const struct msg *m, uint32_t psn, ui
 
 /*
  * The rate hint as a token bucket on payload bytes [R-107, R-108]: pace_next_ns is when the
- * next packet may leave; it may lag behind now by at most the bucket depth, which is
- * max(2 packets, 10 us at the hinted rate).
+ * next packet may leave. A full bucket (depth max(2 packets, 10 us at the hinted rate)) lets
+ * out what it holds and no more: a packet leaving at now takes its own gap out of at most
+ * depth worth of credit, so pace_next lags now by at most depth less that gap.
  */
 static void pace(struct mrc_conn *c, size_t payload, uint64_t now_ns)
 {
@@ -359,12 +360,13 @@ static void pace(struct mrc_conn *c, size_t payload, uint64_t now_ns)
 	if (!kbps || rocev2(c)) /* RoCEv2 has no rate hint */
 		return;
 	gap = (uint64_t)payload * 8 * 1000000 / kbps;
-	depth_bytes = kbps * 10 / 8; /* 10 us worth */
+	depth_bytes = kbps / 800; /* 10 us at kbps: kbps x 1000 / 8 bytes a second, x 1e-5 */
 	if (depth_bytes < 2u * c->cfg.max_payload)
 		depth_bytes = 2u * c->cfg.max_payload;
 	depth_ns = depth_bytes * 8 * 1000000 / kbps;
-	if (c->pace_next_ns + depth_ns < now_ns)
-		c->pace_next_ns = now_ns - depth_ns;
+	/* depth holds two packets at least, so more than this one's gap */
+	if (c->pace_next_ns + depth_ns - gap < now_ns)
+		c->pace_next_ns = now_ns - (depth_ns - gap);
 	c->pace_next_ns += gap;
 }
 
@@ -516,7 +518,9 @@ static bool send_data(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_i
 	uint32_t psn;
 	int path;
 
-	if (!rocev2(c) && now_ns < c->pace_next_ns)
+	/* a hint of 0 is no constraint at all, whatever the last one left owing */
+	if (!rocev2(c) && (now_ns < c->hold_until_ns ||
+			   (c->rate_hint_kbps && now_ns < c->pace_next_ns)))
 		return false;
 
 	/* Lost packets go first. */
