@@ -235,12 +235,21 @@ test-systemd: deb
 # report of all with the specification's requirements ($(BUILD)/compliance/report.md,
 # report.json, junit.xml).
 COMPLIANCE := $(BUILD)/tests/compliance/compliance
-COMPLIANCE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard tests/compliance/*.c))
+COMPLIANCE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out tests/compliance/matrix.c,\
+		   $(wildcard tests/compliance/*.c)))
+COMPLIANCE_MATRIX := $(BUILD)/tests/compliance/compliance-matrix
 COMPLIANCE_SCRIPTS = $(sort $(wildcard tests/compliance/scripts/*.pkt))
 AGENT_ENGINE := $(BUILD)/tests/compliance/compliance-agent-engine
 AGENT_DAEMON := $(BUILD)/tests/compliance/compliance-agent-daemon
 AGENT_TEMPLATE := $(BUILD)/tests/compliance/compliance-agent-template
 $(COMPLIANCE): $(COMPLIANCE_OBJS) $(LIBPROTO)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(PROTO_LIBS)
+
+# the scenario matrix: two implementations through a network the suite spoils
+$(COMPLIANCE_MATRIX): $(filter-out %/compliance.o %/script.o %/script_verbs.o,$(COMPLIANCE_OBJS)) \
+		$(OBJ)/tests/compliance/matrix.o $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(PROTO_LIBS)
@@ -267,28 +276,37 @@ $(AGENT_DAEMON): $(OBJ)/tests/compliance/agents/daemon.o $(OBJ)/tests/compliance
 	$(Q)$(CC) $(CFLAGS) -o $@ $(filter %.o %.a,$^) $(PROTO_LIBS) -L$(BUILD)/lib \
 		-l:libmetaroce.so.1
 
-compliance: $(COMPLIANCE) $(AGENT_ENGINE) $(AGENT_DAEMON) $(AGENT_TEMPLATE) $(METAROCED) \
-		$(METAROCE_CTL)
+compliance: $(COMPLIANCE) $(COMPLIANCE_MATRIX) $(AGENT_ENGINE) $(AGENT_DAEMON) $(AGENT_TEMPLATE) \
+		$(METAROCED) $(METAROCE_CTL)
 	$(call msg,TEST,compliance)
 	$(Q)mkdir -p $(BUILD)/compliance
-	$(Q)rc=0; $(COMPLIANCE) engine $(BUILD)/compliance/engine.json $(COMPLIANCE_SCRIPTS) || rc=1; \
+	$(Q)rm -f $(BUILD)/compliance/metaroced-*.json $(BUILD)/compliance/matrix-*.json; \
+	rc=0; $(COMPLIANCE) engine $(BUILD)/compliance/engine.json $(COMPLIANCE_SCRIPTS) || rc=1; \
 	$(COMPLIANCE) remote:$(AGENT_ENGINE) $(BUILD)/compliance/engine-agent.json \
 		$(COMPLIANCE_SCRIPTS) || rc=1; \
 	$(COMPLIANCE) remote:$(AGENT_TEMPLATE) $(BUILD)/compliance/template.json \
 		$(COMPLIANCE_SCRIPTS) >$(BUILD)/compliance/template.log || rc=1; \
 	tail -n 1 $(BUILD)/compliance/template.log; \
-	runs="$(BUILD)/compliance/engine.json $(BUILD)/compliance/engine-agent.json"; \
+	runs="$(BUILD)/compliance/engine.json $(BUILD)/compliance/engine-agent.json"; matrices=; \
 	for b in udp xdp; do \
 		sh tests/compliance/daemon.sh $(BUILD) $$b $(BUILD)/compliance/metaroced-$$b.json \
 			$(COMPLIANCE_SCRIPTS) >$(BUILD)/compliance/metaroced-$$b.log 2>&1; \
 		s=$$?; tail -n 1 $(BUILD)/compliance/metaroced-$$b.log; \
-		[ $$s -eq 77 ] || runs="$$runs $(BUILD)/compliance/metaroced-$$b.json"; \
+		[ $$s -eq 77 ] || [ ! -f $(BUILD)/compliance/metaroced-$$b.json ] || \
+			runs="$$runs $(BUILD)/compliance/metaroced-$$b.json"; \
 		[ $$s -eq 0 ] || [ $$s -eq 77 ] || { rc=1; grep -v '^  PASS\|^  SKIP\|^  KNOWN' \
 			$(BUILD)/compliance/metaroced-$$b.log; }; \
+		sh tests/compliance/daemon.sh $(BUILD) $$b --matrix \
+			$(BUILD)/compliance/matrix-$$b.json >$(BUILD)/compliance/matrix-$$b.log 2>&1; \
+		s=$$?; tail -n 1 $(BUILD)/compliance/matrix-$$b.log; \
+		[ $$s -eq 77 ] || [ ! -f $(BUILD)/compliance/matrix-$$b.json ] || \
+			matrices="$$matrices --matrix $(BUILD)/compliance/matrix-$$b.json"; \
+		[ $$s -eq 0 ] || [ $$s -eq 77 ] || { rc=1; grep 'FAIL' \
+			$(BUILD)/compliance/matrix-$$b.log; }; \
 	done; \
 	CC="$(CC)" python3 tests/compliance/mutants.py tests/compliance/mutants.txt \
 		$(BUILD)/compliance/mutants $(BUILD)/compliance/mutants.json $(COMPLIANCE_SCRIPTS) || rc=1; \
-	python3 tests/compliance/report.py docs/SPEC.md $(BUILD)/compliance $$runs \
+	python3 tests/compliance/report.py docs/SPEC.md $(BUILD)/compliance $$runs $$matrices \
 		--mutants $(BUILD)/compliance/mutants.json || rc=1; \
 	exit $$rc
 

@@ -94,7 +94,7 @@ static bool need(struct served *s, const char *key, uint64_t *v)
 static void serve_open(struct served *s)
 {
 	struct iut_config c = { 0 };
-	uint64_t now, v[11];
+	uint64_t now, v[11], planes = 1, rtr = 0;
 	static const char *const keys[] = { "qpn", "peer_qpn", "psn", "peer_psn", "max_payload",
 					    "paths", "rq_depth", "mr_key", "mr_addr", "mr_len",
 					    "retry_cnt" };
@@ -117,13 +117,21 @@ static void serve_open(struct served *s)
 				 .rq_depth = (uint32_t)v[6], .mr_key = (uint32_t)v[7],
 				 .mr_addr = v[8], .mr_len = (uint32_t)v[9],
 				 .retry_cnt = (uint8_t)v[10], .rnr_retry = (uint8_t)rnr };
+	/* planes= and rtr= came with the protocol's operations drain and ready: absent, 1 and 0 */
+	if (agent_arg(s->w, s->n, "planes") && !need(s, "planes", &planes))
+		return;
+	if (agent_arg(s->w, s->n, "rtr") && !need(s, "rtr", &rtr))
+		return;
+	c.n_planes = (uint8_t)planes;
+	c.at_rtr = rtr != 0;
 	c.mr_remote_write = access && strchr(access, 'w');
 	c.mr_remote_read = access && strchr(access, 'r');
 	c.mr_remote_atomic = access && strchr(access, 'a');
 	ports = agent_arg(s->w, s->n, "sports");
-	if (!c.n_paths || c.n_paths > IUT_MAX_PATHS || !ports) {
-		fprintf(s->out, "error open: paths=1..%u and sports=PORT,... needed\n",
-			IUT_MAX_PATHS);
+	if (!c.n_paths || c.n_paths > IUT_MAX_PATHS || !ports || !c.n_planes ||
+	    c.n_paths % c.n_planes) {
+		fprintf(s->out, "error open: paths=1..%u in planes= equal runs, and sports=PORT,... "
+			"needed\n", IUT_MAX_PATHS);
 		return;
 	}
 	snprintf(list, sizeof(list), "%s", ports);
@@ -138,7 +146,7 @@ static void serve_open(struct served *s)
 		c.sports[i] = (uint16_t)p;
 	}
 	errno = 0;
-	s->iut = s->ops->open(&c, now, err, sizeof(err));
+	s->iut = s->ops->open(s->ops, &c, now, err, sizeof(err));
 	if (!s->iut) {
 		fprintf(s->out, "%s %s\n", errno == EOPNOTSUPP ? "unsupported" : "error", err);
 		return;
@@ -237,6 +245,32 @@ static void serve_memory(struct served *s, bool fill)
 	fputc('\n', s->out);
 }
 
+/* drain, destroy, ready: operations an IUT may not have */
+static void serve_operation(struct served *s, const char *op)
+{
+	uint64_t now, plane = 0, drained = 0;
+	int e;
+
+	if (!need(s, "now", &now))
+		return;
+	if (!strcmp(op, "drain")) {
+		if (!need(s, "plane", &plane) || !need(s, "drained", &drained))
+			return;
+		e = s->ops->drain ? s->ops->drain(s->iut, (uint8_t)plane, drained != 0, now)
+				  : -EOPNOTSUPP;
+	} else if (!strcmp(op, "destroy")) {
+		e = s->ops->destroy ? s->ops->destroy(s->iut, now) : -EOPNOTSUPP;
+	} else {
+		e = s->ops->ready ? s->ops->ready(s->iut, now) : -EOPNOTSUPP;
+	}
+	if (e == -EOPNOTSUPP)
+		fprintf(s->out, "unsupported %s\n", op);
+	else if (e)
+		fprintf(s->out, "error %d\n", e);
+	else
+		fprintf(s->out, "ok\n");
+}
+
 static void serve_line(struct served *s)
 {
 	const char *op = s->w[0];
@@ -286,6 +320,8 @@ static void serve_line(struct served *s)
 			fprintf(s->out, "none\n");
 	} else if (!strcmp(op, "memory") || !strcmp(op, "fill")) {
 		serve_memory(s, !strcmp(op, "fill"));
+	} else if (!strcmp(op, "drain") || !strcmp(op, "destroy") || !strcmp(op, "ready")) {
+		serve_operation(s, op);
 	} else {
 		fprintf(s->out, "error no request %s\n", op);
 	}

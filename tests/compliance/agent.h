@@ -8,8 +8,9 @@
  * The agent first says who it is; then, for each request line, answers one line:
  *
  *   agent:  metaroce-compliance 1 name=NAME settle_ns=N own_defaults=0|1   (iut.h)
- *   suite:  open now=NS qpn=Q peer_qpn=Q psn=P peer_psn=P max_payload=B paths=N sports=S,S..
- *                rq_depth=N mr_key=K mr_addr=A mr_len=L access=rwa|- retry_cnt=N rnr_retry=N
+ *   suite:  open now=NS qpn=Q peer_qpn=Q psn=P peer_psn=P max_payload=B paths=N planes=N
+ *                sports=S,S.. rq_depth=N mr_key=K mr_addr=A mr_len=L access=rwa|- retry_cnt=N
+ *                rnr_retry=N rtr=0|1
  *   agent:  ok qpn=Q psn=P peer_psn=P mr_key=K mr_addr=A   (the values it made the QP with)
  *   suite:  close                                   agent: ok
  *   suite:  deliver now=NS plane=P sport=S ce=0|1 bytes=HEX               agent: ok
@@ -23,6 +24,9 @@
  *   suite:  counter name=NAME                       agent: ok V | none
  *   suite:  memory off=N len=N                      agent: ok HEX | none
  *   suite:  fill off=N len=N value=B                agent: ok
+ *   suite:  drain now=NS plane=P drained=0|1        agent: ok | error -ERRNO | unsupported
+ *   suite:  destroy now=NS                          agent: ok | error -ERRNO | unsupported
+ *   suite:  ready now=NS                            agent: ok | error -ERRNO | unsupported
  *
  * Any request may also be answered "error TEXT" (the run fails there, with TEXT), and open
  * "unsupported TEXT" (the IUT cannot make that QP by design: the script is skipped). Numbers

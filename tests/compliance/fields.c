@@ -177,3 +177,15 @@ void fields_rename_for_iut(struct mrc_packet *p, const struct names *n)
 						field_get(p, &fields[i])));
 }
 
+
+void fields_relay(struct mrc_packet *p, const struct names *from, const struct names *to)
+{
+	unsigned cls = class_of(p->opcode) | C_ALL;
+
+	for (unsigned i = 0; i < sizeof(fields) / sizeof(fields[0]); i++)
+		if (!fields[i].flag && (fields[i].classes & cls))
+			field_set(p, &fields[i],
+				  names_on_wire(to, p->opcode, fields[i].name, true,
+						names_in_script(from, p->opcode, fields[i].name,
+								false, field_get(p, &fields[i]))));
+}

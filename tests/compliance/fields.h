@@ -31,5 +31,7 @@ bool parse_value(const char *s, uint64_t *v);
 bool parse_opcode(const char *s, uint8_t *opcode);
 /* Every field of p the IUT may name otherwise (names.h), renamed for it. */
 void fields_rename_for_iut(struct mrc_packet *p, const struct names *n);
+/* A packet one IUT sent, renamed for another that plays its peer (the scenario matrix). */
+void fields_relay(struct mrc_packet *p, const struct names *from, const struct names *to);
 
 #endif

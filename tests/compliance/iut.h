@@ -30,8 +30,10 @@ struct iut_config {
 	uint32_t psn;	   /* the first PSN the IUT sends */
 	uint32_t peer_psn; /* the first PSN the IUT expects */
 	uint16_t max_payload;
-	uint8_t n_paths;		/* one UDP source port each, on plane 0 */
+	uint8_t n_paths;		/* one UDP source port each */
+	uint8_t n_planes;		/* the paths in n_planes equal runs: plane 0's first */
 	uint16_t sports[IUT_MAX_PATHS]; /* the IUT's source ports, path by path */
+	bool at_rtr;			/* made at RTR: ready() takes it to RTS */
 	uint32_t rq_depth;
 	uint32_t mr_key;  /* the region's key, as the peer names it */
 	uint64_t mr_addr; /* its first address, as the peer names it */
@@ -100,8 +102,10 @@ struct iut_ops {
 	 * ("needs engine-defaults") are skipped. */
 	bool own_defaults;
 	/* NULL, with why in err, when the IUT cannot make the QP; errno EOPNOTSUPP when it
-	 * cannot make this one by design (the script is then skipped, with err as the reason). */
-	void *(*open)(struct iut_config *cfg, uint64_t now_ns, char *err, size_t errlen);
+	 * cannot make this one by design (the script is then skipped, with err as the reason).
+	 * self: the ops it is called through (an adapter with several instances finds its own). */
+	void *(*open)(const struct iut_ops *self, struct iut_config *cfg, uint64_t now_ns,
+		      char *err, size_t errlen);
 	void (*close)(void *iut);
 	void (*deliver)(void *iut, const struct iut_dgram *d, uint64_t now_ns);
 	/* The IUT's next datagram at now_ns, if it has one to send. */
@@ -121,6 +125,15 @@ struct iut_ops {
 	 * they cannot be read); and writing into it, as the application does before it sends. */
 	bool (*memory)(void *iut, uint32_t off, uint32_t len, uint8_t *out);
 	void (*fill)(void *iut, uint32_t off, uint32_t len, uint8_t value);
+	/*
+	 * The operations of some scripts only, each NULL (or -EOPNOTSUPP) where the IUT has none:
+	 * such a script is then skipped. drain: an operator drains a plane or restores it
+	 * [R-87]; destroy: the application destroys the QP, which lingers (SPEC 11.4); ready:
+	 * a QP made at RTR goes to RTS.
+	 */
+	int (*drain)(void *iut, uint8_t plane, bool drained, uint64_t now_ns);
+	int (*destroy)(void *iut, uint64_t now_ns);
+	int (*ready)(void *iut, uint64_t now_ns);
 	/* NULL, or why the adapter itself broke (an agent that died or answered nonsense): the
 	 * script fails there with it. May be NULL for an adapter that cannot break so. */
 	const char *(*fault)(void *iut);

@@ -19,6 +19,8 @@
 struct engine_iut {
 	struct iut_config cfg;
 	struct mrc_conn *conn;
+	bool at_rtr;	/* made at RTR and not yet ready(): the application may not post sends */
+	bool destroyed; /* the application destroyed the QP: it lingers, and posts nothing */
 	uint8_t *mem;
 	struct mrc_completion wcs[WC_QUEUE];
 	bool wc_recv[WC_QUEUE];
@@ -54,13 +56,15 @@ static void complete(void *user, bool from_recv_queue, const struct mrc_completi
 	e->wc_recv[at] = from_recv_queue;
 }
 
-static void *engine_open(struct iut_config *cfg, uint64_t now_ns, char *err, size_t errlen)
+static void *engine_open(const struct iut_ops *self, struct iut_config *cfg, uint64_t now_ns,
+			 char *err, size_t errlen)
 {
 	static const struct mrc_conn_callbacks cb = { .mr_lookup = mr_lookup,
 						      .complete = complete };
 	struct engine_iut *e = calloc(1, sizeof(*e));
 	struct mrc_conn_config cc;
 
+	(void)self;
 	if (!e || !(e->mem = calloc(1, cfg->mr_len ? cfg->mr_len : 1))) {
 		free(e);
 		snprintf(err, errlen, "out of memory");
@@ -75,13 +79,16 @@ static void *engine_open(struct iut_config *cfg, uint64_t now_ns, char *err, siz
 	cc.max_payload = cfg->max_payload;
 	cc.n_paths = cfg->n_paths;
 	for (unsigned i = 0; i < cfg->n_paths; i++)
-		cc.paths[i] = (struct mrc_path_config){ .plane = 0, .sport = cfg->sports[i] };
+		cc.paths[i] = (struct mrc_path_config){
+			.plane = (uint8_t)(i / ((cfg->n_paths + cfg->n_planes - 1) / cfg->n_planes)),
+			.sport = cfg->sports[i] };
 	cc.rq_depth = cfg->rq_depth;
 	cc.retry_cnt = cfg->retry_cnt;
 	cc.rnr_retry = cfg->rnr_retry;
 	cc.qp_access = MRC_ACCESS_REMOTE_WRITE | MRC_ACCESS_REMOTE_READ | MRC_ACCESS_REMOTE_ATOMIC;
 	cc.drop_counts = e->drops;
 	cc.seed = 1;
+	e->at_rtr = cfg->at_rtr;
 	e->conn = mrc_conn_new(&cc, &cb, e, now_ns);
 	if (!e->conn) {
 		snprintf(err, errlen, "mrc_conn_new: %s", strerror(errno));
@@ -146,8 +153,10 @@ static int engine_post(void *iut, const struct iut_wr *wr, uint64_t now_ns)
 			       .length = wr->len, .lkey = e->cfg.mr_key };
 
 	(void)now_ns;
-	if (wr->off > e->cfg.mr_len || wr->len > e->cfg.mr_len - wr->off)
+	if (wr->off > e->cfg.mr_len || wr->len > e->cfg.mr_len - wr->off || e->destroyed)
 		return -EINVAL;
+	if (e->at_rtr && wr->kind != IUT_WR_RECV)
+		return -EINVAL; /* as verbs refuses a send on a QP at RTR */
 	if (wr->kind == IUT_WR_RECV) {
 		struct mrc_recv_wr r = { .wr_id = wr->wr_id, .num_sge = 1, .sge = { sge } };
 
@@ -211,8 +220,10 @@ static bool engine_poll(void *iut, struct iut_wc *wc)
 
 static const char *engine_state(void *iut)
 {
-	switch (mrc_conn_state(((struct engine_iut *)iut)->conn)) {
-	case MRC_QPS_RTS: return "rts";
+	struct engine_iut *e = iut;
+
+	switch (mrc_conn_state(e->conn)) {
+	case MRC_QPS_RTS: return e->at_rtr ? "rtr" : "rts"; /* RTR is the caller's (conn.h) */
 	case MRC_QPS_ERR: return "err";
 	case MRC_QPS_CLOSING: return "closing";
 	case MRC_QPS_CLOSED: return "closed";
@@ -267,6 +278,38 @@ static void engine_fill(void *iut, uint32_t off, uint32_t len, uint8_t value)
 		memset(e->mem + off, value, len);
 }
 
+static int engine_drain(void *iut, uint8_t plane, bool drained, uint64_t now_ns)
+{
+	(void)now_ns;
+	mrc_conn_drain_plane(((struct engine_iut *)iut)->conn, plane, drained);
+	return 0;
+}
+
+static int engine_destroy(void *iut, uint64_t now_ns)
+{
+	struct engine_iut *e = iut;
+
+	if (e->destroyed)
+		return -EINVAL;
+	e->destroyed = true;
+	mrc_conn_close(e->conn, now_ns);
+	return 0;
+}
+
+static int engine_ready(void *iut, uint64_t now_ns)
+{
+	struct engine_iut *e = iut;
+	struct mrc_conn_config d;
+
+	(void)now_ns;
+	if (!e->at_rtr)
+		return -EINVAL;
+	mrc_conn_config_default(&d);
+	e->at_rtr = false;
+	return mrc_conn_set_send(e->conn, e->cfg.retry_cnt, d.retry_timeout_ns, e->cfg.rnr_retry,
+				 d.max_rd_atomic);
+}
+
 const struct iut_ops iut_engine = {
 	.name = "engine",
 	.open = engine_open,
@@ -281,4 +324,7 @@ const struct iut_ops iut_engine = {
 	.counter = engine_counter,
 	.memory = engine_memory,
 	.fill = engine_fill,
+	.drain = engine_drain,
+	.destroy = engine_destroy,
+	.ready = engine_ready,
 };

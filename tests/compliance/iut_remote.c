@@ -2,9 +2,10 @@
 /*
  * The suite's end of the agent protocol (agent.h): an implementation behind a process the
  * suite starts (`sh -c COMMAND`) and speaks to on its standard input and output. One agent
- * serves the whole run, a QP per script.
+ * serves the whole run, a QP per script (the scenario matrix starts one per side).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -18,7 +19,7 @@
 #include "compliance/iut.h"
 
 struct remote {
-	struct iut_ops ops;
+	struct iut_ops ops; /* first: open() finds its remote from it */
 	char name[64];
 	pid_t pid;
 	FILE *to, *from;
@@ -31,7 +32,9 @@ struct remote {
 	struct iut_config cfg;
 };
 
-static struct remote the_agent;
+/* every agent started, for the exit to end them */
+static struct remote *agents[4];
+static unsigned n_agents;
 
 /* One request and its answer, cut into words; false (and the fault said) when the agent
  * died, or answered "error" (errors_fault: a fault; else the caller reads w[1]). */
@@ -88,9 +91,10 @@ static uint64_t num(struct remote *r, const char *key)
 	return v;
 }
 
-static void *remote_open(struct iut_config *c, uint64_t now_ns, char *err, size_t errlen)
+static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint64_t now_ns,
+			 char *err, size_t errlen)
 {
-	struct remote *r = &the_agent;
+	struct remote *r = (struct remote *)(uintptr_t)self;
 	char ports[IUT_MAX_PATHS * 6 + 1] = "";
 	size_t at = 0;
 
@@ -98,10 +102,11 @@ static void *remote_open(struct iut_config *c, uint64_t now_ns, char *err, size_
 		at += (size_t)snprintf(ports + at, sizeof(ports) - at, "%s%u", i ? "," : "",
 				       c->sports[i]);
 	if (!ask(r, false, "open now=%" PRIu64 " qpn=%" PRIu32 " peer_qpn=%" PRIu32
-		 " psn=%" PRIu32 " peer_psn=%" PRIu32 " max_payload=%u paths=%u sports=%s"
+		 " psn=%" PRIu32 " peer_psn=%" PRIu32 " max_payload=%u paths=%u planes=%u rtr=%d"
+		 " sports=%s"
 		 " rq_depth=%" PRIu32 " mr_key=%" PRIu32 " mr_addr=%" PRIu64 " mr_len=%" PRIu32
 		 " access=%s%s%s%s retry_cnt=%u rnr_retry=%u", now_ns, c->qpn, c->peer_qpn, c->psn,
-		 c->peer_psn, c->max_payload, c->n_paths, ports, c->rq_depth, c->mr_key,
+		 c->peer_psn, c->max_payload, c->n_paths, c->n_planes, c->at_rtr, ports, c->rq_depth, c->mr_key,
 		 c->mr_addr, c->mr_len, c->mr_remote_read ? "r" : "", c->mr_remote_write ? "w" : "",
 		 c->mr_remote_atomic ? "a" : "",
 		 c->mr_remote_read || c->mr_remote_write || c->mr_remote_atomic ? "" : "-",
@@ -253,6 +258,43 @@ static void remote_fill(void *iut, uint32_t off, uint32_t len, uint8_t value)
 		answered_ok(iut);
 }
 
+/* drain, destroy, ready: 0, -errno, or -EOPNOTSUPP for an IUT without the operation */
+static int remote_operation(struct remote *r)
+{
+	long e;
+
+	if (!r->n)
+		return -EIO;
+	if (!strcmp(r->w[0], "unsupported"))
+		return -EOPNOTSUPP;
+	if (!strcmp(r->w[0], "error") && r->n >= 2 && (e = strtol(r->w[1], NULL, 10)) < 0)
+		return (int)e;
+	return answered_ok(r) ? 0 : -EIO;
+}
+
+static int remote_drain(void *iut, uint8_t plane, bool drained, uint64_t now_ns)
+{
+	struct remote *r = iut;
+
+	if (!ask(r, false, "drain now=%" PRIu64 " plane=%u drained=%d", now_ns, plane, drained))
+		return -EIO;
+	return remote_operation(r);
+}
+
+static int remote_destroy(void *iut, uint64_t now_ns)
+{
+	struct remote *r = iut;
+
+	return ask(r, false, "destroy now=%" PRIu64, now_ns) ? remote_operation(r) : -EIO;
+}
+
+static int remote_ready(void *iut, uint64_t now_ns)
+{
+	struct remote *r = iut;
+
+	return ask(r, false, "ready now=%" PRIu64, now_ns) ? remote_operation(r) : -EIO;
+}
+
 static const char *remote_fault(void *iut)
 {
 	struct remote *r = iut;
@@ -260,26 +302,39 @@ static const char *remote_fault(void *iut)
 	return r->fault[0] ? r->fault : NULL;
 }
 
-static void agent_gone(void)
+static void agents_gone(void)
 {
-	struct remote *r = &the_agent;
+	for (unsigned i = 0; i < n_agents; i++) {
+		struct remote *r = agents[i];
 
-	if (r->to)
-		fclose(r->to); /* the agent's input ends: it closes its QP and exits */
-	if (r->from)
-		fclose(r->from);
-	if (r->pid > 0)
-		waitpid(r->pid, NULL, 0);
+		if (r->to)
+			fclose(r->to); /* the agent's input ends: it closes its QP and exits */
+		if (r->from)
+			fclose(r->from);
+		if (r->pid > 0)
+			waitpid(r->pid, NULL, 0);
+		free(r->line);
+		free(r);
+	}
+	n_agents = 0;
 }
 
 const struct iut_ops *iut_remote(const char *command, char *err, size_t errlen)
 {
-	struct remote *r = &the_agent;
+	struct remote *r;
 	int down[2], up[2];
 	uint64_t version, settle, own = 0;
 	const char *name;
 
-	if (pipe(down) || pipe(up)) {
+	if (n_agents == sizeof(agents) / sizeof(agents[0]) || !(r = calloc(1, sizeof(*r)))) {
+		snprintf(err, errlen, "too many agents");
+		return NULL;
+	}
+	if (!n_agents)
+		atexit(agents_gone);
+	agents[n_agents++] = r;
+	/* close-on-exec: a second agent must not hold the first's input open past its end */
+	if (pipe2(down, O_CLOEXEC) || pipe2(up, O_CLOEXEC)) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		return NULL;
 	}
@@ -300,7 +355,6 @@ const struct iut_ops *iut_remote(const char *command, char *err, size_t errlen)
 	signal(SIGPIPE, SIG_IGN); /* a dead agent is a fault of the run, not the end of it */
 	r->to = fdopen(down[1], "w");
 	r->from = fdopen(up[0], "r");
-	atexit(agent_gone);
 	snprintf(r->name, sizeof(r->name), "%.60s", command);
 	if (!r->to || !r->from || getline(&r->line, &r->cap, r->from) <= 0) {
 		snprintf(err, errlen, "the agent said nothing (did it start?)");
@@ -323,7 +377,8 @@ const struct iut_ops *iut_remote(const char *command, char *err, size_t errlen)
 		.deliver = remote_deliver, .collect = remote_collect, .deadline = remote_deadline,
 		.advance = remote_advance, .post = remote_post, .poll = remote_poll,
 		.state = remote_state, .counter = remote_counter, .memory = remote_memory,
-		.fill = remote_fill, .fault = remote_fault,
+		.fill = remote_fill, .fault = remote_fault, .drain = remote_drain,
+		.destroy = remote_destroy, .ready = remote_ready,
 	};
 	return &r->ops;
 }

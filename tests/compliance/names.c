@@ -36,3 +36,11 @@ uint64_t names_on_wire(const struct names *n, uint8_t opcode, const char *field,
 								       : v;
 	return v;
 }
+
+uint64_t names_in_script(const struct names *n, uint8_t opcode, const char *field, bool to_iut,
+			 uint64_t v)
+{
+	const struct names back = { .script = n->iut, .iut = n->script };
+
+	return names_on_wire(&back, opcode, field, to_iut, v);
+}

@@ -26,4 +26,8 @@ struct names {
 uint64_t names_on_wire(const struct names *n, uint8_t opcode, const char *field, bool to_iut,
 		       uint64_t v);
 
+/* The other way: the value as the script names it, of one a packet carries on the wire. */
+uint64_t names_in_script(const struct names *n, uint8_t opcode, const char *field, bool to_iut,
+			 uint64_t v);
+
 #endif

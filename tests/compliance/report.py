@@ -3,7 +3,7 @@
 """The compliance report: what each script found on each implementation, and which of the
 specification's requirements the scripts cover.
 
-    report.py SPEC.md OUTDIR RESULTS.json... [--mutants MUTANTS.json]
+    report.py SPEC.md OUTDIR RESULTS.json... [--mutants MUTANTS.json] [--matrix MATRIX.json]...
 
 Writes OUTDIR/report.md, OUTDIR/report.json and OUTDIR/junit.xml, and prints the summary.
 A requirement is a MUST when the sentence that names its id ([R-N]) says MUST or MUST NOT.
@@ -54,7 +54,20 @@ def main():
         i = args.index("--mutants")
         mutants = json.load(open(args[i + 1]))
         del args[i:i + 2]
+    matrices = []
+    while "--matrix" in args:
+        i = args.index("--matrix")
+        matrices.append(json.load(open(args[i + 1])))
+        del args[i:i + 2]
     spec, outdir, results = args[0], args[1], args[2:]
+    # the scenario matrix: one cell per (scenario, client, server), whichever run gave it
+    grid = {}
+    for m in matrices:
+        for c in m["results"]:
+            grid[(c["scenario"], c["client"], c["server"])] = c
+    scenario_names = list(dict.fromkeys(c[0] for c in grid))
+    sides = list(dict.fromkeys([k[1] for k in grid] + [k[2] for k in grid]))
+    matrix_failed = [c for c in grid.values() if not c["pass"]]
     reqs = requirements(spec)
     runs = [json.load(open(r)) for r in results]
 
@@ -92,6 +105,10 @@ def main():
         "results": {run["adapter"]: run["results"] for run in runs},
         "matrix": matrix,
     }
+    summary["matrix_scenarios"] = scenario_names
+    summary["matrix_cells"] = len(grid)
+    summary["matrix_failed"] = len(matrix_failed)
+    summary["scenario_matrix"] = list(grid.values())
     if mutants is not None:
         summary["mutants"] = len(mutants)
         summary["mutants_caught"] = sum(1 for m in mutants if m["caught_by"])
@@ -127,6 +144,22 @@ def main():
             for adapter, res in skipped:
                 f.write("- %s, %s: %s\n" % (adapter, res["script"], res["why"]))
             f.write("\n")
+        if grid:
+            f.write("## Scenario matrix\n\nEach cell: client (row) to server (column), the "
+                    "transfer's every byte checked (tests/compliance/matrix.c).\n\n")
+            f.write("| scenario | client | " + " | ".join(sides) + " |\n")
+            f.write("|---|---|" + "---|" * len(sides) + "\n")
+            for sc in scenario_names:
+                for cl in sides:
+                    row = []
+                    for sv in sides:
+                        c = grid.get((sc, cl, sv))
+                        row.append("—" if c is None else
+                                   ("pass %.0f ms" % c["ms"]) if c["pass"] else
+                                   "**FAIL**: " + c["why"])
+                    if any(x != "—" for x in row):
+                        f.write("| %s | %s | %s |\n" % (sc, cl, " | ".join(row)))
+            f.write("\n")
         if mutants is not None:
             f.write("## Mutants\n\n| mutant | caught by |\n|---|---|\n")
             for m in mutants:
@@ -160,6 +193,16 @@ def main():
                         res["why"] + ("; known: " + res["known"] if res.get("known") else "")))
                 f.write("</testcase>\n")
             f.write("</testsuite>\n")
+        if grid:
+            f.write('<testsuite name="compliance.matrix" tests="%d" failures="%d">\n'
+                    % (len(grid), len(matrix_failed)))
+            for c in grid.values():
+                f.write('<testcase classname="matrix" name=%s>' % quoteattr(
+                    "%s %s -> %s" % (c["scenario"], c["client"], c["server"])))
+                if not c["pass"]:
+                    f.write('<failure message=%s/>' % quoteattr(c["why"]))
+                f.write("</testcase>\n")
+            f.write("</testsuite>\n")
         if mutants is not None:
             f.write('<testsuite name="compliance.mutants" tests="%d" failures="%d">\n'
                     % (len(mutants), sum(1 for m in mutants if not m["caught_by"])))
@@ -177,9 +220,12 @@ def main():
              len(musts) - len(uncovered),
              len(musts), "; mutants caught: %d of %d" % (summary["mutants_caught"], len(mutants))
              if mutants is not None else ""))
+    if grid:
+        print("compliance: scenario matrix %d cells (%d scenarios), %d failed"
+              % (len(grid), len(scenario_names), len(matrix_failed)))
     for u in sorted(unknown):
         print("  %s names %s, which the specification does not" % u)
-    ok = not failed and not unknown
+    ok = not failed and not unknown and not matrix_failed
     if mutants is not None:
         ok = ok and all(m["caught_by"] for m in mutants)
     return 0 if ok else 1

@@ -20,41 +20,11 @@
 
 #include "compliance/fields.h"
 #include "compliance/names.h"
+#include "compliance/script_impl.h"
 #include "proto/checksum.h"
 #include "proto/codec.h"
 
-#define QUEUE 64u
-#define MAX_ARGS 32u
-#define START_NS 1000000000ull
-
-struct sent {
-	struct iut_dgram d;
-	uint64_t at;
-};
-
-struct run {
-	const struct iut_ops *iut;
-	void *h;
-	struct iut_config cfg; /* as the script's setup says */
-	struct names names;    /* and as the IUT made it */
-	bool open;
-	uint64_t now;	  /* the IUT's clock */
-	uint64_t line_at; /* the time of the last timed line */
-	struct sent queue[QUEUE];
-	unsigned q_head, q_n;
-	bool ignore[256]; /* opcodes the script's expectations skip */
-	uint16_t peer_sport;
-	bool trace;
-	struct script_result *r;
-	unsigned line;
-	char *argv[MAX_ARGS];
-	unsigned argc;
-	struct iut_dgram scratch;
-	uint8_t payload[IUT_MAX_DGRAM];
-};
-
-static bool failf(struct run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static bool failf(struct run *run, const char *fmt, ...)
+bool failf(struct run *run, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -69,7 +39,7 @@ static bool failf(struct run *run, const char *fmt, ...)
 }
 
 /* The argument key=value's value, or NULL. */
-static const char *arg(struct run *run, const char *key)
+const char *arg(struct run *run, const char *key)
 {
 	size_t n = strlen(key);
 
@@ -79,19 +49,40 @@ static const char *arg(struct run *run, const char *key)
 	return NULL;
 }
 
-static bool arg_num(struct run *run, const char *key, uint64_t *v, uint64_t dflt)
+static struct var *var_of(struct run *run, const char *name)
+{
+	for (unsigned i = 0; i < run->n_vars; i++)
+		if (!strcmp(run->vars[i].name, name))
+			return &run->vars[i];
+	return NULL;
+}
+
+/* A value: a number, a NAK kind or CLOSE reason by name, or $name an expectation took. */
+static bool value_of(struct run *run, const char *s, uint64_t *v)
+{
+	const struct var *x;
+
+	if (*s != '$')
+		return parse_value(s, v);
+	if (!(x = var_of(run, s + 1)))
+		return failf(run, "%s: no earlier expectation took it", s);
+	*v = x->value;
+	return true;
+}
+
+bool arg_num(struct run *run, const char *key, uint64_t *v, uint64_t dflt)
 {
 	const char *s = arg(run, key);
 
 	*v = dflt;
-	if (s && !parse_value(s, v))
+	if (s && !value_of(run, s, v))
 		return failf(run, "%s=%s: not a number", key, s);
 	return true;
 }
 
 /* Every key=value of the line is one of keys (a NULL-ended list): a misspelt key would
  * otherwise check nothing. */
-static bool only_keys(struct run *run, unsigned first, const char *const *keys)
+bool only_keys(struct run *run, unsigned first, const char *const *keys)
 {
 	for (unsigned i = first; i < run->argc; i++) {
 		const char *eq = strchr(run->argv[i], '=');
@@ -125,7 +116,7 @@ static void trace(const struct run *run, const struct iut_dgram *d)
 	fputc('\n', stderr);
 }
 
-static bool drain(struct run *run)
+bool collect_sent(struct run *run)
 {
 	struct iut_dgram *d = &run->scratch;
 
@@ -149,7 +140,7 @@ static bool run_to(struct run *run, uint64_t t)
 	for (unsigned steps = 0; steps < 1000000; steps++) {
 		uint64_t next;
 
-		if (!drain(run))
+		if (!collect_sent(run))
 			return false;
 		next = run->iut->deadline(run->h);
 		if (next > t)
@@ -165,10 +156,10 @@ static bool run_to(struct run *run, uint64_t t)
 		run->now = t;
 	if (run->iut->settle_ns) /* its clock: it waits until t comes */
 		run->iut->advance(run->h, run->now);
-	return drain(run);
+	return collect_sent(run);
 }
 
-static uint64_t real_ns(void)
+uint64_t real_ns(void)
 {
 	struct timespec ts;
 
@@ -177,12 +168,12 @@ static uint64_t real_ns(void)
 }
 
 /* A real-time IUT acts after a while: what it sends meanwhile, a millisecond later. */
-static bool wait_a_little(struct run *run)
+bool wait_a_little(struct run *run)
 {
 	struct timespec ms = { 0, 1000000 };
 
 	nanosleep(&ms, NULL);
-	return drain(run);
+	return collect_sent(run);
 }
 
 /* check() holds, or has had the IUT's settle time to come to hold: only checks that take
@@ -209,7 +200,7 @@ static bool settled(struct run *run, bool (*check)(struct run *))
  * settle time; within one ("> none", no_wc: nothing at this moment) a twentieth of it, as
  * long as a packet takes to come back, not so long that the IUT's timers run meanwhile.
  */
-static bool quiet(struct run *run, bool at_end)
+bool quiet(struct run *run, bool at_end)
 {
 	uint64_t end = real_ns() + run->iut->settle_ns / (at_end ? 1 : 20);
 
@@ -219,14 +210,37 @@ static bool quiet(struct run *run, bool at_end)
 	return true;
 }
 
-/* A packet of the IUT's is queued, or it had its settle time to send one. */
-static bool queued(struct run *run)
+/* The first queued packet sent on plane (any plane: -1), or -1. */
+static int first_on(const struct run *run, int plane)
+{
+	for (unsigned i = 0; i < run->q_n; i++)
+		if (plane < 0 || run->queue[(run->q_head + i) % QUEUE].d.plane == plane)
+			return (int)i;
+	return -1;
+}
+
+/*
+ * A packet of the IUT's on that plane (any: -1) is queued, or it had its settle time to send
+ * one. That packet goes to the head of the queue: the network keeps a plane's packets in
+ * order, not one plane's against another's (an IUT with a socket a plane, as metaroced has,
+ * is read plane by plane).
+ */
+static bool queued(struct run *run, int plane)
 {
 	uint64_t end = real_ns() + run->iut->settle_ns;
+	int at;
 
-	while (!run->q_n && run->iut->settle_ns && real_ns() < end)
+	while ((at = first_on(run, plane)) < 0 && run->iut->settle_ns && real_ns() < end)
 		if (!wait_a_little(run))
 			return false;
+	for (; at > 0; at--) {
+		struct sent *a = &run->queue[(run->q_head + (unsigned)at - 1) % QUEUE];
+		struct sent *b = &run->queue[(run->q_head + (unsigned)at) % QUEUE];
+		struct sent t = *a;
+
+		*a = *b;
+		*b = t;
+	}
 	return true;
 }
 
@@ -237,7 +251,7 @@ static bool line_setup(struct run *run)
 	static const char *const keys[] = { "qpn", "peer_qpn", "psn", "peer_psn", "max_payload",
 					    "paths", "rq_depth", "mr_key", "mr_addr", "mr_len",
 					    "retry_cnt", "rnr_retry", "peer_sport", "access",
-					    "ignore", NULL };
+					    "ignore", "planes", "rtr", NULL };
 	struct iut_config *c = &run->cfg;
 	uint64_t v;
 	const char *s;
@@ -265,9 +279,13 @@ static bool line_setup(struct run *run)
 	NUM("retry_cnt", c->retry_cnt)
 	NUM("rnr_retry", c->rnr_retry)
 	NUM("peer_sport", run->peer_sport)
+	NUM("planes", c->n_planes)
+	NUM("rtr", c->at_rtr)
 #undef NUM
 	if (!c->n_paths || c->n_paths > IUT_MAX_PATHS)
 		return failf(run, "paths=%u: 1 to %u", c->n_paths, IUT_MAX_PATHS);
+	if (!c->n_planes || c->n_paths % c->n_planes)
+		return failf(run, "planes=%u: the paths fall into that many equal runs", c->n_planes);
 	for (unsigned i = 0; i < c->n_paths; i++)
 		c->sports[i] = (uint16_t)(49152 + i);
 	if ((s = arg(run, "access"))) {
@@ -301,7 +319,7 @@ static bool ensure_open(struct run *run)
 	run->names.script = run->cfg;
 	run->names.iut = run->cfg;
 	errno = 0;
-	run->h = run->iut->open(&run->names.iut, run->now, err, sizeof(err));
+	run->h = run->iut->open(run->iut, &run->names.iut, run->now, err, sizeof(err));
 	if (!run->h && errno == EOPNOTSUPP) {
 		failf(run, "%s", err);
 		run->r->skipped = true;
@@ -385,7 +403,7 @@ static bool line_send(struct run *run)
 		f = field_of(key, p.opcode);
 		if (!f)
 			return failf(run, "%s has no field %s", mrc_opcode_name(p.opcode), key);
-		if (!parse_value(eq + 1, &v))
+		if (!value_of(run, eq + 1, &v))
 			return failf(run, "%s: not a value", run->argv[i]);
 		field_set(&p, f, v);
 	}
@@ -438,13 +456,76 @@ static bool line_send(struct run *run)
 	if (v < d->len)
 		d->len = (uint16_t)v;
 	run->iut->deliver(run->h, d, run->now);
-	return drain(run);
+	return collect_sent(run);
+}
+
+/*
+ * One key=value (or key!=value: anything else) of a packet the IUT sent: a field by its name,
+ * len= and fill= its payload, sack= an ACK's bits, sport= and plane= how it travelled. A value
+ * $name not yet taken takes the packet's, for the lines after.
+ */
+static bool expect_field(struct run *run, const struct mrc_packet *p, const struct iut_dgram *d,
+			 const char *word)
+{
+	const char *eq = strchr(word, '='), *name = mrc_opcode_name(p->opcode);
+	bool differ = eq && eq > word && eq[-1] == '!';
+	const struct field *f = NULL;
+	uint64_t v, have;
+	char key[32];
+
+	if (!eq || (size_t)(eq - word) - differ >= sizeof(key))
+		return failf(run, "%s: expected key=value or key!=value", word);
+	snprintf(key, sizeof(key), "%.*s", (int)(eq - word - differ), word);
+	if (!strcmp(eq + 1, "*"))
+		return true;
+	if (!strcmp(key, "sack") && p->opcode == MRC_OP_ACK && !differ) {
+		uint8_t want[MRC_SACK_BYTES];
+
+		if (!sack_parse(run, eq + 1, want))
+			return false;
+		return !memcmp(want, p->u.ack.sack, sizeof(want)) ||
+		       failf(run, "ack: the SACK bits are not %s", eq + 1);
+	}
+	if (!strcmp(key, "fill") && !differ) {
+		if (!value_of(run, eq + 1, &v))
+			return false;
+		for (unsigned k = 0; k < p->payload_len; k++)
+			if (p->payload[k] != (uint8_t)v)
+				return failf(run, "%s: payload byte %u is 0x%02x, expected 0x%02llx",
+					     name, k, p->payload[k], (unsigned long long)v);
+		return true;
+	}
+	if (!strcmp(key, "len"))
+		have = p->payload_len;
+	else if (!strcmp(key, "sport"))
+		have = d->sport;
+	else if (!strcmp(key, "plane"))
+		have = d->plane;
+	else if ((f = field_of(key, p->opcode)))
+		have = names_in_script(&run->names, p->opcode, key, false, field_get(p, f));
+	else
+		return failf(run, "%s has no field %s", name, key);
+	if (eq[1] == '$' && !var_of(run, eq + 2)) {
+		if (differ || run->n_vars == MAX_VARS || strlen(eq + 2) >= sizeof(run->vars[0].name))
+			return failf(run, "%s: takes a value only as key=$name, %u at most", word,
+				     MAX_VARS);
+		snprintf(run->vars[run->n_vars].name, sizeof(run->vars[0].name), "%s", eq + 2);
+		run->vars[run->n_vars++].value = have;
+		return true;
+	}
+	if (!value_of(run, eq + 1, &v))
+		return failf(run, "%s: not a value", word);
+	if (differ ? have != v : have == v)
+		return true;
+	return failf(run, "%s: %s is %llu, expected %s%llu", name, key, (unsigned long long)have,
+		     differ ? "anything but " : "", (unsigned long long)v);
 }
 
 static bool line_expect(struct run *run)
 {
 	struct sent *s;
 	struct mrc_packet p;
+	const char *plane;
 	uint8_t opcode;
 	uint64_t v;
 	int e;
@@ -462,7 +543,8 @@ static bool line_expect(struct run *run)
 	}
 	if (!parse_opcode(run->argv[1], &opcode))
 		return failf(run, "no opcode %s", run->argv[1]);
-	if (!queued(run))
+	plane = arg(run, "plane");
+	if (!queued(run, plane && parse_value(plane, &v) ? (int)v : -1))
 		return false;
 	if (!run->q_n)
 		return failf(run, "expected %s, the IUT sent nothing", mrc_opcode_name(opcode));
@@ -476,53 +558,9 @@ static bool line_expect(struct run *run)
 	if (p.opcode != opcode)
 		return failf(run, "expected %s, the IUT sent %s (psn %u)", mrc_opcode_name(opcode),
 			     mrc_opcode_name(p.opcode), p.psn);
-	for (unsigned i = 2; i < run->argc; i++) {
-		char key[32];
-		const char *eq = strchr(run->argv[i], '=');
-		const struct field *f;
-
-		if (!eq || (size_t)(eq - run->argv[i]) >= sizeof(key))
-			return failf(run, "%s: expected key=value", run->argv[i]);
-		snprintf(key, sizeof(key), "%.*s", (int)(eq - run->argv[i]), run->argv[i]);
-		if (strcmp(key, "len") && strcmp(key, "fill") &&
-		    (strcmp(key, "sack") || opcode != MRC_OP_ACK) && !field_of(key, opcode))
-			return failf(run, "%s has no field %s", mrc_opcode_name(opcode), key);
-		if (!strcmp(eq + 1, "*"))
-			continue;
-		if (!strcmp(key, "sack")) {
-			uint8_t want[MRC_SACK_BYTES];
-
-			if (!sack_parse(run, eq + 1, want))
-				return false;
-			if (memcmp(want, p.u.ack.sack, sizeof(want)))
-				return failf(run, "ack: the SACK bits are not %s", eq + 1);
-			continue;
-		}
-		if (!parse_value(eq + 1, &v))
-			return failf(run, "%s: not a value", run->argv[i]);
-		if (!strcmp(key, "len")) {
-			if (p.payload_len != v)
-				return failf(run, "%s: len %u, expected %llu", mrc_opcode_name(opcode),
-					     p.payload_len, (unsigned long long)v);
-			continue;
-		}
-		if (!strcmp(key, "fill")) {
-			for (unsigned k = 0; k < p.payload_len; k++)
-				if (p.payload[k] != (uint8_t)v)
-					return failf(run, "%s: payload byte %u is 0x%02x, expected "
-							  "0x%02llx", mrc_opcode_name(opcode), k,
-						     p.payload[k], (unsigned long long)v);
-			continue;
-		}
-		f = field_of(key, opcode);
-		if (!f)
-			return failf(run, "%s has no field %s", mrc_opcode_name(opcode), key);
-		if (field_get(&p, f) != names_on_wire(&run->names, opcode, key, false, v))
-			return failf(run, "%s: %s is %llu, expected %llu", mrc_opcode_name(opcode), key,
-				     (unsigned long long)field_get(&p, f),
-				     (unsigned long long)names_on_wire(&run->names, opcode, key, false,
-								       v));
-	}
+	for (unsigned i = 2; i < run->argc; i++)
+		if (!expect_field(run, &p, &s->d, run->argv[i]))
+			return false;
 	return true;
 }
 
@@ -548,160 +586,6 @@ static bool line_maybe(struct run *run)
 	*run->r = before;
 	run->q_head = head;
 	run->q_n = n;
-	return true;
-}
-
-static bool line_post(struct run *run)
-{
-	struct iut_wr wr = { 0 };
-	uint64_t id, off, len, rkey, raddr, imm;
-	unsigned k;
-	int e;
-
-	static const char *const keys[] = { "id", "off", "len", "rkey", "raddr", "imm", NULL };
-
-	for (k = 0; k < IUT_WR_KINDS; k++)
-		if (run->argc >= 2 && !strcmp(run->argv[1], iut_wr_kinds[k]))
-			break;
-	if (k == IUT_WR_KINDS)
-		return failf(run, "post needs write, write_imm, send, send_imm, read or recv");
-	if (!only_keys(run, 2, keys))
-		return false;
-	if (!arg_num(run, "id", &id, 0) || !arg_num(run, "off", &off, 0) ||
-	    !arg_num(run, "len", &len, 0) || !arg_num(run, "rkey", &rkey, 0) ||
-	    !arg_num(run, "raddr", &raddr, 0) || !arg_num(run, "imm", &imm, 0))
-		return false;
-	wr = (struct iut_wr){ .kind = (uint8_t)k, .wr_id = id, .off = (uint32_t)off,
-			      .len = (uint32_t)len, .rkey = (uint32_t)rkey, .raddr = raddr,
-			      .imm = (uint32_t)imm };
-	e = run->iut->post(run->h, &wr, run->now);
-	if (e)
-		return failf(run, "the IUT refused post %s: %s", iut_wr_kinds[k], strerror(-e));
-	return drain(run);
-}
-
-static bool line_wc(struct run *run)
-{
-	static const char *const keys[] = { "status", "opcode", "id", "len", "imm", NULL };
-	struct iut_wc wc;
-	const char *s;
-	uint64_t v;
-
-	uint64_t end = real_ns() + run->iut->settle_ns;
-	bool got;
-
-	if (!only_keys(run, 1, keys))
-		return false;
-	while (!(got = run->iut->poll(run->h, &wc)) && run->iut->settle_ns && real_ns() < end)
-		if (!wait_a_little(run))
-			return false;
-	if (!got)
-		return failf(run, "expected a completion, there is none");
-	if ((s = arg(run, "status")) && strcmp(s, wc.status))
-		return failf(run, "completion %llu: status %s, expected %s",
-			     (unsigned long long)wc.wr_id, wc.status, s);
-	if ((s = arg(run, "opcode")) && strcmp(s, wc.opcode))
-		return failf(run, "completion %llu: opcode %s, expected %s",
-			     (unsigned long long)wc.wr_id, wc.opcode, s);
-	if (arg(run, "id") && (!arg_num(run, "id", &v, 0) || v != wc.wr_id))
-		return failf(run, "completion %llu, expected %llu", (unsigned long long)wc.wr_id,
-			     (unsigned long long)v);
-	if (arg(run, "len") && (!arg_num(run, "len", &v, 0) || v != wc.byte_len))
-		return failf(run, "completion %llu: byte_len %u, expected %llu",
-			     (unsigned long long)wc.wr_id, wc.byte_len, (unsigned long long)v);
-	if (arg(run, "imm") && (!arg_num(run, "imm", &v, 0) || !wc.with_imm || v != wc.imm))
-		return failf(run, "completion %llu: imm %s%u, expected %llu",
-			     (unsigned long long)wc.wr_id, wc.with_imm ? "" : "none ", wc.imm,
-			     (unsigned long long)v);
-	return true;
-}
-
-static bool line_no_wc(struct run *run)
-{
-	struct iut_wc wc;
-
-	if (!quiet(run, false))
-		return false;
-	if (run->iut->poll(run->h, &wc))
-		return failf(run, "expected no completion, there is %llu (%s, %s)",
-			     (unsigned long long)wc.wr_id, wc.opcode, wc.status);
-	return true;
-}
-
-static bool line_counter(struct run *run)
-{
-	for (unsigned i = 1; i < run->argc; i++) {
-		char name[64];
-		const char *op = strpbrk(run->argv[i], ">=");
-		bool at_least = op && op[0] == '>';
-		uint64_t want, have;
-
-		if (!op || (at_least && op[1] != '=') || (size_t)(op - run->argv[i]) >= sizeof(name))
-			return failf(run, "%s: counter NAME=V or NAME>=V", run->argv[i]);
-		snprintf(name, sizeof(name), "%.*s", (int)(op - run->argv[i]), run->argv[i]);
-		if (!parse_value(op + (at_least ? 2 : 1), &want))
-			return failf(run, "%s: not a number", run->argv[i]);
-		/* counters are the IUT's own: one it does not keep is said, not failed */
-		if (!run->iut->counter(run->h, name, &have)) {
-			size_t at = strlen(run->r->unchecked);
-
-			if (!strstr(run->r->unchecked, name))
-				snprintf(run->r->unchecked + at, sizeof(run->r->unchecked) - at,
-					 "%s%s", at ? " " : "", name);
-			continue;
-		}
-		if (at_least ? have < want : have != want)
-			return failf(run, "counter %s is %llu, expected %s%llu", name,
-				     (unsigned long long)have, at_least ? ">= " : "",
-				     (unsigned long long)want);
-	}
-	return true;
-}
-
-static bool line_memory(struct run *run, bool write)
-{
-	static const char *const keys[] = { "off", "len", "fill", NULL };
-	uint64_t off, len, fill;
-	uint8_t *m = run->payload;
-
-	if (!only_keys(run, 1, keys) || !arg_num(run, "off", &off, 0) ||
-	    !arg_num(run, "len", &len, 0) || !arg_num(run, "fill", &fill, 0))
-		return false;
-	if (!len || !arg(run, "fill"))
-		return failf(run, "%s needs len= (not 0) and fill=", run->argv[0]);
-	if (off > run->cfg.mr_len || len > run->cfg.mr_len - off)
-		return failf(run, "off=%llu len=%llu: outside the region", (unsigned long long)off,
-			     (unsigned long long)len);
-	if (write) {
-		run->iut->fill(run->h, (uint32_t)off, (uint32_t)len, (uint8_t)fill);
-		return true;
-	}
-	if (len > sizeof(run->payload))
-		return failf(run, "len=%llu: memory checks up to %zu bytes at once",
-			     (unsigned long long)len, sizeof(run->payload));
-	if (!run->iut->memory(run->h, (uint32_t)off, (uint32_t)len, m))
-		return failf(run, "the IUT's memory cannot be read");
-	for (uint64_t i = 0; i < len; i++)
-		if (m[i] != (uint8_t)fill)
-			return failf(run, "memory byte %llu is 0x%02x, expected 0x%02llx",
-				     (unsigned long long)(off + i), m[i],
-				     (unsigned long long)fill);
-	return true;
-}
-
-static bool line_memory_read(struct run *run)
-{
-	return line_memory(run, false);
-}
-
-static bool line_state(struct run *run)
-{
-	const char *have = run->iut->state(run->h);
-
-	if (run->argc != 2)
-		return failf(run, "state NAME");
-	if (strcmp(have, run->argv[1]))
-		return failf(run, "the QP is in %s, expected %s", have, run->argv[1]);
 	return true;
 }
 
@@ -751,6 +635,9 @@ static bool adapter_broke(struct run *run)
 
 static bool line_verb(struct run *run, const char *verb)
 {
+	if (!strcmp(verb, "drain") || !strcmp(verb, "undrain") || !strcmp(verb, "destroy") ||
+	    !strcmp(verb, "ready"))
+		return line_operation(run, verb);
 	if (!strcmp(verb, "<"))
 		return line_send(run);
 	if (!strcmp(verb, ">"))
@@ -806,7 +693,7 @@ static void defaults(struct run *run)
 	struct iut_config *c = &run->cfg;
 
 	*c = (struct iut_config){ .qpn = 0x11, .peer_qpn = 0x22, .psn = 1000, .peer_psn = 5000,
-				  .max_payload = 1024, .n_paths = 1, .rq_depth = 16,
+				  .max_payload = 1024, .n_paths = 1, .n_planes = 1, .rq_depth = 16,
 				  .mr_key = 0x100, .mr_addr = 0x10000, .mr_len = 65536,
 				  .mr_remote_write = true, .mr_remote_read = true,
 				  .mr_remote_atomic = true, .retry_cnt = 7, .rnr_retry = 7 };

@@ -6,10 +6,13 @@
  * The daemon picks its QPN, key and PSNs (R-116: from the node ids), so open() says them back.
  *
  * The peer the suite plays has a node: this agent answers the daemon's DISCOVERs for it
- * (SPEC 12), announcing plane 0 only, so every path of the QP is on plane 0 as scripts say.
+ * (SPEC 12), announcing its planes; each QP keeps to the planes its script asks for
+ * (metaroce_qp_set_paths), so its paths fall on them as the script says.
  *
  * Environment: METAROCE_SOCKET (the daemon's control socket), COMPLIANCE_IUT_ADDR (the
- * daemon's plane-0 IPv4 address), COMPLIANCE_PEER_ADDR (this process's, on the same link),
+ * daemon's IPv4 address on each plane, comma-separated), COMPLIANCE_PEER_ADDR (this
+ * process's, on the same links; several such lists separated by ';' for several agents at
+ * once, as the scenario matrix starts: each takes the first it can bind, a node of its own),
  * COMPLIANCE_PORT (both MetaRoCE ports, 4792), COMPLIANCE_SETTLE_MS (200).
  *
  * The daemon's QPs keep its own configuration where a verbs QP cannot set it (its congestion
@@ -37,7 +40,8 @@
 #include "proto/conn.h"
 #include "verbs/ctl_client.h"
 
-#define MAX_SOCKETS 24u
+#define MAX_SOCKETS 40u
+#define MAX_PLANES 2u
 #define METRICS_CAP (1u << 20) /* the exposition's bytes, with room for many paths */
 #define OPEN_WAIT_NS 5000000000ull
 
@@ -52,16 +56,20 @@ struct daemon_iut {
 	uint64_t t0_real, t0_script; /* the script's time t is real time t0_real + t - t0_script */
 	char *base_metrics;	      /* the counters when the QP was made */
 	uint64_t base_retx, base_rx;
+	uint8_t drained; /* planes this script drained: restored when it ends */
 };
 
 /* What lasts the whole run: the device, the sockets, the two nodes. */
 static struct {
 	struct ibv_context *ctx;
 	int ctl;
-	struct in_addr iut_addr, peer_addr;
+	struct in_addr iut_addr[MAX_PLANES], peer_addr[MAX_PLANES];
+	unsigned n_planes;
 	uint16_t port;
-	int socks[MAX_SOCKETS]; /* [0]: the peer's MetaRoCE port; then one per source port */
+	/* the peer's MetaRoCE port on each plane first, then one per plane and source port */
+	int socks[MAX_SOCKETS];
 	uint16_t sock_port[MAX_SOCKETS];
+	uint8_t sock_plane[MAX_SOCKETS];
 	unsigned n_socks;
 	uint64_t node, iut_node; /* the peer's node id, and the daemon's once it asked */
 } g;
@@ -74,9 +82,9 @@ static uint64_t real_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static int udp_socket(uint16_t port)
+static int udp_socket(uint8_t plane, uint16_t port)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr = g.peer_addr,
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr = g.peer_addr[plane],
 				 .sin_port = htons(port) };
 	int one = 1, fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
@@ -92,27 +100,28 @@ static int udp_socket(uint16_t port)
 	return fd;
 }
 
-/* The socket that sends from port sport (made the first time). */
-static int socket_for(uint16_t sport)
+/* The socket that sends from port sport on a plane (made the first time). */
+static int socket_for(uint8_t plane, uint16_t sport)
 {
 	int fd;
 
 	for (unsigned i = 0; i < g.n_socks; i++)
-		if (g.sock_port[i] == sport)
+		if (g.sock_port[i] == sport && g.sock_plane[i] == plane)
 			return g.socks[i];
 	if (g.n_socks == MAX_SOCKETS)
 		return -ENOSPC;
-	fd = udp_socket(sport);
+	fd = udp_socket(plane, sport);
 	if (fd < 0)
 		return fd;
 	g.sock_port[g.n_socks] = sport;
+	g.sock_plane[g.n_socks] = plane;
 	g.socks[g.n_socks++] = fd;
 	return fd;
 }
 
-static int send_from(uint16_t sport, bool ce, const uint8_t *bytes, size_t len)
+static int send_from(uint8_t plane, uint16_t sport, bool ce, const uint8_t *bytes, size_t len)
 {
-	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr = g.iut_addr,
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr = g.iut_addr[plane],
 				  .sin_port = htons(g.port) };
 	struct iovec iov = { (void *)bytes, len };
 	union {
@@ -122,7 +131,7 @@ static int send_from(uint16_t sport, bool ce, const uint8_t *bytes, size_t len)
 	struct msghdr m = { .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = &iov,
 			    .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf) };
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-	int fd = socket_for(sport), tos = ce ? 3 : 2; /* ECN CE, or ECT(0) as senders mark */
+	int fd = socket_for(plane, sport), tos = ce ? 3 : 2; /* ECN CE, or ECT(0) as senders mark */
 
 	if (fd < 0)
 		return fd;
@@ -133,12 +142,12 @@ static int send_from(uint16_t sport, bool ce, const uint8_t *bytes, size_t len)
 	return sendmsg(fd, &m, 0) < 0 ? -errno : 0;
 }
 
-/* The daemon's DISCOVER answered for the peer's node: plane 0, its address, its port. */
-static void answer_discover(const struct mrc_packet *ask, uint16_t to_port)
+/* The daemon's DISCOVER answered for the peer's node: its planes' addresses, its port. */
+static void answer_discover(const struct mrc_packet *ask, uint8_t plane, uint16_t to_port)
 {
 	struct mrc_packet p = { .opcode = MRC_OP_DISCOVER_REPLY, .dst_qpn = MRC_QPN_DAEMON,
 				.psn = ask->psn };
-	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr = g.iut_addr,
+	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr = g.iut_addr[plane],
 				  .sin_port = htons(to_port) };
 	uint8_t buf[512];
 	size_t len;
@@ -147,13 +156,15 @@ static void answer_discover(const struct mrc_packet *ask, uint16_t to_port)
 	p.u.discover.node_id = g.node;
 	p.u.discover.udp_port = g.port;
 	p.u.discover.max_payload = 4096; /* each QP's path MTU says its own */
-	p.u.discover.n_addrs = 1;
-	p.u.discover.addrs[0].family = MRC_AF_INET;
-	p.u.discover.addrs[0].plane = 0;
-	memset(p.u.discover.addrs[0].addr + 10, 0xff, 2);
-	memcpy(p.u.discover.addrs[0].addr + 12, &g.peer_addr, 4);
+	p.u.discover.n_addrs = (uint8_t)g.n_planes;
+	for (unsigned i = 0; i < g.n_planes; i++) {
+		p.u.discover.addrs[i].family = MRC_AF_INET;
+		p.u.discover.addrs[i].plane = (uint8_t)i;
+		memset(p.u.discover.addrs[i].addr + 10, 0xff, 2);
+		memcpy(p.u.discover.addrs[i].addr + 12, &g.peer_addr[i], 4);
+	}
 	if (mrc_encode(&p, buf, sizeof(buf), &len) == MRC_WIRE_OK)
-		sendto(g.socks[0], buf, len, 0, (struct sockaddr *)&to, sizeof(to));
+		sendto(g.socks[plane], buf, len, 0, (struct sockaddr *)&to, sizeof(to));
 }
 
 /* The next datagram the daemon sent the peer, DISCOVERs answered on the way; false: none. */
@@ -174,7 +185,7 @@ static bool receive(struct iut_dgram *d)
 
 		while ((n = recvmsg(g.socks[i], &m, 0)) >= 0) {
 			d->len = (uint16_t)n;
-			d->plane = 0;
+			d->plane = g.sock_plane[i];
 			d->sport = ntohs(from.sin_port);
 			d->ce = false;
 			for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm))
@@ -182,8 +193,9 @@ static bool receive(struct iut_dgram *d)
 					d->ce = (*(uint8_t *)CMSG_DATA(cm) & 3) == 3;
 			if (n >= 2 && d->bytes[1] == MRC_OP_DISCOVER &&
 			    mrc_decode(d->bytes, (size_t)n, &p) == MRC_WIRE_OK) {
-				answer_discover(&p, p.u.discover.udp_port ? p.u.discover.udp_port
-									  : d->sport);
+				answer_discover(&p, d->plane, p.u.discover.udp_port
+									      ? p.u.discover.udp_port
+									      : d->sport);
 				m.msg_controllen = sizeof(c.buf);
 				continue;
 			}
@@ -241,6 +253,18 @@ static void *fail_open(struct daemon_iut *d, int err, char *msg, size_t len, con
 	return NULL;
 }
 
+/* verbs RTR to RTS, with the script's retry limits */
+static int to_rts(struct daemon_iut *d)
+{
+	struct ibv_qp_attr rts = { .qp_state = IBV_QPS_RTS, .timeout = 14,
+				   .retry_cnt = d->cfg.retry_cnt, .rnr_retry = d->cfg.rnr_retry,
+				   .sq_psn = d->cfg.psn, .max_rd_atomic = 16 };
+
+	return ibv_modify_qp(d->qp, &rts, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+						  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+						  IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
 static bool connect_qp(struct daemon_iut *d, const struct iut_config *c, const char **step)
 {
 	struct ibv_qp_attr init = { .qp_state = IBV_QPS_INIT, .port_num = 1,
@@ -253,31 +277,30 @@ static bool connect_qp(struct daemon_iut *d, const struct iut_config *c, const c
 		.min_rnr_timer = 1,
 		.ah_attr = { .is_global = 1, .port_num = 1, .grh = { .hop_limit = 1 } },
 	};
-	struct ibv_qp_attr rts = { .qp_state = IBV_QPS_RTS, .timeout = 14,
-				   .retry_cnt = c->retry_cnt, .rnr_retry = c->rnr_retry,
-				   .sq_psn = c->psn, .max_rd_atomic = 16 };
 
 	memset(rtr.ah_attr.grh.dgid.raw + 10, 0xff, 2);
-	memcpy(rtr.ah_attr.grh.dgid.raw + 12, &g.peer_addr, 4);
+	memcpy(rtr.ah_attr.grh.dgid.raw + 12, &g.peer_addr[0], 4);
 	*step = "connecting the QP: INIT";
 	if (ibv_modify_qp(d->qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 						IBV_QP_ACCESS_FLAGS))
 		return false;
 	*step = "metaroce_qp_set_paths";
-	if ((errno = metaroce_qp_set_paths(d->qp, c->n_paths, 1u)))
+	if ((errno = metaroce_qp_set_paths(d->qp, c->n_paths / c->n_planes,
+					   (1u << c->n_planes) - 1)))
 		return false;
 	*step = "connecting the QP: RTR";
 	if (ibv_modify_qp(d->qp, &rtr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 					       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 					       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
 		return false;
+	if (c->at_rtr)
+		return true; /* ready() goes on */
 	*step = "connecting the QP: RTS";
-	return !ibv_modify_qp(d->qp, &rts, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-						  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-						  IBV_QP_MAX_QP_RD_ATOMIC);
+	return !to_rts(d);
 }
 
-static void *daemon_open(struct iut_config *c, uint64_t now_ns, char *err, size_t errlen)
+static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint64_t now_ns,
+			 char *err, size_t errlen)
 {
 	struct daemon_iut *d;
 	struct ibv_qp_init_attr qa = { .qp_type = IBV_QPT_RC, .sq_sig_all = 1 };
@@ -288,6 +311,16 @@ static void *daemon_open(struct iut_config *c, uint64_t now_ns, char *err, size_
 	long page = sysconf(_SC_PAGESIZE);
 	int access = IBV_ACCESS_LOCAL_WRITE;
 
+	(void)self;
+
+	uint8_t want = c->at_rtr ? MRC_CTL_QP_RTR : MRC_CTL_QP_RTS;
+
+	if (c->n_planes > g.n_planes) {
+		snprintf(err, errlen, "the daemon here has %u plane%s", g.n_planes,
+			 g.n_planes == 1 ? "" : "s");
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	if (!mtu_of(c->max_payload) || !c->rq_depth || !c->mr_len) {
 		snprintf(err, errlen, "a verbs QP has a path MTU of 256, 512, 1024, 2048 or 4096 "
 			 "bytes (max_payload=%u), a receive queue and a region", c->max_payload);
@@ -333,15 +366,16 @@ static void *daemon_open(struct iut_config *c, uint64_t now_ns, char *err, size_
 	for (until = real_ns() + OPEN_WAIT_NS; real_ns() < until;) {
 		struct timespec ms = { 0, 1000000 };
 
-		if (qp_record(d->qp->qp_num, &rec) && rec.state == MRC_CTL_QP_RTS && g.iut_node)
+		if (qp_record(d->qp->qp_num, &rec) && rec.state == want && g.iut_node)
 			break;
 		while (receive(&stray))
 			;
 		nanosleep(&ms, NULL);
 	}
-	if (rec.state != MRC_CTL_QP_RTS || !g.iut_node) {
-		snprintf(err, errlen, "the daemon's QP %u did not reach RTS in %llu s (state %u%s)",
-			 d->qp->qp_num, OPEN_WAIT_NS / 1000000000ull, rec.state,
+	if (rec.state != want || !g.iut_node) {
+		snprintf(err, errlen, "the daemon's QP %u did not reach %s in %llu s (state %u%s)",
+			 d->qp->qp_num, c->at_rtr ? "RTR" : "RTS", OPEN_WAIT_NS / 1000000000ull,
+			 rec.state,
 			 g.iut_node ? "" : ", no DISCOVER from it");
 		daemon_close(d);
 		errno = EIO;
@@ -365,10 +399,20 @@ static void *daemon_open(struct iut_config *c, uint64_t now_ns, char *err, size_
 	return d;
 }
 
+static int drain_plane(uint8_t plane, bool drained)
+{
+	struct mrc_ctl_drain r = { .plane = plane, .drained = drained };
+
+	return ctl_request(g.ctl, MRC_CTL_DRAIN_PLANE, &r, sizeof(r), NULL, 0, NULL, 0, NULL, 0);
+}
+
 static void daemon_close(void *iut)
 {
 	struct daemon_iut *d = iut;
 
+	for (unsigned p = 0; p < MAX_PLANES; p++)
+		if (d->drained >> p & 1)
+			drain_plane((uint8_t)p, false); /* the next script finds every plane up */
 	if (d->qp)
 		ibv_destroy_qp(d->qp);
 	if (d->cq)
@@ -387,8 +431,8 @@ static void daemon_deliver(void *iut, const struct iut_dgram *dg, uint64_t now_n
 {
 	(void)iut;
 	(void)now_ns;
-	if (dg->plane == 0)
-		send_from(dg->sport, dg->ce, dg->bytes, dg->len);
+	if (dg->plane < g.n_planes)
+		send_from(dg->plane, dg->sport, dg->ce, dg->bytes, dg->len);
 }
 
 static bool daemon_collect(void *iut, struct iut_dgram *dg, uint64_t now_ns)
@@ -430,7 +474,7 @@ static int daemon_post(void *iut, const struct iut_wr *wr, uint64_t now_ns)
 	int e;
 
 	(void)now_ns;
-	if (wr->off > d->cfg.mr_len || wr->len > d->cfg.mr_len - wr->off)
+	if (!d->qp || wr->off > d->cfg.mr_len || wr->len > d->cfg.mr_len - wr->off)
 		return -EINVAL;
 	if (wr->kind == IUT_WR_RECV) {
 		struct ibv_recv_wr r = { .wr_id = wr->wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
@@ -502,20 +546,6 @@ static bool daemon_poll(void *iut, struct iut_wc *wc)
 	return true;
 }
 
-static const char *daemon_state(void *iut)
-{
-	static const char *const names[] = { [MRC_CTL_QP_IDLE] = "init",
-					     [MRC_CTL_QP_RESOLVING] = "resolving",
-					     [MRC_CTL_QP_RTR] = "rtr", [MRC_CTL_QP_RTS] = "rts",
-					     [MRC_CTL_QP_ERR] = "err" };
-	struct daemon_iut *d = iut;
-	struct mrc_ctl_qp rec;
-
-	if (!qp_record(d->qp->qp_num, &rec))
-		return "gone";
-	return rec.state < sizeof(names) / sizeof(names[0]) ? names[rec.state] : "?";
-}
-
 /* The sum of every sample of the metric family (or of one sample, named with its labels) in a
  * Prometheus text; 0 when absent. */
 static uint64_t metric_sum(const char *text, const char *family)
@@ -530,6 +560,29 @@ static uint64_t metric_sum(const char *text, const char *family)
 			sum += strtoull(value + 1, NULL, 10);
 	}
 	return sum;
+}
+
+static const char *daemon_state(void *iut)
+{
+	static const char *const names[] = { [MRC_CTL_QP_IDLE] = "init",
+					     [MRC_CTL_QP_RESOLVING] = "resolving",
+					     [MRC_CTL_QP_RTR] = "rtr", [MRC_CTL_QP_RTS] = "rts",
+					     [MRC_CTL_QP_ERR] = "err" };
+	struct daemon_iut *d = iut;
+	struct mrc_ctl_qp rec;
+	static char *text;
+
+	if (!d->qp) {
+		/* destroyed: lingering while the daemon counts one (the suite's is its only QP) */
+		if (!text)
+			text = malloc(METRICS_CAP);
+		if (!text || ctl_text(MRC_CTL_METRICS, text, METRICS_CAP))
+			return "?";
+		return metric_sum(text, "metaroce_qps_lingering") ? "closing" : "closed";
+	}
+	if (!qp_record(d->cfg.qpn, &rec))
+		return "gone";
+	return rec.state < sizeof(names) / sizeof(names[0]) ? names[rec.state] : "?";
 }
 
 /*
@@ -555,7 +608,7 @@ static bool daemon_counter(void *iut, const char *name, uint64_t *value)
 	static char *now;
 
 	if (!strcmp(name, "tx_retransmits") || !strcmp(name, "rx_packets")) {
-		if (!qp_record(d->qp->qp_num, &rec))
+		if (!qp_record(d->cfg.qpn, &rec))
 			return false;
 		*value = name[0] == 't' ? rec.tx_retransmits - d->base_retx
 					: rec.rx_packets - d->base_rx;
@@ -590,6 +643,47 @@ static void daemon_fill(void *iut, uint32_t off, uint32_t len, uint8_t value)
 		memset(d->mem + off, value, len);
 }
 
+/* An operator drains a plane, or restores it (metaroce-ctl path set plane N down|up). */
+static int daemon_drain(void *iut, uint8_t plane, bool drained, uint64_t now_ns)
+{
+	struct daemon_iut *d = iut;
+	int e;
+
+	(void)now_ns;
+	if (plane >= MAX_PLANES)
+		return -EINVAL;
+	e = drain_plane(plane, drained);
+	if (!e)
+		d->drained = (uint8_t)(drained ? d->drained | 1u << plane : d->drained & ~(1u << plane));
+	return e;
+}
+
+/* The application destroys the QP; the daemon lets it linger (SPEC 11.4), its packets still
+ * the suite's to take. */
+static int daemon_destroy(void *iut, uint64_t now_ns)
+{
+	struct daemon_iut *d = iut;
+	int e;
+
+	(void)now_ns;
+	if (!d->qp)
+		return -EINVAL;
+	e = ibv_destroy_qp(d->qp);
+	if (e)
+		return -e;
+	d->qp = NULL;
+	return 0;
+}
+
+static int daemon_ready(void *iut, uint64_t now_ns)
+{
+	int e;
+
+	(void)now_ns;
+	e = to_rts(iut);
+	return e > 0 ? -e : e;
+}
+
 static struct iut_ops daemon_ops = {
 	.name = "metaroced",
 	.own_defaults = true,
@@ -605,15 +699,50 @@ static struct iut_ops daemon_ops = {
 	.counter = daemon_counter,
 	.memory = daemon_memory,
 	.fill = daemon_fill,
+	.drain = daemon_drain,
+	.destroy = daemon_destroy,
+	.ready = daemon_ready,
 };
 
-static bool env_addr(const char *name, struct in_addr *a)
+/* ADDR[,ADDR]: an IPv4 address a plane; how many there are (0: not such a list) */
+static unsigned parse_addrs(const char *name, const char *text, struct in_addr *a)
 {
-	const char *v = getenv(name);
+	char list[64], *tok, *save;
+	unsigned n = 0;
 
-	if (v && inet_pton(AF_INET, v, a) == 1)
-		return true;
-	fprintf(stderr, "compliance-agent-daemon: %s must be an IPv4 address\n", name);
+	snprintf(list, sizeof(list), "%s", text);
+	for (tok = strtok_r(list, ",", &save); tok && n < MAX_PLANES;
+	     tok = strtok_r(NULL, ",", &save))
+		if (inet_pton(AF_INET, tok, &a[n++]) != 1)
+			n = MAX_PLANES + 1;
+	if (n && n <= MAX_PLANES)
+		return n;
+	fprintf(stderr, "compliance-agent-daemon: %s must be 1 to %u IPv4 addresses, one a "
+			"plane\n", name, MAX_PLANES);
+	return 0;
+}
+
+/* The first of the ';'-separated address lists whose MetaRoCE port is free: socks[plane]. */
+static bool bind_peer(const char *lists)
+{
+	char copy[256], *set, *save;
+	int fd = -EINVAL;
+
+	snprintf(copy, sizeof(copy), "%s", lists);
+	for (set = strtok_r(copy, ";", &save); set; set = strtok_r(NULL, ";", &save)) {
+		if (parse_addrs("COMPLIANCE_PEER_ADDR", set, g.peer_addr) != g.n_planes)
+			return false;
+		g.n_socks = 0;
+		for (unsigned p = 0; p < g.n_planes && (fd = socket_for((uint8_t)p, g.port)) >= 0;
+		     p++)
+			;
+		if (fd >= 0)
+			return true;
+		for (unsigned i = 0; i < g.n_socks; i++)
+			close(g.socks[i]);
+	}
+	fprintf(stderr, "compliance-agent-daemon: cannot bind the peer's port %u at any of %s: "
+			"%s\n", g.port, lists, strerror(-fd));
 	return false;
 }
 
@@ -625,8 +754,9 @@ int main(int argc, char **argv)
 
 	if (argc > 1) /* the name the report gives this run: metaroced-udp, -xdp */
 		daemon_ops.name = argv[1];
-	if (!sock || !env_addr("COMPLIANCE_IUT_ADDR", &g.iut_addr) ||
-	    !env_addr("COMPLIANCE_PEER_ADDR", &g.peer_addr)) {
+	g.n_planes = parse_addrs("COMPLIANCE_IUT_ADDR", getenv("COMPLIANCE_IUT_ADDR") ?: "",
+				 g.iut_addr);
+	if (!sock || !g.n_planes || !getenv("COMPLIANCE_PEER_ADDR")) {
 		fprintf(stderr, "compliance-agent-daemon: needs METAROCE_SOCKET, "
 				"COMPLIANCE_IUT_ADDR and COMPLIANCE_PEER_ADDR\n");
 		return 2;
@@ -643,11 +773,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	ibv_free_device_list(devs);
-	g.n_socks = 0;
-	if (socket_for(g.port) < 0) {
-		fprintf(stderr, "compliance-agent-daemon: cannot bind the peer's port %u: %s\n",
-			g.port, strerror(errno));
+	if (!bind_peer(getenv("COMPLIANCE_PEER_ADDR")))
 		return 1;
-	}
 	return agent_serve(&daemon_ops, stdin, stdout);
 }

@@ -31,8 +31,10 @@ struct my_iut {
  * EOPNOTSUPP for a QP it cannot make by design (the script is skipped with err), or NULL with
  * err saying what went wrong.
  */
-static void *my_open(struct iut_config *cfg, uint64_t now_ns, char *err, size_t errlen)
+static void *my_open(const struct iut_ops *self, struct iut_config *cfg, uint64_t now_ns,
+		     char *err, size_t errlen)
 {
+	(void)self;
 	(void)cfg;
 	(void)now_ns;
 	snprintf(err, errlen, "compliance-agent-template: open() is not written yet");

@@ -1,0 +1,484 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * compliance-matrix RESULTS.json ADAPTER...: the scenario matrix, in the shape of the QUIC
+ * interop runner. Every pair of implementations (client, server), each from any adapter
+ * (engine, or remote:COMMAND for an agent), runs every named scenario: the suite relays the
+ * datagrams of the client's QP to the server's and back through a network it spoils as the
+ * scenario says (loss, reordering, duplication, corruption, a plane blackholed or drained, the
+ * server's QP destroyed), the client transfers messages, and the scenario passes
+ * when every byte arrived where it should, every work request completed as it should, and
+ * nothing hung. Implementations that pick their own names are renamed for each other on the
+ * way (names.h), as for a script. Prints the grid per scenario and writes RESULTS.json.
+ *
+ * COMPLIANCE_SCENARIOS=a,b,c runs only those scenarios.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "compliance/fields.h"
+#include "compliance/iut.h"
+#include "compliance/names.h"
+#include "proto/codec.h"
+#include "proto/random.h"
+
+#define MAX_ADAPTERS 4u
+#define N_MSG 32u
+#define MSG_LEN 8192u
+#define CHUNK 1024u
+#define REGION (N_MSG * MSG_LEN)
+#define IN_FLIGHT 4096u
+#define ONE_WAY_NS 5000ull		   /* the network's delay, each way */
+#define VIRTUAL_LIMIT_NS 20000000000ull    /* 20 s of virtual time */
+#define REAL_LIMIT_NS 30000000000ull	   /* 30 s of real time */
+
+struct scenario {
+	const char *name;
+	const char *what;
+	uint8_t wr;		/* IUT_WR_* the client posts */
+	unsigned loss_ppm;	/* each datagram lost with this chance */
+	unsigned dup_ppm;	/* delivered twice */
+	unsigned corrupt_ppm;	/* a byte of it flipped */
+	uint64_t jitter_ns;	/* up to this much more delay: packets of several paths overtake */
+	int blackhole_plane;	/* from a third of the transfer on, everything on it is lost */
+	bool drain;		/* plane 1 drained on both at a third, restored at two thirds */
+	bool destroy;		/* the server's QP destroyed at a third: the client's must end
+				 * in ERR with every work request completed, not hang */
+};
+
+static const struct scenario scenarios[] = {
+	{ "write", "WRITE", IUT_WR_WRITE, 0, 0, 0, 0, -1, false, false },
+	{ "write-imm", "WRITE with immediate", IUT_WR_WRITE_IMM, 0, 0, 0, 0, -1, false, false },
+	{ "send", "SEND", IUT_WR_SEND, 0, 0, 0, 0, -1, false, false },
+	{ "send-imm", "SEND with immediate", IUT_WR_SEND_IMM, 0, 0, 0, 0, -1, false, false },
+	{ "read", "READ", IUT_WR_READ, 0, 0, 0, 0, -1, false, false },
+	{ "loss-1", "WRITE at 1% loss", IUT_WR_WRITE, 10000, 0, 0, 0, -1, false, false },
+	{ "loss-10", "WRITE at 10% loss", IUT_WR_WRITE, 100000, 0, 0, 0, -1, false, false },
+	{ "reorder", "WRITE reordered across paths", IUT_WR_WRITE, 0, 0, 0, 40000, -1, false,
+	  false },
+	{ "duplicate", "SEND with 5% duplicated", IUT_WR_SEND, 0, 50000, 0, 0, -1, false,
+	  false },
+	{ "corrupt", "WRITE with 2% corrupted", IUT_WR_WRITE, 0, 0, 20000, 0, -1, false, false },
+	{ "blackhole", "WRITE, plane 1 blackholed", IUT_WR_WRITE, 0, 0, 0, 0, 1, false, false },
+	{ "drain", "WRITE, plane 1 drained and restored", IUT_WR_WRITE, 0, 0, 0, 0, -1, true,
+	  false },
+	{ "destroyed", "WRITE, the server's QP destroyed mid-transfer", IUT_WR_WRITE, 0, 0, 0, 0,
+	  -1, false, true },
+};
+
+struct side {
+	const struct iut_ops *ops;
+	void *h;
+	struct names names;
+	unsigned wcs, wc_errors; /* completions seen, of which not success */
+};
+
+struct packet {
+	uint64_t at;
+	unsigned to; /* 0: the client, 1: the server */
+	struct iut_dgram d;
+};
+
+struct run {
+	const struct scenario *s;
+	struct side side[2]; /* client, server */
+	struct packet *net;  /* in flight */
+	unsigned n_net;
+	bool real;	     /* either side runs on its own clock: the wall drives both */
+	uint64_t start_real, now;
+	struct mrc_prf rng;
+	unsigned relayed, lost;
+	bool disturbed, restored;
+	char why[256];
+};
+
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static bool failf(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool failf(struct run *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->why[0])
+		return false; /* the first is the one said */
+	va_start(ap, fmt);
+	vsnprintf(r->why, sizeof(r->why), fmt, ap);
+	va_end(ap);
+	return false;
+}
+
+static bool chance(struct run *r, unsigned ppm)
+{
+	return ppm && mrc_prf_next(&r->rng) % 1000000 < ppm;
+}
+
+/* What chunk c of message m holds: never 0, so a chunk never placed shows. */
+static uint8_t pattern(unsigned m, unsigned c)
+{
+	return (uint8_t)((m * (MSG_LEN / CHUNK) + c) * 37 % 251 + 1);
+}
+
+/* The two QPs mirror each other; their regions have names of their own, so a key or address
+ * one side sends is never taken for the other's. */
+static void config(struct iut_config *c, bool server)
+{
+	*c = (struct iut_config){ .qpn = server ? 0x22 : 0x11, .peer_qpn = server ? 0x11 : 0x22,
+				  .psn = server ? 5000 : 1000, .peer_psn = server ? 1000 : 5000,
+				  .max_payload = 1024, .n_paths = 4, .n_planes = 2,
+				  .rq_depth = 2 * N_MSG, .mr_key = server ? 0x200 : 0x100,
+				  .mr_addr = server ? 0x200000 : 0x100000, .mr_len = REGION,
+				  .mr_remote_write = true, .mr_remote_read = true,
+				  .retry_cnt = 7, .rnr_retry = 7 };
+	for (unsigned i = 0; i < c->n_paths; i++)
+		c->sports[i] = (uint16_t)((server ? 50000 : 49152) + i);
+}
+
+static const char *who_name(unsigned who)
+{
+	return who ? "the server" : "the client";
+}
+
+static bool open_side(struct run *r, unsigned who)
+{
+	struct side *s = &r->side[who];
+	char err[256] = "";
+
+	config(&s->names.script, who == 1);
+	s->names.iut = s->names.script;
+	s->h = s->ops->open(s->ops, &s->names.iut, r->now, err, sizeof(err));
+	return s->h || failf(r, "%s could not make its QP: %s", who_name(who), err);
+}
+
+/* A datagram one side sent, renamed for the other and put on the spoilt network. */
+static void relay(struct run *r, unsigned from, const struct iut_dgram *d)
+{
+	const struct scenario *s = r->s;
+	unsigned copies = chance(r, s->dup_ppm) ? 2 : 1;
+	struct mrc_packet pkt;
+	size_t len;
+
+	r->relayed++;
+	if (chance(r, s->loss_ppm) ||
+	    (s->blackhole_plane >= 0 && r->disturbed && d->plane == s->blackhole_plane)) {
+		r->lost++;
+		return;
+	}
+	for (unsigned k = 0; k < copies && r->n_net < IN_FLIGHT; k++) {
+		struct packet *p = &r->net[r->n_net++];
+
+		p->to = 1 - from;
+		p->at = r->now + ONE_WAY_NS +
+			(s->jitter_ns ? mrc_prf_next(&r->rng) % s->jitter_ns : 0);
+		p->d = *d;
+		if (mrc_decode(d->bytes, d->len, &pkt) == MRC_WIRE_OK) {
+			fields_relay(&pkt, &r->side[from].names, &r->side[1 - from].names);
+			if (mrc_encode(&pkt, p->d.bytes, sizeof(p->d.bytes), &len) == MRC_WIRE_OK)
+				p->d.len = (uint16_t)len;
+		}
+		if (chance(r, s->corrupt_ppm) && p->d.len)
+			p->d.bytes[mrc_prf_next(&r->rng) % p->d.len] ^= 0x20;
+	}
+}
+
+/* Work request m of the transfer: the client's on the server's region (as the script names
+ * it: the relay renames it for the server), or a receive of the server's. */
+static bool post(struct run *r, unsigned who, uint8_t kind, unsigned m)
+{
+	struct side *s = &r->side[who];
+	const struct iut_config *peer = &r->side[1 - who].names.script;
+	struct iut_wr wr = { .kind = kind, .wr_id = m, .off = m * MSG_LEN, .len = MSG_LEN,
+			     .rkey = peer->mr_key, .raddr = peer->mr_addr + m * MSG_LEN,
+			     .imm = m + 1 };
+	int e = s->ops->post(s->h, &wr, r->now);
+
+	return !e || failf(r, "%s refused work request %u: %s", who_name(who), m, strerror(-e));
+}
+
+/* Both sides' completions: the client's all success (but where its peer is destroyed), the
+ * server's receives in order with the message's length and immediate. */
+static void poll_both(struct run *r)
+{
+	struct iut_wc wc;
+
+	for (unsigned who = 0; who < 2; who++) {
+		struct side *s = &r->side[who];
+
+		while (s->h && s->ops->poll(s->h, &wc)) {
+			s->wcs++;
+			if (strcmp(wc.status, "success")) {
+				s->wc_errors++;
+				if (!r->s->destroy)
+					failf(r, "%s: work request %llu completed %s", who_name(who),
+					      (unsigned long long)wc.wr_id, wc.status);
+				continue;
+			}
+			if (who == 1 && (wc.wr_id != s->wcs - 1 || wc.byte_len != MSG_LEN ||
+					 (r->s->wr != IUT_WR_SEND &&
+					  (!wc.with_imm || wc.imm != wc.wr_id + 1))))
+				failf(r, "the server's receive %llu completed out of order or with "
+				      "len %u, imm %u", (unsigned long long)wc.wr_id, wc.byte_len,
+				      wc.imm);
+		}
+	}
+}
+
+static bool consumes_receive(uint8_t wr)
+{
+	return wr == IUT_WR_SEND || wr == IUT_WR_SEND_IMM || wr == IUT_WR_WRITE_IMM;
+}
+
+/* Every chunk of every message where it belongs: the server's region, or for READ the
+ * client's. */
+static bool verify(struct run *r)
+{
+	unsigned sink = r->s->wr == IUT_WR_READ ? 0 : 1;
+	struct side *s = &r->side[sink];
+	uint8_t buf[CHUNK];
+
+	for (unsigned m = 0; m < N_MSG; m++)
+		for (unsigned c = 0; c < MSG_LEN / CHUNK; c++) {
+			uint32_t off = m * MSG_LEN + c * CHUNK;
+
+			if (!s->ops->memory(s->h, off, CHUNK, buf))
+				return failf(r, "%s's memory cannot be read", who_name(sink));
+			for (unsigned k = 0; k < CHUNK; k++)
+				if (buf[k] != pattern(m, c))
+					return failf(r, "%s's byte %u is 0x%02x, not 0x%02x",
+						     who_name(sink), off + k, buf[k], pattern(m, c));
+		}
+	return true;
+}
+
+static bool finished(struct run *r)
+{
+	const struct side *c = &r->side[0], *srv = &r->side[1];
+
+	if (r->s->destroy)
+		return c->wcs == N_MSG && !strcmp(c->ops->state(c->h), "err");
+	return c->wcs == N_MSG && (!consumes_receive(r->s->wr) || srv->wcs == N_MSG);
+}
+
+/* A third of the transfer done: the scenario's disturbance; two thirds: its end. */
+static void disturb(struct run *r)
+{
+	const struct scenario *s = r->s;
+	unsigned done = r->side[0].wcs;
+
+	if (!r->disturbed && done >= N_MSG / 3) {
+		r->disturbed = true;
+		for (unsigned who = 0; who < 2 && s->drain; who++) {
+			struct side *d = &r->side[who];
+			int e = d->ops->drain ? d->ops->drain(d->h, 1, true, r->now) : -EOPNOTSUPP;
+
+			if (e)
+				failf(r, "%s cannot drain plane 1: %s", who_name(who), strerror(-e));
+		}
+		if (s->destroy) {
+			struct side *d = &r->side[1];
+			int e = d->ops->destroy ? d->ops->destroy(d->h, r->now) : -EOPNOTSUPP;
+
+			if (e)
+				failf(r, "the server cannot destroy its QP: %s", strerror(-e));
+		}
+	}
+	if (r->disturbed && !r->restored && done >= 2 * N_MSG / 3) {
+		r->restored = true;
+		for (unsigned who = 0; who < 2 && s->drain; who++)
+			r->side[who].ops->drain(r->side[who].h, 1, false, r->now);
+	}
+}
+
+/* The network and both IUTs, until the transfer is over, fails or runs out of time. */
+static void run_transfer(struct run *r)
+{
+	uint64_t limit = r->real ? REAL_LIMIT_NS : VIRTUAL_LIMIT_NS;
+	struct iut_dgram *d = malloc(sizeof(*d));
+
+	for (unsigned m = 0; m < N_MSG && !r->why[0]; m++) {
+		if (consumes_receive(r->s->wr) && !post(r, 1, IUT_WR_RECV, m))
+			break;
+		for (unsigned c = 0; c < MSG_LEN / CHUNK; c++) {
+			unsigned src = r->s->wr == IUT_WR_READ ? 1 : 0;
+
+			r->side[src].ops->fill(r->side[src].h, m * MSG_LEN + c * CHUNK, CHUNK,
+					       pattern(m, c));
+		}
+	}
+	for (unsigned m = 0; m < N_MSG && !r->why[0]; m++)
+		post(r, 0, r->s->wr, m);
+	while (d && !r->why[0] && !finished(r)) {
+		uint64_t next = UINT64_MAX;
+		bool moved = false; /* something was sent or delivered: look again at this time */
+
+		for (unsigned who = 0; who < 2; who++)
+			while (r->side[who].ops->collect(r->side[who].h, d, r->now)) {
+				relay(r, who, d);
+				moved = true;
+			}
+		for (unsigned i = 0; i < r->n_net;) {
+			struct packet *p = &r->net[i];
+
+			if (p->at > r->now) {
+				next = p->at < next ? p->at : next;
+				i++;
+				continue;
+			}
+			r->side[p->to].ops->deliver(r->side[p->to].h, &p->d, r->now);
+			*p = r->net[--r->n_net];
+			moved = true;
+		}
+		poll_both(r);
+		disturb(r);
+		if (!r->real && moved)
+			continue;
+		for (unsigned who = 0; who < 2; who++) {
+			uint64_t t = r->side[who].ops->deadline(r->side[who].h);
+
+			next = t < next ? t : next;
+		}
+		if (r->real) {
+			struct timespec tick = { 0, 50000 };
+
+			nanosleep(&tick, NULL);
+			r->now = real_ns() - r->start_real + 1000000000ull;
+		} else if (next == UINT64_MAX) {
+			failf(r, "nothing left to happen: no packet in flight, no timer (client %u "
+				 "of %u completions, server %u)", r->side[0].wcs, N_MSG,
+			      r->side[1].wcs);
+			break;
+		} else if (next > r->now) {
+			r->now = next;
+		}
+		for (unsigned who = 0; who < 2; who++)
+			if (r->side[who].ops->deadline(r->side[who].h) <= r->now)
+				r->side[who].ops->advance(r->side[who].h, r->now);
+		if (r->now - 1000000000ull > limit) {
+			failf(r, "not done after %llu s: client %u of %u completions, server %u",
+			      (unsigned long long)(limit / 1000000000ull), r->side[0].wcs, N_MSG,
+			      r->side[1].wcs);
+			break;
+		}
+	}
+	free(d);
+	if (!r->why[0] && !r->s->destroy)
+		verify(r);
+	if (!r->why[0] && r->s->destroy && !r->side[0].wc_errors)
+		failf(r, "the client's QP ended in ERR with no failed work request");
+}
+
+static bool run_scenario(const struct scenario *s, const struct iut_ops *client,
+			 const struct iut_ops *server, struct run *r)
+{
+	static struct packet net[IN_FLIGHT];
+
+	memset(r, 0, sizeof(*r));
+	r->s = s;
+	r->net = net;
+	r->side[0].ops = client;
+	r->side[1].ops = server;
+	r->real = client->settle_ns || server->settle_ns;
+	r->start_real = real_ns();
+	r->now = 1000000000ull;
+	mrc_prf_seed(&r->rng, 0x5eed + (uint64_t)(s - scenarios));
+	if (open_side(r, 1) && open_side(r, 0))
+		run_transfer(r);
+	for (unsigned who = 0; who < 2; who++)
+		if (r->side[who].h)
+			r->side[who].ops->close(r->side[who].h);
+	return !r->why[0];
+}
+
+static const struct iut_ops *adapter(const char *spec, char *err, size_t errlen)
+{
+	if (!strcmp(spec, "engine"))
+		return &iut_engine;
+	if (!strncmp(spec, "remote:", 7))
+		return iut_remote(spec + 7, err, errlen);
+	snprintf(err, errlen, "no adapter %s (engine, remote:COMMAND)", spec);
+	return NULL;
+}
+
+static bool wanted(const char *name)
+{
+	const char *list = getenv("COMPLIANCE_SCENARIOS");
+	size_t n = strlen(name);
+
+	if (!list || !*list)
+		return true;
+	for (const char *p = list; p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+		if (!strncmp(p, name, n) && (p[n] == ',' || !p[n]))
+			return true;
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	const struct iut_ops *ops[MAX_ADAPTERS * 2];
+	unsigned n = (unsigned)argc - 2, failed = 0;
+	char err[256];
+	FILE *out;
+
+	if (argc < 3 || n > MAX_ADAPTERS) {
+		fprintf(stderr, "usage: compliance-matrix RESULTS.json ADAPTER... (1 to %u: engine, "
+				"remote:COMMAND)\n", MAX_ADAPTERS);
+		return 2;
+	}
+	/* a client and a server of each: an agent serves one QP at a time */
+	for (unsigned i = 0; i < n; i++)
+		for (unsigned k = 0; k < 2; k++)
+			if (!(ops[2 * i + k] = adapter(argv[2 + i], err, sizeof(err)))) {
+				fprintf(stderr, "compliance-matrix: %s: %s\n", argv[2 + i], err);
+				return 2;
+			}
+	out = fopen(argv[1], "w");
+	if (!out) {
+		perror(argv[1]);
+		return 2;
+	}
+	fprintf(out, "{\"adapters\": [");
+	for (unsigned i = 0; i < n; i++)
+		fprintf(out, "%s\"%s\"", i ? ", " : "", ops[2 * i]->name);
+	fprintf(out, "], \"results\": [");
+	for (unsigned k = 0, first = 1; k < sizeof(scenarios) / sizeof(scenarios[0]); k++) {
+		if (!wanted(scenarios[k].name))
+			continue;
+		printf("  %-10s %s\n", scenarios[k].name, scenarios[k].what);
+		fflush(stdout);
+		for (unsigned c = 0; c < n; c++)
+			for (unsigned sv = 0; sv < n; sv++) {
+				struct run r;
+				uint64_t t0 = real_ns();
+				bool pass = run_scenario(&scenarios[k], ops[2 * c], ops[2 * sv + 1],
+							 &r);
+				double ms = (double)(real_ns() - t0) / 1e6;
+
+				failed += !pass;
+				printf("    %-24s -> %-24s %s %7.1f ms%s%s\n", ops[2 * c]->name,
+				       ops[2 * sv + 1]->name, pass ? "PASS" : "FAIL", ms,
+				       pass ? "" : ": ", r.why);
+				fflush(stdout);
+				fprintf(out, "%s\n {\"scenario\": \"%s\", \"client\": \"%s\", "
+					"\"server\": \"%s\", \"pass\": %s, \"ms\": %.1f, "
+					"\"relayed\": %u, \"lost\": %u, \"why\": \"", first ? "" : ",",
+					scenarios[k].name, ops[2 * c]->name, ops[2 * sv + 1]->name,
+					pass ? "true" : "false", ms, r.relayed, r.lost);
+				for (const char *p = r.why; *p; p++)
+					fprintf(out, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
+				fprintf(out, "\"}");
+				first = 0;
+			}
+	}
+	fprintf(out, "\n]}\n");
+	fclose(out);
+	printf("compliance-matrix: %u failed\n", failed);
+	return failed ? 1 : 0;
+}
