@@ -211,17 +211,17 @@ static __always_inline int ring_bit(const struct mrc_xdp_qp *qp, __u32 psn)
 }
 
 /*
- * Whether the engine acknowledges this packet at once [R-234], or the QP has placed its
- * cfg_wake_every-th packet since the last that did [R-233]: then a sleeping daemon is woken
- * for it. Counting is a locked add, which also orders the event's reservation before the
- * read of `asleep` (see xdp.h).
+ * Whether the engine acknowledges this packet at once [R-234] (last: it ends its message), or
+ * the QP has placed its cfg_wake_every-th packet since the last that did [R-233]: then a
+ * sleeping daemon is woken for it. Counting is a locked add, which also orders the event's
+ * reservation before the read of `asleep` (see xdp.h).
  */
 static __always_inline int wake_worthy(struct mrc_xdp_qp *qp, const struct mrc_hdr *hdr,
-				       __u32 kind, __u8 ce)
+				       __u32 kind, __u8 ce, int last)
 {
 	__u32 psn = bpf_ntohl(hdr->psn), base = READ_ONCE(qp->base);
 	__u64 n = __sync_fetch_and_add(&qp->placed_unwoken, 1) + 1;
-	int urgent = kind == MRC_XDP_EV_DUPLICATE || ce ||
+	int urgent = kind == MRC_XDP_EV_DUPLICATE || ce || last ||
 		     (bpf_ntohs(hdr->flags) & MRC_F_ACK_REQ) ||
 		     (psn != base && !ring_bit(qp, psn - 1)) ||	/* opens a gap */
 		     (psn == base && ring_bit(qp, psn + 1));		/* fills the one at base */
@@ -235,7 +235,7 @@ static __always_inline int wake_worthy(struct mrc_xdp_qp *qp, const struct mrc_h
 
 static __always_inline int send_event(__u32 kind, struct xdp_md *ctx, struct mrc_xdp_qp *qp,
 				      const struct mrc_hdr *hdr, const __u64 *peer, __u16 sport,
-				      __u8 ce, __u32 hdr_off)
+				      __u8 ce, __u32 hdr_off, int last)
 {
 	struct mrc_xdp_event *ev = bpf_ringbuf_reserve(&mrc_events, sizeof(*ev), 0);
 	struct mrc_xdp_wake *wake;
@@ -256,7 +256,7 @@ static __always_inline int send_event(__u32 kind, struct xdp_md *ctx, struct mrc
 		bpf_ringbuf_discard(ev, BPF_RB_NO_WAKEUP);
 		return -1;
 	}
-	worthy = wake_worthy(qp, hdr, kind, ce);
+	worthy = wake_worthy(qp, hdr, kind, ce, last);
 	wake = bpf_map_lookup_elem(&mrc_wake, &zero);
 	if (wake && READ_ONCE(wake->asleep)) {
 		/* one wakeup per sleep: whoever takes `asleep` from 1 to 0 wakes the daemon, and
@@ -318,6 +318,7 @@ int metaroce_xdp(struct xdp_md *ctx)
 	const __u64 *want;
 	__u16 sport;
 	__u8 ce;
+	int last;
 	void *pages;
 
 	if ((void *)(eth + 1) > end)
@@ -387,6 +388,7 @@ int metaroce_xdp(struct xdp_md *ctx)
 	    bpf_ntohl(ext->msg_off) > bpf_ntohl(ext->msg_len) ||
 	    payload > bpf_ntohl(ext->msg_len) - bpf_ntohl(ext->msg_off))
 		return to_daemon(ctx, plane->index, MRC_XDP_TO_DAEMON);
+	last = payload == bpf_ntohl(ext->msg_len) - bpf_ntohl(ext->msg_off); /* ends its message */
 	qpn = bpf_ntohl(hdr->dst_qpn);
 	slot = MRC_QP_SLOT(qpn);
 	qp = bpf_map_lookup_elem(&mrc_qps, &slot);
@@ -417,10 +419,13 @@ int metaroce_xdp(struct xdp_md *ctx)
 	psn = bpf_ntohl(hdr->psn);
 	base = READ_ONCE(qp->base);
 	if (psn - base >= MRC_SACK_BITS) {
+		/* beyond the window: dropped and counted [R-230], but its CE mark counts in the
+		 * engine's ce_count, out-of-window packets included [R-237] */
 		if ((__s32)(psn - base) >= 0)
-			return dropped(MRC_XDP_ABOVE_WINDOW);
+			return ce ? to_daemon(ctx, plane->index, MRC_XDP_TO_DAEMON)
+				  : dropped(MRC_XDP_ABOVE_WINDOW);
 		__sync_fetch_and_add(&qp->duplicates, 1);
-		if (send_event(MRC_XDP_EV_DUPLICATE, ctx, qp, hdr, peer, sport, ce, off))
+		if (send_event(MRC_XDP_EV_DUPLICATE, ctx, qp, hdr, peer, sport, ce, off, 0))
 			return to_daemon(ctx, plane->index, MRC_XDP_EVENT_LOST);
 		return dropped(MRC_XDP_BELOW_WINDOW);
 	}
@@ -428,7 +433,7 @@ int metaroce_xdp(struct xdp_md *ctx)
 	bit = 1ull << (idx % 64);
 	if (READ_ONCE(qp->ring[idx / 64]) & bit) {
 		__sync_fetch_and_add(&qp->duplicates, 1);
-		if (send_event(MRC_XDP_EV_DUPLICATE, ctx, qp, hdr, peer, sport, ce, off))
+		if (send_event(MRC_XDP_EV_DUPLICATE, ctx, qp, hdr, peer, sport, ce, off, 0))
 			return to_daemon(ctx, plane->index, MRC_XDP_EVENT_LOST);
 		return dropped(MRC_XDP_DUPLICATE);
 	}
@@ -475,7 +480,7 @@ int metaroce_xdp(struct xdp_md *ctx)
 	old = __sync_fetch_and_or(&qp->ring[idx / 64], bit);
 	if (old & bit) {
 		__sync_fetch_and_add(&qp->duplicates, 1);
-		if (send_event(MRC_XDP_EV_DUPLICATE, ctx, qp, hdr, peer, sport, ce, off))
+		if (send_event(MRC_XDP_EV_DUPLICATE, ctx, qp, hdr, peer, sport, ce, off, 0))
 			return to_daemon(ctx, plane->index, MRC_XDP_EVENT_LOST);
 		return dropped(MRC_XDP_DUPLICATE);
 	}
@@ -485,7 +490,7 @@ int metaroce_xdp(struct xdp_md *ctx)
 		__sync_fetch_and_and(&qp->ring[idx / 64], ~bit);
 		return dropped(MRC_XDP_BELOW_WINDOW);
 	}
-	if (send_event(MRC_XDP_EV_PLACED, ctx, qp, hdr, peer, sport, ce, off)) {
+	if (send_event(MRC_XDP_EV_PLACED, ctx, qp, hdr, peer, sport, ce, off, last)) {
 		/* the daemon would never hear of it: take it back and let the daemon do it all */
 		__sync_fetch_and_and(&qp->ring[idx / 64], ~bit);
 		return to_daemon(ctx, plane->index, MRC_XDP_EVENT_LOST);

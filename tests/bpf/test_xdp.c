@@ -111,6 +111,9 @@ static const struct fixture fixtures[] = {
 	  MRC_XDP_BELOW_WINDOW, false, MRC_XDP_EV_DUPLICATE, NULL },
 	{ "at base + 256: above the window, dropped", W(BASE_PSN + 256, 64, 0), BASE_PSN,
 	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_ABOVE_WINDOW, false, 0, NULL },
+	{ "above the window and CE-marked: to the daemon, whose ce_count counts it [R-237]",
+	  { MRC_OP_WRITE, QPN, BASE_PSN + 256, MR_KEY, MR_ADDR, 64, false, 0, 0, 0, true, NULL },
+	  BASE_PSN, MRC_XDP_QP_PLACE, NONE, XDP_PASS, MRC_XDP_TO_DAEMON, false, 0, NULL },
 	{ "at base + 255: the window's last PSN, placed", W(BASE_PSN + 255, 64, 0), BASE_PSN,
 	  MRC_XDP_QP_PLACE, NONE, XDP_DROP, MRC_XDP_PLACED, true, MRC_XDP_EV_PLACED, NULL },
 	{ "PSN wrap-around: base 2^32 - 16, PSN 5", W(5, 200, 0), 0xfffffff0u, MRC_XDP_QP_PLACE,
@@ -459,27 +462,30 @@ struct wake_step {
 	uint16_t flags;
 	bool ce;
 	bool wakes;
+	bool last; /* the whole message; else the first packet of a 4 KiB one */
 };
 
-/* In order from the base, 8 packets and then a 9th: only the 8th wakes. Then each thing that
- * makes the engine acknowledge at once [R-234] wakes by itself. */
+/* In order from the base, 8 packets (each the first of a longer message) and then a 9th: only
+ * the 8th wakes. Then each thing that makes the engine acknowledge at once [R-234] wakes by
+ * itself, a message's last packet among them. */
 static const struct wake_step wake_steps[] = {
-	{ "in order 1 of 8", 0, 0, false, false },
-	{ "in order 2 of 8", 1, 0, false, false },
-	{ "in order 3 of 8", 2, 0, false, false },
-	{ "in order 4 of 8", 3, 0, false, false },
-	{ "in order 5 of 8", 4, 0, false, false },
-	{ "in order 6 of 8", 5, 0, false, false },
-	{ "in order 7 of 8", 6, 0, false, false },
-	{ "in order 8 of 8: the coalescing count", 7, 0, false, true },
-	{ "in order, the count starts again", 8, 0, false, false },
-	{ "ACK_REQ (a message's last packet, or a full window)", 9, MRC_F_ACK_REQ, false, true },
-	{ "CE-marked", 10, 0, true, true },
-	{ "in order after a wakeup", 11, 0, false, false },
-	{ "opens a gap (13 is missing)", 14, 0, false, true },
-	{ "beyond the gap, in order with the last", 15, 0, false, false },
-	{ "a duplicate", 15, 0, false, true },
-	{ "below the window", -1, 0, false, true },
+	{ "in order 1 of 8", 0, 0, false, false, false },
+	{ "in order 2 of 8", 1, 0, false, false, false },
+	{ "in order 3 of 8", 2, 0, false, false, false },
+	{ "in order 4 of 8", 3, 0, false, false, false },
+	{ "in order 5 of 8", 4, 0, false, false, false },
+	{ "in order 6 of 8", 5, 0, false, false, false },
+	{ "in order 7 of 8", 6, 0, false, false, false },
+	{ "in order 8 of 8: the coalescing count", 7, 0, false, true, false },
+	{ "in order, the count starts again", 8, 0, false, false, false },
+	{ "ACK_REQ (a full window)", 9, MRC_F_ACK_REQ, false, true, false },
+	{ "CE-marked", 10, 0, true, true, false },
+	{ "in order after a wakeup", 11, 0, false, false, false },
+	{ "opens a gap (13 is missing)", 14, 0, false, true, false },
+	{ "beyond the gap, in order with the last", 15, 0, false, false, false },
+	{ "a duplicate", 15, 0, false, true, false },
+	{ "below the window", -1, 0, false, true, false },
+	{ "a message's last packet", 16, 0, false, true, true },
 };
 
 static void wakeups(void)
@@ -495,7 +501,7 @@ static void wakeups(void)
 		const struct wake_step *w = &wake_steps[i];
 		struct frame_spec sp = { MRC_OP_WRITE, QPN, BASE_PSN + (uint32_t)w->psn, MR_KEY,
 					 MR_ADDR, 64, false, 0, 0, w->flags, w->ce, NULL };
-		struct frame fr = frame_build(&sp);
+		struct frame fr = frame_build_part(&sp, w->last ? 0 : 4096);
 
 		/* the daemon says it sleeps again each time it has read the ring */
 		__atomic_store_n(&env.wake->asleep, 1, __ATOMIC_SEQ_CST);

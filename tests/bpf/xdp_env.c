@@ -168,7 +168,7 @@ uint8_t frame_payload_byte(uint32_t psn, uint32_t i)
 	return (uint8_t)(psn * 31 + i * 7 + (i >> 8));
 }
 
-struct frame frame_build(const struct frame_spec *s)
+struct frame frame_build_part(const struct frame_spec *s, uint32_t msg_len)
 {
 	static uint8_t payload[9000];
 	struct frame f = { 0 };
@@ -217,8 +217,8 @@ struct frame frame_build(const struct frame_spec *s)
 		if (s->opcode == MRC_OP_SEND)
 			pkt.u.data = (struct mrc_data){ .msg_len = s->payload };
 		else
-			pkt.u.data = (struct mrc_data){ .msg_len = s->payload, .rkey = s->rkey,
-							.raddr = s->raddr };
+			pkt.u.data = (struct mrc_data){ .msg_len = msg_len ? msg_len : s->payload,
+							.rkey = s->rkey, .raddr = s->raddr };
 		pkt.payload = payload;
 		pkt.payload_len = (uint16_t)s->payload;
 	}
@@ -268,4 +268,9 @@ int xdp_env_run(const struct xdp_env *env, const struct frame *f, uint32_t len, 
 	if (ns)
 		*ns = opts.duration;
 	return (int)opts.retval;
+}
+
+struct frame frame_build(const struct frame_spec *s)
+{
+	return frame_build_part(s, 0);
 }

@@ -70,6 +70,8 @@ uint64_t xdp_env_outcome(const struct xdp_env *env, enum mrc_xdp_outcome o);
 /* The byte at offset i of the payload of the packet with this PSN. */
 uint8_t frame_payload_byte(uint32_t psn, uint32_t i);
 struct frame frame_build(const struct frame_spec *s);
+/* The same as the first packet of a message of msg_len bytes (0: the whole message). */
+struct frame frame_build_part(const struct frame_spec *s, uint32_t msg_len);
 /* The source address frame_build gives a frame of this spec, IPv4-mapped for IPv4. */
 void frame_source(const struct frame_spec *s, uint8_t addr[16]);
 
