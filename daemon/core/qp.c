@@ -349,6 +349,9 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 	cc.rto = (struct mrc_rtt_limits){ .initial_rto_ns = c->cfg->rto_initial_ns,
 					  .min_rto_ns = c->cfg->rto_min_ns,
 					  .max_rto_ns = c->cfg->rto_max_ns };
+	/* a destroyed QP lingers 2 x rto_max, within the engine's bound */
+	cc.linger_quiet_ns = 2 * c->cfg->rto_max_ns < cc.linger_max_ns ? 2 * c->cfg->rto_max_ns
+									: cc.linger_max_ns;
 	cc.local_qpn = qp->qpn;
 	cc.remote_qpn = qp->req.dest_qp_num;
 	/* verbs' PSNs stay with the application: the wire's come from the node ids and QPNs

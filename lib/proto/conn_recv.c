@@ -145,6 +145,10 @@ static int on_ack(struct mrc_conn *c, const struct mrc_packet *pkt, uint32_t cum
 			c->cfg.cc_ops->on_ecn(&p->cc, &c->cfg.cc, now_ns, p->rtt.srtt_ns);
 		}
 		c->rate_hint_kbps = pkt->u.ack.rate_hint_kbps;
+		/* a hint of 0 forgives what an earlier one left owing, for good: a later hint
+		 * starts from a bucket without that debt [R-37, R-107] (a hold stays) */
+		if (!c->rate_hint_kbps && c->pace_next_ns > now_ns)
+			c->pace_next_ns = c->hold_until_ns > now_ns ? c->hold_until_ns : now_ns;
 		drain(c, &pkt->u.ack, now_ns);
 	}
 	if (!rocev2(c))
