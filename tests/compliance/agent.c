@@ -38,8 +38,8 @@ bool agent_num(const char *s, uint64_t *v)
 	if (!s || !*s || *s == '-')
 		return false;
 	errno = 0;
-	*v = strtoull(s, &end, 0);
-	return !*end && !errno;
+	*v = strtoull(s, &end, s[0] == '0' && (s[1] == 'x' || s[1] == 'X') ? 16 : 10);
+	return end != s && !*end && !errno;
 }
 
 void agent_hex_put(FILE *out, const uint8_t *bytes, size_t len)
@@ -223,8 +223,12 @@ static void serve_memory(struct served *s, bool fill)
 {
 	uint64_t off, len, value;
 
-	if (!need(s, "off", &off) || !need(s, "len", &len) || off > UINT32_MAX)
+	if (!need(s, "off", &off) || !need(s, "len", &len))
 		return;
+	if (off > UINT32_MAX) {
+		fprintf(s->out, "error %s: off beyond 32 bits\n", s->w[0]);
+		return;
+	}
 	if (len > sizeof(s->buf)) {
 		fprintf(s->out, "error %s: up to %zu bytes at once\n", s->w[0], sizeof(s->buf));
 		return;
@@ -310,7 +314,12 @@ static void serve_line(struct served *s)
 				" imm=%" PRIu32 " with_imm=%d\n", wc.wr_id, wc.recv, wc.status,
 				wc.opcode, wc.byte_len, wc.imm, wc.with_imm);
 	} else if (!strcmp(op, "state")) {
-		fprintf(s->out, "ok %s\n", s->ops->state(s->iut));
+		const char *state = s->ops->state(s->iut);
+
+		if (state)
+			fprintf(s->out, "ok %s\n", state);
+		else
+			fprintf(s->out, "none\n");
 	} else if (!strcmp(op, "counter")) {
 		const char *name = agent_arg(s->w, s->n, "name");
 

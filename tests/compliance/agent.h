@@ -20,7 +20,7 @@
  *   suite:  post now=NS kind=write|write_imm|send|send_imm|read|recv id=N off=N len=N
  *                rkey=K raddr=A imm=N               agent: ok | error -ERRNO
  *   suite:  poll     agent: ok id=N recv=0|1 status=S opcode=O len=N imm=N with_imm=0|1 | none
- *   suite:  state                                   agent: ok rts|err|closing|closed
+ *   suite:  state                            agent: ok rts|err|closing|closed | none
  *   suite:  counter name=NAME                       agent: ok V | none
  *   suite:  memory off=N len=N                      agent: ok HEX | none
  *   suite:  fill off=N len=N value=B                agent: ok
@@ -45,7 +45,8 @@
 #define AGENT_PROTOCOL 1
 #define AGENT_MAX_WORDS 24u
 
-/* Serves ops on in and out until the suite closes in: 0, or 1 after a broken line. */
+/* Serves ops on in and out until the suite closes in (every request line answered, a broken
+ * one with "error"); returns 0, or 1 when it could not start. */
 int agent_serve(const struct iut_ops *ops, FILE *in, FILE *out);
 
 /* Both ends: a line cut into words (in place); the value of key=... among them, or NULL; a

@@ -6,9 +6,10 @@
  * prints a line per script and writes the results for report.py (which adds the
  * requirement matrix). Exits 1 if any script failed; a skipped one (the IUT cannot make its
  * QP by design, and says why) is not a failure. FILE lists the IUT's known deviations, a
- * line "SCRIPT WHY" each: such a script's failure is reported as known, and its pass fails the
- * run until the line goes (the list stays true). A line "~SCRIPT WHY" is a deviation seen in
- * some runs only: its failure is reported as known, its pass as a pass.
+ * line "SCRIPT:LINE WHY" each: such a script's failure at that line is reported as known (at
+ * another line it is a failure: a new one), and its pass fails the run until the line goes
+ * (the list stays true). A line "~SCRIPT:LINE WHY" is a deviation seen in some runs only: its
+ * failure is reported as known, its pass as a pass.
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -34,9 +35,10 @@ static void json_str(FILE *out, const char *s)
 	fputc('"', out);
 }
 
-/* The reason FILE gives for script name, or NULL (*sometimes: it fails in some runs only);
- * the file's text stays for the run. */
-static const char *known_why(const char *file, const char *name, bool *sometimes)
+/* The reason FILE gives for script name, or NULL (*line: the line it fails at; *sometimes: it
+ * fails in some runs only); the file's text stays for the run. */
+static const char *known_why(const char *file, const char *name, unsigned *line,
+			     bool *sometimes)
 {
 	static char *text;
 	size_t n = strlen(name);
@@ -55,10 +57,16 @@ static const char *known_why(const char *file, const char *name, bool *sometimes
 		fclose(f);
 	}
 	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		char *end;
+
 		*sometimes = *l == '~';
-		if (!strncmp(l + *sometimes, name, n) && (l[*sometimes + n] == ' ' ||
-							  l[*sometimes + n] == '\t'))
-			return l + *sometimes + n + 1;
+		if (strncmp(l + *sometimes, name, n) || l[*sometimes + n] != ':')
+			continue;
+		*line = (unsigned)strtoul(l + *sometimes + n + 1, &end, 10);
+		if (*line && *end == ' ')
+			return end + 1;
+		fprintf(stderr, "compliance: %s: %s: SCRIPT:LINE WHY\n", file, name);
+		exit(2);
 	}
 	return NULL;
 }
@@ -105,17 +113,23 @@ int main(int argc, char **argv)
 		const char *listed;
 		char reason[300] = "";
 		bool is_known = false, sometimes = false;
+		unsigned known_line = 0;
 
 		script_run(argv[i], iut, &r);
-		listed = known_why(known_file, name, &sometimes);
+		listed = known_why(known_file, name, &known_line, &sometimes);
 		if (listed)
 			snprintf(reason, sizeof(reason), "%.*s", (int)strcspn(listed, "\n"), listed);
 		if (listed && r.pass && !sometimes) {
 			r.pass = false;
 			snprintf(r.why, sizeof(r.why), "passes, but %s lists it as a known deviation "
 				 "(%s): remove the line", known_file, reason);
-		} else if (listed && !r.skipped && !r.pass) {
+		} else if (listed && !r.skipped && !r.pass && r.line == known_line) {
 			is_known = true;
+		} else if (listed && !r.skipped && !r.pass) {
+			size_t at = strlen(r.why);
+
+			snprintf(r.why + at, sizeof(r.why) - at, " (its known deviation is at line %u)",
+				 known_line);
 		}
 		if (is_known) {
 			known++;

@@ -6,7 +6,7 @@
  * registered memory and its counters. An adapter implements these operations for one kind of
  * implementation: iut_engine.c (lib/proto in virtual time, where time only moves when the
  * suite says, so a run is the same every time) and iut_remote.c (any implementation behind a
- * process that speaks agent.h's protocol: metaroced through agent_daemon.c, or yours).
+ * process that speaks agent.h's protocol: metaroced through agents/daemon.c, or yours).
  */
 #ifndef METAROCE_TESTS_COMPLIANCE_IUT_H
 #define METAROCE_TESTS_COMPLIANCE_IUT_H
@@ -117,7 +117,8 @@ struct iut_ops {
 	/* 0, or -errno when the IUT refused the request */
 	int (*post)(void *iut, const struct iut_wr *wr, uint64_t now_ns);
 	bool (*poll)(void *iut, struct iut_wc *wc);
-	/* The QP's state as verbs names it: "rts", "err", "closing", "closed". */
+	/* The QP's state as verbs names it: "rts", "err", "closing", "closed"; NULL where the IUT
+	 * cannot tell (the line is then reported unchecked, as a counter it does not keep). */
 	const char *(*state)(void *iut);
 	/* A counter by name (rx_dropped, tx_retransmits, ...); false for one it does not keep. */
 	bool (*counter)(void *iut, const char *name, uint64_t *value);

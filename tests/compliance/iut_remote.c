@@ -6,6 +6,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <time.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -18,11 +20,19 @@
 #include "compliance/agent.h"
 #include "compliance/iut.h"
 
+/* How long an agent may take to answer a request, beyond its settle time: then it is hung,
+ * killed, and the run goes on without it (each script fails, saying so). */
+#define ANSWER_NS 30000000000ull
+#define LINE_MAX_BYTES (4 * IUT_MAX_DGRAM + 65536 * 2 + 256)
+
 struct remote {
 	struct iut_ops ops; /* first: open() finds its remote from it */
 	char name[64];
 	pid_t pid;
-	FILE *to, *from;
+	FILE *to;
+	int from;	  /* the agent's output, read a line at a time within a bound */
+	char *buf;	  /* what came from it: the answer being read, and what follows */
+	size_t got;
 	char *line; /* the last answer, cut into words */
 	size_t cap;
 	char said[512]; /* and as it came */
@@ -35,6 +45,61 @@ struct remote {
 /* every agent started, for the exit to end them */
 static struct remote *agents[4];
 static unsigned n_agents;
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The agent's next line into r->line (without its newline): false when it ended, sent a line
+ * too long, or said nothing for its settle time and ANSWER_NS (then it is killed). */
+static bool read_answer(struct remote *r, const char *request)
+{
+	uint64_t until = mono_ns() + r->ops.settle_ns + ANSWER_NS;
+	char *nl;
+
+	while (!(nl = memchr(r->buf, '\n', r->got))) {
+		struct pollfd p = { .fd = r->from, .events = POLLIN };
+		uint64_t now = mono_ns();
+		ssize_t n;
+
+		if (r->got == LINE_MAX_BYTES || now >= until ||
+		    poll(&p, 1, (int)((until - now) / 1000000 + 1)) < 0) {
+			if (r->got < LINE_MAX_BYTES && now >= until) {
+				kill(r->pid, SIGKILL);
+				snprintf(r->fault, sizeof(r->fault), "the agent %s did not answer "
+					 "'%.40s' in %llu s: killed", r->name, request,
+					 (unsigned long long)((r->ops.settle_ns + ANSWER_NS) / 1000000000ull));
+			} else {
+				snprintf(r->fault, sizeof(r->fault), "the agent %s: no line in its "
+					 "answer to '%.40s'", r->name, request);
+			}
+			return false;
+		}
+		if (!(p.revents & (POLLIN | POLLHUP)))
+			continue;
+		n = read(r->from, r->buf + r->got, LINE_MAX_BYTES - r->got);
+		if (n <= 0)
+			return false;
+		r->got += (size_t)n;
+	}
+	if ((size_t)(nl - r->buf) + 1 > r->cap) {
+		char *more = realloc(r->line, (size_t)(nl - r->buf) + 1);
+
+		if (!more)
+			return false;
+		r->line = more;
+		r->cap = (size_t)(nl - r->buf) + 1;
+	}
+	memcpy(r->line, r->buf, (size_t)(nl - r->buf));
+	r->line[nl - r->buf] = '\0';
+	r->got -= (size_t)(nl - r->buf) + 1;
+	memmove(r->buf, nl + 1, r->got);
+	return true;
+}
 
 /* One request and its answer, cut into words; false (and the fault said) when the agent
  * died, or answered "error" (errors_fault: a fault; else the caller reads w[1]). */
@@ -50,12 +115,12 @@ static bool ask(struct remote *r, bool errors_fault, const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(r->to, fmt, ap);
 	va_end(ap);
-	if (fputc('\n', r->to) == EOF || fflush(r->to) || getline(&r->line, &r->cap, r->from) <= 0) {
-		snprintf(r->fault, sizeof(r->fault), "the agent %s ended (its last request: %.*s)",
-			 r->name, (int)strcspn(fmt, " "), fmt);
+	if (fputc('\n', r->to) == EOF || fflush(r->to) || !read_answer(r, fmt)) {
+		if (!r->fault[0])
+			snprintf(r->fault, sizeof(r->fault), "the agent %s ended (its last "
+				 "request: %.*s)", r->name, (int)strcspn(fmt, " "), fmt);
 		return false;
 	}
-	r->line[strcspn(r->line, "\n")] = '\0';
 	snprintf(r->said, sizeof(r->said), "%s", r->line);
 	if (errors_fault && !strncmp(r->line, "error ", 6)) {
 		snprintf(r->fault, sizeof(r->fault), "%.290s", r->line + 6);
@@ -230,7 +295,11 @@ static const char *remote_state(void *iut)
 	static char state[32];
 	struct remote *r = iut;
 
-	if (!ask(r, true, "state") || !answered_ok(r) || r->n < 2)
+	if (!ask(r, true, "state"))
+		return "?";
+	if (!strcmp(r->w[0], "none"))
+		return NULL;
+	if (!answered_ok(r) || r->n < 2)
 		return "?";
 	snprintf(state, sizeof(state), "%s", r->w[1]);
 	return state;
@@ -302,17 +371,28 @@ static const char *remote_fault(void *iut)
 	return r->fault[0] ? r->fault : NULL;
 }
 
+/* Each agent's input ends: it closes its QP and exits, or within 10 s is killed. */
 static void agents_gone(void)
 {
 	for (unsigned i = 0; i < n_agents; i++) {
 		struct remote *r = agents[i];
+		uint64_t until = mono_ns() + 10000000000ull;
 
 		if (r->to)
-			fclose(r->to); /* the agent's input ends: it closes its QP and exits */
-		if (r->from)
-			fclose(r->from);
-		if (r->pid > 0)
-			waitpid(r->pid, NULL, 0);
+			fclose(r->to);
+		if (r->from >= 0)
+			close(r->from);
+		while (r->pid > 0 && waitpid(r->pid, NULL, WNOHANG) == 0) {
+			struct timespec ms = { 0, 1000000 };
+
+			if (mono_ns() >= until) {
+				kill(r->pid, SIGKILL);
+				waitpid(r->pid, NULL, 0);
+				break;
+			}
+			nanosleep(&ms, NULL);
+		}
+		free(r->buf);
 		free(r->line);
 		free(r);
 	}
@@ -330,34 +410,43 @@ const struct iut_ops *iut_remote(const char *command, char *err, size_t errlen)
 		snprintf(err, errlen, "too many agents");
 		return NULL;
 	}
+	r->from = -1;
 	if (!n_agents)
 		atexit(agents_gone);
 	agents[n_agents++] = r;
+	r->buf = malloc(LINE_MAX_BYTES);
 	/* close-on-exec: a second agent must not hold the first's input open past its end */
-	if (pipe2(down, O_CLOEXEC) || pipe2(up, O_CLOEXEC)) {
+	if (!r->buf || pipe2(down, O_CLOEXEC)) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		return NULL;
 	}
+	if (pipe2(up, O_CLOEXEC)) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		close(down[0]), close(down[1]);
+		return NULL;
+	}
+	signal(SIGPIPE, SIG_IGN); /* a dead agent is a fault of the run, not the end of it */
 	r->pid = fork();
 	if (r->pid < 0) {
 		snprintf(err, errlen, "fork: %s", strerror(errno));
+		close(down[0]), close(down[1]), close(up[0]), close(up[1]);
 		return NULL;
 	}
 	if (!r->pid) {
+		signal(SIGPIPE, SIG_DFL); /* the agent's own, as any program starts */
 		dup2(down[0], STDIN_FILENO);
 		dup2(up[1], STDOUT_FILENO);
-		close(down[0]), close(down[1]), close(up[0]), close(up[1]);
 		execl("/bin/sh", "sh", "-c", command, (char *)NULL);
 		_exit(127);
 	}
 	close(down[0]);
 	close(up[1]);
-	signal(SIGPIPE, SIG_IGN); /* a dead agent is a fault of the run, not the end of it */
 	r->to = fdopen(down[1], "w");
-	r->from = fdopen(up[0], "r");
+	r->from = up[0];
 	snprintf(r->name, sizeof(r->name), "%.60s", command);
-	if (!r->to || !r->from || getline(&r->line, &r->cap, r->from) <= 0) {
-		snprintf(err, errlen, "the agent said nothing (did it start?)");
+	if (!r->to || !read_answer(r, "its first line")) {
+		snprintf(err, errlen, "the agent said nothing (did it start?)%s%s",
+			 r->fault[0] ? ": " : "", r->fault);
 		return NULL;
 	}
 	r->n = agent_words(r->line, r->w, AGENT_MAX_WORDS);

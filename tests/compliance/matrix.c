@@ -74,6 +74,7 @@ struct side {
 	void *h;
 	struct names names;
 	unsigned wcs, wc_errors; /* completions seen, of which not success */
+	bool done[N_MSG];	 /* the client's: work request m completed with success */
 };
 
 struct packet {
@@ -214,6 +215,8 @@ static void poll_both(struct run *r)
 
 		while (s->h && s->ops->poll(s->h, &wc)) {
 			s->wcs++;
+			if (!strcmp(wc.status, "success") && wc.wr_id < N_MSG)
+				s->done[wc.wr_id] = true;
 			if (strcmp(wc.status, "success")) {
 				s->wc_errors++;
 				if (!r->s->destroy)
@@ -237,7 +240,7 @@ static bool consumes_receive(uint8_t wr)
 }
 
 /* Every chunk of every message where it belongs: the server's region, or for READ the
- * client's. */
+ * client's; of the messages the client saw complete, where the server's QP was destroyed. */
 static bool verify(struct run *r)
 {
 	unsigned sink = r->s->wr == IUT_WR_READ ? 0 : 1;
@@ -245,7 +248,8 @@ static bool verify(struct run *r)
 	uint8_t buf[CHUNK];
 
 	for (unsigned m = 0; m < N_MSG; m++)
-		for (unsigned c = 0; c < MSG_LEN / CHUNK; c++) {
+		for (unsigned c = 0; c < MSG_LEN / CHUNK && (!r->s->destroy || r->side[0].done[m]);
+		     c++) {
 			uint32_t off = m * MSG_LEN + c * CHUNK;
 
 			if (!s->ops->memory(s->h, off, CHUNK, buf))
@@ -289,11 +293,11 @@ static void disturb(struct run *r)
 			if (e)
 				failf(r, "the server cannot destroy its QP: %s", strerror(-e));
 		}
-	}
-	if (r->disturbed && !r->restored && done >= 2 * N_MSG / 3) {
+	} else if (!r->restored && done >= 2 * N_MSG / 3) { /* a later turn: the drain was seen */
 		r->restored = true;
 		for (unsigned who = 0; who < 2 && s->drain; who++)
-			r->side[who].ops->drain(r->side[who].h, 1, false, r->now);
+			if (r->side[who].ops->drain)
+				r->side[who].ops->drain(r->side[who].h, 1, false, r->now);
 	}
 }
 
@@ -369,8 +373,10 @@ static void run_transfer(struct run *r)
 		}
 	}
 	free(d);
-	if (!r->why[0] && !r->s->destroy)
+	if (!r->why[0])
 		verify(r);
+	if (!r->why[0] && r->s->blackhole_plane >= 0 && !r->lost)
+		failf(r, "nothing was sent on plane %d to be lost", r->s->blackhole_plane);
 	if (!r->why[0] && r->s->destroy && !r->side[0].wc_errors)
 		failf(r, "the client's QP ended in ERR with no failed work request");
 }

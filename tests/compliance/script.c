@@ -571,8 +571,9 @@ static bool line_expect(struct run *run)
  */
 static bool line_maybe(struct run *run)
 {
+	static struct sent queue[QUEUE]; /* the queue as it was: an expectation reorders it */
 	struct script_result before;
-	unsigned head, n;
+	unsigned head, n, vars;
 
 	if (!quiet(run, false))
 		return false;
@@ -581,11 +582,15 @@ static bool line_maybe(struct run *run)
 	before = *run->r;
 	head = run->q_head;
 	n = run->q_n;
+	vars = run->n_vars;
+	memcpy(queue, run->queue, sizeof(queue));
 	if (line_expect(run))
 		return true;
 	*run->r = before;
 	run->q_head = head;
 	run->q_n = n;
+	run->n_vars = vars; /* nor what it took from the packet it did not take */
+	memcpy(run->queue, queue, sizeof(queue));
 	return true;
 }
 

@@ -25,7 +25,7 @@ struct my_iut {
 
 /*
  * Make one QP as cfg says and connect it to the suite's peer (cfg->peer_qpn, PSNs, paths with
- * cfg->sports on plane 0, a region of cfg->mr_len bytes with the remote access cfg->mr_remote_*
+ * cfg->sports, in cfg->n_planes equal runs from plane 0 on, at RTR only if cfg->at_rtr, a region of cfg->mr_len bytes with the remote access cfg->mr_remote_*
  * grants). Where your implementation picks a value itself (its QPN, its PSNs, the region's key
  * or address), make the QP with it and write it back into cfg. Return NULL with errno
  * EOPNOTSUPP for a QP it cannot make by design (the script is skipped with err), or NULL with
