@@ -604,7 +604,7 @@ uint64_t mrc_conn_next_timeout(const struct mrc_conn *c)
 			t = p->probe_deadline_ns;
 	}
 	/* Waits that only hold data back matter only while they lie ahead. */
-	if (c->rate_hint_kbps && c->pace_next_ns > c->last_now_ns && c->pace_next_ns < t)
+	if (c->pace_next_ns > c->last_now_ns && c->pace_next_ns < t)
 		t = c->pace_next_ns;
 	if (c->hold_until_ns > c->last_now_ns && c->hold_until_ns < t)
 		t = c->hold_until_ns;
