@@ -25,11 +25,12 @@ struct my_iut {
 
 /*
  * Make one QP as cfg says and connect it to the suite's peer (cfg->peer_qpn, PSNs, paths with
- * cfg->sports, in cfg->n_planes equal runs from plane 0 on, at RTR only if cfg->at_rtr, a region of cfg->mr_len bytes with the remote access cfg->mr_remote_*
- * grants). Where your implementation picks a value itself (its QPN, its PSNs, the region's key
- * or address), make the QP with it and write it back into cfg. Return NULL with errno
- * EOPNOTSUPP for a QP it cannot make by design (the script is skipped with err), or NULL with
- * err saying what went wrong.
+ * cfg->sports in cfg->n_planes equal runs from plane 0 on, only to RTR if cfg->at_rtr, a region
+ * of cfg->mr_len bytes with the remote access cfg->mr_remote_* grants). Where your
+ * implementation picks a value itself (its QPN, its PSNs, the region's key or address), make
+ * the QP with it and write it back into cfg. Return NULL with errno EOPNOTSUPP for a QP it
+ * cannot make by design (the script is skipped with err), or NULL with err saying what went
+ * wrong.
  */
 static void *my_open(const struct iut_ops *self, struct iut_config *cfg, uint64_t now_ns,
 		     char *err, size_t errlen)
