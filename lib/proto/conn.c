@@ -606,8 +606,6 @@ uint64_t mrc_conn_next_timeout(const struct mrc_conn *c)
 	/* Waits that only hold data back matter only while they lie ahead. */
 	if (c->pace_next_ns > c->last_now_ns && c->pace_next_ns < t)
 		t = c->pace_next_ns;
-	if (c->hold_until_ns > c->last_now_ns && c->hold_until_ns < t)
-		t = c->hold_until_ns;
 	if (c->rnr_wakeup_ns > c->last_now_ns && c->rnr_wakeup_ns < t)
 		t = c->rnr_wakeup_ns;
 	if (c->lost_pending && c->retx_wakeup_ns > c->last_now_ns && c->retx_wakeup_ns < t)

@@ -111,7 +111,8 @@ struct mrc_conn {
 	unsigned cursor;
 	uint32_t rate_hint_kbps;
 	uint64_t pace_next_ns;	/* the rate hint's bucket: when the next packet may go */
-	uint64_t hold_until_ns;	/* an ACK's queue_delay: no sequenced packet before */
+	uint64_t hold_until_ns;	/* an ACK's queue_delay hold [R-302]: pace_next_ns is never
+				 * before it; kept so a hint of 0 forgives the bucket, not the hold */
 	uint16_t ack_epoch;   /* bumped whenever a PSN is newly acknowledged */
 	uint32_t retries;     /* counted since the QP last made progress */
 	uint64_t retry_clock_ns; /* the last progress, the first send after none was

@@ -518,8 +518,8 @@ static bool send_data(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_i
 	uint32_t psn;
 	int path;
 
-	/* the bucket, and an ACK's hold (a hint of 0 forgave what an earlier one owed: on_ack) */
-	if (!rocev2(c) && (now_ns < c->hold_until_ns || now_ns < c->pace_next_ns))
+	/* the bucket, which an ACK's hold also pushes (drain(): pace_next is never before it) */
+	if (!rocev2(c) && now_ns < c->pace_next_ns)
 		return false;
 
 	/* Lost packets go first. */
