@@ -49,6 +49,11 @@
  * one with "error"); returns 0, or 1 when it could not start. */
 int agent_serve(const struct iut_ops *ops, FILE *in, FILE *out);
 
+/* The monotonic clock, in ns: what a real-time IUT is waited for by. */
+uint64_t agent_clock_ns(void);
+/* Text as a JSON string (quoted, escaped), for the results files the suite writes. */
+void agent_json_str(FILE *out, const char *s);
+
 /* Both ends: a line cut into words (in place); the value of key=... among them, or NULL; a
  * number; bytes as HEX and back (-1: not HEX, or more than cap bytes). */
 unsigned agent_words(char *line, char **words, unsigned max);

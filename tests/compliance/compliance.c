@@ -16,24 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compliance/agent.h"
 #include "compliance/iut.h"
 #include "compliance/script.h"
-
-static const struct iut_ops *const adapters[] = { &iut_engine };
-
-static void json_str(FILE *out, const char *s)
-{
-	fputc('"', out);
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			fprintf(out, "\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			fprintf(out, "\\u%04x", *s);
-		else
-			fputc(*s, out);
-	}
-	fputc('"', out);
-}
 
 /* The reason FILE gives for script name, or NULL (*line: the line it fails at; *sometimes: it
  * fails in some runs only); the file's text stays for the run. */
@@ -50,7 +35,8 @@ static const char *known_why(const char *file, const char *name, unsigned *line,
 		long len;
 
 		if (!f || fseek(f, 0, SEEK_END) || (len = ftell(f)) < 0 || fseek(f, 0, SEEK_SET) ||
-		    !(text = calloc(1, (size_t)len + 1)) || fread(text, 1, (size_t)len, f) != (size_t)len) {
+		    !(text = calloc(1, (size_t)len + 1)) ||
+		    fread(text, 1, (size_t)len, f) != (size_t)len) {
 			fprintf(stderr, "compliance: cannot read %s\n", file);
 			exit(2);
 		}
@@ -88,15 +74,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: compliance [--known FILE] ADAPTER RESULTS.json SCRIPT...\n");
 		return 2;
 	}
-	for (unsigned i = 0; i < sizeof(adapters) / sizeof(adapters[0]); i++)
-		if (!strcmp(adapters[i]->name, argv[1]))
-			iut = adapters[i];
-	if (!strncmp(argv[1], "remote:", 7) && !(iut = iut_remote(argv[1] + 7, err, sizeof(err)))) {
+	if (!(iut = iut_adapter(argv[1], err, sizeof(err)))) {
 		fprintf(stderr, "compliance: %s: %s\n", argv[1], err);
-		return 2;
-	}
-	if (!iut) {
-		fprintf(stderr, "compliance: no adapter %s (engine, remote:COMMAND)\n", argv[1]);
 		return 2;
 	}
 	out = fopen(argv[2], "w");
@@ -105,7 +84,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	fprintf(out, "{\"adapter\": ");
-	json_str(out, iut->name);
+	agent_json_str(out, iut->name);
 	fprintf(out, ", \"results\": [");
 	for (int i = 3; i < argc; i++) {
 		struct script_result r;
@@ -147,21 +126,21 @@ int main(int argc, char **argv)
 			printf("  FAIL     %s:%u: %s\n", name, r.line, r.why);
 		}
 		fprintf(out, "%s\n {\"script\": ", i > 3 ? "," : "");
-		json_str(out, name);
+		agent_json_str(out, name);
 		fprintf(out, ", \"pass\": %s, \"skipped\": %s, \"line\": %u, \"why\": ",
 			r.pass ? "true" : "false", r.skipped ? "true" : "false", r.line);
-		json_str(out, r.why);
+		agent_json_str(out, r.why);
 		fprintf(out, ", \"known\": ");
 		if (is_known)
-			json_str(out, reason);
+			agent_json_str(out, reason);
 		else
 			fprintf(out, "null");
 		fprintf(out, ", \"unchecked\": ");
-		json_str(out, r.unchecked);
+		agent_json_str(out, r.unchecked);
 		fprintf(out, ", \"requires\": [");
 		for (unsigned k = 0; k < r.n_ids; k++) {
 			fprintf(out, "%s", k ? ", " : "");
-			json_str(out, r.ids[k]);
+			agent_json_str(out, r.ids[k]);
 		}
 		fprintf(out, "]}");
 	}

@@ -143,5 +143,8 @@ struct iut_ops {
 extern const struct iut_ops iut_engine;
 /* The implementation behind the agent program `command` runs (agent.h), started per run. */
 const struct iut_ops *iut_remote(const char *command, char *err, size_t errlen);
+/* The adapter a command line names: "engine", or "remote:COMMAND" (a new agent each call);
+ * NULL with why in err. */
+const struct iut_ops *iut_adapter(const char *spec, char *err, size_t errlen);
 
 #endif

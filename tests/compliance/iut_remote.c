@@ -46,24 +46,17 @@ struct remote {
 static struct remote *agents[4];
 static unsigned n_agents;
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* The agent's next line into r->line (without its newline): false when it ended, sent a line
  * too long, or said nothing for its settle time and ANSWER_NS (then it is killed). */
 static bool read_answer(struct remote *r, const char *request)
 {
-	uint64_t until = mono_ns() + r->ops.settle_ns + ANSWER_NS;
+	uint64_t until = agent_clock_ns() + r->ops.settle_ns + ANSWER_NS;
 	char *nl;
 
 	while (!(nl = memchr(r->buf, '\n', r->got))) {
 		struct pollfd p = { .fd = r->from, .events = POLLIN };
-		uint64_t now = mono_ns();
+		uint64_t now = agent_clock_ns();
 		ssize_t n;
 
 		if (r->got == LINE_MAX_BYTES || now >= until ||
@@ -376,7 +369,7 @@ static void agents_gone(void)
 {
 	for (unsigned i = 0; i < n_agents; i++) {
 		struct remote *r = agents[i];
-		uint64_t until = mono_ns() + 10000000000ull;
+		uint64_t until = agent_clock_ns() + 10000000000ull;
 
 		if (r->to)
 			fclose(r->to);
@@ -385,7 +378,7 @@ static void agents_gone(void)
 		while (r->pid > 0 && waitpid(r->pid, NULL, WNOHANG) == 0) {
 			struct timespec ms = { 0, 1000000 };
 
-			if (mono_ns() >= until) {
+			if (agent_clock_ns() >= until) {
 				kill(r->pid, SIGKILL);
 				waitpid(r->pid, NULL, 0);
 				break;
@@ -470,4 +463,14 @@ const struct iut_ops *iut_remote(const char *command, char *err, size_t errlen)
 		.destroy = remote_destroy, .ready = remote_ready,
 	};
 	return &r->ops;
+}
+
+const struct iut_ops *iut_adapter(const char *spec, char *err, size_t errlen)
+{
+	if (!strcmp(spec, "engine"))
+		return &iut_engine;
+	if (!strncmp(spec, "remote:", 7))
+		return iut_remote(spec + 7, err, errlen);
+	snprintf(err, errlen, "no adapter %s (engine, remote:COMMAND)", spec);
+	return NULL;
 }

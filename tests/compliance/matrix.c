@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "compliance/agent.h"
 #include "compliance/fields.h"
 #include "compliance/iut.h"
 #include "compliance/names.h"
@@ -39,7 +40,7 @@ struct scenario {
 	const char *name;
 	const char *what;
 	uint8_t wr;		/* IUT_WR_* the client posts */
-	unsigned loss_ppm;	/* each datagram lost with this chance */
+	unsigned loss_ppm;	/* this share of the datagrams lost (per million) */
 	unsigned dup_ppm;	/* delivered twice */
 	unsigned corrupt_ppm;	/* a byte of it flipped */
 	uint64_t jitter_ns;	/* up to this much more delay: packets of several paths overtake */
@@ -79,7 +80,8 @@ struct side {
 
 struct packet {
 	uint64_t at;
-	unsigned to; /* 0: the client, 1: the server */
+	unsigned to;  /* 0: the client, 1: the server */
+	unsigned seq; /* the order it was sent in, that direction */
 	struct iut_dgram d;
 };
 
@@ -91,18 +93,14 @@ struct run {
 	bool real;	     /* either side runs on its own clock: the wall drives both */
 	uint64_t start_real, now;
 	struct mrc_prf rng;
-	unsigned relayed, lost;
+	uint64_t credit[3];  /* of losses, duplicates and corruptions (spoil()) */
+	unsigned relayed, lost, doubled, corrupted;
+	unsigned sent[2], newest[2]; /* per receiving side: packets sent, the newest delivered */
+	unsigned overtaken;	       /* delivered after a packet sent later */
 	bool disturbed, restored;
 	char why[256];
 };
 
-static uint64_t real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static bool failf(struct run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static bool failf(struct run *r, const char *fmt, ...)
@@ -117,9 +115,20 @@ static bool failf(struct run *r, const char *fmt, ...)
 	return false;
 }
 
-static bool chance(struct run *r, unsigned ppm)
+/*
+ * Whether this datagram is the next of those the scenario spoils in one way (kind): a share of
+ * ppm per million at random places, but that share exactly, near enough, so that a transfer
+ * of a few hundred datagrams is always spoiled (a coin per datagram leaves some untouched).
+ */
+static bool spoil(struct run *r, unsigned kind, unsigned ppm)
 {
-	return ppm && mrc_prf_next(&r->rng) % 1000000 < ppm;
+	if (!ppm)
+		return false;
+	r->credit[kind] += mrc_prf_next(&r->rng) % (2ull * ppm);
+	if (r->credit[kind] < 1000000)
+		return false;
+	r->credit[kind] -= 1000000;
+	return true;
 }
 
 /* What chunk c of message m holds: never 0, so a chunk never placed shows. */
@@ -163,20 +172,23 @@ static bool open_side(struct run *r, unsigned who)
 static void relay(struct run *r, unsigned from, const struct iut_dgram *d)
 {
 	const struct scenario *s = r->s;
-	unsigned copies = chance(r, s->dup_ppm) ? 2 : 1;
+	unsigned copies = spoil(r, 1, s->dup_ppm) ? 2 : 1;
 	struct mrc_packet pkt;
 	size_t len;
 
 	r->relayed++;
-	if (chance(r, s->loss_ppm) ||
+	if (spoil(r, 0, s->loss_ppm) ||
 	    (s->blackhole_plane >= 0 && r->disturbed && d->plane == s->blackhole_plane)) {
 		r->lost++;
 		return;
 	}
+	r->sent[1 - from]++;
+	r->doubled += copies - 1;
 	for (unsigned k = 0; k < copies && r->n_net < IN_FLIGHT; k++) {
 		struct packet *p = &r->net[r->n_net++];
 
 		p->to = 1 - from;
+		p->seq = r->sent[1 - from];
 		p->at = r->now + ONE_WAY_NS +
 			(s->jitter_ns ? mrc_prf_next(&r->rng) % s->jitter_ns : 0);
 		p->d = *d;
@@ -185,9 +197,30 @@ static void relay(struct run *r, unsigned from, const struct iut_dgram *d)
 			if (mrc_encode(&pkt, p->d.bytes, sizeof(p->d.bytes), &len) == MRC_WIRE_OK)
 				p->d.len = (uint16_t)len;
 		}
-		if (chance(r, s->corrupt_ppm) && p->d.len)
+		if (spoil(r, 2, s->corrupt_ppm) && p->d.len) {
 			p->d.bytes[mrc_prf_next(&r->rng) % p->d.len] ^= 0x20;
+			r->corrupted++;
+		}
 	}
+}
+
+/* The packet in flight due first by now (by time, then sending order), or NULL; *next: the
+ * earliest time of those not yet due. */
+static struct packet *next_due(struct run *r, uint64_t *next)
+{
+	struct packet *best = NULL;
+
+	for (unsigned i = 0; i < r->n_net; i++) {
+		struct packet *p = &r->net[i];
+
+		if (p->at > r->now)
+			*next = p->at < *next ? p->at : *next;
+		else if (!best || p->at < best->at ||
+			 (p->at == best->at && (p->to < best->to ||
+						(p->to == best->to && p->seq < best->seq))))
+			best = p;
+	}
+	return best;
 }
 
 /* Work request m of the transfer: the client's on the server's region (as the script names
@@ -328,15 +361,14 @@ static void run_transfer(struct run *r)
 				relay(r, who, d);
 				moved = true;
 			}
-		for (unsigned i = 0; i < r->n_net;) {
-			struct packet *p = &r->net[i];
-
-			if (p->at > r->now) {
-				next = p->at < next ? p->at : next;
-				i++;
-				continue;
-			}
+		/* what is due, earliest first and in the order sent where as early: the network
+		 * reorders only by the delays the scenario gives */
+		for (struct packet *p; (p = next_due(r, &next));) {
 			r->side[p->to].ops->deliver(r->side[p->to].h, &p->d, r->now);
+			if (p->seq < r->newest[p->to])
+				r->overtaken++;
+			else
+				r->newest[p->to] = p->seq;
 			*p = r->net[--r->n_net];
 			moved = true;
 		}
@@ -353,7 +385,7 @@ static void run_transfer(struct run *r)
 			struct timespec tick = { 0, 50000 };
 
 			nanosleep(&tick, NULL);
-			r->now = real_ns() - r->start_real + 1000000000ull;
+			r->now = agent_clock_ns() - r->start_real + 1000000000ull;
 		} else if (next == UINT64_MAX) {
 			failf(r, "nothing left to happen: no packet in flight, no timer (client %u "
 				 "of %u completions, server %u)", r->side[0].wcs, N_MSG,
@@ -375,8 +407,21 @@ static void run_transfer(struct run *r)
 	free(d);
 	if (!r->why[0])
 		verify(r);
+	/* and the scenario's spoiling happened, or the cell shows nothing */
 	if (!r->why[0] && r->s->blackhole_plane >= 0 && !r->lost)
 		failf(r, "nothing was sent on plane %d to be lost", r->s->blackhole_plane);
+	if (!r->why[0] && r->s->loss_ppm && !r->lost)
+		failf(r, "no datagram was lost");
+	if (!r->why[0] && r->s->dup_ppm && !r->doubled)
+		failf(r, "no datagram was duplicated");
+	if (!r->why[0] && r->s->corrupt_ppm && !r->corrupted)
+		failf(r, "no datagram was corrupted");
+	if (!r->why[0] && r->s->jitter_ns && !r->overtaken)
+		failf(r, "no datagram overtook another");
+	if (!r->why[0] && (r->s->drain || r->s->destroy) && !r->disturbed)
+		failf(r, "the transfer ended before a third of it was done");
+	if (!r->why[0] && r->s->drain && !r->restored)
+		failf(r, "the transfer ended before the drained plane was restored");
 	if (!r->why[0] && r->s->destroy && !r->side[0].wc_errors)
 		failf(r, "the client's QP ended in ERR with no failed work request");
 }
@@ -392,7 +437,7 @@ static bool run_scenario(const struct scenario *s, const struct iut_ops *client,
 	r->side[0].ops = client;
 	r->side[1].ops = server;
 	r->real = client->settle_ns || server->settle_ns;
-	r->start_real = real_ns();
+	r->start_real = agent_clock_ns();
 	r->now = 1000000000ull;
 	mrc_prf_seed(&r->rng, 0x5eed + (uint64_t)(s - scenarios));
 	if (open_side(r, 1) && open_side(r, 0))
@@ -401,16 +446,6 @@ static bool run_scenario(const struct scenario *s, const struct iut_ops *client,
 		if (r->side[who].h)
 			r->side[who].ops->close(r->side[who].h);
 	return !r->why[0];
-}
-
-static const struct iut_ops *adapter(const char *spec, char *err, size_t errlen)
-{
-	if (!strcmp(spec, "engine"))
-		return &iut_engine;
-	if (!strncmp(spec, "remote:", 7))
-		return iut_remote(spec + 7, err, errlen);
-	snprintf(err, errlen, "no adapter %s (engine, remote:COMMAND)", spec);
-	return NULL;
 }
 
 static bool wanted(const char *name)
@@ -441,7 +476,7 @@ int main(int argc, char **argv)
 	/* a client and a server of each: an agent serves one QP at a time */
 	for (unsigned i = 0; i < n; i++)
 		for (unsigned k = 0; k < 2; k++)
-			if (!(ops[2 * i + k] = adapter(argv[2 + i], err, sizeof(err)))) {
+			if (!(ops[2 * i + k] = iut_adapter(argv[2 + i], err, sizeof(err)))) {
 				fprintf(stderr, "compliance-matrix: %s: %s\n", argv[2 + i], err);
 				return 2;
 			}
@@ -451,8 +486,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	fprintf(out, "{\"adapters\": [");
-	for (unsigned i = 0; i < n; i++)
-		fprintf(out, "%s\"%s\"", i ? ", " : "", ops[2 * i]->name);
+	for (unsigned i = 0; i < n; i++) {
+		fprintf(out, "%s", i ? ", " : "");
+		agent_json_str(out, ops[2 * i]->name);
+	}
 	fprintf(out, "], \"results\": [");
 	for (unsigned k = 0, first = 1; k < sizeof(scenarios) / sizeof(scenarios[0]); k++) {
 		if (!wanted(scenarios[k].name))
@@ -462,24 +499,27 @@ int main(int argc, char **argv)
 		for (unsigned c = 0; c < n; c++)
 			for (unsigned sv = 0; sv < n; sv++) {
 				struct run r;
-				uint64_t t0 = real_ns();
+				uint64_t t0 = agent_clock_ns();
 				bool pass = run_scenario(&scenarios[k], ops[2 * c], ops[2 * sv + 1],
 							 &r);
-				double ms = (double)(real_ns() - t0) / 1e6;
+				double ms = (double)(agent_clock_ns() - t0) / 1e6;
 
 				failed += !pass;
 				printf("    %-24s -> %-24s %s %7.1f ms%s%s\n", ops[2 * c]->name,
 				       ops[2 * sv + 1]->name, pass ? "PASS" : "FAIL", ms,
 				       pass ? "" : ": ", r.why);
 				fflush(stdout);
-				fprintf(out, "%s\n {\"scenario\": \"%s\", \"client\": \"%s\", "
-					"\"server\": \"%s\", \"pass\": %s, \"ms\": %.1f, "
-					"\"relayed\": %u, \"lost\": %u, \"why\": \"", first ? "" : ",",
-					scenarios[k].name, ops[2 * c]->name, ops[2 * sv + 1]->name,
-					pass ? "true" : "false", ms, r.relayed, r.lost);
-				for (const char *p = r.why; *p; p++)
-					fprintf(out, *p == '"' || *p == '\\' ? "\\%c" : "%c", *p);
-				fprintf(out, "\"}");
+				fprintf(out, "%s\n {\"scenario\": \"%s\", \"client\": ", first ? "" : ",",
+					scenarios[k].name);
+				agent_json_str(out, ops[2 * c]->name);
+				fprintf(out, ", \"server\": ");
+				agent_json_str(out, ops[2 * sv + 1]->name);
+				fprintf(out, ", \"pass\": %s, \"ms\": %.1f, \"relayed\": %u, "
+					"\"lost\": %u, \"doubled\": %u, \"corrupted\": %u, "
+					"\"overtaken\": %u, \"why\": ", pass ? "true" : "false", ms,
+					r.relayed, r.lost, r.doubled, r.corrupted, r.overtaken);
+				agent_json_str(out, r.why);
+				fprintf(out, "}");
 				first = 0;
 			}
 	}

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "compliance/agent.h"
 #include "compliance/fields.h"
 #include "compliance/names.h"
 #include "compliance/script_impl.h"
@@ -159,13 +160,6 @@ static bool run_to(struct run *run, uint64_t t)
 	return collect_sent(run);
 }
 
-uint64_t real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* A real-time IUT acts after a while: what it sends meanwhile, a millisecond later. */
 bool wait_a_little(struct run *run)
@@ -180,14 +174,14 @@ bool wait_a_little(struct run *run)
  * nothing away are retried (the failure of the last try is the one reported). */
 static bool settled(struct run *run, bool (*check)(struct run *))
 {
-	uint64_t end = real_ns() + run->iut->settle_ns;
+	uint64_t end = agent_clock_ns() + run->iut->settle_ns;
 
 	for (;;) {
 		struct script_result before = *run->r;
 
 		if (check(run))
 			return true;
-		if (!run->iut->settle_ns || real_ns() >= end)
+		if (!run->iut->settle_ns || agent_clock_ns() >= end)
 			return false;
 		*run->r = before;
 		if (!wait_a_little(run))
@@ -202,9 +196,9 @@ static bool settled(struct run *run, bool (*check)(struct run *))
  */
 bool quiet(struct run *run, bool at_end)
 {
-	uint64_t end = real_ns() + run->iut->settle_ns / (at_end ? 1 : 20);
+	uint64_t end = agent_clock_ns() + run->iut->settle_ns / (at_end ? 1 : 20);
 
-	while (run->iut->settle_ns && real_ns() < end)
+	while (run->iut->settle_ns && agent_clock_ns() < end)
 		if (!wait_a_little(run))
 			return false;
 	return true;
@@ -227,10 +221,10 @@ static int first_on(const struct run *run, int plane)
  */
 static bool queued(struct run *run, int plane)
 {
-	uint64_t end = real_ns() + run->iut->settle_ns;
+	uint64_t end = agent_clock_ns() + run->iut->settle_ns;
 	int at;
 
-	while ((at = first_on(run, plane)) < 0 && run->iut->settle_ns && real_ns() < end)
+	while ((at = first_on(run, plane)) < 0 && run->iut->settle_ns && agent_clock_ns() < end)
 		if (!wait_a_little(run))
 			return false;
 	for (; at > 0; at--) {

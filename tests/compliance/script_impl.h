@@ -58,7 +58,6 @@ bool arg_num(struct run *run, const char *key, uint64_t *v, uint64_t dflt);
 bool only_keys(struct run *run, unsigned first, const char *const *keys);
 /* What the IUT sent by now, queued for the expectations. */
 bool collect_sent(struct run *run);
-uint64_t real_ns(void);
 /* A real-time IUT: a millisecond more, and what it sent meanwhile. */
 bool wait_a_little(struct run *run);
 /* The IUT has had time to send anything more (its settle time at the end, a twentieth of it

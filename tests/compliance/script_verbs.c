@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "compliance/agent.h"
 #include "compliance/fields.h"
 #include "compliance/script_impl.h"
 
@@ -46,12 +47,12 @@ bool line_wc(struct run *run)
 	const char *s;
 	uint64_t v;
 
-	uint64_t end = real_ns() + run->iut->settle_ns;
+	uint64_t end = agent_clock_ns() + run->iut->settle_ns;
 	bool got;
 
 	if (!only_keys(run, 1, keys))
 		return false;
-	while (!(got = run->iut->poll(run->h, &wc)) && run->iut->settle_ns && real_ns() < end)
+	while (!(got = run->iut->poll(run->h, &wc)) && run->iut->settle_ns && agent_clock_ns() < end)
 		if (!wait_a_little(run))
 			return false;
 	if (!got)

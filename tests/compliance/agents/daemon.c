@@ -74,13 +74,6 @@ static struct {
 	uint64_t node, iut_node; /* the peer's node id, and the daemon's once it asked */
 } g;
 
-static uint64_t real_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int udp_socket(uint8_t plane, uint16_t port)
 {
@@ -363,7 +356,7 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 	if (!connect_qp(d, c, &step))
 		return fail_open(d, errno, err, errlen, step);
 	/* the daemon asks the peer's node for its planes first: answered by receive() */
-	for (until = real_ns() + OPEN_WAIT_NS; real_ns() < until;) {
+	for (until = agent_clock_ns() + OPEN_WAIT_NS; agent_clock_ns() < until;) {
 		struct timespec ms = { 0, 1000000 };
 
 		if (qp_record(d->qp->qp_num, &rec) && rec.state == want && g.iut_node)
@@ -394,7 +387,7 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 	}
 	d->base_retx = rec.tx_retransmits;
 	d->base_rx = rec.rx_packets;
-	d->t0_real = real_ns();
+	d->t0_real = agent_clock_ns();
 	d->t0_script = now_ns;
 	return d;
 }
@@ -453,7 +446,7 @@ static void daemon_advance(void *iut, uint64_t now_ns)
 	struct daemon_iut *d = iut;
 	uint64_t at = d->t0_real + (now_ns - d->t0_script);
 
-	for (uint64_t now = real_ns(); now < at; now = real_ns()) {
+	for (uint64_t now = agent_clock_ns(); now < at; now = agent_clock_ns()) {
 		struct timespec ts = { (time_t)((at - now) / 1000000000ull),
 				       (long)((at - now) % 1000000000ull) };
 
