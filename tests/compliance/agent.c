@@ -122,6 +122,7 @@ static void serve_open(struct served *s)
 					    "paths", "rq_depth", "mr_key", "mr_addr", "mr_len",
 					    "retry_cnt" };
 	const char *access = agent_arg(s->w, s->n, "access"), *ports;
+	const char *qp_access = agent_arg(s->w, s->n, "qp_access");
 	char err[256] = "", *save, *tok, list[128];
 	uint64_t rnr;
 
@@ -150,6 +151,10 @@ static void serve_open(struct served *s)
 	c.mr_remote_write = access && strchr(access, 'w');
 	c.mr_remote_read = access && strchr(access, 'r');
 	c.mr_remote_atomic = access && strchr(access, 'a');
+	/* qp_access= came with R-220's scripts: absent, the QP permits every remote access */
+	c.qp_remote_write = !qp_access || strchr(qp_access, 'w');
+	c.qp_remote_read = !qp_access || strchr(qp_access, 'r');
+	c.qp_remote_atomic = !qp_access || strchr(qp_access, 'a');
 	ports = agent_arg(s->w, s->n, "sports");
 	if (!c.n_paths || c.n_paths > IUT_MAX_PATHS || !ports || !c.n_planes ||
 	    c.n_paths % c.n_planes) {
@@ -216,7 +221,7 @@ static void serve_dgram(struct served *s, bool deliver)
 static void serve_post(struct served *s)
 {
 	const char *kind = agent_arg(s->w, s->n, "kind");
-	uint64_t now, id, off, len, rkey, raddr, imm;
+	uint64_t now, id, off, len, rkey, raddr, imm, solicited = 0;
 	struct iut_wr wr;
 	unsigned k;
 	int e;
@@ -232,9 +237,11 @@ static void serve_post(struct served *s)
 	    !need(s, "len", &len) || !need(s, "rkey", &rkey) || !need(s, "raddr", &raddr) ||
 	    !need(s, "imm", &imm))
 		return;
+	if (agent_arg(s->w, s->n, "solicited") && !need(s, "solicited", &solicited))
+		return;
 	wr = (struct iut_wr){ .kind = (uint8_t)k, .wr_id = id, .off = (uint32_t)off,
 			      .len = (uint32_t)len, .rkey = (uint32_t)rkey, .raddr = raddr,
-			      .imm = (uint32_t)imm };
+			      .imm = (uint32_t)imm, .solicited = solicited != 0 };
 	e = s->ops->post(s->iut, &wr, now);
 	if (e)
 		fprintf(s->out, "error %d\n", e);

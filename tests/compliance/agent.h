@@ -10,7 +10,7 @@
  *   agent:  metaroce-compliance 1 name=NAME settle_ns=N own_defaults=0|1   (iut.h)
  *   suite:  open now=NS qpn=Q peer_qpn=Q psn=P peer_psn=P max_payload=B paths=N planes=N
  *                sports=S,S.. rq_depth=N mr_key=K mr_addr=A mr_len=L access=rwa|- retry_cnt=N
- *                rnr_retry=N rtr=0|1
+ *                rnr_retry=N rtr=0|1 qp_access=rwa|-
  *   agent:  ok qpn=Q psn=P peer_psn=P mr_key=K mr_addr=A   (the values it made the QP with)
  *   suite:  close                                   agent: ok
  *   suite:  deliver now=NS plane=P sport=S ce=0|1 bytes=HEX               agent: ok
@@ -18,7 +18,7 @@
  *   suite:  deadline                                agent: ok NS | ok never
  *   suite:  advance now=NS                          agent: ok
  *   suite:  post now=NS kind=write|write_imm|send|send_imm|read|recv id=N off=N len=N
- *                rkey=K raddr=A imm=N               agent: ok | error -ERRNO
+ *                rkey=K raddr=A imm=N solicited=0|1 agent: ok | error -ERRNO
  *   suite:  poll     agent: ok id=N recv=0|1 status=S opcode=O len=N imm=N with_imm=0|1 | none
  *   suite:  state                            agent: ok rts|err|closing|closed | none
  *   suite:  counter name=NAME                       agent: ok V | none

@@ -39,6 +39,7 @@ struct iut_config {
 	uint64_t mr_addr; /* its first address, as the peer names it */
 	uint32_t mr_len;
 	bool mr_remote_write, mr_remote_read, mr_remote_atomic;
+	bool qp_remote_write, qp_remote_read, qp_remote_atomic; /* the QP's qp_access_flags */
 	uint8_t retry_cnt, rnr_retry;
 };
 
@@ -75,6 +76,7 @@ struct iut_wr {
 	uint32_t rkey;	/* WRITE*, READ: the suite's key and address */
 	uint64_t raddr;
 	uint32_t imm;
+	bool solicited; /* IBV_SEND_SOLICITED */
 };
 
 /* A completion, in verbs' terms: names as ibv_wc_status_str and the ibv_wc_opcode. */

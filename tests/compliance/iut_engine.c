@@ -85,7 +85,9 @@ static void *engine_open(const struct iut_ops *self, struct iut_config *cfg, uin
 	cc.rq_depth = cfg->rq_depth;
 	cc.retry_cnt = cfg->retry_cnt;
 	cc.rnr_retry = cfg->rnr_retry;
-	cc.qp_access = MRC_ACCESS_REMOTE_WRITE | MRC_ACCESS_REMOTE_READ | MRC_ACCESS_REMOTE_ATOMIC;
+	cc.qp_access = (cfg->qp_remote_write ? MRC_ACCESS_REMOTE_WRITE : 0) |
+		       (cfg->qp_remote_read ? MRC_ACCESS_REMOTE_READ : 0) |
+		       (cfg->qp_remote_atomic ? MRC_ACCESS_REMOTE_ATOMIC : 0);
 	cc.drop_counts = e->drops;
 	cc.seed = 1;
 	e->at_rtr = cfg->at_rtr;
@@ -163,7 +165,9 @@ static int engine_post(void *iut, const struct iut_wr *wr, uint64_t now_ns)
 		return mrc_conn_post_recv(e->conn, &r);
 	} else {
 		struct mrc_send_wr s = { .wr_id = wr->wr_id, .opcode = opcode[wr->kind],
-					 .flags = MRC_SEND_SIGNALED, .num_sge = 1, .sge = { sge },
+					 .flags = MRC_SEND_SIGNALED |
+						  (wr->solicited ? MRC_SEND_SOLICITED : 0),
+					 .num_sge = 1, .sge = { sge },
 					 .imm = wr->imm, .rkey = wr->rkey, .raddr = wr->raddr };
 
 		return mrc_conn_post_send(e->conn, &s);

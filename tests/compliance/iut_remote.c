@@ -163,11 +163,15 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 		 " psn=%" PRIu32 " peer_psn=%" PRIu32 " max_payload=%u paths=%u planes=%u rtr=%d"
 		 " sports=%s"
 		 " rq_depth=%" PRIu32 " mr_key=%" PRIu32 " mr_addr=%" PRIu64 " mr_len=%" PRIu32
-		 " access=%s%s%s%s retry_cnt=%u rnr_retry=%u", now_ns, c->qpn, c->peer_qpn, c->psn,
-		 c->peer_psn, c->max_payload, c->n_paths, c->n_planes, c->at_rtr, ports, c->rq_depth, c->mr_key,
-		 c->mr_addr, c->mr_len, c->mr_remote_read ? "r" : "", c->mr_remote_write ? "w" : "",
+		 " access=%s%s%s%s qp_access=%s%s%s%s retry_cnt=%u rnr_retry=%u", now_ns, c->qpn,
+		 c->peer_qpn, c->psn, c->peer_psn, c->max_payload, c->n_paths, c->n_planes,
+		 c->at_rtr, ports, c->rq_depth, c->mr_key, c->mr_addr, c->mr_len,
+		 c->mr_remote_read ? "r" : "", c->mr_remote_write ? "w" : "",
 		 c->mr_remote_atomic ? "a" : "",
 		 c->mr_remote_read || c->mr_remote_write || c->mr_remote_atomic ? "" : "-",
+		 c->qp_remote_read ? "r" : "", c->qp_remote_write ? "w" : "",
+		 c->qp_remote_atomic ? "a" : "",
+		 c->qp_remote_read || c->qp_remote_write || c->qp_remote_atomic ? "" : "-",
 		 c->retry_cnt, c->rnr_retry)) {
 		errno = EIO;
 		snprintf(err, errlen, "%s", r->fault);
@@ -255,8 +259,9 @@ static int remote_post(void *iut, const struct iut_wr *wr, uint64_t now_ns)
 	long e;
 
 	if (!ask(r, false, "post now=%" PRIu64 " kind=%s id=%" PRIu64 " off=%" PRIu32
-		 " len=%" PRIu32 " rkey=%" PRIu32 " raddr=%" PRIu64 " imm=%" PRIu32, now_ns,
-		 iut_wr_kinds[wr->kind], wr->wr_id, wr->off, wr->len, wr->rkey, wr->raddr, wr->imm))
+		 " len=%" PRIu32 " rkey=%" PRIu32 " raddr=%" PRIu64 " imm=%" PRIu32 " solicited=%d",
+		 now_ns, iut_wr_kinds[wr->kind], wr->wr_id, wr->off, wr->len, wr->rkey, wr->raddr,
+		 wr->imm, wr->solicited))
 		return -EIO;
 	if (!strcmp(r->w[0], "error") && r->n >= 2 && (e = strtol(r->w[1], NULL, 10)) < 0)
 		return (int)e;

@@ -147,6 +147,7 @@ static void config(struct iut_config *c, bool server)
 				  .rq_depth = 2 * N_MSG, .mr_key = server ? 0x200 : 0x100,
 				  .mr_addr = server ? 0x200000 : 0x100000, .mr_len = REGION,
 				  .mr_remote_write = true, .mr_remote_read = true,
+				  .qp_remote_write = true, .qp_remote_read = true,
 				  .retry_cnt = 7, .rnr_retry = 7 };
 	for (unsigned i = 0; i < c->n_paths; i++)
 		c->sports[i] = (uint16_t)((server ? 50000 : 49152) + i);

@@ -245,7 +245,7 @@ static bool line_setup(struct run *run)
 	static const char *const keys[] = { "qpn", "peer_qpn", "psn", "peer_psn", "max_payload",
 					    "paths", "rq_depth", "mr_key", "mr_addr", "mr_len",
 					    "retry_cnt", "rnr_retry", "peer_sport", "access",
-					    "ignore", "planes", "rtr", NULL };
+					    "ignore", "planes", "rtr", "qp_access", NULL };
 	struct iut_config *c = &run->cfg;
 	uint64_t v;
 	const char *s;
@@ -286,6 +286,11 @@ static bool line_setup(struct run *run)
 		c->mr_remote_write = strchr(s, 'w');
 		c->mr_remote_read = strchr(s, 'r');
 		c->mr_remote_atomic = strchr(s, 'a');
+	}
+	if ((s = arg(run, "qp_access"))) {
+		c->qp_remote_write = strchr(s, 'w');
+		c->qp_remote_read = strchr(s, 'r');
+		c->qp_remote_atomic = strchr(s, 'a');
 	}
 	if ((s = arg(run, "ignore"))) {
 		char list[128], *tok, *save;
@@ -695,7 +700,9 @@ static void defaults(struct run *run)
 				  .max_payload = 1024, .n_paths = 1, .n_planes = 1, .rq_depth = 16,
 				  .mr_key = 0x100, .mr_addr = 0x10000, .mr_len = 65536,
 				  .mr_remote_write = true, .mr_remote_read = true,
-				  .mr_remote_atomic = true, .retry_cnt = 7, .rnr_retry = 7 };
+				  .mr_remote_atomic = true, .qp_remote_write = true,
+				  .qp_remote_read = true, .qp_remote_atomic = true,
+				  .retry_cnt = 7, .rnr_retry = 7 };
 	c->sports[0] = 49152;
 	run->peer_sport = 50000;
 	run->ignore[MRC_OP_PROBE] = true;

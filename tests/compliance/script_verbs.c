@@ -14,11 +14,12 @@
 bool line_post(struct run *run)
 {
 	struct iut_wr wr = { 0 };
-	uint64_t id, off, len, rkey, raddr, imm;
+	uint64_t id, off, len, rkey, raddr, imm, solicited;
 	unsigned k;
 	int e;
 
-	static const char *const keys[] = { "id", "off", "len", "rkey", "raddr", "imm", NULL };
+	static const char *const keys[] = { "id", "off", "len", "rkey", "raddr", "imm",
+					    "solicited", NULL };
 
 	for (k = 0; k < IUT_WR_KINDS; k++)
 		if (run->argc >= 2 && !strcmp(run->argv[1], iut_wr_kinds[k]))
@@ -29,11 +30,12 @@ bool line_post(struct run *run)
 		return false;
 	if (!arg_num(run, "id", &id, 0) || !arg_num(run, "off", &off, 0) ||
 	    !arg_num(run, "len", &len, 0) || !arg_num(run, "rkey", &rkey, 0) ||
-	    !arg_num(run, "raddr", &raddr, 0) || !arg_num(run, "imm", &imm, 0))
+	    !arg_num(run, "raddr", &raddr, 0) || !arg_num(run, "imm", &imm, 0) ||
+	    !arg_num(run, "solicited", &solicited, 0))
 		return false;
 	wr = (struct iut_wr){ .kind = (uint8_t)k, .wr_id = id, .off = (uint32_t)off,
 			      .len = (uint32_t)len, .rkey = (uint32_t)rkey, .raddr = raddr,
-			      .imm = (uint32_t)imm };
+			      .imm = (uint32_t)imm, .solicited = solicited != 0 };
 	e = run->iut->post(run->h, &wr, run->now);
 	if (e)
 		return failf(run, "the IUT refused post %s: %s", iut_wr_kinds[k], strerror(-e));

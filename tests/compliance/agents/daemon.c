@@ -261,9 +261,10 @@ static int to_rts(struct daemon_iut *d)
 static bool connect_qp(struct daemon_iut *d, const struct iut_config *c, const char **step)
 {
 	struct ibv_qp_attr init = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				    .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-						       IBV_ACCESS_REMOTE_READ |
-						       IBV_ACCESS_REMOTE_ATOMIC };
+				    .qp_access_flags =
+					    (c->qp_remote_write ? IBV_ACCESS_REMOTE_WRITE : 0) |
+					    (c->qp_remote_read ? IBV_ACCESS_REMOTE_READ : 0) |
+					    (c->qp_remote_atomic ? IBV_ACCESS_REMOTE_ATOMIC : 0) };
 	struct ibv_qp_attr rtr = {
 		.qp_state = IBV_QPS_RTR, .path_mtu = mtu_of(c->max_payload),
 		.dest_qp_num = c->peer_qpn, .rq_psn = c->peer_psn, .max_dest_rd_atomic = 16,
@@ -475,7 +476,9 @@ static int daemon_post(void *iut, const struct iut_wr *wr, uint64_t now_ns)
 		e = ibv_post_recv(d->qp, &r, &bad);
 	} else {
 		struct ibv_send_wr s = { .wr_id = wr->wr_id, .sg_list = &sge, .num_sge = 1,
-					 .opcode = opcode[wr->kind], .send_flags = IBV_SEND_SIGNALED,
+					 .opcode = opcode[wr->kind],
+					 .send_flags = IBV_SEND_SIGNALED |
+						       (wr->solicited ? IBV_SEND_SOLICITED : 0),
 					 .imm_data = htonl(wr->imm) },
 				   *bad;
 
