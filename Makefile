@@ -248,7 +248,8 @@ $(COMPLIANCE): $(COMPLIANCE_OBJS) $(LIBPROTO)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(PROTO_LIBS)
 
 # the scenario matrix: two implementations through a network the suite spoils
-$(COMPLIANCE_MATRIX): $(filter-out %/compliance.o %/script.o %/script_verbs.o,$(COMPLIANCE_OBJS)) \
+$(COMPLIANCE_MATRIX): \
+		$(filter-out %/compliance.o $(OBJ)/tests/compliance/script%,$(COMPLIANCE_OBJS)) \
 		$(OBJ)/tests/compliance/matrix.o $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)

@@ -96,6 +96,37 @@ long agent_hex_get(const char *hex, uint8_t *out, size_t cap)
 	return (long)(n / 2);
 }
 
+void agent_addrs_put(FILE *out, const uint8_t (*addrs)[16], unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (i)
+			fputc(',', out);
+		agent_hex_put(out, addrs[i], 16);
+	}
+}
+
+bool agent_addrs_get(const char *list, uint8_t (*addrs)[16], unsigned n)
+{
+	char one[33];
+
+	for (unsigned i = 0; i < n; i++) {
+		size_t len = list ? strcspn(list, ",") : 0;
+
+		if (len != 32)
+			return false;
+		memcpy(one, list, 32);
+		one[32] = '\0';
+		if (agent_hex_get(one, addrs[i], 16) != 16)
+			return false;
+		list += 32;
+		if (*list == ',')
+			list++;
+		else if (i + 1 < n)
+			return false;
+	}
+	return !list || !*list;
+}
+
 struct served {
 	const struct iut_ops *ops;
 	void *iut;
@@ -148,6 +179,11 @@ static void serve_open(struct served *s)
 		return;
 	c.n_planes = (uint8_t)planes;
 	c.at_rtr = rtr != 0;
+	if (agent_arg(s->w, s->n, "discovery") &&
+	    (!need(s, "discovery", &v[0]) || !need(s, "node_id", &c.node_id) ||
+	     !need(s, "peer_node_id", &c.peer_node_id)))
+		return;
+	c.discovery = agent_arg(s->w, s->n, "discovery") && v[0];
 	c.mr_remote_write = access && strchr(access, 'w');
 	c.mr_remote_read = access && strchr(access, 'r');
 	c.mr_remote_atomic = access && strchr(access, 'a');
@@ -180,7 +216,16 @@ static void serve_open(struct served *s)
 		return;
 	}
 	fprintf(s->out, "ok qpn=%" PRIu32 " psn=%" PRIu32 " peer_psn=%" PRIu32 " mr_key=%" PRIu32
-		" mr_addr=%" PRIu64 "\n", c.qpn, c.psn, c.peer_psn, c.mr_key, c.mr_addr);
+		" mr_addr=%" PRIu64, c.qpn, c.psn, c.peer_psn, c.mr_key, c.mr_addr);
+	if (c.port) { /* the adapter said its network */
+		fprintf(s->out, " node_id=%" PRIu64 " port=%u addrs=", c.node_id, c.port);
+		agent_addrs_put(s->out, (const uint8_t(*)[16])c.addr, c.n_planes);
+		fputs(" peer_addrs=", s->out);
+		agent_addrs_put(s->out, (const uint8_t(*)[16])c.peer_addr, c.n_planes);
+		fputs(" stranger=", s->out);
+		agent_hex_put(s->out, c.stranger_addr, 16);
+	}
+	fputc('\n', s->out);
 }
 
 static void serve_dgram(struct served *s, bool deliver)
@@ -196,7 +241,9 @@ static void serve_dgram(struct served *s, bool deliver)
 			fprintf(s->out, "none\n");
 			return;
 		}
-		fprintf(s->out, "ok plane=%u sport=%u ce=%d bytes=", d->plane, d->sport, d->ce);
+		fprintf(s->out, "ok plane=%u sport=%u ce=%d to=", d->plane, d->sport, d->ce);
+		agent_hex_put(s->out, d->addr, 16);
+		fprintf(s->out, " dport=%u bytes=", d->dport);
 		agent_hex_put(s->out, d->bytes, d->len);
 		fputc('\n', s->out);
 		return;
@@ -214,6 +261,12 @@ static void serve_dgram(struct served *s, bool deliver)
 	d->plane = (uint8_t)plane;
 	d->sport = (uint16_t)sport;
 	d->ce = ce != 0;
+	memset(d->addr, 0, sizeof(d->addr));
+	if (agent_arg(s->w, s->n, "from") &&
+	    agent_hex_get(agent_arg(s->w, s->n, "from"), d->addr, 16) != 16) {
+		fprintf(s->out, "error deliver: from= is not an address (32 HEX digits)\n");
+		return;
+	}
 	s->ops->deliver(s->iut, d, now);
 	fprintf(s->out, "ok\n");
 }

@@ -10,11 +10,13 @@
  *   agent:  metaroce-compliance 1 name=NAME settle_ns=N own_defaults=0|1   (iut.h)
  *   suite:  open now=NS qpn=Q peer_qpn=Q psn=P peer_psn=P max_payload=B paths=N planes=N
  *                sports=S,S.. rq_depth=N mr_key=K mr_addr=A mr_len=L access=rwa|- retry_cnt=N
- *                rnr_retry=N rtr=0|1 qp_access=rwa|-
+ *                rnr_retry=N rtr=0|1 qp_access=rwa|- [discovery=1 node_id=N peer_node_id=N]
  *   agent:  ok qpn=Q psn=P peer_psn=P mr_key=K mr_addr=A   (the values it made the QP with)
+ *                [node_id=N port=P addrs=A,A.. peer_addrs=A,A.. stranger=A]  (discovery=1
+ *                needs them; any agent may say them)
  *   suite:  close                                   agent: ok
- *   suite:  deliver now=NS plane=P sport=S ce=0|1 bytes=HEX               agent: ok
- *   suite:  collect now=NS              agent: ok plane=P sport=S ce=0|1 bytes=HEX | none
+ *   suite:  deliver now=NS plane=P sport=S ce=0|1 [from=A] bytes=HEX       agent: ok
+ *   suite:  collect now=NS   agent: ok plane=P sport=S ce=0|1 [to=A dport=P] bytes=HEX | none
  *   suite:  deadline                                agent: ok NS | ok never
  *   suite:  advance now=NS                          agent: ok
  *   suite:  post now=NS kind=write|write_imm|send|send_imm|read|recv id=N off=N len=N
@@ -30,7 +32,10 @@
  *
  * Any request may also be answered "error TEXT" (the run fails there, with TEXT), and open
  * "unsupported TEXT" (the IUT cannot make that QP by design: the script is skipped). Numbers
- * are decimal or 0x hexadecimal; HEX is two lower-case digits a byte. tests/compliance/
+ * are decimal or 0x hexadecimal; HEX is two lower-case digits a byte; an address A is its 16
+ * bytes as HEX (IPv4 as ::ffff:a.b.c.d). With discovery=1 the suite plays the peer's node
+ * (iut.h): the agent says the node id it picked and its network, and the suite says where a
+ * datagram comes from (from=) and hears where one goes (to=, dport=). tests/compliance/
  * README.md says the same with examples.
  */
 #ifndef METAROCE_TESTS_COMPLIANCE_AGENT_H
@@ -61,5 +66,8 @@ const char *agent_arg(char *const *words, unsigned n, const char *key);
 bool agent_num(const char *s, uint64_t *v);
 void agent_hex_put(FILE *out, const uint8_t *bytes, size_t len);
 long agent_hex_get(const char *hex, uint8_t *out, size_t cap);
+/* n addresses as "A,A,..", and back: false unless exactly n came. */
+void agent_addrs_put(FILE *out, const uint8_t (*addrs)[16], unsigned n);
+bool agent_addrs_get(const char *list, uint8_t (*addrs)[16], unsigned n);
 
 #endif

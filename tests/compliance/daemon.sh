@@ -22,15 +22,26 @@ shift
 . "$(dirname "$0")/../integration/lib.sh"
 
 two_hosts
-for p in 0 1; do # the second node's addresses, for the matrix's second agent
+# the second node's addresses, for the matrix's second agent; fresh ones, a node each for
+# the scripts that play discovery; and a stranger's, outside the daemon's peer prefixes
+fresh=
+for p in 0 1; do
 	ip -n "$NS_B" addr add "198.1$((8 + p)).0.3/24" dev "${TAG}b$p"
+	for k in $(seq 10 21); do
+		ip -n "$NS_B" addr add "198.1$((8 + p)).0.$k/24" dev "${TAG}b$p"
+	done
 done
+for k in $(seq 10 21); do
+	fresh="$fresh${fresh:+;}198.18.0.$k,198.19.0.$k"
+done
+ip -n "$NS_B" addr add 198.18.0.200/24 dev "${TAG}b0"
 # The suite's peer answers in milliseconds (a line of the agent protocol each way per step of a
 # script), not in a fabric's microseconds: with the default 1 ms RTO before a first sample a
 # path would fail before the script's first ACK. Scripts that time the RTO itself need a
 # virtual clock and skip here.
 NO_CLUSTER_KEY=1 start_daemon "$NS_A" iut --set "plane=0 ${TAG}a0 198.18.0.1" \
-	--set "plane=1 ${TAG}a1 198.19.0.1" --set "peer_prefix=198.18.0.0/15" \
+	--set "plane=1 ${TAG}a1 198.19.0.1" --set "peer_prefix=198.18.0.0/25" \
+	--set "peer_prefix=198.19.0.0/25" \
 	--set "control_socket=$TMP/iut.sock" \
 	--set "backend=$backend" --set "auth=off" \
 	--set "rto_initial=100ms" --set "rto_min=100ms" --set "rto_max=1s"
@@ -48,6 +59,7 @@ in_peer() {
 	ip netns exec "$NS_B" env METAROCE_SOCKET="$TMP/iut.sock" METAROCE_QUIET=1 \
 		COMPLIANCE_IUT_ADDR=198.18.0.1,198.19.0.1 \
 		COMPLIANCE_PEER_ADDR="198.18.0.2,198.19.0.2;198.18.0.3,198.19.0.3" \
+		COMPLIANCE_FRESH_ADDR="$fresh" COMPLIANCE_STRANGER_ADDR=198.18.0.200 \
 		LD_LIBRARY_PATH="$BUILD/lib" "$@"
 }
 if [ -n "$matrix" ]; then

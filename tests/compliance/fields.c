@@ -19,6 +19,7 @@ enum field_class {
 	C_NAK = 0x20,
 	C_PROBE = 0x40,
 	C_CLOSE = 0x80,
+	C_DISCOVER = 0x100,
 };
 
 #define F(n, c, m) { n, c, offsetof(struct mrc_packet, m), sizeof(((struct mrc_packet *)0)->m), 0 }
@@ -72,6 +73,10 @@ static const struct field fields[] = {
 	F("echo_path", C_PROBE, u.probe.echo_path),
 	F("reason", C_CLOSE, u.close.reason),
 	F("cum_psn", C_CLOSE, u.close.cum_psn),
+	F("node_id", C_DISCOVER, u.discover.node_id),
+	F("udp_port", C_DISCOVER, u.discover.udp_port),
+	F("max_payload", C_DISCOVER, u.discover.max_payload),
+	F("n_addrs", C_DISCOVER, u.discover.n_addrs),
 };
 #undef F
 #undef FLAG
@@ -90,6 +95,8 @@ static unsigned class_of(uint8_t opcode)
 	case MRC_OP_PROBE:
 	case MRC_OP_PROBE_REPLY: return C_PROBE;
 	case MRC_OP_CLOSE: return C_CLOSE;
+	case MRC_OP_DISCOVER:
+	case MRC_OP_DISCOVER_REPLY: return C_DISCOVER;
 	}
 	return 0;
 }

@@ -17,6 +17,7 @@
 
 #define IUT_MAX_DGRAM 9216u
 #define IUT_MAX_PATHS 16u
+#define IUT_MAX_PLANES 16u
 
 /*
  * The IUT's QP and the one region of its memory the peer may use. The script chooses every
@@ -41,12 +42,29 @@ struct iut_config {
 	bool mr_remote_write, mr_remote_read, mr_remote_atomic;
 	bool qp_remote_write, qp_remote_read, qp_remote_atomic; /* the QP's qp_access_flags */
 	uint8_t retry_cnt, rnr_retry;
+	/*
+	 * discovery: the suite plays the peer's node too (SPEC 12). The IUT knows the peer only
+	 * by the address its QP names (peer_addr[0]) until the suite answers its DISCOVER, and
+	 * the DISCOVER* it sends come to the suite. Without, the IUT knows the peer's node as it
+	 * needs and the suite sees none. node_id and peer_node_id: the two nodes'.
+	 */
+	bool discovery;
+	uint64_t node_id, peer_node_id;
+	/* The adapter's network, written back by open(): the IUT's address and the peer's on
+	 * each plane, and a stranger's, outside the prefixes the IUT admits peers from (R-123).
+	 * IPv6, an IPv4 address as ::ffff:a.b.c.d. */
+	uint8_t addr[IUT_MAX_PLANES][16], peer_addr[IUT_MAX_PLANES][16], stranger_addr[16];
+	uint16_t port; /* the IUT's MetaRoCE port */
 };
 
 /* A datagram's UDP payload and what the network layers say of it. */
 struct iut_dgram {
 	uint8_t plane;
 	uint16_t sport; /* the sender's UDP source port */
+	/* the suite's end: where a datagram it delivers comes from, and where one the IUT sends
+	 * goes (its address and port) */
+	uint8_t addr[16];
+	uint16_t dport;
 	bool ce;	/* ECN CE in its IP header */
 	uint16_t len;
 	uint8_t bytes[IUT_MAX_DGRAM];

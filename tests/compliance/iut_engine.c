@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The engine (lib/proto) as an implementation under test: one struct mrc_conn in virtual
- * time, its memory one region the peer may use, its completions queued for poll().
+ * time, its memory one region the peer may use, its completions queued for poll(). With
+ * discovery, also a node's peer table (lib/proto/peer.h) that has named the peer, and what a
+ * daemon does with its news: a restart fails the QP [R-98], a drain is announced [R-97].
  */
 #include <errno.h>
 #include <stdio.h>
@@ -13,6 +15,7 @@
 #include "compliance/iut.h"
 #include "proto/codec.h"
 #include "proto/conn.h"
+#include "proto/peer.h"
 
 #define WC_QUEUE 256u
 
@@ -21,12 +24,99 @@ struct engine_iut {
 	struct mrc_conn *conn;
 	bool at_rtr;	/* made at RTR and not yet ready(): the application may not post sends */
 	bool destroyed; /* the application destroyed the QP: it lingers, and posts nothing */
+	uint32_t drained; /* planes an operator drained */
+	uint32_t peer_drained; /* planes the peer announced drained */
+	uint64_t now;	  /* of the last call: the peer table's events come without one */
 	uint8_t *mem;
 	struct mrc_completion wcs[WC_QUEUE];
 	bool wc_recv[WC_QUEUE];
 	unsigned wc_head, wc_n;
 	uint64_t drops[MRC_DROP_REASON_MAX + 1];
+	struct mrc_peer_table peers; /* with cfg.discovery */
+	bool has_peers;
 };
+
+/* The engine's network: plane p's addresses 198.18.p.1 (the IUT) and 198.18.p.2 (its
+ * peer), peers admitted from 198.18.0.0/16, and a stranger outside. */
+static void network(struct iut_config *cfg)
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	for (unsigned p = 0; p < IUT_MAX_PLANES; p++) {
+		memcpy(cfg->addr[p], mapped, 12);
+		memcpy(cfg->peer_addr[p], mapped, 12);
+		cfg->addr[p][12] = cfg->peer_addr[p][12] = 198;
+		cfg->addr[p][13] = cfg->peer_addr[p][13] = 18;
+		cfg->addr[p][14] = cfg->peer_addr[p][14] = (uint8_t)p;
+		cfg->addr[p][15] = 1;
+		cfg->peer_addr[p][15] = 2;
+	}
+	memcpy(cfg->stranger_addr, mapped, 12);
+	memcpy(cfg->stranger_addr + 12, (const uint8_t[]){ 198, 19, 0, 9 }, 4);
+	cfg->port = MRC_UDP_PORT_DEFAULT;
+}
+
+static bool admit(void *user, const uint8_t addr[16])
+{
+	(void)user;
+	return addr[12] == 198 && addr[13] == 18;
+}
+
+/* A plane carries nothing new when either end drained it (SPEC 9.4). */
+static void apply_drains(struct engine_iut *e)
+{
+	for (unsigned p = 0; p < e->cfg.n_planes; p++)
+		mrc_conn_drain_plane(e->conn, (uint8_t)p, (e->drained | e->peer_drained) & 1u << p);
+}
+
+static void peer_event(void *user, unsigned peer, enum mrc_peer_event ev, uint64_t old_node)
+{
+	struct engine_iut *e = user;
+	const struct mrc_node_info *info = &e->peers.peers[peer].info;
+
+	(void)old_node;
+	if (ev == MRC_PEER_EV_RESTARTED) { /* its QPs are gone; ours cannot continue */
+		mrc_conn_set_error(e->conn, e->now);
+	} else if (ev == MRC_PEER_EV_CHANGED) { /* its drains apply */
+		e->peer_drained = 0;
+		for (unsigned k = 0; k < info->n_addrs; k++)
+			if (info->addrs[k].flags & MRC_PLANE_F_DRAINED)
+				e->peer_drained |= 1u << (info->addrs[k].plane % IUT_MAX_PLANES);
+		apply_drains(e);
+	}
+}
+
+/* What this node announces: every plane, drained ones flagged. */
+static void node_info(const struct engine_iut *e, struct mrc_node_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->node_id = e->cfg.node_id;
+	info->udp_port = e->cfg.port;
+	info->max_payload = e->cfg.max_payload;
+	info->n_addrs = e->cfg.n_planes;
+	for (unsigned p = 0; p < e->cfg.n_planes; p++) {
+		info->addrs[p].family = MRC_AF_INET;
+		info->addrs[p].plane = (uint8_t)p;
+		info->addrs[p].flags = e->drained & 1u << p ? MRC_PLANE_F_DRAINED : 0;
+		memcpy(info->addrs[p].addr, e->cfg.addr[p], 16);
+	}
+}
+
+/* The node's side: a peer table that has named the peer, as a QP naming it makes it. */
+static int open_node(struct engine_iut *e, uint64_t now_ns)
+{
+	static const struct mrc_peer_callbacks cb = { .admit = admit, .event = peer_event };
+	struct mrc_node_info local;
+	int err;
+
+	node_info(e, &local);
+	if ((err = mrc_peer_table_init(&e->peers, &local, 4, &cb, e, 1)))
+		return err;
+	e->has_peers = true;
+	err = mrc_peer_table_lookup(&e->peers, e->cfg.peer_addr[0], 0, MRC_UDP_PORT_DEFAULT,
+				    now_ns);
+	return err < 0 ? err : 0;
+}
 
 static int mr_lookup(void *user, uint32_t key, uint64_t addr, uint32_t len, unsigned access,
 		     uint8_t **host)
@@ -56,6 +146,8 @@ static void complete(void *user, bool from_recv_queue, const struct mrc_completi
 	e->wc_recv[at] = from_recv_queue;
 }
 
+static void engine_close(void *iut);
+
 static void *engine_open(const struct iut_ops *self, struct iut_config *cfg, uint64_t now_ns,
 			 char *err, size_t errlen)
 {
@@ -70,7 +162,9 @@ static void *engine_open(const struct iut_ops *self, struct iut_config *cfg, uin
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
+	network(cfg);
 	e->cfg = *cfg;
+	e->now = now_ns;
 	mrc_conn_config_default(&cc);
 	cc.local_qpn = cfg->qpn;
 	cc.remote_qpn = cfg->peer_qpn;
@@ -98,6 +192,11 @@ static void *engine_open(const struct iut_ops *self, struct iut_config *cfg, uin
 		free(e);
 		return NULL;
 	}
+	if (cfg->discovery && (errno = -open_node(e, now_ns))) {
+		snprintf(err, errlen, "the peer table: %s", strerror(errno));
+		engine_close(e);
+		return NULL;
+	}
 	return e;
 }
 
@@ -106,6 +205,8 @@ static void engine_close(void *iut)
 	struct engine_iut *e = iut;
 
 	mrc_conn_free(e->conn);
+	if (e->has_peers)
+		mrc_peer_table_fini(&e->peers);
 	free(e->mem);
 	free(e);
 }
@@ -114,7 +215,15 @@ static void engine_deliver(void *iut, const struct iut_dgram *d, uint64_t now_ns
 {
 	struct engine_iut *e = iut;
 	struct mrc_rx_info rx = { .plane = d->plane, .sport = d->sport, .ce = d->ce };
+	struct mrc_packet pkt;
 
+	e->now = now_ns;
+	/* a node's packets go to its peer table, as a daemon's do */
+	if (e->has_peers && !mrc_decode(d->bytes, d->len, &pkt) &&
+	    (pkt.opcode == MRC_OP_DISCOVER || pkt.opcode == MRC_OP_DISCOVER_REPLY)) {
+		mrc_peer_table_recv(&e->peers, &pkt, d->addr, d->sport, d->plane, now_ns);
+		return;
+	}
 	mrc_conn_recv(e->conn, &rx, d->bytes, d->len, now_ns);
 }
 
@@ -122,10 +231,24 @@ static bool engine_collect(void *iut, struct iut_dgram *d, uint64_t now_ns)
 {
 	struct engine_iut *e = iut;
 	struct mrc_tx_info tx;
+	struct mrc_peer_dest dest;
 	size_t len;
 
+	e->now = now_ns;
+	if (e->has_peers &&
+	    mrc_peer_table_send(&e->peers, d->bytes, sizeof(d->bytes), &dest, now_ns, &len)) {
+		d->plane = dest.plane;
+		d->sport = e->cfg.port;
+		memcpy(d->addr, dest.addr, 16);
+		d->dport = dest.port;
+		d->ce = false;
+		d->len = (uint16_t)len;
+		return true;
+	}
 	if (!mrc_conn_send(e->conn, d->bytes, sizeof(d->bytes), &tx, now_ns, &len))
 		return false;
+	memcpy(d->addr, e->cfg.peer_addr[tx.plane < IUT_MAX_PLANES ? tx.plane : 0], 16);
+	d->dport = MRC_UDP_PORT_DEFAULT;
 	d->plane = tx.plane;
 	d->sport = tx.sport;
 	d->ce = false;
@@ -135,12 +258,22 @@ static bool engine_collect(void *iut, struct iut_dgram *d, uint64_t now_ns)
 
 static uint64_t engine_deadline(void *iut)
 {
-	return mrc_conn_next_timeout(((struct engine_iut *)iut)->conn);
+	struct engine_iut *e = iut;
+	uint64_t t = mrc_conn_next_timeout(e->conn), n;
+
+	if (e->has_peers && (n = mrc_peer_table_next_timeout(&e->peers)) < t)
+		t = n;
+	return t;
 }
 
 static void engine_advance(void *iut, uint64_t now_ns)
 {
-	mrc_conn_on_timeout(((struct engine_iut *)iut)->conn, now_ns);
+	struct engine_iut *e = iut;
+
+	e->now = now_ns;
+	mrc_conn_on_timeout(e->conn, now_ns);
+	if (e->has_peers && mrc_peer_table_next_timeout(&e->peers) <= now_ns)
+		mrc_peer_table_on_timeout(&e->peers, now_ns);
 }
 
 static int engine_post(void *iut, const struct iut_wr *wr, uint64_t now_ns)
@@ -255,6 +388,13 @@ static bool engine_counter(void *iut, const char *name, uint64_t *value)
 			memcpy(value, (const uint8_t *)s + stats[i].offset, sizeof(*value));
 			return true;
 		}
+	/* discovery packets the peer table refused: not admitted, stale */
+	if (!strcmp(name, "discover_not_admitted") || !strcmp(name, "discover_stale")) {
+		*value = !e->has_peers ? 0
+			 : e->peers.refused[name[9] == 'n' ? MRC_DROP_NOT_ADMITTED
+							   : MRC_DROP_STALE_DISCOVER];
+		return e->has_peers;
+	}
 	/* the decoder's refusals by error: "dropped_e_checksum", ... */
 	for (int err = 1; err <= MRC_WIRE_ERROR_MAX; err++)
 		if (!strncmp(name, "dropped_", 8) && !strcmp(name + 8, mrc_wire_error_name(err))) {
@@ -284,8 +424,19 @@ static void engine_fill(void *iut, uint32_t off, uint32_t len, uint8_t value)
 
 static int engine_drain(void *iut, uint8_t plane, bool drained, uint64_t now_ns)
 {
-	(void)now_ns;
-	mrc_conn_drain_plane(((struct engine_iut *)iut)->conn, plane, drained);
+	struct engine_iut *e = iut;
+
+	e->now = now_ns;
+	if (plane >= IUT_MAX_PLANES)
+		return -EINVAL;
+	e->drained = drained ? e->drained | 1u << plane : e->drained & ~(1u << plane);
+	apply_drains(e);
+	if (e->has_peers) { /* every known peer hears it */
+		struct mrc_node_info local;
+
+		node_info(e, &local);
+		mrc_peer_table_set_local(&e->peers, &local);
+	}
 	return 0;
 }
 

@@ -153,17 +153,20 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 			 char *err, size_t errlen)
 {
 	struct remote *r = (struct remote *)(uintptr_t)self;
-	char ports[IUT_MAX_PATHS * 6 + 1] = "";
+	char ports[IUT_MAX_PATHS * 6 + 1] = "", discovery[96] = "";
 	size_t at = 0;
 
 	for (unsigned i = 0; i < c->n_paths; i++)
 		at += (size_t)snprintf(ports + at, sizeof(ports) - at, "%s%u", i ? "," : "",
 				       c->sports[i]);
+	if (c->discovery)
+		snprintf(discovery, sizeof(discovery), " discovery=1 node_id=%" PRIu64
+			 " peer_node_id=%" PRIu64, c->node_id, c->peer_node_id);
 	if (!ask(r, false, "open now=%" PRIu64 " qpn=%" PRIu32 " peer_qpn=%" PRIu32
 		 " psn=%" PRIu32 " peer_psn=%" PRIu32 " max_payload=%u paths=%u planes=%u rtr=%d"
 		 " sports=%s"
 		 " rq_depth=%" PRIu32 " mr_key=%" PRIu32 " mr_addr=%" PRIu64 " mr_len=%" PRIu32
-		 " access=%s%s%s%s qp_access=%s%s%s%s retry_cnt=%u rnr_retry=%u", now_ns, c->qpn,
+		 " access=%s%s%s%s qp_access=%s%s%s%s retry_cnt=%u rnr_retry=%u%s", now_ns, c->qpn,
 		 c->peer_qpn, c->psn, c->peer_psn, c->max_payload, c->n_paths, c->n_planes,
 		 c->at_rtr, ports, c->rq_depth, c->mr_key, c->mr_addr, c->mr_len,
 		 c->mr_remote_read ? "r" : "", c->mr_remote_write ? "w" : "",
@@ -172,7 +175,7 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 		 c->qp_remote_read ? "r" : "", c->qp_remote_write ? "w" : "",
 		 c->qp_remote_atomic ? "a" : "",
 		 c->qp_remote_read || c->qp_remote_write || c->qp_remote_atomic ? "" : "-",
-		 c->retry_cnt, c->rnr_retry)) {
+		 c->retry_cnt, c->rnr_retry, discovery)) {
 		errno = EIO;
 		snprintf(err, errlen, "%s", r->fault);
 		return NULL;
@@ -189,6 +192,18 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 	c->peer_psn = (uint32_t)num(r, "peer_psn");
 	c->mr_key = (uint32_t)num(r, "mr_key");
 	c->mr_addr = num(r, "mr_addr");
+	/* the network, which discovery needs and any agent may say */
+	if (c->discovery || agent_arg(r->w, r->n, "addrs")) {
+		c->node_id = num(r, "node_id");
+		c->port = (uint16_t)num(r, "port");
+		if (!agent_addrs_get(agent_arg(r->w, r->n, "addrs"), c->addr, c->n_planes) ||
+		    !agent_addrs_get(agent_arg(r->w, r->n, "peer_addrs"), c->peer_addr,
+				     c->n_planes) ||
+		    !agent_addrs_get(agent_arg(r->w, r->n, "stranger"), &c->stranger_addr, 1))
+			snprintf(r->fault, sizeof(r->fault), "the agent %s said no addrs=, "
+				 "peer_addrs= and stranger= of %u, %u and 1 address", r->name,
+				 c->n_planes, c->n_planes);
+	}
 	if (r->fault[0]) {
 		errno = EIO;
 		snprintf(err, errlen, "%s", r->fault);
@@ -207,12 +222,15 @@ static void remote_deliver(void *iut, const struct iut_dgram *d, uint64_t now_ns
 {
 	struct remote *r = iut;
 	static char hex[2 * IUT_MAX_DGRAM + 1];
+	char from[33];
 
 	for (unsigned i = 0; i < d->len; i++)
 		snprintf(hex + 2 * i, 3, "%02x", d->bytes[i]);
 	hex[2 * d->len] = '\0';
-	if (ask(r, true, "deliver now=%" PRIu64 " plane=%u sport=%u ce=%d bytes=%s", now_ns,
-		d->plane, d->sport, d->ce, hex))
+	for (unsigned i = 0; i < 16; i++)
+		snprintf(from + 2 * i, 3, "%02x", d->addr[i]);
+	if (ask(r, true, "deliver now=%" PRIu64 " plane=%u sport=%u ce=%d from=%s bytes=%s",
+		now_ns, d->plane, d->sport, d->ce, from, hex))
 		answered_ok(r);
 }
 
@@ -234,6 +252,15 @@ static bool remote_collect(void *iut, struct iut_dgram *d, uint64_t now_ns)
 	d->plane = (uint8_t)num(r, "plane");
 	d->sport = (uint16_t)num(r, "sport");
 	d->ce = num(r, "ce") != 0;
+	/* to= and dport= came with discovery: an agent from before says none */
+	memset(d->addr, 0, sizeof(d->addr));
+	d->dport = 0;
+	if (agent_arg(r->w, r->n, "to") &&
+	    agent_hex_get(agent_arg(r->w, r->n, "to"), d->addr, 16) != 16)
+		snprintf(r->fault, sizeof(r->fault), "the agent %s said to= of no address",
+			 r->name);
+	if (agent_arg(r->w, r->n, "dport"))
+		d->dport = (uint16_t)num(r, "dport");
 	return !r->fault[0];
 }
 

@@ -365,6 +365,10 @@ static void run_transfer(struct run *r)
 		/* what is due, earliest first and in the order sent where as early: the network
 		 * reorders only by the delays the scenario gives */
 		for (struct packet *p; (p = next_due(r, &next));) {
+			const struct iut_config *net = &r->side[p->to].names.iut;
+
+			/* from the receiver's peer, as its own network names it */
+			memcpy(p->d.addr, net->peer_addr[p->d.plane % IUT_MAX_PLANES], 16);
 			r->side[p->to].ops->deliver(r->side[p->to].h, &p->d, r->now);
 			if (p->seq < r->newest[p->to])
 				r->overtaken++;

@@ -60,8 +60,8 @@ def main():
         open(src, "w").write(text.replace(m["old"], m["new"]))
         binary = os.path.join(tree, "compliance")
         sources = [os.path.join(root, "tests/compliance", f) for f in
-                   ("compliance.c", "script.c", "script_verbs.c", "fields.c", "names.c",
-                    "iut_engine.c", "iut_remote.c", "agent.c")]
+                   ("compliance.c", "script.c", "script_verbs.c", "script_discover.c",
+                    "fields.c", "names.c", "iut_engine.c", "iut_remote.c", "agent.c")]
         sources += sorted(os.path.join(tree, "lib/proto", f)
                           for f in os.listdir(os.path.join(tree, "lib/proto")) if f.endswith(".c"))
         build = subprocess.run([cc] + cflags + ["-std=gnu11", "-D_GNU_SOURCE", "-w",

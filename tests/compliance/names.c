@@ -31,6 +31,9 @@ uint64_t names_on_wire(const struct names *n, uint8_t opcode, const char *field,
 			      : psn_moved(v, s->peer_psn, i->peer_psn);
 	if (!strcmp(field, "rkey") || !strcmp(field, "sink_key"))
 		return v == s->mr_key ? i->mr_key : v;
+	/* the IUT's own node id, as it picked it (DISCOVER*) */
+	if (!strcmp(field, "node_id"))
+		return v == s->node_id ? i->node_id : v;
 	if (!strcmp(field, "raddr") || !strcmp(field, "sink_addr"))
 		return v >= s->mr_addr && v - s->mr_addr <= s->mr_len ? v - s->mr_addr + i->mr_addr
 								       : v;

@@ -245,7 +245,8 @@ static bool line_setup(struct run *run)
 	static const char *const keys[] = { "qpn", "peer_qpn", "psn", "peer_psn", "max_payload",
 					    "paths", "rq_depth", "mr_key", "mr_addr", "mr_len",
 					    "retry_cnt", "rnr_retry", "peer_sport", "access",
-					    "ignore", "planes", "rtr", "qp_access", NULL };
+					    "ignore", "planes", "rtr", "qp_access", "discovery",
+					    "node_id", "peer_node_id", NULL };
 	struct iut_config *c = &run->cfg;
 	uint64_t v;
 	const char *s;
@@ -275,6 +276,9 @@ static bool line_setup(struct run *run)
 	NUM("peer_sport", run->peer_sport)
 	NUM("planes", c->n_planes)
 	NUM("rtr", c->at_rtr)
+	NUM("discovery", c->discovery)
+	NUM("node_id", c->node_id)
+	NUM("peer_node_id", c->peer_node_id)
 #undef NUM
 	if (!c->n_paths || c->n_paths > IUT_MAX_PATHS)
 		return failf(run, "paths=%u: 1 to %u", c->n_paths, IUT_MAX_PATHS);
@@ -332,7 +336,7 @@ static bool ensure_open(struct run *run)
 
 /* What a line "<" takes besides the packet's fields: its payload and how it travels. */
 static const char *const extras[] = { "len", "fill", "plane", "sport", "ce", "corrupt",
-				      "poke", "truncate", "sack" };
+				      "poke", "truncate", "sack", "records", "drained", "from" };
 
 static bool is_extra(const char *a)
 {
@@ -389,6 +393,16 @@ static bool line_send(struct run *run)
 	p.payload_len = (uint16_t)len;
 	if (mrc_opcode_is_data(p.opcode))
 		p.u.data.msg_len = (uint32_t)len;
+	if (p.opcode == MRC_OP_DISCOVER || p.opcode == MRC_OP_DISCOVER_REPLY) {
+		p.dst_qpn = 0; /* the node's, and what the suite's node announces */
+		p.u.discover = (struct mrc_discover){ .node_id = run->cfg.peer_node_id,
+						      .udp_port = MRC_UDP_PORT_DEFAULT,
+						      .max_payload = 1024 };
+		if (!discover_fill(run, &p))
+			return false;
+	} else if (arg(run, "records") || arg(run, "drained")) {
+		return failf(run, "records= and drained= are a DISCOVER's or DISCOVER_REPLY's");
+	}
 	for (unsigned i = 2; i < run->argc; i++) {
 		char key[32];
 		const char *eq = strchr(run->argv[i], '=');
@@ -426,6 +440,8 @@ static bool line_send(struct run *run)
 	if (!arg_num(run, "sport", &v, run->peer_sport))
 		return false;
 	d->sport = (uint16_t)v;
+	if (!discover_from(run, d))
+		return false;
 	/* pokes make a packet the encoder would refuse; the checksum is then computed again, so
 	 * the decoder's later checks see it (corrupt= breaks the checksum itself) */
 	for (unsigned i = 2; i < run->argc; i++) {
@@ -468,15 +484,19 @@ static bool expect_field(struct run *run, const struct mrc_packet *p, const stru
 {
 	const char *eq = strchr(word, '='), *name = mrc_opcode_name(p->opcode);
 	bool differ = eq && eq > word && eq[-1] == '!';
+	bool at_least = eq && eq > word && eq[-1] == '>';
 	const struct field *f = NULL;
 	uint64_t v, have;
 	char key[32];
+	int done;
 
-	if (!eq || (size_t)(eq - word) - differ >= sizeof(key))
-		return failf(run, "%s: expected key=value or key!=value", word);
-	snprintf(key, sizeof(key), "%.*s", (int)(eq - word - differ), word);
+	if (!eq || (size_t)(eq - word) - differ - at_least >= sizeof(key))
+		return failf(run, "%s: expected key=value, key!=value or key>=value", word);
+	snprintf(key, sizeof(key), "%.*s", (int)(eq - word - differ - at_least), word);
 	if (!strcmp(eq + 1, "*"))
 		return true;
+	if (!differ && !at_least && (done = discover_expect(run, p, d, key, eq + 1)) >= 0)
+		return done;
 	if (!strcmp(key, "sack") && p->opcode == MRC_OP_ACK && !differ) {
 		uint8_t want[MRC_SACK_BYTES];
 
@@ -500,12 +520,14 @@ static bool expect_field(struct run *run, const struct mrc_packet *p, const stru
 		have = d->sport;
 	else if (!strcmp(key, "plane"))
 		have = d->plane;
+	else if (!strcmp(key, "dport"))
+		have = d->dport;
 	else if ((f = field_of(key, p->opcode)))
 		have = names_in_script(&run->names, p->opcode, key, false, field_get(p, f));
 	else
 		return failf(run, "%s has no field %s", name, key);
 	if (eq[1] == '$' && !var_of(run, eq + 2)) {
-		if (differ || run->n_vars == MAX_VARS || strlen(eq + 2) >= sizeof(run->vars[0].name))
+		if (differ || at_least || run->n_vars == MAX_VARS || strlen(eq + 2) >= sizeof(run->vars[0].name))
 			return failf(run, "%s: takes a value only as key=$name, %u at most", word,
 				     MAX_VARS);
 		snprintf(run->vars[run->n_vars].name, sizeof(run->vars[0].name), "%s", eq + 2);
@@ -514,10 +536,10 @@ static bool expect_field(struct run *run, const struct mrc_packet *p, const stru
 	}
 	if (!value_of(run, eq + 1, &v))
 		return failf(run, "%s: not a value", word);
-	if (differ ? have != v : have == v)
+	if (differ ? have != v : at_least ? have >= v : have == v)
 		return true;
 	return failf(run, "%s: %s is %llu, expected %s%llu", name, key, (unsigned long long)have,
-		     differ ? "anything but " : "", (unsigned long long)v);
+		     differ ? "anything but " : at_least ? "at least " : "", (unsigned long long)v);
 }
 
 static bool line_expect(struct run *run)
@@ -593,6 +615,24 @@ static bool line_maybe(struct run *run)
 	return true;
 }
 
+/*
+ * ">* OPCODE field=value ...": any number of such packets, none included: what a real-time
+ * IUT may have sent meanwhile more than once (a DISCOVER retransmitted while the script was
+ * reading the last one, R-96). Each is taken, as ">?" takes one.
+ */
+static bool line_any(struct run *run)
+{
+	for (unsigned taken = 0; taken < QUEUE; taken++) {
+		unsigned before = run->q_n;
+
+		if (!line_maybe(run))
+			return false;
+		if (run->q_n == before)
+			return true;
+	}
+	return true;
+}
+
 static bool line_verb(struct run *run, const char *verb);
 static bool adapter_broke(struct run *run);
 
@@ -648,6 +688,8 @@ static bool line_verb(struct run *run, const char *verb)
 		return line_expect(run);
 	if (!strcmp(verb, ">?"))
 		return line_maybe(run);
+	if (!strcmp(verb, ">*"))
+		return line_any(run);
 	if (!strcmp(verb, "post"))
 		return line_post(run);
 	if (!strcmp(verb, "wc"))
@@ -702,7 +744,8 @@ static void defaults(struct run *run)
 				  .mr_remote_write = true, .mr_remote_read = true,
 				  .mr_remote_atomic = true, .qp_remote_write = true,
 				  .qp_remote_read = true, .qp_remote_atomic = true,
-				  .retry_cnt = 7, .rnr_retry = 7 };
+				  .retry_cnt = 7, .rnr_retry = 7, .node_id = 0x1001,
+				  .peer_node_id = 0x2002 };
 	c->sports[0] = 49152;
 	run->peer_sport = 50000;
 	run->ignore[MRC_OP_PROBE] = true;

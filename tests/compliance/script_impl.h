@@ -74,4 +74,12 @@ bool line_memory_read(struct run *run);
 bool line_state(struct run *run);
 bool line_operation(struct run *run, const char *verb);
 
+/* script_discover.c: a DISCOVER*'s records from records= and drained=; a datagram's source
+ * from from=; and an expectation's key to=, records= or drained= (-1: not one of these). */
+struct mrc_packet;
+bool discover_fill(struct run *run, struct mrc_packet *p);
+bool discover_from(struct run *run, struct iut_dgram *d);
+int discover_expect(struct run *run, const struct mrc_packet *p, const struct iut_dgram *d,
+		    const char *key, const char *value);
+
 #endif

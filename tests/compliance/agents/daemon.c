@@ -7,13 +7,18 @@
  *
  * The peer the suite plays has a node: this agent answers the daemon's DISCOVERs for it
  * (SPEC 12), announcing its planes; each QP keeps to the planes its script asks for
- * (metaroce_qp_set_paths), so its paths fall on them as the script says.
+ * (metaroce_qp_set_paths), so its paths fall on them as the script says. A script that plays
+ * the peer's node itself (discovery=1) gets a peer at addresses the daemon has never heard
+ * of, so its QP's DISCOVER is the daemon's first to them [R-94], and its discovery packets
+ * pass both ways; a stranger's address, outside the daemon's peer prefixes, is at hand.
  *
  * Environment: METAROCE_SOCKET (the daemon's control socket), COMPLIANCE_IUT_ADDR (the
  * daemon's IPv4 address on each plane, comma-separated), COMPLIANCE_PEER_ADDR (this
  * process's, on the same links; several such lists separated by ';' for several agents at
  * once, as the scenario matrix starts: each takes the first it can bind, a node of its own),
- * COMPLIANCE_PORT (both MetaRoCE ports, 4792), COMPLIANCE_SETTLE_MS (200).
+ * COMPLIANCE_PORT (both MetaRoCE ports, 4792), COMPLIANCE_SETTLE_MS (200),
+ * COMPLIANCE_FRESH_ADDR (address lists as COMPLIANCE_PEER_ADDR's, one per discovery script:
+ * none, and such scripts are skipped), COMPLIANCE_STRANGER_ADDR (one address).
  *
  * The daemon's QPs keep its own configuration where a verbs QP cannot set it (its congestion
  * window, its READ limits, at the port's MTU what the planes carry, R-99): own_defaults.
@@ -40,7 +45,8 @@
 #include "proto/conn.h"
 #include "verbs/ctl_client.h"
 
-#define MAX_SOCKETS 40u
+#define MAX_SOCKETS 96u
+#define MAX_FRESH 12u
 #define MAX_PLANES 2u
 #define METRICS_CAP (1u << 20) /* the exposition's bytes, with room for many paths */
 #define OPEN_WAIT_NS 5000000000ull
@@ -57,6 +63,9 @@ struct daemon_iut {
 	char *base_metrics;	      /* the counters when the QP was made */
 	uint64_t base_retx, base_rx;
 	uint8_t drained; /* planes this script drained: restored when it ends */
+	struct in_addr peer[MAX_PLANES]; /* the QP's peer: the agent's node, or a fresh one */
+	struct iut_dgram held;		 /* its node's first DISCOVER, seen in open() */
+	bool has_held;
 };
 
 /* What lasts the whole run: the device, the sockets, the two nodes. */
@@ -66,18 +75,36 @@ static struct {
 	struct in_addr iut_addr[MAX_PLANES], peer_addr[MAX_PLANES];
 	unsigned n_planes;
 	uint16_t port;
-	/* the peer's MetaRoCE port on each plane first, then one per plane and source port */
+	/* the peer's MetaRoCE port on each plane first, then one per address, plane and port */
 	int socks[MAX_SOCKETS];
+	struct in_addr sock_addr[MAX_SOCKETS];
 	uint16_t sock_port[MAX_SOCKETS];
 	uint8_t sock_plane[MAX_SOCKETS];
 	unsigned n_socks;
 	uint64_t node, iut_node; /* the peer's node id, and the daemon's once it asked */
+	/* discovery scripts' peers, each used once; a stranger; the open QP's peer */
+	struct in_addr fresh[MAX_FRESH][MAX_PLANES], stranger;
+	unsigned n_fresh, used_fresh;
+	const struct daemon_iut *open;
 } g;
 
-
-static int udp_socket(uint8_t plane, uint16_t port)
+static bool is_v4_mapped(const uint8_t a[16])
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr = g.peer_addr[plane],
+	static const uint8_t prefix[12] = { [10] = 0xff, [11] = 0xff };
+
+	return !memcmp(a, prefix, sizeof(prefix));
+}
+
+static void mapped(struct in_addr a, uint8_t out[16])
+{
+	memset(out, 0, 10);
+	memset(out + 10, 0xff, 2);
+	memcpy(out + 12, &a, 4);
+}
+
+static int udp_socket(struct in_addr addr, uint16_t port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr = addr,
 				 .sin_port = htons(port) };
 	int one = 1, fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
@@ -93,26 +120,29 @@ static int udp_socket(uint8_t plane, uint16_t port)
 	return fd;
 }
 
-/* The socket that sends from port sport on a plane (made the first time). */
-static int socket_for(uint8_t plane, uint16_t sport)
+/* The socket that sends from addr, port sport, on a plane (made the first time). */
+static int socket_for(struct in_addr addr, uint8_t plane, uint16_t sport)
 {
 	int fd;
 
 	for (unsigned i = 0; i < g.n_socks; i++)
-		if (g.sock_port[i] == sport && g.sock_plane[i] == plane)
+		if (g.sock_port[i] == sport && g.sock_plane[i] == plane &&
+		    g.sock_addr[i].s_addr == addr.s_addr)
 			return g.socks[i];
 	if (g.n_socks == MAX_SOCKETS)
 		return -ENOSPC;
-	fd = udp_socket(plane, sport);
+	fd = udp_socket(addr, sport);
 	if (fd < 0)
 		return fd;
+	g.sock_addr[g.n_socks] = addr;
 	g.sock_port[g.n_socks] = sport;
 	g.sock_plane[g.n_socks] = plane;
 	g.socks[g.n_socks++] = fd;
 	return fd;
 }
 
-static int send_from(uint8_t plane, uint16_t sport, bool ce, const uint8_t *bytes, size_t len)
+static int send_from(struct in_addr from, uint8_t plane, uint16_t sport, bool ce,
+		     const uint8_t *bytes, size_t len)
 {
 	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr = g.iut_addr[plane],
 				  .sin_port = htons(g.port) };
@@ -124,7 +154,7 @@ static int send_from(uint8_t plane, uint16_t sport, bool ce, const uint8_t *byte
 	struct msghdr m = { .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = &iov,
 			    .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf) };
 	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-	int fd = socket_for(plane, sport), tos = ce ? 3 : 2; /* ECN CE, or ECT(0) as senders mark */
+	int fd = socket_for(from, plane, sport), tos = ce ? 3 : 2; /* CE, or ECT(0) as senders */
 
 	if (fd < 0)
 		return fd;
@@ -160,7 +190,26 @@ static void answer_discover(const struct mrc_packet *ask, uint8_t plane, uint16_
 		sendto(g.socks[plane], buf, len, 0, (struct sockaddr *)&to, sizeof(to));
 }
 
-/* The next datagram the daemon sent the peer, DISCOVERs answered on the way; false: none. */
+/* Whether a socket's address is the agent's own node's (not a discovery script's). */
+static bool own_node(unsigned sock)
+{
+	for (unsigned p = 0; p < g.n_planes; p++)
+		if (g.sock_addr[sock].s_addr == g.peer_addr[p].s_addr)
+			return true;
+	return false;
+}
+
+/* Whether a socket's address is the open QP's peer's, or the stranger's: the script's. */
+static bool scripts(unsigned sock)
+{
+	for (unsigned p = 0; g.open && p < g.n_planes; p++)
+		if (g.sock_addr[sock].s_addr == g.open->peer[p].s_addr)
+			return true;
+	return g.sock_addr[sock].s_addr == g.stranger.s_addr;
+}
+
+/* The next datagram the daemon sent the peer, the agent's node's DISCOVERs answered on the
+ * way, a gone discovery script's peer's dropped; false: none. */
 static bool receive(struct iut_dgram *d)
 {
 	for (unsigned i = 0; i < g.n_socks; i++) {
@@ -181,9 +230,17 @@ static bool receive(struct iut_dgram *d)
 			d->plane = g.sock_plane[i];
 			d->sport = ntohs(from.sin_port);
 			d->ce = false;
+			mapped(g.sock_addr[i], d->addr);
+			d->dport = g.sock_port[i];
 			for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm))
 				if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_TOS)
 					d->ce = (*(uint8_t *)CMSG_DATA(cm) & 3) == 3;
+			if (!own_node(i)) {
+				if (scripts(i))
+					return true;
+				m.msg_controllen = sizeof(c.buf);
+				continue;
+			}
 			if (n >= 2 && d->bytes[1] == MRC_OP_DISCOVER &&
 			    mrc_decode(d->bytes, (size_t)n, &p) == MRC_WIRE_OK) {
 				answer_discover(&p, d->plane, p.u.discover.udp_port
@@ -273,7 +330,7 @@ static bool connect_qp(struct daemon_iut *d, const struct iut_config *c, const c
 	};
 
 	memset(rtr.ah_attr.grh.dgid.raw + 10, 0xff, 2);
-	memcpy(rtr.ah_attr.grh.dgid.raw + 12, &g.peer_addr[0], 4);
+	memcpy(rtr.ah_attr.grh.dgid.raw + 12, &d->peer[0], 4);
 	*step = "connecting the QP: INIT";
 	if (ibv_modify_qp(d->qp, &init, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 						IBV_QP_ACCESS_FLAGS))
@@ -321,11 +378,22 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	if (c->discovery && g.used_fresh == g.n_fresh) {
+		snprintf(err, errlen, "no peer address left that the daemon has not discovered "
+			 "(COMPLIANCE_FRESH_ADDR: %u)", g.n_fresh);
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return NULL;
 	while (receive(&stray)) /* the last script's QP's last words */
 		;
+	memcpy(d->peer, c->discovery ? g.fresh[g.used_fresh++] : g.peer_addr, sizeof(d->peer));
+	for (unsigned p = 0; p < g.n_planes; p++)
+		if (socket_for(d->peer[p], (uint8_t)p, g.port) < 0)
+			return fail_open(d, errno, err, errlen, "binding the peer's port");
+	g.open = d;
 	d->cfg = *c;
 	d->mapped = (c->mr_len + (size_t)page - 1) / (size_t)page * (size_t)page;
 	/* the region where the script says, if that is free here; elsewhere it is renamed */
@@ -356,15 +424,29 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 		return fail_open(d, errno, err, errlen, "ibv_create_qp");
 	if (!connect_qp(d, c, &step))
 		return fail_open(d, errno, err, errlen, step);
-	/* the daemon asks the peer's node for its planes first: answered by receive() */
+	/* the daemon asks the peer's node for its planes first: answered by receive(), or with
+	 * discovery=1 by the script, its DISCOVER held for it */
 	for (until = agent_clock_ns() + OPEN_WAIT_NS; agent_clock_ns() < until;) {
 		struct timespec ms = { 0, 1000000 };
 
-		if (qp_record(d->qp->qp_num, &rec) && rec.state == want && g.iut_node)
+		if (c->discovery ? d->has_held
+				 : qp_record(d->qp->qp_num, &rec) && rec.state == want && g.iut_node)
 			break;
-		while (receive(&stray))
-			;
+		while (!d->has_held && receive(&stray))
+			if (c->discovery && stray.bytes[1] == MRC_OP_DISCOVER &&
+			    !memcmp(stray.addr + 12, &d->peer[0], 4)) {
+				d->held = stray;
+				d->has_held = true;
+			}
 		nanosleep(&ms, NULL);
+	}
+	if (c->discovery && d->has_held) {
+		struct mrc_packet p;
+
+		if (mrc_decode(d->held.bytes, d->held.len, &p) == MRC_WIRE_OK) {
+			g.iut_node = p.u.discover.node_id;
+			rec.state = want;
+		}
 	}
 	if (rec.state != want || !g.iut_node) {
 		snprintf(err, errlen, "the daemon's QP %u did not reach %s in %llu s (state %u%s)",
@@ -376,8 +458,17 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 		return NULL;
 	}
 	c->qpn = d->qp->qp_num;
-	c->psn = mrc_initial_psn(g.iut_node, c->qpn, g.node, c->peer_qpn);
-	c->peer_psn = mrc_initial_psn(g.node, c->peer_qpn, g.iut_node, c->qpn);
+	if (!c->discovery)
+		c->peer_node_id = g.node;
+	c->node_id = g.iut_node;
+	c->psn = mrc_initial_psn(g.iut_node, c->qpn, c->peer_node_id, c->peer_qpn);
+	c->peer_psn = mrc_initial_psn(c->peer_node_id, c->peer_qpn, g.iut_node, c->qpn);
+	c->port = g.port;
+	for (unsigned p = 0; p < g.n_planes; p++) {
+		mapped(g.iut_addr[p], c->addr[p]);
+		mapped(d->peer[p], c->peer_addr[p]);
+	}
+	mapped(g.stranger, c->stranger_addr);
 	c->mr_key = d->mr->rkey;
 	c->mr_addr = (uintptr_t)d->mem;
 	d->cfg = *c;
@@ -407,6 +498,8 @@ static void daemon_close(void *iut)
 	for (unsigned p = 0; p < MAX_PLANES; p++)
 		if (d->drained >> p & 1)
 			drain_plane((uint8_t)p, false); /* the next script finds every plane up */
+	if (g.open == d)
+		g.open = NULL;
 	if (d->qp)
 		ibv_destroy_qp(d->qp);
 	if (d->cq)
@@ -423,16 +516,34 @@ static void daemon_close(void *iut)
 
 static void daemon_deliver(void *iut, const struct iut_dgram *dg, uint64_t now_ns)
 {
-	(void)iut;
+	struct daemon_iut *d = iut;
+	struct in_addr from;
+	struct mrc_packet p;
+
 	(void)now_ns;
-	if (dg->plane < g.n_planes)
-		send_from(dg->plane, dg->sport, dg->ce, dg->bytes, dg->len);
+	if (dg->plane >= g.n_planes)
+		return;
+	from = d->peer[dg->plane];
+	if (is_v4_mapped(dg->addr))
+		memcpy(&from, dg->addr + 12, 4);
+	/* a node listens where it says it does: the port a DISCOVER* announces */
+	if (dg->len >= 2 &&
+	    (dg->bytes[1] == MRC_OP_DISCOVER || dg->bytes[1] == MRC_OP_DISCOVER_REPLY) &&
+	    mrc_decode(dg->bytes, dg->len, &p) == MRC_WIRE_OK && p.u.discover.udp_port)
+		socket_for(from, dg->plane, p.u.discover.udp_port);
+	send_from(from, dg->plane, dg->sport, dg->ce, dg->bytes, dg->len);
 }
 
 static bool daemon_collect(void *iut, struct iut_dgram *dg, uint64_t now_ns)
 {
-	(void)iut;
+	struct daemon_iut *d = iut;
+
 	(void)now_ns;
+	if (d->has_held) {
+		*dg = d->held;
+		d->has_held = false;
+		return true;
+	}
 	return receive(dg);
 }
 
@@ -607,9 +718,18 @@ static bool daemon_counter(void *iut, const char *name, uint64_t *value)
 	}
 	if (!now)
 		now = malloc(METRICS_CAP);
-	if (strcmp(name, "rx_dropped") || !d->base_metrics || !now ||
-	    ctl_text(MRC_CTL_METRICS, now, METRICS_CAP))
+	if ((strcmp(name, "rx_dropped") && strcmp(name, "discover_not_admitted") &&
+	     strcmp(name, "discover_stale")) ||
+	    !d->base_metrics || !now || ctl_text(MRC_CTL_METRICS, now, METRICS_CAP))
 		return false;
+	if (!strncmp(name, "discover_", 9)) { /* discovery's refusals, by reason */
+		char metric[96];
+
+		snprintf(metric, sizeof(metric), "metaroce_discovery_refused_total{reason=\"%s\"}",
+			 name + 9);
+		*value = metric_sum(now, metric) - metric_sum(d->base_metrics, metric);
+		return true;
+	}
 	*value = 0;
 	for (unsigned i = 0; i < sizeof(dropped) / sizeof(dropped[0]); i++)
 		*value += metric_sum(now, dropped[i]) - metric_sum(d->base_metrics, dropped[i]);
@@ -726,7 +846,8 @@ static bool bind_peer(const char *lists)
 		if (parse_addrs("COMPLIANCE_PEER_ADDR", set, g.peer_addr) != g.n_planes)
 			return false;
 		g.n_socks = 0;
-		for (unsigned p = 0; p < g.n_planes && (fd = socket_for((uint8_t)p, g.port)) >= 0;
+		for (unsigned p = 0;
+		     p < g.n_planes && (fd = socket_for(g.peer_addr[p], (uint8_t)p, g.port)) >= 0;
 		     p++)
 			;
 		if (fd >= 0)
@@ -768,5 +889,20 @@ int main(int argc, char **argv)
 	ibv_free_device_list(devs);
 	if (!bind_peer(getenv("COMPLIANCE_PEER_ADDR")))
 		return 1;
+	if ((v = getenv("COMPLIANCE_FRESH_ADDR"))) {
+		char copy[512], *set, *save;
+
+		snprintf(copy, sizeof(copy), "%s", v);
+		for (set = strtok_r(copy, ";", &save); set && g.n_fresh < MAX_FRESH;
+		     set = strtok_r(NULL, ";", &save))
+			if (parse_addrs("COMPLIANCE_FRESH_ADDR", set, g.fresh[g.n_fresh++]) !=
+			    g.n_planes)
+				return 2;
+	}
+	if ((v = getenv("COMPLIANCE_STRANGER_ADDR")) && inet_pton(AF_INET, v, &g.stranger) != 1) {
+		fprintf(stderr, "compliance-agent-daemon: COMPLIANCE_STRANGER_ADDR is no IPv4 "
+				"address\n");
+		return 2;
+	}
 	return agent_serve(&daemon_ops, stdin, stdout);
 }
