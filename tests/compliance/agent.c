@@ -224,6 +224,8 @@ static void serve_open(struct served *s)
 		agent_addrs_put(s->out, (const uint8_t(*)[16])c.peer_addr, c.n_planes);
 		fputs(" stranger=", s->out);
 		agent_hex_put(s->out, c.stranger_addr, 16);
+		fputs(" neighbour=", s->out);
+		agent_hex_put(s->out, c.neighbour_addr, 16);
 	}
 	fputc('\n', s->out);
 }
@@ -430,8 +432,8 @@ int agent_serve(const struct iut_ops *ops, FILE *in, FILE *out)
 	s->ops = ops;
 	s->out = out;
 	s->w = words;
-	fprintf(out, "metaroce-compliance %d name=%s settle_ns=%" PRIu64 " own_defaults=%d\n",
-		AGENT_PROTOCOL, ops->name, ops->settle_ns, ops->own_defaults);
+	fprintf(out, "metaroce-compliance %d name=%s settle_ns=%" PRIu64 " own_defaults=%d node=%d\n",
+		AGENT_PROTOCOL, ops->name, ops->settle_ns, ops->own_defaults, ops->node);
 	fflush(out);
 	while (getline(&line, &cap, in) > 0) {
 		s->n = agent_words(line, words, AGENT_MAX_WORDS);

@@ -7,12 +7,13 @@
  *
  * The agent first says who it is; then, for each request line, answers one line:
  *
- *   agent:  metaroce-compliance 1 name=NAME settle_ns=N own_defaults=0|1   (iut.h)
+ *   agent:  metaroce-compliance 1 name=NAME settle_ns=N own_defaults=0|1 node=0|1  (iut.h)
  *   suite:  open now=NS qpn=Q peer_qpn=Q psn=P peer_psn=P max_payload=B paths=N planes=N
  *                sports=S,S.. rq_depth=N mr_key=K mr_addr=A mr_len=L access=rwa|- retry_cnt=N
  *                rnr_retry=N rtr=0|1 qp_access=rwa|- [discovery=1 node_id=N peer_node_id=N]
  *   agent:  ok qpn=Q psn=P peer_psn=P mr_key=K mr_addr=A   (the values it made the QP with)
- *                [node_id=N port=P addrs=A,A.. peer_addrs=A,A.. stranger=A]  (discovery=1
+ *                [node_id=N port=P addrs=A,A.. peer_addrs=A,A.. stranger=A neighbour=A]
+ *                (discovery=1
  *                needs them; any agent may say them)
  *   suite:  close                                   agent: ok
  *   suite:  deliver now=NS plane=P sport=S ce=0|1 [from=A] bytes=HEX       agent: ok

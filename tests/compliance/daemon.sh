@@ -23,7 +23,8 @@ shift
 
 two_hosts
 # the second node's addresses, for the matrix's second agent; fresh ones, a node each for
-# the scripts that play discovery; and a stranger's, outside the daemon's peer prefixes
+# the scripts that play discovery; a stranger's, outside the daemon's peer prefixes; and a
+# neighbour's, inside them, no QP's peer
 fresh=
 for p in 0 1; do
 	ip -n "$NS_B" addr add "198.1$((8 + p)).0.3/24" dev "${TAG}b$p"
@@ -35,6 +36,7 @@ for k in $(seq 10 21); do
 	fresh="$fresh${fresh:+;}198.18.0.$k,198.19.0.$k"
 done
 ip -n "$NS_B" addr add 198.18.0.200/24 dev "${TAG}b0"
+ip -n "$NS_B" addr add 198.18.0.4/24 dev "${TAG}b0"
 # The suite's peer answers in milliseconds (a line of the agent protocol each way per step of a
 # script), not in a fabric's microseconds: with the default 1 ms RTO before a first sample a
 # path would fail before the script's first ACK. Scripts that time the RTO itself need a
@@ -60,6 +62,7 @@ in_peer() {
 		COMPLIANCE_IUT_ADDR=198.18.0.1,198.19.0.1 \
 		COMPLIANCE_PEER_ADDR="198.18.0.2,198.19.0.2;198.18.0.3,198.19.0.3" \
 		COMPLIANCE_FRESH_ADDR="$fresh" COMPLIANCE_STRANGER_ADDR=198.18.0.200 \
+		COMPLIANCE_NEIGHBOUR_ADDR=198.18.0.4 \
 		LD_LIBRARY_PATH="$BUILD/lib" "$@"
 }
 if [ -n "$matrix" ]; then

@@ -51,9 +51,11 @@ struct iut_config {
 	bool discovery;
 	uint64_t node_id, peer_node_id;
 	/* The adapter's network, written back by open(): the IUT's address and the peer's on
-	 * each plane, and a stranger's, outside the prefixes the IUT admits peers from (R-123).
-	 * IPv6, an IPv4 address as ::ffff:a.b.c.d. */
+	 * each plane, a stranger's, outside the prefixes the IUT admits peers from (R-123), and
+	 * a neighbour's, inside them but not this QP's peer (R-122). IPv6, an IPv4 address as
+	 * ::ffff:a.b.c.d. */
 	uint8_t addr[IUT_MAX_PLANES][16], peer_addr[IUT_MAX_PLANES][16], stranger_addr[16];
+	uint8_t neighbour_addr[16];
 	uint16_t port; /* the IUT's MetaRoCE port */
 };
 
@@ -121,6 +123,10 @@ struct iut_ops {
 	 * READ limits, segment size, timers): scripts written to the engine's defaults
 	 * ("needs engine-defaults") are skipped. */
 	bool own_defaults;
+	/* It is a whole node, as a daemon is: it matches each packet to a QP by the address it
+	 * came from too [R-122]. A bare engine, given only what its caller matched, is not:
+	 * scripts that need one ("needs node") are skipped. */
+	bool node;
 	/* NULL, with why in err, when the IUT cannot make the QP; errno EOPNOTSUPP when it
 	 * cannot make this one by design (the script is then skipped, with err as the reason).
 	 * self: the ops it is called through (an adapter with several instances finds its own). */

@@ -37,7 +37,7 @@ struct engine_iut {
 };
 
 /* The engine's network: plane p's addresses 198.18.p.1 (the IUT) and 198.18.p.2 (its
- * peer), peers admitted from 198.18.0.0/16, and a stranger outside. */
+ * peer), peers admitted from 198.18.0.0/16 (a neighbour at 198.18.0.3), a stranger outside. */
 static void network(struct iut_config *cfg)
 {
 	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
@@ -53,6 +53,8 @@ static void network(struct iut_config *cfg)
 	}
 	memcpy(cfg->stranger_addr, mapped, 12);
 	memcpy(cfg->stranger_addr + 12, (const uint8_t[]){ 198, 19, 0, 9 }, 4);
+	memcpy(cfg->neighbour_addr, cfg->peer_addr[0], 16);
+	cfg->neighbour_addr[15] = 3;
 	cfg->port = MRC_UDP_PORT_DEFAULT;
 }
 

@@ -199,9 +199,11 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 		if (!agent_addrs_get(agent_arg(r->w, r->n, "addrs"), c->addr, c->n_planes) ||
 		    !agent_addrs_get(agent_arg(r->w, r->n, "peer_addrs"), c->peer_addr,
 				     c->n_planes) ||
-		    !agent_addrs_get(agent_arg(r->w, r->n, "stranger"), &c->stranger_addr, 1))
+		    !agent_addrs_get(agent_arg(r->w, r->n, "stranger"), &c->stranger_addr, 1) ||
+		    (agent_arg(r->w, r->n, "neighbour") &&
+		     !agent_addrs_get(agent_arg(r->w, r->n, "neighbour"), &c->neighbour_addr, 1)))
 			snprintf(r->fault, sizeof(r->fault), "the agent %s said no addrs=, "
-				 "peer_addrs= and stranger= of %u, %u and 1 address", r->name,
+				 "peer_addrs=, stranger= (neighbour=) of %u, %u and 1 address", r->name,
 				 c->n_planes, c->n_planes);
 	}
 	if (r->fault[0]) {
@@ -428,7 +430,7 @@ const struct iut_ops *iut_remote(const char *command, char *err, size_t errlen)
 {
 	struct remote *r;
 	int down[2], up[2];
-	uint64_t version, settle, own = 0;
+	uint64_t version, settle, own = 0, node = 0;
 	const char *name;
 
 	if (n_agents == sizeof(agents) / sizeof(agents[0]) || !(r = calloc(1, sizeof(*r)))) {
@@ -485,8 +487,9 @@ const struct iut_ops *iut_remote(const char *command, char *err, size_t errlen)
 	}
 	snprintf(r->name, sizeof(r->name), "agent:%.50s", name);
 	agent_num(agent_arg(r->w, r->n, "own_defaults"), &own);
+	agent_num(agent_arg(r->w, r->n, "node"), &node);
 	r->ops = (struct iut_ops){
-		.name = r->name, .settle_ns = settle, .own_defaults = own != 0,
+		.name = r->name, .settle_ns = settle, .own_defaults = own != 0, .node = node != 0,
 		.open = remote_open, .close = remote_close,
 		.deliver = remote_deliver, .collect = remote_collect, .deadline = remote_deadline,
 		.advance = remote_advance, .post = remote_post, .poll = remote_poll,

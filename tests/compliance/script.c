@@ -712,24 +712,27 @@ static bool line_verb(struct run *run, const char *verb)
  * wait of microseconds, a 1 ms RTO, an ACK that must not come before a timer): an IUT with a
  * clock of its own skips it, with WHY. "needs engine-defaults WHY": the case relies on a
  * configuration its setup does not state (the engine's congestion window, READ limits, segment
- * size): an IUT with its own skips it.
+ * size): an IUT with its own skips it. "needs node WHY": the case checks what a whole node
+ * does beside its QPs' engines (which source addresses may reach a QP): a bare engine skips it.
  */
 static bool line_needs(struct run *run)
 {
 	char why[256] = "";
 	size_t at = 0;
-	bool clock;
+	bool clock, node;
 
 	if (run->argc < 3 || (strcmp(run->argv[1], "virtual-clock") &&
-			      strcmp(run->argv[1], "engine-defaults")))
-		return failf(run, "needs virtual-clock WHY, or needs engine-defaults WHY");
+			      strcmp(run->argv[1], "engine-defaults") && strcmp(run->argv[1], "node")))
+		return failf(run, "needs virtual-clock WHY, engine-defaults WHY or node WHY");
 	clock = !strcmp(run->argv[1], "virtual-clock");
+	node = !strcmp(run->argv[1], "node");
 	for (unsigned i = 2; i < run->argc && at < sizeof(why); i++)
 		at += (size_t)snprintf(why + at, sizeof(why) - at, "%s%s", i > 2 ? " " : "",
 				       run->argv[i]);
-	if (clock ? !run->iut->settle_ns : !run->iut->own_defaults)
+	if (node ? run->iut->node : clock ? !run->iut->settle_ns : !run->iut->own_defaults)
 		return true;
-	failf(run, "needs %s: %s", clock ? "a virtual clock" : "the engine's defaults", why);
+	failf(run, "needs %s: %s",
+	      node ? "a whole node" : clock ? "a virtual clock" : "the engine's defaults", why);
 	run->r->skipped = true;
 	return false;
 }

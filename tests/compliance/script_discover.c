@@ -59,7 +59,7 @@ bool discover_fill(struct run *run, struct mrc_packet *p)
 	return true;
 }
 
-/* The packet's source: the peer's address on its plane, or from=stranger's. */
+/* The packet's source: the peer's address on its plane, or from=stranger's or neighbour's. */
 bool discover_from(struct run *run, struct iut_dgram *d)
 {
 	const char *s = arg(run, "from");
@@ -68,11 +68,16 @@ bool discover_from(struct run *run, struct iut_dgram *d)
 		memcpy(d->addr, run->names.iut.peer_addr[d->plane % IUT_MAX_PLANES], 16);
 		return true;
 	}
-	if (!strcmp(s, "stranger")) {
-		memcpy(d->addr, run->names.iut.stranger_addr, 16);
+	if (!strcmp(s, "stranger") || !strcmp(s, "neighbour")) {
+		const uint8_t *a = s[0] == 's' ? run->names.iut.stranger_addr
+					       : run->names.iut.neighbour_addr;
+
+		if (!a[10])
+			return failf(run, "from=%s: the adapter named no such address", s);
+		memcpy(d->addr, a, 16);
 		return true;
 	}
-	return failf(run, "from=%s: peer or stranger", s);
+	return failf(run, "from=%s: peer, stranger or neighbour", s);
 }
 
 /*

@@ -18,7 +18,8 @@
  * once, as the scenario matrix starts: each takes the first it can bind, a node of its own),
  * COMPLIANCE_PORT (both MetaRoCE ports, 4792), COMPLIANCE_SETTLE_MS (200),
  * COMPLIANCE_FRESH_ADDR (address lists as COMPLIANCE_PEER_ADDR's, one per discovery script:
- * none, and such scripts are skipped), COMPLIANCE_STRANGER_ADDR (one address).
+ * none, and such scripts are skipped), COMPLIANCE_STRANGER_ADDR (one address, outside the
+ * daemon's peer prefixes), COMPLIANCE_NEIGHBOUR_ADDR (one inside them, no QP's peer).
  *
  * The daemon's QPs keep its own configuration where a verbs QP cannot set it (its congestion
  * window, its READ limits, at the port's MTU what the planes carry, R-99): own_defaults.
@@ -82,8 +83,8 @@ static struct {
 	uint8_t sock_plane[MAX_SOCKETS];
 	unsigned n_socks;
 	uint64_t node, iut_node; /* the peer's node id, and the daemon's once it asked */
-	/* discovery scripts' peers, each used once; a stranger; the open QP's peer */
-	struct in_addr fresh[MAX_FRESH][MAX_PLANES], stranger;
+	/* discovery scripts' peers, each used once; a stranger; a neighbour; the open QP */
+	struct in_addr fresh[MAX_FRESH][MAX_PLANES], stranger, neighbour;
 	unsigned n_fresh, used_fresh;
 	const struct daemon_iut *open;
 } g;
@@ -199,13 +200,15 @@ static bool own_node(unsigned sock)
 	return false;
 }
 
-/* Whether a socket's address is the open QP's peer's, or the stranger's: the script's. */
+/* Whether a socket's address is the open QP's peer's, the stranger's or the neighbour's: the
+ * script's. */
 static bool scripts(unsigned sock)
 {
 	for (unsigned p = 0; g.open && p < g.n_planes; p++)
 		if (g.sock_addr[sock].s_addr == g.open->peer[p].s_addr)
 			return true;
-	return g.sock_addr[sock].s_addr == g.stranger.s_addr;
+	return g.sock_addr[sock].s_addr == g.stranger.s_addr ||
+	       g.sock_addr[sock].s_addr == g.neighbour.s_addr;
 }
 
 /* The next datagram the daemon sent the peer, the agent's node's DISCOVERs answered on the
@@ -469,6 +472,7 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 		mapped(d->peer[p], c->peer_addr[p]);
 	}
 	mapped(g.stranger, c->stranger_addr);
+	mapped(g.neighbour, c->neighbour_addr);
 	c->mr_key = d->mr->rkey;
 	c->mr_addr = (uintptr_t)d->mem;
 	d->cfg = *c;
@@ -800,6 +804,7 @@ static int daemon_ready(void *iut, uint64_t now_ns)
 static struct iut_ops daemon_ops = {
 	.name = "metaroced",
 	.own_defaults = true,
+	.node = true,
 	.open = daemon_open,
 	.close = daemon_close,
 	.deliver = daemon_deliver,
@@ -899,9 +904,11 @@ int main(int argc, char **argv)
 			    g.n_planes)
 				return 2;
 	}
-	if ((v = getenv("COMPLIANCE_STRANGER_ADDR")) && inet_pton(AF_INET, v, &g.stranger) != 1) {
-		fprintf(stderr, "compliance-agent-daemon: COMPLIANCE_STRANGER_ADDR is no IPv4 "
-				"address\n");
+	if (((v = getenv("COMPLIANCE_STRANGER_ADDR")) && inet_pton(AF_INET, v, &g.stranger) != 1) ||
+	    ((v = getenv("COMPLIANCE_NEIGHBOUR_ADDR")) &&
+	     inet_pton(AF_INET, v, &g.neighbour) != 1)) {
+		fprintf(stderr, "compliance-agent-daemon: COMPLIANCE_STRANGER_ADDR and "
+				"COMPLIANCE_NEIGHBOUR_ADDR are an IPv4 address each\n");
 		return 2;
 	}
 	return agent_serve(&daemon_ops, stdin, stdout);

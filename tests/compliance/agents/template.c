@@ -119,6 +119,7 @@ static const struct iut_ops my_ops = {
 	.name = "template",
 	.settle_ns = 0,	       /* real time: how long it may take to act, e.g. 200000000 */
 	.own_defaults = true, /* its congestion window, READ limits ... are its own */
+	.node = true,	       /* it matches packets to QPs by their source address too */
 	.open = my_open,
 	.close = my_close,
 	.deliver = my_deliver,
