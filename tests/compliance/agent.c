@@ -218,7 +218,8 @@ static void serve_open(struct served *s)
 	fprintf(s->out, "ok qpn=%" PRIu32 " psn=%" PRIu32 " peer_psn=%" PRIu32 " mr_key=%" PRIu32
 		" mr_addr=%" PRIu64, c.qpn, c.psn, c.peer_psn, c.mr_key, c.mr_addr);
 	if (c.port) { /* the adapter said its network */
-		fprintf(s->out, " node_id=%" PRIu64 " port=%u addrs=", c.node_id, c.port);
+		fprintf(s->out, " node_id=%" PRIu64 " peer_node_id=%" PRIu64 " port=%u addrs=",
+			c.node_id, c.peer_node_id, c.port);
 		agent_addrs_put(s->out, (const uint8_t(*)[16])c.addr, c.n_planes);
 		fputs(" peer_addrs=", s->out);
 		agent_addrs_put(s->out, (const uint8_t(*)[16])c.peer_addr, c.n_planes);

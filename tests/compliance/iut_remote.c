@@ -195,6 +195,8 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 	/* the network, which discovery needs and any agent may say */
 	if (c->discovery || agent_arg(r->w, r->n, "addrs")) {
 		c->node_id = num(r, "node_id");
+		if (agent_arg(r->w, r->n, "peer_node_id"))
+			c->peer_node_id = num(r, "peer_node_id");
 		c->port = (uint16_t)num(r, "port");
 		if (!agent_addrs_get(agent_arg(r->w, r->n, "addrs"), c->addr, c->n_planes) ||
 		    !agent_addrs_get(agent_arg(r->w, r->n, "peer_addrs"), c->peer_addr,

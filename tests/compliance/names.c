@@ -40,6 +40,24 @@ uint64_t names_on_wire(const struct names *n, uint8_t opcode, const char *field,
 	return v;
 }
 
+/* one SplitMix64 step from the state x, as R-116 names it */
+static uint64_t step(uint64_t x)
+{
+	uint64_t z = x + 0x9e3779b97f4a7c15ull;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+uint32_t names_r116_psn(uint64_t na, uint32_t qa, uint64_t nb, uint32_t qb)
+{
+	uint64_t s = step(na) ^ nb;
+
+	s = step(s) ^ ((uint64_t)qa << 32 | qb);
+	return (uint32_t)step(s);
+}
+
 uint64_t names_in_script(const struct names *n, uint8_t opcode, const char *field, bool to_iut,
 			 uint64_t v)
 {

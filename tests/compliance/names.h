@@ -30,4 +30,8 @@ uint64_t names_on_wire(const struct names *n, uint8_t opcode, const char *field,
 uint64_t names_in_script(const struct names *n, uint8_t opcode, const char *field, bool to_iut,
 			 uint64_t v);
 
+/* The first PSN of the direction from QP qa of node na to QP qb of node nb, as SPEC R-116
+ * defines it: the suite's own reading of the text, not the engine's code. */
+uint32_t names_r116_psn(uint64_t na, uint32_t qa, uint64_t nb, uint32_t qb);
+
 #endif

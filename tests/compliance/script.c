@@ -246,7 +246,7 @@ static bool line_setup(struct run *run)
 					    "paths", "rq_depth", "mr_key", "mr_addr", "mr_len",
 					    "retry_cnt", "rnr_retry", "peer_sport", "access",
 					    "ignore", "planes", "rtr", "qp_access", "discovery",
-					    "node_id", "peer_node_id", NULL };
+					    "node_id", "peer_node_id", "derive_psn", NULL };
 	struct iut_config *c = &run->cfg;
 	uint64_t v;
 	const char *s;
@@ -279,6 +279,7 @@ static bool line_setup(struct run *run)
 	NUM("discovery", c->discovery)
 	NUM("node_id", c->node_id)
 	NUM("peer_node_id", c->peer_node_id)
+	NUM("derive_psn", run->derive_psn)
 #undef NUM
 	if (!c->n_paths || c->n_paths > IUT_MAX_PATHS)
 		return failf(run, "paths=%u: 1 to %u", c->n_paths, IUT_MAX_PATHS);
@@ -331,6 +332,12 @@ static bool ensure_open(struct run *run)
 	if (!run->h)
 		return failf(run, "the IUT could not make the QP: %s", err);
 	run->open = true;
+	if (run->derive_psn) { /* whatever the IUT says: its packets must bear these */
+		struct iut_config *i = &run->names.iut;
+
+		i->psn = names_r116_psn(i->node_id, i->qpn, i->peer_node_id, i->peer_qpn);
+		i->peer_psn = names_r116_psn(i->peer_node_id, i->peer_qpn, i->node_id, i->qpn);
+	}
 	return true;
 }
 

@@ -36,6 +36,7 @@ struct run {
 	unsigned q_head, q_n;
 	bool ignore[256]; /* opcodes the script's expectations skip */
 	uint16_t peer_sport;
+	bool derive_psn; /* the PSNs are the suite's own R-116 reading of the two nodes' ids */
 	bool trace;
 	struct script_result *r;
 	unsigned line;
