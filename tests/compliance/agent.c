@@ -244,7 +244,10 @@ static void serve_dgram(struct served *s, bool deliver)
 			fprintf(s->out, "none\n");
 			return;
 		}
-		fprintf(s->out, "ok plane=%u sport=%u ce=%d to=", d->plane, d->sport, d->ce);
+		fprintf(s->out, "ok plane=%u sport=%u ce=%d", d->plane, d->sport, d->ce);
+		if (d->ecn != IUT_ECN_UNKNOWN)
+			fprintf(s->out, " ecn=%u", d->ecn);
+		fputs(" to=", s->out);
 		agent_hex_put(s->out, d->addr, 16);
 		fprintf(s->out, " dport=%u bytes=", d->dport);
 		agent_hex_put(s->out, d->bytes, d->len);

@@ -18,6 +18,7 @@
 #define IUT_MAX_DGRAM 9216u
 #define IUT_MAX_PATHS 16u
 #define IUT_MAX_PLANES 16u
+#define IUT_ECN_UNKNOWN 0xffu
 
 /*
  * The IUT's QP and the one region of its memory the peer may use. The script chooses every
@@ -68,6 +69,9 @@ struct iut_dgram {
 	uint8_t addr[16];
 	uint16_t dport;
 	bool ce;	/* ECN CE in its IP header */
+	/* what the IUT sent: its IP header's whole ECN field (0 Not-ECT, 1 ECT(1), 2 ECT(0),
+	 * 3 CE), or IUT_ECN_UNKNOWN from an adapter that sees no IP header */
+	uint8_t ecn;
 	uint16_t len;
 	uint8_t bytes[IUT_MAX_DGRAM];
 };

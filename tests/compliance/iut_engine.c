@@ -244,6 +244,7 @@ static bool engine_collect(void *iut, struct iut_dgram *d, uint64_t now_ns)
 		memcpy(d->addr, dest.addr, 16);
 		d->dport = dest.port;
 		d->ce = false;
+		d->ecn = IUT_ECN_UNKNOWN; /* the IP header is its caller's */
 		d->len = (uint16_t)len;
 		return true;
 	}
@@ -254,6 +255,7 @@ static bool engine_collect(void *iut, struct iut_dgram *d, uint64_t now_ns)
 	d->plane = tx.plane;
 	d->sport = tx.sport;
 	d->ce = false;
+	d->ecn = IUT_ECN_UNKNOWN;
 	d->len = (uint16_t)len;
 	return true;
 }

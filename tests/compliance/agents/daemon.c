@@ -233,11 +233,13 @@ static bool receive(struct iut_dgram *d)
 			d->plane = g.sock_plane[i];
 			d->sport = ntohs(from.sin_port);
 			d->ce = false;
+			d->ecn = IUT_ECN_UNKNOWN;
 			mapped(g.sock_addr[i], d->addr);
 			d->dport = g.sock_port[i];
 			for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm))
 				if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_TOS)
-					d->ce = (*(uint8_t *)CMSG_DATA(cm) & 3) == 3;
+					d->ecn = *(uint8_t *)CMSG_DATA(cm) & 3;
+			d->ce = d->ecn == 3;
 			if (!own_node(i)) {
 				if (scripts(i))
 					return true;
@@ -530,11 +532,21 @@ static void daemon_deliver(void *iut, const struct iut_dgram *dg, uint64_t now_n
 	from = d->peer[dg->plane];
 	if (is_v4_mapped(dg->addr))
 		memcpy(&from, dg->addr + 12, 4);
-	/* a node listens where it says it does: the port a DISCOVER* announces */
+	/* a node listens where it says it does: the port a DISCOVER* announces, at every plane
+	 * address it announces */
 	if (dg->len >= 2 &&
 	    (dg->bytes[1] == MRC_OP_DISCOVER || dg->bytes[1] == MRC_OP_DISCOVER_REPLY) &&
-	    mrc_decode(dg->bytes, dg->len, &p) == MRC_WIRE_OK && p.u.discover.udp_port)
+	    mrc_decode(dg->bytes, dg->len, &p) == MRC_WIRE_OK && p.u.discover.udp_port) {
 		socket_for(from, dg->plane, p.u.discover.udp_port);
+		for (unsigned k = 0; k < p.u.discover.n_addrs; k++) {
+			struct in_addr a;
+
+			memcpy(&a, p.u.discover.addrs[k].addr + 12, 4);
+			if (p.u.discover.addrs[k].plane < g.n_planes &&
+			    is_v4_mapped(p.u.discover.addrs[k].addr))
+				socket_for(a, p.u.discover.addrs[k].plane, p.u.discover.udp_port);
+		}
+	}
 	send_from(from, dg->plane, dg->sport, dg->ce, dg->bytes, dg->len);
 }
 

@@ -55,7 +55,8 @@ static void my_deliver(void *iut, const struct iut_dgram *d, uint64_t now_ns)
 	(void)iut, (void)d, (void)now_ns;
 }
 
-/* The next datagram the QP sent the peer, with its plane and UDP source port; false: none. */
+/* The next datagram the QP sent the peer, with its plane and UDP source port (and d->ecn, its
+ * IP header's ECN field, if you can see it: else IUT_ECN_UNKNOWN); false: none. */
 static bool my_collect(void *iut, struct iut_dgram *d, uint64_t now_ns)
 {
 	(void)iut, (void)d, (void)now_ns;
