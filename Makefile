@@ -270,7 +270,8 @@ $(AGENT_TEMPLATE): tests/compliance/agents/template.c tests/compliance/agent.c \
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -I tests $(MRC_CFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^)
 
-$(AGENT_DAEMON): $(OBJ)/tests/compliance/agents/daemon.o $(OBJ)/tests/compliance/agent.o \
+$(AGENT_DAEMON): $(OBJ)/tests/compliance/agents/daemon.o \
+		$(OBJ)/tests/compliance/agents/ip_headers.o $(OBJ)/tests/compliance/agent.o \
 		$(OBJ)/tests/verbs/ctl_client.o $(LIBPROTO) $(LIBMETAROCE)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)

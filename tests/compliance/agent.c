@@ -247,6 +247,8 @@ static void serve_dgram(struct served *s, bool deliver)
 		fprintf(s->out, "ok plane=%u sport=%u ce=%d", d->plane, d->sport, d->ce);
 		if (d->ecn != IUT_ECN_UNKNOWN)
 			fprintf(s->out, " ecn=%u", d->ecn);
+		if (d->df >= 0)
+			fprintf(s->out, " df=%d", d->df);
 		fputs(" to=", s->out);
 		agent_hex_put(s->out, d->addr, 16);
 		fprintf(s->out, " dport=%u bytes=", d->dport);

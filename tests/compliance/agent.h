@@ -19,7 +19,7 @@
  *   suite:  close                                   agent: ok
  *   suite:  deliver now=NS plane=P sport=S ce=0|1 [from=A] bytes=HEX       agent: ok
  *   suite:  collect now=NS
- *   agent:  ok plane=P sport=S ce=0|1 [ecn=0..3] [to=A dport=P] bytes=HEX | none
+ *   agent:  ok plane=P sport=S ce=0|1 [ecn=0..3 df=0|1] [to=A dport=P] bytes=HEX | none
  *   suite:  deadline                                agent: ok NS | ok never
  *   suite:  advance now=NS                          agent: ok
  *   suite:  post now=NS kind=write|write_imm|send|send_imm|read|recv id=N off=N len=N

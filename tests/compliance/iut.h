@@ -72,6 +72,7 @@ struct iut_dgram {
 	/* what the IUT sent: its IP header's whole ECN field (0 Not-ECT, 1 ECT(1), 2 ECT(0),
 	 * 3 CE), or IUT_ECN_UNKNOWN from an adapter that sees no IP header */
 	uint8_t ecn;
+	int8_t df; /* and its IPv4 Don't Fragment bit, or -1 where the adapter cannot tell */
 	uint16_t len;
 	uint8_t bytes[IUT_MAX_DGRAM];
 };

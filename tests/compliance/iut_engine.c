@@ -245,6 +245,7 @@ static bool engine_collect(void *iut, struct iut_dgram *d, uint64_t now_ns)
 		d->dport = dest.port;
 		d->ce = false;
 		d->ecn = IUT_ECN_UNKNOWN; /* the IP header is its caller's */
+		d->df = -1;
 		d->len = (uint16_t)len;
 		return true;
 	}
@@ -256,6 +257,7 @@ static bool engine_collect(void *iut, struct iut_dgram *d, uint64_t now_ns)
 	d->sport = tx.sport;
 	d->ce = false;
 	d->ecn = IUT_ECN_UNKNOWN;
+	d->df = -1;
 	d->len = (uint16_t)len;
 	return true;
 }

@@ -257,6 +257,7 @@ static bool remote_collect(void *iut, struct iut_dgram *d, uint64_t now_ns)
 	d->sport = (uint16_t)num(r, "sport");
 	d->ce = num(r, "ce") != 0;
 	d->ecn = agent_arg(r->w, r->n, "ecn") ? (uint8_t)num(r, "ecn") : IUT_ECN_UNKNOWN;
+	d->df = agent_arg(r->w, r->n, "df") ? (int8_t)(num(r, "df") != 0) : -1;
 	/* to= and dport= came with discovery: an agent from before says none */
 	memset(d->addr, 0, sizeof(d->addr));
 	d->dport = 0;

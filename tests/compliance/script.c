@@ -529,11 +529,14 @@ static bool expect_field(struct run *run, const struct mrc_packet *p, const stru
 		have = d->plane;
 	else if (!strcmp(key, "dport"))
 		have = d->dport;
-	else if (!strcmp(key, "ecn") && d->ecn == IUT_ECN_UNKNOWN)
-		return failf(run, "ecn=: the adapter sees no IP header (a script that checks it needs "
-				  "node)");
+	else if ((!strcmp(key, "ecn") && d->ecn == IUT_ECN_UNKNOWN) ||
+		 (!strcmp(key, "df") && d->df < 0))
+		return failf(run, "%s=: the adapter did not see the IP header (a script that checks "
+				  "it needs node)", key);
 	else if (!strcmp(key, "ecn"))
 		have = d->ecn;
+	else if (!strcmp(key, "df"))
+		have = (uint64_t)d->df;
 	else if ((f = field_of(key, p->opcode)))
 		have = names_in_script(&run->names, p->opcode, key, false, field_get(p, f));
 	else

@@ -42,6 +42,7 @@
 #include <metaroce/metaroce.h>
 
 #include "compliance/agent.h"
+#include "compliance/agents/ip_headers.h"
 #include "proto/codec.h"
 #include "proto/conn.h"
 #include "verbs/ctl_client.h"
@@ -234,6 +235,8 @@ static bool receive(struct iut_dgram *d)
 			d->sport = ntohs(from.sin_port);
 			d->ce = false;
 			d->ecn = IUT_ECN_UNKNOWN;
+			d->df = (int8_t)ip_headers_df(from.sin_addr, d->sport, g.sock_addr[i],
+						      g.sock_port[i], d->bytes, (size_t)n);
 			mapped(g.sock_addr[i], d->addr);
 			d->dport = g.sock_port[i];
 			for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm))
@@ -906,6 +909,9 @@ int main(int argc, char **argv)
 	ibv_free_device_list(devs);
 	if (!bind_peer(getenv("COMPLIANCE_PEER_ADDR")))
 		return 1;
+	if (!ip_headers_open()) /* then df= is not seen, and scripts that check it fail */
+		fprintf(stderr, "compliance-agent-daemon: no packet socket (%s): the IP headers' "
+				"DF bits go unseen\n", strerror(errno));
 	if ((v = getenv("COMPLIANCE_FRESH_ADDR"))) {
 		char copy[512], *set, *save;
 
