@@ -184,6 +184,15 @@ static void serve_open(struct served *s)
 	     !need(s, "peer_node_id", &c.peer_node_id)))
 		return;
 	c.discovery = agent_arg(s->w, s->n, "discovery") && v[0];
+	if (agent_arg(s->w, s->n, "auth") &&
+	    (!need(s, "auth", &v[0]) ||
+	     agent_hex_get(agent_arg(s->w, s->n, "key_to_iut") ?: "", c.key_to_iut, 16) != 16 ||
+	     agent_hex_get(agent_arg(s->w, s->n, "key_from_iut") ?: "", c.key_from_iut, 16) != 16)) {
+		fprintf(s->out, "error open: auth= needs key_to_iut= and key_from_iut= (16 bytes "
+			"each, HEX)\n");
+		return;
+	}
+	c.auth = agent_arg(s->w, s->n, "auth") && v[0];
 	c.mr_remote_write = access && strchr(access, 'w');
 	c.mr_remote_read = access && strchr(access, 'r');
 	c.mr_remote_atomic = access && strchr(access, 'a');

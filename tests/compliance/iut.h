@@ -58,6 +58,11 @@ struct iut_config {
 	uint8_t addr[IUT_MAX_PLANES][16], peer_addr[IUT_MAX_PLANES][16], stranger_addr[16];
 	uint8_t neighbour_addr[16];
 	uint16_t port; /* the IUT's MetaRoCE port */
+	/* auth: every packet of the QP carries AUTH and a tag (SPEC 14.6, header mode), the
+	 * IUT's under key_from_iut, the suite's under key_to_iut (SipHash-2-4 keys, 16 bytes):
+	 * the two directions' QP keys, which discovery would otherwise have derived. */
+	bool auth;
+	uint8_t key_to_iut[16], key_from_iut[16];
 };
 
 /* A datagram's UDP payload and what the network layers say of it. */

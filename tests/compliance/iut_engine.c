@@ -13,6 +13,7 @@
 #include <metaroce/drop_reasons.h>
 
 #include "compliance/iut.h"
+#include "proto/bytes.h"
 #include "proto/codec.h"
 #include "proto/conn.h"
 #include "proto/peer.h"
@@ -185,6 +186,12 @@ static void *engine_open(const struct iut_ops *self, struct iut_config *cfg, uin
 		       (cfg->qp_remote_read ? MRC_ACCESS_REMOTE_READ : 0) |
 		       (cfg->qp_remote_atomic ? MRC_ACCESS_REMOTE_ATOMIC : 0);
 	cc.drop_counts = e->drops;
+	if ((cc.auth = cfg->auth)) {
+		cc.auth_tx = (struct mrc_auth_key){ load_le64(cfg->key_from_iut),
+						    load_le64(cfg->key_from_iut + 8) };
+		cc.auth_rx = (struct mrc_auth_key){ load_le64(cfg->key_to_iut),
+						    load_le64(cfg->key_to_iut + 8) };
+	}
 	cc.seed = 1;
 	e->at_rtr = cfg->at_rtr;
 	e->conn = mrc_conn_new(&cc, &cb, e, now_ns);
@@ -400,6 +407,10 @@ static bool engine_counter(void *iut, const char *name, uint64_t *value)
 			 : e->peers.refused[name[9] == 'n' ? MRC_DROP_NOT_ADMITTED
 							   : MRC_DROP_STALE_DISCOVER];
 		return e->has_peers;
+	}
+	if (!strcmp(name, "unauthenticated")) { /* no trailer, or a wrong tag */
+		*value = e->drops[MRC_DROP_UNAUTHENTICATED];
+		return true;
 	}
 	/* the decoder's refusals by error: "dropped_e_checksum", ... */
 	for (int err = 1; err <= MRC_WIRE_ERROR_MAX; err++)

@@ -153,7 +153,7 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 			 char *err, size_t errlen)
 {
 	struct remote *r = (struct remote *)(uintptr_t)self;
-	char ports[IUT_MAX_PATHS * 6 + 1] = "", discovery[96] = "";
+	char ports[IUT_MAX_PATHS * 6 + 1] = "", discovery[96] = "", auth[128] = "";
 	size_t at = 0;
 
 	for (unsigned i = 0; i < c->n_paths; i++)
@@ -162,11 +162,20 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 	if (c->discovery)
 		snprintf(discovery, sizeof(discovery), " discovery=1 node_id=%" PRIu64
 			 " peer_node_id=%" PRIu64, c->node_id, c->peer_node_id);
+	if (c->auth) {
+		at = (size_t)snprintf(auth, sizeof(auth), " auth=1 key_to_iut=");
+		for (unsigned i = 0; i < 16; i++)
+			at += (size_t)snprintf(auth + at, sizeof(auth) - at, "%02x", c->key_to_iut[i]);
+		at += (size_t)snprintf(auth + at, sizeof(auth) - at, " key_from_iut=");
+		for (unsigned i = 0; i < 16; i++)
+			at += (size_t)snprintf(auth + at, sizeof(auth) - at, "%02x",
+					       c->key_from_iut[i]);
+	}
 	if (!ask(r, false, "open now=%" PRIu64 " qpn=%" PRIu32 " peer_qpn=%" PRIu32
 		 " psn=%" PRIu32 " peer_psn=%" PRIu32 " max_payload=%u paths=%u planes=%u rtr=%d"
 		 " sports=%s"
 		 " rq_depth=%" PRIu32 " mr_key=%" PRIu32 " mr_addr=%" PRIu64 " mr_len=%" PRIu32
-		 " access=%s%s%s%s qp_access=%s%s%s%s retry_cnt=%u rnr_retry=%u%s", now_ns, c->qpn,
+		 " access=%s%s%s%s qp_access=%s%s%s%s retry_cnt=%u rnr_retry=%u%s%s", now_ns, c->qpn,
 		 c->peer_qpn, c->psn, c->peer_psn, c->max_payload, c->n_paths, c->n_planes,
 		 c->at_rtr, ports, c->rq_depth, c->mr_key, c->mr_addr, c->mr_len,
 		 c->mr_remote_read ? "r" : "", c->mr_remote_write ? "w" : "",
@@ -175,7 +184,7 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 		 c->qp_remote_read ? "r" : "", c->qp_remote_write ? "w" : "",
 		 c->qp_remote_atomic ? "a" : "",
 		 c->qp_remote_read || c->qp_remote_write || c->qp_remote_atomic ? "" : "-",
-		 c->retry_cnt, c->rnr_retry, discovery)) {
+		 c->retry_cnt, c->rnr_retry, discovery, auth)) {
 		errno = EIO;
 		snprintf(err, errlen, "%s", r->fault);
 		return NULL;

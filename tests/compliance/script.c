@@ -22,6 +22,8 @@
 #include "compliance/fields.h"
 #include "compliance/names.h"
 #include "compliance/script_impl.h"
+#include "proto/auth.h"
+#include "proto/bytes.h"
 #include "proto/checksum.h"
 #include "proto/codec.h"
 
@@ -246,7 +248,7 @@ static bool line_setup(struct run *run)
 					    "paths", "rq_depth", "mr_key", "mr_addr", "mr_len",
 					    "retry_cnt", "rnr_retry", "peer_sport", "access",
 					    "ignore", "planes", "rtr", "qp_access", "discovery",
-					    "node_id", "peer_node_id", "derive_psn", NULL };
+					    "node_id", "peer_node_id", "derive_psn", "auth", NULL };
 	struct iut_config *c = &run->cfg;
 	uint64_t v;
 	const char *s;
@@ -280,6 +282,7 @@ static bool line_setup(struct run *run)
 	NUM("node_id", c->node_id)
 	NUM("peer_node_id", c->peer_node_id)
 	NUM("derive_psn", run->derive_psn)
+	NUM("auth", c->auth)
 #undef NUM
 	if (!c->n_paths || c->n_paths > IUT_MAX_PATHS)
 		return failf(run, "paths=%u: 1 to %u", c->n_paths, IUT_MAX_PATHS);
@@ -341,9 +344,15 @@ static bool ensure_open(struct run *run)
 	return true;
 }
 
+static struct mrc_auth_key auth_key(const uint8_t bytes[16])
+{
+	return (struct mrc_auth_key){ load_le64(bytes), load_le64(bytes + 8) };
+}
+
 /* What a line "<" takes besides the packet's fields: its payload and how it travels. */
 static const char *const extras[] = { "len", "fill", "plane", "sport", "ce", "corrupt",
-				      "poke", "truncate", "sack", "records", "drained", "from" };
+				      "poke", "truncate", "sack", "records", "drained", "from",
+				      "tag" };
 
 static bool is_extra(const char *a)
 {
@@ -383,6 +392,7 @@ static bool line_send(struct run *run)
 	struct mrc_packet p = { 0 };
 	struct iut_dgram *d = &run->scratch;
 	uint64_t len, fill, v;
+	const char *tag;
 	bool csum = false;
 	size_t out;
 	int e;
@@ -429,6 +439,11 @@ static bool line_send(struct run *run)
 	}
 	if (arg(run, "sack") && p.opcode != MRC_OP_ACK)
 		return failf(run, "sack= is an ACK's");
+	if ((tag = arg(run, "tag")) && (!run->cfg.auth || (strcmp(tag, "omit") &&
+							   strcmp(tag, "wrong"))))
+		return failf(run, "tag=omit or tag=wrong, with setup auth=1");
+	if (run->cfg.auth && !(tag && !strcmp(tag, "omit")))
+		p.flags |= MRC_F_AUTH;
 	if (arg(run, "sack") && !sack_parse(run, arg(run, "sack"), p.u.ack.sack))
 		return false;
 	fields_rename_for_iut(&p, &run->names);
@@ -470,6 +485,16 @@ static bool line_send(struct run *run)
 		c = mrc_csum_compute(d->bytes, d->len);
 		d->bytes[offsetof(struct mrc_hdr, csum)] = (uint8_t)(c >> 8);
 		d->bytes[offsetof(struct mrc_hdr, csum) + 1] = (uint8_t)c;
+	}
+	if (p.flags & MRC_F_AUTH) { /* the headers as sent, checksum included */
+		const struct mrc_auth_key k = auth_key(run->cfg.key_to_iut);
+
+		if ((size_t)d->len + MRC_AUTH_TAG_LEN > sizeof(d->bytes))
+			return failf(run, "no room for the tag");
+		mrc_auth_put_tag(&k, d->bytes, mrc_header_len(p.opcode), d->bytes + d->len);
+		if (tag && !strcmp(tag, "wrong"))
+			d->bytes[d->len] ^= 0x01;
+		d->len += MRC_AUTH_TAG_LEN;
 	}
 	if (arg(run, "corrupt")) /* the checksum no longer matches */
 		d->bytes[offsetof(struct mrc_hdr, csum)] ^= 0x01;
@@ -594,6 +619,14 @@ static bool line_expect(struct run *run)
 	if (p.opcode != opcode)
 		return failf(run, "expected %s, the IUT sent %s (psn %u)", mrc_opcode_name(opcode),
 			     mrc_opcode_name(p.opcode), p.psn);
+	if (run->cfg.auth) { /* every packet of an authenticated QP, under its key */
+		const struct mrc_auth_key k = auth_key(run->cfg.key_from_iut);
+
+		if (!(p.flags & MRC_F_AUTH) || !mrc_auth_packet_ok(&k, &p))
+			return failf(run, "%s: %s", mrc_opcode_name(opcode),
+				     p.flags & MRC_F_AUTH ? "its tag is not the QP key's"
+							  : "no AUTH flag, no tag");
+	}
 	for (unsigned i = 2; i < run->argc; i++)
 		if (!expect_field(run, &p, &s->d, run->argv[i]))
 			return false;
@@ -765,6 +798,10 @@ static void defaults(struct run *run)
 				  .retry_cnt = 7, .rnr_retry = 7, .node_id = 0x1001,
 				  .peer_node_id = 0x2002 };
 	c->sports[0] = 49152;
+	for (unsigned i = 0; i < 16; i++) { /* two QP keys of the peer's choosing */
+		c->key_to_iut[i] = (uint8_t)(0xa0 + i);
+		c->key_from_iut[i] = (uint8_t)(0x50 + 3 * i);
+	}
 	run->peer_sport = 50000;
 	run->ignore[MRC_OP_PROBE] = true;
 	run->now = START_NS;

@@ -386,6 +386,12 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	if (c->auth) {
+		snprintf(err, errlen, "the daemon under test authenticates nothing (auth=off): its QP "
+			 "keys would come from discovery under keys it holds");
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	if (c->discovery && g.used_fresh == g.n_fresh) {
 		snprintf(err, errlen, "no peer address left that the daemon has not discovered "
 			 "(COMPLIANCE_FRESH_ADDR: %u)", g.n_fresh);
