@@ -193,6 +193,9 @@ static void serve_open(struct served *s)
 		return;
 	}
 	c.auth = agent_arg(s->w, s->n, "auth") && v[0];
+	if (agent_arg(s->w, s->n, "rx_capacity_kbps") &&
+	    !need(s, "rx_capacity_kbps", &c.rx_capacity_kbps))
+		return;
 	c.mr_remote_write = access && strchr(access, 'w');
 	c.mr_remote_read = access && strchr(access, 'r');
 	c.mr_remote_atomic = access && strchr(access, 'a');

@@ -63,6 +63,8 @@ struct iut_config {
 	 * the two directions' QP keys, which discovery would otherwise have derived. */
 	bool auth;
 	uint8_t key_to_iut[16], key_from_iut[16];
+	/* The receive capacity its rate hints share out, kbit/s (SPEC 8.2); 0: the IUT's own. */
+	uint64_t rx_capacity_kbps;
 };
 
 /* A datagram's UDP payload and what the network layers say of it. */

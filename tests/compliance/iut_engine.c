@@ -35,6 +35,8 @@ struct engine_iut {
 	uint64_t drops[MRC_DROP_REASON_MAX + 1];
 	struct mrc_peer_table peers; /* with cfg.discovery */
 	bool has_peers;
+	struct mrc_rate_domain rates; /* with cfg.rx_capacity_kbps */
+	bool has_rates;
 };
 
 /* The engine's network: plane p's addresses 198.18.p.1 (the IUT) and 198.18.p.2 (its
@@ -186,6 +188,16 @@ static void *engine_open(const struct iut_ops *self, struct iut_config *cfg, uin
 		       (cfg->qp_remote_read ? MRC_ACCESS_REMOTE_READ : 0) |
 		       (cfg->qp_remote_atomic ? MRC_ACCESS_REMOTE_ATOMIC : 0);
 	cc.drop_counts = e->drops;
+	if (cfg->rx_capacity_kbps) { /* a receive capacity of its own, its hints' */
+		if (mrc_rate_domain_init(&e->rates, cfg->rx_capacity_kbps, 4)) {
+			snprintf(err, errlen, "mrc_rate_domain_init: out of memory");
+			free(e->mem);
+			free(e);
+			return NULL;
+		}
+		e->has_rates = true;
+		cc.rate_domain = &e->rates;
+	}
 	if ((cc.auth = cfg->auth)) {
 		cc.auth_tx = (struct mrc_auth_key){ load_le64(cfg->key_from_iut),
 						    load_le64(cfg->key_from_iut + 8) };
@@ -197,6 +209,8 @@ static void *engine_open(const struct iut_ops *self, struct iut_config *cfg, uin
 	e->conn = mrc_conn_new(&cc, &cb, e, now_ns);
 	if (!e->conn) {
 		snprintf(err, errlen, "mrc_conn_new: %s", strerror(errno));
+		if (e->has_rates)
+			mrc_rate_domain_fini(&e->rates);
 		free(e->mem);
 		free(e);
 		return NULL;
@@ -216,6 +230,8 @@ static void engine_close(void *iut)
 	mrc_conn_free(e->conn);
 	if (e->has_peers)
 		mrc_peer_table_fini(&e->peers);
+	if (e->has_rates)
+		mrc_rate_domain_fini(&e->rates);
 	free(e->mem);
 	free(e);
 }

@@ -153,7 +153,7 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 			 char *err, size_t errlen)
 {
 	struct remote *r = (struct remote *)(uintptr_t)self;
-	char ports[IUT_MAX_PATHS * 6 + 1] = "", discovery[96] = "", auth[128] = "";
+	char ports[IUT_MAX_PATHS * 6 + 1] = "", discovery[96] = "", options[160] = "";
 	size_t at = 0;
 
 	for (unsigned i = 0; i < c->n_paths; i++)
@@ -162,15 +162,19 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 	if (c->discovery)
 		snprintf(discovery, sizeof(discovery), " discovery=1 node_id=%" PRIu64
 			 " peer_node_id=%" PRIu64, c->node_id, c->peer_node_id);
-	if (c->auth) {
-		at = (size_t)snprintf(auth, sizeof(auth), " auth=1 key_to_iut=");
-		for (unsigned i = 0; i < 16; i++)
-			at += (size_t)snprintf(auth + at, sizeof(auth) - at, "%02x", c->key_to_iut[i]);
-		at += (size_t)snprintf(auth + at, sizeof(auth) - at, " key_from_iut=");
-		for (unsigned i = 0; i < 16; i++)
-			at += (size_t)snprintf(auth + at, sizeof(auth) - at, "%02x",
-					       c->key_from_iut[i]);
+	if (c->auth) { /* the two QP keys, HEX */
+		at = (size_t)snprintf(options, sizeof(options), " auth=1 key_to_iut=");
+		for (unsigned i = 0; i < 32; i++) {
+			if (i == 16)
+				at += (size_t)snprintf(options + at, sizeof(options) - at,
+						       " key_from_iut=");
+			at += (size_t)snprintf(options + at, sizeof(options) - at, "%02x",
+					       i < 16 ? c->key_to_iut[i] : c->key_from_iut[i - 16]);
+		}
 	}
+	if (c->rx_capacity_kbps)
+		snprintf(options + strlen(options), sizeof(options) - strlen(options),
+			 " rx_capacity_kbps=%" PRIu64, c->rx_capacity_kbps);
 	if (!ask(r, false, "open now=%" PRIu64 " qpn=%" PRIu32 " peer_qpn=%" PRIu32
 		 " psn=%" PRIu32 " peer_psn=%" PRIu32 " max_payload=%u paths=%u planes=%u rtr=%d"
 		 " sports=%s"
@@ -184,7 +188,7 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 		 c->qp_remote_read ? "r" : "", c->qp_remote_write ? "w" : "",
 		 c->qp_remote_atomic ? "a" : "",
 		 c->qp_remote_read || c->qp_remote_write || c->qp_remote_atomic ? "" : "-",
-		 c->retry_cnt, c->rnr_retry, discovery, auth)) {
+		 c->retry_cnt, c->rnr_retry, discovery, options)) {
 		errno = EIO;
 		snprintf(err, errlen, "%s", r->fault);
 		return NULL;

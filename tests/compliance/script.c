@@ -248,7 +248,8 @@ static bool line_setup(struct run *run)
 					    "paths", "rq_depth", "mr_key", "mr_addr", "mr_len",
 					    "retry_cnt", "rnr_retry", "peer_sport", "access",
 					    "ignore", "planes", "rtr", "qp_access", "discovery",
-					    "node_id", "peer_node_id", "derive_psn", "auth", NULL };
+					    "node_id", "peer_node_id", "derive_psn", "auth",
+					    "rx_capacity_kbps", NULL };
 	struct iut_config *c = &run->cfg;
 	uint64_t v;
 	const char *s;
@@ -283,6 +284,7 @@ static bool line_setup(struct run *run)
 	NUM("peer_node_id", c->peer_node_id)
 	NUM("derive_psn", run->derive_psn)
 	NUM("auth", c->auth)
+	NUM("rx_capacity_kbps", c->rx_capacity_kbps)
 #undef NUM
 	if (!c->n_paths || c->n_paths > IUT_MAX_PATHS)
 		return failf(run, "paths=%u: 1 to %u", c->n_paths, IUT_MAX_PATHS);

@@ -386,6 +386,12 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	if (c->rx_capacity_kbps) {
+		snprintf(err, errlen, "the daemon's receive capacity is its configuration's, one for "
+			 "all its QPs");
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	if (c->auth) {
 		snprintf(err, errlen, "the daemon under test authenticates nothing (auth=off): its QP "
 			 "keys would come from discovery under keys it holds");
