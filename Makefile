@@ -271,7 +271,8 @@ $(AGENT_TEMPLATE): tests/compliance/agents/template.c tests/compliance/agent.c \
 	$(Q)$(CC) -I tests $(MRC_CFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^)
 
 $(AGENT_DAEMON): $(OBJ)/tests/compliance/agents/daemon.o \
-		$(OBJ)/tests/compliance/agents/ip_headers.o $(OBJ)/tests/compliance/agent.o \
+		$(OBJ)/tests/compliance/agents/ip_headers.o $(OBJ)/tests/compliance/agents/ud_verbs.o \
+		$(OBJ)/tests/compliance/agent.o \
 		$(OBJ)/tests/verbs/ctl_client.o $(LIBPROTO) $(LIBMETAROCE)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)

@@ -196,6 +196,16 @@ static void serve_open(struct served *s)
 	if (agent_arg(s->w, s->n, "rx_capacity_kbps") &&
 	    !need(s, "rx_capacity_kbps", &c.rx_capacity_kbps))
 		return;
+	if (agent_arg(s->w, s->n, "ud")) {
+		uint64_t qkey, peer_qkey;
+
+		if (!need(s, "ud", &v[0]) || !need(s, "qkey", &qkey) ||
+		    !need(s, "peer_qkey", &peer_qkey))
+			return;
+		c.ud = v[0] != 0;
+		c.qkey = (uint32_t)qkey;
+		c.peer_qkey = (uint32_t)peer_qkey;
+	}
 	c.mr_remote_write = access && strchr(access, 'w');
 	c.mr_remote_read = access && strchr(access, 'r');
 	c.mr_remote_atomic = access && strchr(access, 'a');

@@ -20,6 +20,7 @@ enum field_class {
 	C_PROBE = 0x40,
 	C_CLOSE = 0x80,
 	C_DISCOVER = 0x100,
+	C_UD = 0x200,
 };
 
 #define F(n, c, m) { n, c, offsetof(struct mrc_packet, m), sizeof(((struct mrc_packet *)0)->m), 0 }
@@ -77,6 +78,9 @@ static const struct field fields[] = {
 	F("udp_port", C_DISCOVER, u.discover.udp_port),
 	F("max_payload", C_DISCOVER, u.discover.max_payload),
 	F("n_addrs", C_DISCOVER, u.discover.n_addrs),
+	F("src_qpn", C_UD, u.ud.src_qpn),
+	F("qkey", C_UD, u.ud.qkey),
+	F("imm", C_UD, u.ud.imm),
 };
 #undef F
 #undef FLAG
@@ -97,6 +101,8 @@ static unsigned class_of(uint8_t opcode)
 	case MRC_OP_CLOSE: return C_CLOSE;
 	case MRC_OP_DISCOVER:
 	case MRC_OP_DISCOVER_REPLY: return C_DISCOVER;
+	case MRC_OP_UD_SEND:
+	case MRC_OP_UD_SEND_IMM: return C_UD;
 	}
 	return 0;
 }

@@ -65,6 +65,10 @@ struct iut_config {
 	uint8_t key_to_iut[16], key_from_iut[16];
 	/* The receive capacity its rate hints share out, kbit/s (SPEC 8.2); 0: the IUT's own. */
 	uint64_t rx_capacity_kbps;
+	/* ud: the QP is an unreliable datagram QP (SPEC 4.8) holding qkey; its sends go to the
+	 * suite's UD QP peer_qpn under peer_qkey, and its receives hold a 40-byte GRH first. */
+	bool ud;
+	uint32_t qkey, peer_qkey;
 };
 
 /* A datagram's UDP payload and what the network layers say of it. */

@@ -162,6 +162,13 @@ static void *engine_open(const struct iut_ops *self, struct iut_config *cfg, uin
 	struct mrc_conn_config cc;
 
 	(void)self;
+	if (cfg->ud) {
+		free(e);
+		snprintf(err, errlen, "a UD QP is a node's (metaroced's daemon/core/ud.c), not the "
+			 "connection engine's");
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
 	if (!e || !(e->mem = calloc(1, cfg->mr_len ? cfg->mr_len : 1))) {
 		free(e);
 		snprintf(err, errlen, "out of memory");

@@ -153,7 +153,7 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 			 char *err, size_t errlen)
 {
 	struct remote *r = (struct remote *)(uintptr_t)self;
-	char ports[IUT_MAX_PATHS * 6 + 1] = "", discovery[96] = "", options[160] = "";
+	char ports[IUT_MAX_PATHS * 6 + 1] = "", discovery[96] = "", options[224] = "";
 	size_t at = 0;
 
 	for (unsigned i = 0; i < c->n_paths; i++)
@@ -175,6 +175,9 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 	if (c->rx_capacity_kbps)
 		snprintf(options + strlen(options), sizeof(options) - strlen(options),
 			 " rx_capacity_kbps=%" PRIu64, c->rx_capacity_kbps);
+	if (c->ud)
+		snprintf(options + strlen(options), sizeof(options) - strlen(options),
+			 " ud=1 qkey=%" PRIu32 " peer_qkey=%" PRIu32, c->qkey, c->peer_qkey);
 	if (!ask(r, false, "open now=%" PRIu64 " qpn=%" PRIu32 " peer_qpn=%" PRIu32
 		 " psn=%" PRIu32 " peer_psn=%" PRIu32 " max_payload=%u paths=%u planes=%u rtr=%d"
 		 " sports=%s"

@@ -249,7 +249,7 @@ static bool line_setup(struct run *run)
 					    "retry_cnt", "rnr_retry", "peer_sport", "access",
 					    "ignore", "planes", "rtr", "qp_access", "discovery",
 					    "node_id", "peer_node_id", "derive_psn", "auth",
-					    "rx_capacity_kbps", NULL };
+					    "rx_capacity_kbps", "ud", "qkey", "peer_qkey", NULL };
 	struct iut_config *c = &run->cfg;
 	uint64_t v;
 	const char *s;
@@ -285,6 +285,9 @@ static bool line_setup(struct run *run)
 	NUM("derive_psn", run->derive_psn)
 	NUM("auth", c->auth)
 	NUM("rx_capacity_kbps", c->rx_capacity_kbps)
+	NUM("ud", c->ud)
+	NUM("qkey", c->qkey)
+	NUM("peer_qkey", c->peer_qkey)
 #undef NUM
 	if (!c->n_paths || c->n_paths > IUT_MAX_PATHS)
 		return failf(run, "paths=%u: 1 to %u", c->n_paths, IUT_MAX_PATHS);
@@ -419,9 +422,13 @@ static bool line_send(struct run *run)
 						      .max_payload = 1024 };
 		if (!discover_fill(run, &p))
 			return false;
-	} else if (arg(run, "records") || arg(run, "drained")) {
-		return failf(run, "records= and drained= are a DISCOVER's or DISCOVER_REPLY's");
+	} else if (mrc_opcode_is_ud(p.opcode)) { /* from the suite's UD QP, under the IUT's qkey */
+		p.u.ud.src_qpn = run->cfg.peer_qpn;
+		p.u.ud.qkey = run->cfg.qkey;
 	}
+	if (!(p.opcode == MRC_OP_DISCOVER || p.opcode == MRC_OP_DISCOVER_REPLY) &&
+	    (arg(run, "records") || arg(run, "drained")))
+		return failf(run, "records= and drained= are a DISCOVER's or DISCOVER_REPLY's");
 	for (unsigned i = 2; i < run->argc; i++) {
 		char key[32];
 		const char *eq = strchr(run->argv[i], '=');
@@ -798,7 +805,8 @@ static void defaults(struct run *run)
 				  .mr_remote_atomic = true, .qp_remote_write = true,
 				  .qp_remote_read = true, .qp_remote_atomic = true,
 				  .retry_cnt = 7, .rnr_retry = 7, .node_id = 0x1001,
-				  .peer_node_id = 0x2002 };
+				  .peer_node_id = 0x2002, .qkey = 0x11111111,
+				  .peer_qkey = 0x22222222 };
 	c->sports[0] = 49152;
 	for (unsigned i = 0; i < 16; i++) { /* two QP keys of the peer's choosing */
 		c->key_to_iut[i] = (uint8_t)(0xa0 + i);

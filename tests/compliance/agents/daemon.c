@@ -43,6 +43,7 @@
 
 #include "compliance/agent.h"
 #include "compliance/agents/ip_headers.h"
+#include "compliance/agents/ud_verbs.h"
 #include "proto/codec.h"
 #include "proto/conn.h"
 #include "verbs/ctl_client.h"
@@ -58,6 +59,7 @@ struct daemon_iut {
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
+	struct ibv_ah *ah; /* a UD QP's, to the peer */
 	struct ibv_mr *mr;
 	uint8_t *mem;
 	size_t mapped;
@@ -438,11 +440,19 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 	if (!(d->cq = ibv_create_cq(g.ctx, 1024, NULL, NULL, 0)))
 		return fail_open(d, errno, err, errlen, "ibv_create_cq");
 	qa.send_cq = qa.recv_cq = d->cq;
+	if (c->ud) {
+		qa.qp_type = IBV_QPT_UD;
+		want = MRC_CTL_QP_RTS;
+	}
 	qa.cap = (struct ibv_qp_cap){ .max_send_wr = 256, .max_recv_wr = c->rq_depth,
 				      .max_send_sge = 1, .max_recv_sge = 1 };
 	if (!(d->qp = ibv_create_qp(d->pd, &qa)))
 		return fail_open(d, errno, err, errlen, "ibv_create_qp");
-	if (!connect_qp(d, c, &step))
+	if (c->ud && (errno = ud_ready(d->qp, c->qkey, c->psn)))
+		return fail_open(d, errno, err, errlen, "readying the UD QP");
+	if (c->ud && !(d->ah = ud_peer(d->pd, d->peer[0])))
+		return fail_open(d, errno, err, errlen, "ibv_create_ah");
+	if (!c->ud && !connect_qp(d, c, &step))
 		return fail_open(d, errno, err, errlen, step);
 	/* the daemon asks the peer's node for its planes first: answered by receive(), or with
 	 * discovery=1 by the script, its DISCOVER held for it */
@@ -450,7 +460,8 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 		struct timespec ms = { 0, 1000000 };
 
 		if (c->discovery ? d->has_held
-				 : qp_record(d->qp->qp_num, &rec) && rec.state == want && g.iut_node)
+				 : qp_record(d->qp->qp_num, &rec) && rec.state == want &&
+					   (g.iut_node || c->ud))
 			break;
 		while (!d->has_held && receive(&stray))
 			if (c->discovery && stray.bytes[1] == MRC_OP_DISCOVER &&
@@ -468,7 +479,7 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 			rec.state = want;
 		}
 	}
-	if (rec.state != want || !g.iut_node) {
+	if (rec.state != want || (!g.iut_node && !c->ud)) {
 		snprintf(err, errlen, "the daemon's QP %u did not reach %s in %llu s (state %u%s)",
 			 d->qp->qp_num, c->at_rtr ? "RTR" : "RTS", OPEN_WAIT_NS / 1000000000ull,
 			 rec.state,
@@ -523,6 +534,8 @@ static void daemon_close(void *iut)
 		g.open = NULL;
 	if (d->qp)
 		ibv_destroy_qp(d->qp);
+	if (d->ah)
+		ibv_destroy_ah(d->ah);
 	if (d->cq)
 		ibv_destroy_cq(d->cq);
 	if (d->mr)
@@ -616,6 +629,11 @@ static int daemon_post(void *iut, const struct iut_wr *wr, uint64_t now_ns)
 		struct ibv_recv_wr r = { .wr_id = wr->wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
 
 		e = ibv_post_recv(d->qp, &r, &bad);
+	} else if (d->cfg.ud) {
+		if (wr->kind != IUT_WR_SEND && wr->kind != IUT_WR_SEND_IMM)
+			return -EINVAL; /* a UD QP sends, nothing else */
+		e = ud_send(d->qp, d->ah, d->cfg.peer_qpn, d->cfg.peer_qkey, &sge, wr->wr_id,
+			    wr->kind == IUT_WR_SEND_IMM, wr->imm, wr->solicited);
 	} else {
 		struct ibv_send_wr s = { .wr_id = wr->wr_id, .sg_list = &sge, .num_sge = 1,
 					 .opcode = opcode[wr->kind],

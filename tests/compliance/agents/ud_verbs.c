@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#include "compliance/agents/ud_verbs.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <string.h>
+
+int ud_ready(struct ibv_qp *qp, uint32_t qkey, uint32_t sq_psn)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = qkey };
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+		return errno ? errno : EINVAL;
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR };
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE))
+		return errno ? errno : EINVAL;
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = sq_psn };
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN))
+		return errno ? errno : EINVAL;
+	return 0;
+}
+
+struct ibv_ah *ud_peer(struct ibv_pd *pd, struct in_addr peer)
+{
+	struct ibv_ah_attr a = { .is_global = 1, .port_num = 1, .grh = { .hop_limit = 64 } };
+
+	memset(a.grh.dgid.raw + 10, 0xff, 2);
+	memcpy(a.grh.dgid.raw + 12, &peer, 4);
+	return ibv_create_ah(pd, &a);
+}
+
+int ud_send(struct ibv_qp *qp, struct ibv_ah *ah, uint32_t remote_qpn, uint32_t remote_qkey,
+	    struct ibv_sge *sge, uint64_t wr_id, bool with_imm, uint32_t imm, bool solicited)
+{
+	struct ibv_send_wr w = { .wr_id = wr_id, .sg_list = sge, .num_sge = 1,
+				 .opcode = with_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED | (solicited ? IBV_SEND_SOLICITED : 0),
+				 .imm_data = htonl(imm) },
+			   *bad;
+
+	w.wr.ud.ah = ah;
+	w.wr.ud.remote_qpn = remote_qpn;
+	w.wr.ud.remote_qkey = remote_qkey;
+	return ibv_post_send(qp, &w, &bad);
+}
