@@ -271,7 +271,7 @@ $(AGENT_TEMPLATE): tests/compliance/agents/template.c tests/compliance/agent.c \
 	$(Q)$(CC) -I tests $(MRC_CFLAGS) $(CFLAGS) -o $@ $(filter %.c,$^)
 
 $(AGENT_DAEMON): $(OBJ)/tests/compliance/agents/daemon.o \
-		$(OBJ)/tests/compliance/agents/ip_headers.o $(OBJ)/tests/compliance/agents/ud_verbs.o \
+		$(OBJ)/tests/compliance/agents/ip_headers.o $(OBJ)/tests/compliance/agents/more_verbs.o \
 		$(OBJ)/tests/compliance/agent.o \
 		$(OBJ)/tests/verbs/ctl_client.o $(LIBPROTO) $(LIBMETAROCE)
 	$(call msg,LD,$@)
@@ -310,6 +310,7 @@ compliance: $(COMPLIANCE) $(COMPLIANCE_MATRIX) $(AGENT_ENGINE) $(AGENT_DAEMON) $
 	CC="$(CC)" python3 tests/compliance/mutants.py tests/compliance/mutants.txt \
 		$(BUILD)/compliance/mutants $(BUILD)/compliance/mutants.json $(COMPLIANCE_SCRIPTS) || rc=1; \
 	python3 tests/compliance/report.py docs/SPEC.md $(BUILD)/compliance $$runs $$matrices \
+		--elsewhere tests/compliance/elsewhere.txt \
 		--mutants $(BUILD)/compliance/mutants.json || rc=1; \
 	exit $$rc
 

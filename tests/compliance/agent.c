@@ -196,6 +196,9 @@ static void serve_open(struct served *s)
 	if (agent_arg(s->w, s->n, "rx_capacity_kbps") &&
 	    !need(s, "rx_capacity_kbps", &c.rx_capacity_kbps))
 		return;
+	if (agent_arg(s->w, s->n, "mw") && !need(s, "mw", &v[0]))
+		return;
+	c.mw = agent_arg(s->w, s->n, "mw") && v[0];
 	if (agent_arg(s->w, s->n, "ud")) {
 		uint64_t qkey, peer_qkey;
 
@@ -424,8 +427,9 @@ static void serve_line(struct served *s)
 			fprintf(s->out, "none\n");
 		else
 			fprintf(s->out, "ok id=%" PRIu64 " recv=%d status=%s opcode=%s len=%" PRIu32
-				" imm=%" PRIu32 " with_imm=%d\n", wc.wr_id, wc.recv, wc.status,
-				wc.opcode, wc.byte_len, wc.imm, wc.with_imm);
+				" imm=%" PRIu32 " with_imm=%d with_inv=%d inv_rkey=%" PRIu32 "\n",
+				wc.wr_id, wc.recv, wc.status, wc.opcode, wc.byte_len, wc.imm,
+				wc.with_imm, wc.with_inv, wc.inv_rkey);
 	} else if (!strcmp(op, "state")) {
 		const char *state = s->ops->state(s->iut);
 

@@ -12,7 +12,7 @@
  *                sports=S,S.. rq_depth=N mr_key=K mr_addr=A mr_len=L access=rwa|- retry_cnt=N
  *                rnr_retry=N rtr=0|1 qp_access=rwa|- [discovery=1 node_id=N peer_node_id=N]
  *                [auth=1 key_to_iut=HEX key_from_iut=HEX] [rx_capacity_kbps=N]
- *                [ud=1 qkey=N peer_qkey=N]
+ *                [ud=1 qkey=N peer_qkey=N] [mw=1]
  *   agent:  ok qpn=Q psn=P peer_psn=P mr_key=K mr_addr=A   (the values it made the QP with)
  *                [node_id=N peer_node_id=N port=P addrs=A,A.. peer_addrs=A,A.. stranger=A
  *                neighbour=A]
@@ -24,7 +24,7 @@
  *   agent:  ok plane=P sport=S ce=0|1 [ecn=0..3 df=0|1] [to=A dport=P] bytes=HEX | none
  *   suite:  deadline                                agent: ok NS | ok never
  *   suite:  advance now=NS                          agent: ok
- *   suite:  post now=NS kind=write|write_imm|send|send_imm|read|recv id=N off=N len=N
+ *   suite:  post now=NS kind=write|write_imm|send|send_imm|read|recv|local_inv id=N off=N len=N
  *                rkey=K raddr=A imm=N solicited=0|1 agent: ok | error -ERRNO
  *   suite:  poll     agent: ok id=N recv=0|1 status=S opcode=O len=N imm=N with_imm=0|1 | none
  *   suite:  state                            agent: ok rts|err|closing|closed | none

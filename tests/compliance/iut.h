@@ -69,6 +69,9 @@ struct iut_config {
 	 * suite's UD QP peer_qpn under peer_qkey, and its receives hold a 40-byte GRH first. */
 	bool ud;
 	uint32_t qkey, peer_qkey;
+	/* mw: the peer's key (mr_key) names a type 2 memory window over the whole region, bound
+	 * through the QP with the region's remote access (SPEC 4.9), not the region itself. */
+	bool mw;
 };
 
 /* A datagram's UDP payload and what the network layers say of it. */
@@ -95,6 +98,7 @@ enum iut_wr_kind {
 	IUT_WR_SEND_IMM,
 	IUT_WR_READ,
 	IUT_WR_RECV,
+	IUT_WR_LOCAL_INV, /* IBV_WR_LOCAL_INV of the key in rkey */
 	IUT_WR_KINDS
 };
 
@@ -102,6 +106,7 @@ enum iut_wr_kind {
 static const char *const iut_wr_kinds[IUT_WR_KINDS] __attribute__((unused)) = {
 	[IUT_WR_WRITE] = "write", [IUT_WR_WRITE_IMM] = "write_imm", [IUT_WR_SEND] = "send",
 	[IUT_WR_SEND_IMM] = "send_imm", [IUT_WR_READ] = "read", [IUT_WR_RECV] = "recv",
+	[IUT_WR_LOCAL_INV] = "local_inv",
 };
 
 /* A work request on the IUT's memory: bytes [off, off + len) of its region. */
@@ -124,6 +129,8 @@ struct iut_wc {
 	uint32_t byte_len;
 	uint32_t imm;
 	bool with_imm;
+	bool with_inv;	   /* IBV_WC_WITH_INV: a SEND_INV invalidated ... */
+	uint32_t inv_rkey; /* ... this key (invalidated_rkey) */
 };
 
 struct iut_ops {

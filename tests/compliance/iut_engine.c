@@ -162,10 +162,11 @@ static void *engine_open(const struct iut_ops *self, struct iut_config *cfg, uin
 	struct mrc_conn_config cc;
 
 	(void)self;
-	if (cfg->ud) {
+	if (cfg->ud || cfg->mw) {
 		free(e);
-		snprintf(err, errlen, "a UD QP is a node's (metaroced's daemon/core/ud.c), not the "
-			 "connection engine's");
+		snprintf(err, errlen, "a %s is a node's (metaroced's daemon/core/%s.c), not the "
+			 "connection engine's", cfg->ud ? "UD QP" : "memory window",
+			 cfg->ud ? "ud" : "windows");
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -328,6 +329,8 @@ static int engine_post(void *iut, const struct iut_wr *wr, uint64_t now_ns)
 		return -EINVAL;
 	if (e->at_rtr && wr->kind != IUT_WR_RECV)
 		return -EINVAL; /* as verbs refuses a send on a QP at RTR */
+	if (wr->kind == IUT_WR_LOCAL_INV)
+		return -EOPNOTSUPP; /* its windows are a node's */
 	if (wr->kind == IUT_WR_RECV) {
 		struct mrc_recv_wr r = { .wr_id = wr->wr_id, .num_sge = 1, .sge = { sge } };
 

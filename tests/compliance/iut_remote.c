@@ -178,6 +178,8 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 	if (c->ud)
 		snprintf(options + strlen(options), sizeof(options) - strlen(options),
 			 " ud=1 qkey=%" PRIu32 " peer_qkey=%" PRIu32, c->qkey, c->peer_qkey);
+	if (c->mw)
+		snprintf(options + strlen(options), sizeof(options) - strlen(options), " mw=1");
 	if (!ask(r, false, "open now=%" PRIu64 " qpn=%" PRIu32 " peer_qpn=%" PRIu32
 		 " psn=%" PRIu32 " peer_psn=%" PRIu32 " max_payload=%u paths=%u planes=%u rtr=%d"
 		 " sports=%s"
@@ -330,6 +332,10 @@ static bool remote_poll(void *iut, struct iut_wc *wc)
 	wc->byte_len = (uint32_t)num(r, "len");
 	wc->imm = (uint32_t)num(r, "imm");
 	wc->with_imm = num(r, "with_imm") != 0;
+	if (agent_arg(r->w, r->n, "with_inv")) { /* came with memory windows: optional */
+		wc->with_inv = num(r, "with_inv") != 0;
+		wc->inv_rkey = (uint32_t)num(r, "inv_rkey");
+	}
 	snprintf(wc->status, sizeof(wc->status), "%s",
 		 (s = agent_arg(r->w, r->n, "status")) ? s : "?");
 	snprintf(wc->opcode, sizeof(wc->opcode), "%s",

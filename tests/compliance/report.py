@@ -4,9 +4,14 @@
 specification's requirements the scripts cover.
 
     report.py SPEC.md OUTDIR RESULTS.json... [--mutants MUTANTS.json] [--matrix MATRIX.json]...
+              [--elsewhere ELSEWHERE.txt]
 
 Writes OUTDIR/report.md, OUTDIR/report.json and OUTDIR/junit.xml, and prints the summary.
 A requirement is a MUST when the sentence that names its id ([R-N]) says MUST or MUST NOT.
+The suite covers the MUSTs of sections 2-12, 14 and 15 (the wire protocol and its security);
+those of other sections (17, connection management) are listed apart. ELSEWHERE.txt names,
+for MUSTs no wire script can show, the test outside the suite that checks them: such a MUST
+still counts as without a script, and the report says where it is checked.
 """
 import json
 import re
@@ -14,14 +19,19 @@ import sys
 from xml.sax.saxutils import escape, quoteattr
 
 
+SCOPE = set(range(2, 13)) | {14, 15}  # the sections whose MUSTs the suite must cover
+
+
 def requirements(spec_path):
-    """{id: (sentence, is_must)} for every [R-N] in the specification, first mention."""
+    """{id: (sentence, is_must, section)} for every [R-N] in the specification, first
+    mention."""
     text = re.sub(r"\s+", " ", open(spec_path).read())
     # the table of requirement ids at the end repeats them, with no MUST: stop before it
     end = text.find("## Appendix")
     text = text if end < 0 else text[:end]
     found = {}
     tag = re.compile(r"\[(R-\d+(?:, R-\d+)*)\]")
+    sections = [(m.start(), int(m.group(1))) for m in re.finditer(r"## (\d+)\. ", text)]
     prev_tag_end = 0
     for m in tag.finditer(text):
         # the sentence: from the last full stop or the previous requirement's tag (not any
@@ -29,10 +39,22 @@ def requirements(spec_path):
         start = max(text.rfind(". ", 0, m.start()) + 2, prev_tag_end)
         prev_tag_end = m.end()
         sentence = text[start:m.end()]
+        section = max([n for at, n in sections if at < m.start()] or [0])
         for rid in m.group(1).split(", "):
             if rid not in found:
-                found[rid] = (sentence, "MUST" in sentence)
+                found[rid] = (sentence, "MUST" in sentence, section)
     return found
+
+
+def elsewhere_list(path):
+    """{id: where} from lines 'R-N PATH: what it checks'."""
+    out = {}
+    for line in open(path):
+        line = line.split("#", 1)[0].strip()
+        if line:
+            rid, where = line.split(None, 1)
+            out[rid] = where
+    return out
 
 
 def outcome(res):
@@ -53,6 +75,11 @@ def main():
     if "--mutants" in args:
         i = args.index("--mutants")
         mutants = json.load(open(args[i + 1]))
+        del args[i:i + 2]
+    elsewhere = {}
+    if "--elsewhere" in args:
+        i = args.index("--elsewhere")
+        elsewhere = elsewhere_list(args[i + 1])
         del args[i:i + 2]
     matrices = []
     while "--matrix" in args:
@@ -80,8 +107,14 @@ def main():
                     unknown.add((res["script"], rid))
                 by_script = matrix.setdefault(rid, {}).setdefault(res["script"], {})
                 by_script[run["adapter"]] = outcome(res)
-    musts = sorted((r for r, (_, must) in reqs.items() if must), key=lambda r: int(r[2:]))
+    all_musts = sorted((r for r, (_, must, _) in reqs.items() if must), key=lambda r: int(r[2:]))
+    musts = [r for r in all_musts if reqs[r][2] in SCOPE]
+    outside = [r for r in all_musts if reqs[r][2] not in SCOPE]
     uncovered = [r for r in musts if r not in matrix]
+    # a MUST whose scripts pass on no implementation is covered on paper only
+    never_passed = [r for r in musts if r in matrix and
+                    not any(o == "pass" for by in matrix[r].values() for o in by.values())]
+    unknown |= {("elsewhere", r) for r in elsewhere if r not in reqs}
     scripts = {res["script"] for run in runs for res in run["results"]}
     failed = [(run["adapter"], res) for run in runs for res in run["results"]
               if outcome(res) == "fail"]
@@ -101,6 +134,10 @@ def main():
         "musts_covered": len(musts) - len(uncovered),
         "musts_uncovered": len(uncovered),
         "uncovered": uncovered,
+        "uncovered_checked_elsewhere": {r: elsewhere[r] for r in uncovered if r in elsewhere},
+        "musts_never_passed": never_passed,
+        "musts_outside_scope": len(outside),
+        "outside_scope_uncovered": [r for r in outside if r not in matrix],
         "unknown_ids": sorted("%s: %s" % u for u in unknown),
         "results": {run["adapter"]: run["results"] for run in runs},
         "matrix": matrix,
@@ -126,8 +163,15 @@ def main():
             f.write("| %s | %d | %d | %d | %d | %d |\n" % (run["adapter"], len(run["results"]),
                                                          n["pass"], n["fail"], n["skip"],
                                                          n["known"]))
-        f.write("\n%d of %d MUST requirements have a script; %d have none.\n\n"
-                % (len(musts) - len(uncovered), len(musts), len(uncovered)))
+        f.write("\n%d of the %d MUST requirements of sections 2-12, 14 and 15 have a script; "
+                "%d have none" % (len(musts) - len(uncovered), len(musts), len(uncovered)))
+        f.write(" (%d of them checked by a test outside the suite, listed below).\n"
+                % sum(1 for r in uncovered if r in elsewhere))
+        if never_passed:
+            f.write("Covered on paper only (no script of theirs passes anywhere): %s.\n"
+                    % ", ".join(never_passed))
+        f.write("Other sections (connection management) hold %d MUSTs, %d with a script.\n\n"
+                % (len(outside), sum(1 for r in outside if r in matrix)))
         if failed:
             f.write("## Failures\n\n")
             for adapter, res in failed:
@@ -165,14 +209,22 @@ def main():
             for m in mutants:
                 f.write("| %s | %s |\n" % (m["name"], ", ".join(m["caught_by"]) or "**none**"))
             f.write("\n")
-        f.write("## Requirements\n\n| id | MUST | scripts |\n|---|---|---|\n")
+        if uncovered:
+            f.write("## MUSTs without a script\n\n")
+            for r in uncovered:
+                f.write("- %s (section %d)%s\n" % (r, reqs[r][2], ": checked by " + elsewhere[r]
+                                                  if r in elsewhere else ": not checked"))
+            f.write("\n")
+        f.write("## Requirements\n\n| id | section | MUST | scripts |\n|---|---|---|---|\n")
         for rid in sorted(reqs, key=lambda r: int(r[2:])):
             cells = []
             for script, by in sorted(matrix.get(rid, {}).items()):
                 cells.append("%s (%s)" % (script, ", ".join(
                     "%s %s" % (a, o if o != "fail" else "FAIL") for a, o in sorted(by.items()))))
-            f.write("| %s | %s | %s |\n"
-                    % (rid, "yes" if reqs[rid][1] else "", "; ".join(cells) or "—"))
+            if not cells and rid in elsewhere:
+                cells.append("outside the suite: " + elsewhere[rid])
+            f.write("| %s | %d | %s | %s |\n"
+                    % (rid, reqs[rid][2], "yes" if reqs[rid][1] else "", "; ".join(cells) or "—"))
 
     with open(outdir + "/junit.xml", "w") as f:
         f.write('<?xml version="1.0" encoding="UTF-8"?>\n<testsuites>\n')
@@ -215,17 +267,20 @@ def main():
         f.write("</testsuites>\n")
 
     print("compliance: %d scripts on %s, %d failed, %d skipped, %d known deviations; MUSTs "
-          "with a script: %d of %d%s"
+          "with a script: %d of %d (sections 2-12, 14, 15; %d more checked outside the suite)%s"
           % (len(scripts), ", ".join(summary["adapters"]), len(failed), len(skipped), len(known),
-             len(musts) - len(uncovered),
-             len(musts), "; mutants caught: %d of %d" % (summary["mutants_caught"], len(mutants))
+             len(musts) - len(uncovered), len(musts),
+             sum(1 for r in uncovered if r in elsewhere),
+             "; mutants caught: %d of %d" % (summary["mutants_caught"], len(mutants))
              if mutants is not None else ""))
+    if never_passed:
+        print("compliance: MUSTs whose scripts pass nowhere: " + ", ".join(never_passed))
     if grid:
         print("compliance: scenario matrix %d cells (%d scenarios), %d failed"
               % (len(grid), len(scenario_names), len(matrix_failed)))
     for u in sorted(unknown):
         print("  %s names %s, which the specification does not" % u)
-    ok = not failed and not unknown and not matrix_failed
+    ok = not failed and not unknown and not matrix_failed and not never_passed
     if mutants is not None:
         ok = ok and all(m["caught_by"] for m in mutants)
     return 0 if ok else 1

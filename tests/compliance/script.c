@@ -249,7 +249,7 @@ static bool line_setup(struct run *run)
 					    "retry_cnt", "rnr_retry", "peer_sport", "access",
 					    "ignore", "planes", "rtr", "qp_access", "discovery",
 					    "node_id", "peer_node_id", "derive_psn", "auth",
-					    "rx_capacity_kbps", "ud", "qkey", "peer_qkey", NULL };
+					    "rx_capacity_kbps", "ud", "qkey", "peer_qkey", "mw", NULL };
 	struct iut_config *c = &run->cfg;
 	uint64_t v;
 	const char *s;
@@ -288,6 +288,7 @@ static bool line_setup(struct run *run)
 	NUM("ud", c->ud)
 	NUM("qkey", c->qkey)
 	NUM("peer_qkey", c->peer_qkey)
+	NUM("mw", c->mw)
 #undef NUM
 	if (!c->n_paths || c->n_paths > IUT_MAX_PATHS)
 		return failf(run, "paths=%u: 1 to %u", c->n_paths, IUT_MAX_PATHS);

@@ -25,7 +25,8 @@ bool line_post(struct run *run)
 		if (run->argc >= 2 && !strcmp(run->argv[1], iut_wr_kinds[k]))
 			break;
 	if (k == IUT_WR_KINDS)
-		return failf(run, "post needs write, write_imm, send, send_imm, read or recv");
+		return failf(run, "post needs write, write_imm, send, send_imm, read, recv or "
+				  "local_inv");
 	if (!only_keys(run, 2, keys))
 		return false;
 	if (!arg_num(run, "id", &id, 0) || !arg_num(run, "off", &off, 0) ||
@@ -33,6 +34,8 @@ bool line_post(struct run *run)
 	    !arg_num(run, "raddr", &raddr, 0) || !arg_num(run, "imm", &imm, 0) ||
 	    !arg_num(run, "solicited", &solicited, 0))
 		return false;
+	if (k == IUT_WR_LOCAL_INV && rkey == run->names.script.mr_key)
+		rkey = run->names.iut.mr_key; /* the IUT's own key, as it named it */
 	wr = (struct iut_wr){ .kind = (uint8_t)k, .wr_id = id, .off = (uint32_t)off,
 			      .len = (uint32_t)len, .rkey = (uint32_t)rkey, .raddr = raddr,
 			      .imm = (uint32_t)imm, .solicited = solicited != 0 };
@@ -44,7 +47,8 @@ bool line_post(struct run *run)
 
 bool line_wc(struct run *run)
 {
-	static const char *const keys[] = { "status", "opcode", "id", "len", "imm", NULL };
+	static const char *const keys[] = { "status", "opcode", "id", "len", "imm", "inv_rkey",
+					    NULL };
 	struct iut_wc wc;
 	const char *s;
 	uint64_t v;
@@ -74,6 +78,14 @@ bool line_wc(struct run *run)
 	if (arg(run, "imm") && (!arg_num(run, "imm", &v, 0) || !wc.with_imm || v != wc.imm))
 		return failf(run, "completion %llu: imm %s%u, expected %llu",
 			     (unsigned long long)wc.wr_id, wc.with_imm ? "" : "none ", wc.imm,
+			     (unsigned long long)v);
+	/* inv_rkey=: IBV_WC_WITH_INV, the key as the script names the IUT's */
+	if (arg(run, "inv_rkey") &&
+	    (!arg_num(run, "inv_rkey", &v, 0) || !wc.with_inv ||
+	     v != (wc.inv_rkey == run->names.iut.mr_key ? run->names.script.mr_key : wc.inv_rkey)))
+		return failf(run, "completion %llu: %s 0x%x, expected 0x%llx",
+			     (unsigned long long)wc.wr_id,
+			     wc.with_inv ? "invalidated key" : "no WITH_INV, key", wc.inv_rkey,
 			     (unsigned long long)v);
 	return true;
 }

@@ -43,7 +43,7 @@
 
 #include "compliance/agent.h"
 #include "compliance/agents/ip_headers.h"
-#include "compliance/agents/ud_verbs.h"
+#include "compliance/agents/more_verbs.h"
 #include "proto/codec.h"
 #include "proto/conn.h"
 #include "verbs/ctl_client.h"
@@ -60,6 +60,7 @@ struct daemon_iut {
 	struct ibv_cq *cq;
 	struct ibv_qp *qp;
 	struct ibv_ah *ah; /* a UD QP's, to the peer */
+	struct ibv_mw *mw; /* the window the peer's key names (cfg.mw) */
 	struct ibv_mr *mr;
 	uint8_t *mem;
 	size_t mapped;
@@ -429,7 +430,8 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 		d->mem = NULL;
 		return fail_open(d, errno, err, errlen, "mmap");
 	}
-	access |= (c->mr_remote_write ? IBV_ACCESS_REMOTE_WRITE : 0) |
+	access |= (c->mw ? IBV_ACCESS_MW_BIND : 0) |
+		  (c->mr_remote_write ? IBV_ACCESS_REMOTE_WRITE : 0) |
 		  (c->mr_remote_read ? IBV_ACCESS_REMOTE_READ : 0) |
 		  (c->mr_remote_atomic ? IBV_ACCESS_REMOTE_ATOMIC : 0);
 	if (!(d->pd = ibv_alloc_pd(g.ctx)))
@@ -502,6 +504,13 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 	mapped(g.stranger, c->stranger_addr);
 	mapped(g.neighbour, c->neighbour_addr);
 	c->mr_key = d->mr->rkey;
+	if (c->mw && !c->at_rtr &&
+	    !(d->mw = window_bound(d->pd, d->qp, d->cq, d->mr,
+				   access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+					     IBV_ACCESS_REMOTE_ATOMIC))))
+		return fail_open(d, errno, err, errlen, "binding a type 2 window");
+	if (d->mw)
+		c->mr_key = d->mw->rkey; /* the peer's key names the window */
 	c->mr_addr = (uintptr_t)d->mem;
 	d->cfg = *c;
 	d->base_metrics = malloc(METRICS_CAP);
@@ -534,6 +543,8 @@ static void daemon_close(void *iut)
 		g.open = NULL;
 	if (d->qp)
 		ibv_destroy_qp(d->qp);
+	if (d->mw)
+		ibv_dealloc_mw(d->mw);
 	if (d->ah)
 		ibv_destroy_ah(d->ah);
 	if (d->cq)
@@ -629,6 +640,8 @@ static int daemon_post(void *iut, const struct iut_wr *wr, uint64_t now_ns)
 		struct ibv_recv_wr r = { .wr_id = wr->wr_id, .sg_list = &sge, .num_sge = 1 }, *bad;
 
 		e = ibv_post_recv(d->qp, &r, &bad);
+	} else if (wr->kind == IUT_WR_LOCAL_INV) {
+		e = window_invalidate(d->qp, wr->rkey, wr->wr_id);
 	} else if (d->cfg.ud) {
 		if (wr->kind != IUT_WR_SEND && wr->kind != IUT_WR_SEND_IMM)
 			return -EINVAL; /* a UD QP sends, nothing else */
@@ -699,6 +712,8 @@ static bool daemon_poll(void *iut, struct iut_wc *wc)
 	wc->byte_len = w.byte_len;
 	wc->with_imm = (w.wc_flags & IBV_WC_WITH_IMM) != 0;
 	wc->imm = wc->with_imm ? ntohl(w.imm_data) : 0;
+	wc->with_inv = (w.wc_flags & IBV_WC_WITH_INV) != 0;
+	wc->inv_rkey = wc->with_inv ? w.invalidated_rkey : 0;
 	return true;
 }
 

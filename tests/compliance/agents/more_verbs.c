@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-#include "compliance/agents/ud_verbs.h"
+#include "compliance/agents/more_verbs.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 int ud_ready(struct ibv_qp *qp, uint32_t qkey, uint32_t sq_psn)
 {
@@ -41,5 +42,53 @@ int ud_send(struct ibv_qp *qp, struct ibv_ah *ah, uint32_t remote_qpn, uint32_t 
 	w.wr.ud.ah = ah;
 	w.wr.ud.remote_qpn = remote_qpn;
 	w.wr.ud.remote_qkey = remote_qkey;
+	return ibv_post_send(qp, &w, &bad);
+}
+
+struct ibv_mw *window_bound(struct ibv_pd *pd, struct ibv_qp *qp, struct ibv_cq *cq,
+			    struct ibv_mr *mr, int access)
+{
+	struct ibv_mw *mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	struct ibv_send_wr w = { .wr_id = 0xb1d, .opcode = IBV_WR_BIND_MW,
+				 .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+	struct ibv_wc wc;
+	int e;
+
+	if (!mw)
+		return NULL;
+	w.bind_mw.mw = mw;
+	w.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	w.bind_mw.bind_info = (struct ibv_mw_bind_info){ .mr = mr, .addr = (uintptr_t)mr->addr,
+							 .length = mr->length,
+							 .mw_access_flags = (unsigned)access };
+	if ((e = ibv_post_send(qp, &w, &bad))) {
+		ibv_dealloc_mw(mw);
+		errno = e;
+		return NULL;
+	}
+	for (unsigned tries = 0; tries < 5000; tries++) { /* the daemon answers in a moment */
+		struct timespec ms = { 0, 1000000 };
+
+		if (ibv_poll_cq(cq, 1, &wc) == 1)
+			break;
+		nanosleep(&ms, NULL);
+		wc.wr_id = 0;
+	}
+	if (wc.wr_id != 0xb1d || wc.status != IBV_WC_SUCCESS) {
+		ibv_dealloc_mw(mw);
+		errno = EPROTO;
+		return NULL;
+	}
+	mw->rkey = w.bind_mw.rkey;
+	return mw;
+}
+
+int window_invalidate(struct ibv_qp *qp, uint32_t rkey, uint64_t wr_id)
+{
+	struct ibv_send_wr w = { .wr_id = wr_id, .opcode = IBV_WR_LOCAL_INV,
+				 .send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = rkey },
+			   *bad;
+
 	return ibv_post_send(qp, &w, &bad);
 }
