@@ -187,9 +187,10 @@ static void serve_open(struct served *s)
 	if (agent_arg(s->w, s->n, "auth") &&
 	    (!need(s, "auth", &v[0]) ||
 	     agent_hex_get(agent_arg(s->w, s->n, "key_to_iut") ?: "", c.key_to_iut, 16) != 16 ||
-	     agent_hex_get(agent_arg(s->w, s->n, "key_from_iut") ?: "", c.key_from_iut, 16) != 16)) {
-		fprintf(s->out, "error open: auth= needs key_to_iut= and key_from_iut= (16 bytes "
-			"each, HEX)\n");
+	     agent_hex_get(agent_arg(s->w, s->n, "key_from_iut") ?: "", c.key_from_iut, 16) != 16 ||
+	     agent_hex_get(agent_arg(s->w, s->n, "cluster_key") ?: "", c.cluster_key, 32) != 32)) {
+		fprintf(s->out, "error open: auth= needs key_to_iut=, key_from_iut= (16 bytes "
+			"each) and cluster_key= (32), HEX\n");
 		return;
 	}
 	c.auth = agent_arg(s->w, s->n, "auth") && v[0];
@@ -252,6 +253,10 @@ static void serve_open(struct served *s)
 		agent_hex_put(s->out, c.stranger_addr, 16);
 		fputs(" neighbour=", s->out);
 		agent_hex_put(s->out, c.neighbour_addr, 16);
+		if (c.auth) {
+			fputs(" public_key=", s->out);
+			agent_hex_put(s->out, c.public_key, 32);
+		}
 	}
 	fputc('\n', s->out);
 }

@@ -11,11 +11,11 @@
  *   suite:  open now=NS qpn=Q peer_qpn=Q psn=P peer_psn=P max_payload=B paths=N planes=N
  *                sports=S,S.. rq_depth=N mr_key=K mr_addr=A mr_len=L access=rwa|- retry_cnt=N
  *                rnr_retry=N rtr=0|1 qp_access=rwa|- [discovery=1 node_id=N peer_node_id=N]
- *                [auth=1 key_to_iut=HEX key_from_iut=HEX] [rx_capacity_kbps=N]
+ *                [auth=1 key_to_iut=HEX key_from_iut=HEX cluster_key=HEX] [rx_capacity_kbps=N]
  *                [ud=1 qkey=N peer_qkey=N] [mw=1]
  *   agent:  ok qpn=Q psn=P peer_psn=P mr_key=K mr_addr=A   (the values it made the QP with)
  *                [node_id=N peer_node_id=N port=P addrs=A,A.. peer_addrs=A,A.. stranger=A
- *                neighbour=A]
+ *                neighbour=A [public_key=HEX (auth=1)]]
  *                (discovery=1
  *                needs them; any agent may say them)
  *   suite:  close                                   agent: ok

@@ -63,6 +63,10 @@ struct iut_config {
 	 * the two directions' QP keys, which discovery would otherwise have derived. */
 	bool auth;
 	uint8_t key_to_iut[16], key_from_iut[16];
+	/* auth with discovery: the two nodes trust each other by a cluster key, the script's 32
+	 * bytes, and tag their DISCOVER* under it (SPEC 14.6); open() says the IUT node's public
+	 * key. */
+	uint8_t cluster_key[32], public_key[32];
 	/* The receive capacity its rate hints share out, kbit/s (SPEC 8.2); 0: the IUT's own. */
 	uint64_t rx_capacity_kbps;
 	/* ud: the QP is an unreliable datagram QP (SPEC 4.8) holding qkey; its sends go to the

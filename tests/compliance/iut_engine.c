@@ -11,11 +11,13 @@
 #include <string.h>
 
 #include <metaroce/drop_reasons.h>
+#include <sodium.h>
 
 #include "compliance/iut.h"
 #include "proto/bytes.h"
 #include "proto/codec.h"
 #include "proto/conn.h"
+#include "proto/auth.h"
 #include "proto/peer.h"
 
 #define WC_QUEUE 256u
@@ -35,6 +37,7 @@ struct engine_iut {
 	uint64_t drops[MRC_DROP_REASON_MAX + 1];
 	struct mrc_peer_table peers; /* with cfg.discovery */
 	bool has_peers;
+	struct mrc_auth node_auth; /* with discovery and auth: its cluster key and key pair */
 	struct mrc_rate_domain rates; /* with cfg.rx_capacity_kbps */
 	bool has_rates;
 };
@@ -118,6 +121,20 @@ static int open_node(struct engine_iut *e, uint64_t now_ns)
 	if ((err = mrc_peer_table_init(&e->peers, &local, 4, &cb, e, 1)))
 		return err;
 	e->has_peers = true;
+	if (e->cfg.auth) { /* a cluster member with a key pair of its own */
+		struct mrc_auth *a = &e->node_auth;
+
+		if (sodium_init() < 0)
+			return -EIO;
+		*a = (struct mrc_auth){ .mode = MRC_AUTH_HEADER, .has_cluster_key = true };
+		memset(a->secret_key, 0x3c, sizeof(a->secret_key));
+		memcpy(a->cluster_key, e->cfg.cluster_key, sizeof(a->cluster_key));
+		if ((err = mrc_auth_public_of(a->secret_key, a->public_key)) ||
+		    (err = mrc_auth_init(a)))
+			return err < 0 ? err : -EINVAL;
+		memcpy(e->cfg.public_key, a->public_key, sizeof(e->cfg.public_key));
+		mrc_peer_table_set_auth(&e->peers, a);
+	}
 	err = mrc_peer_table_lookup(&e->peers, e->cfg.peer_addr[0], 0, MRC_UDP_PORT_DEFAULT,
 				    now_ns);
 	return err < 0 ? err : 0;
@@ -228,6 +245,7 @@ static void *engine_open(const struct iut_ops *self, struct iut_config *cfg, uin
 		engine_close(e);
 		return NULL;
 	}
+	memcpy(cfg->public_key, e->cfg.public_key, sizeof(cfg->public_key));
 	return e;
 }
 
@@ -427,13 +445,20 @@ static bool engine_counter(void *iut, const char *name, uint64_t *value)
 			memcpy(value, (const uint8_t *)s + stats[i].offset, sizeof(*value));
 			return true;
 		}
-	/* discovery packets the peer table refused: not admitted, stale */
-	if (!strcmp(name, "discover_not_admitted") || !strcmp(name, "discover_stale")) {
-		*value = !e->has_peers ? 0
-			 : e->peers.refused[name[9] == 'n' ? MRC_DROP_NOT_ADMITTED
-							   : MRC_DROP_STALE_DISCOVER];
-		return e->has_peers;
-	}
+	/* discovery packets the peer table refused: not admitted [R-123], stale [R-290],
+	 * unauthenticated or under a key not trusted [R-344] */
+	static const struct {
+		const char *name;
+		int reason;
+	} refusals[] = { { "discover_not_admitted", MRC_DROP_NOT_ADMITTED },
+			 { "discover_stale", MRC_DROP_STALE_DISCOVER },
+			 { "discover_unauthenticated", MRC_DROP_UNAUTHENTICATED },
+			 { "discover_peer_key", MRC_DROP_PEER_KEY } };
+	for (unsigned i = 0; i < sizeof(refusals) / sizeof(refusals[0]); i++)
+		if (!strcmp(name, refusals[i].name)) {
+			*value = e->has_peers ? e->peers.refused[refusals[i].reason] : 0;
+			return e->has_peers;
+		}
 	if (!strcmp(name, "unauthenticated")) { /* no trailer, or a wrong tag */
 		*value = e->drops[MRC_DROP_UNAUTHENTICATED];
 		return true;

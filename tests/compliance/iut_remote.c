@@ -153,7 +153,7 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 			 char *err, size_t errlen)
 {
 	struct remote *r = (struct remote *)(uintptr_t)self;
-	char ports[IUT_MAX_PATHS * 6 + 1] = "", discovery[96] = "", options[224] = "";
+	char ports[IUT_MAX_PATHS * 6 + 1] = "", discovery[96] = "", options[320] = "";
 	size_t at = 0;
 
 	for (unsigned i = 0; i < c->n_paths; i++)
@@ -171,6 +171,10 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 			at += (size_t)snprintf(options + at, sizeof(options) - at, "%02x",
 					       i < 16 ? c->key_to_iut[i] : c->key_from_iut[i - 16]);
 		}
+		at += (size_t)snprintf(options + at, sizeof(options) - at, " cluster_key=");
+		for (unsigned i = 0; i < 32; i++)
+			at += (size_t)snprintf(options + at, sizeof(options) - at, "%02x",
+					       c->cluster_key[i]);
 	}
 	if (c->rx_capacity_kbps)
 		snprintf(options + strlen(options), sizeof(options) - strlen(options),
@@ -221,9 +225,11 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 				     c->n_planes) ||
 		    !agent_addrs_get(agent_arg(r->w, r->n, "stranger"), &c->stranger_addr, 1) ||
 		    (agent_arg(r->w, r->n, "neighbour") &&
-		     !agent_addrs_get(agent_arg(r->w, r->n, "neighbour"), &c->neighbour_addr, 1)))
+		     !agent_addrs_get(agent_arg(r->w, r->n, "neighbour"), &c->neighbour_addr, 1)) ||
+		    (c->auth && agent_hex_get(agent_arg(r->w, r->n, "public_key") ?: "",
+					      c->public_key, 32) != 32))
 			snprintf(r->fault, sizeof(r->fault), "the agent %s said no addrs=, "
-				 "peer_addrs=, stranger= (neighbour=) of %u, %u and 1 address", r->name,
+				 "peer_addrs=, stranger= (neighbour=) of %u, %u and 1 address (public_key=)", r->name,
 				 c->n_planes, c->n_planes);
 	}
 	if (r->fault[0]) {

@@ -358,7 +358,7 @@ static struct mrc_auth_key auth_key(const uint8_t bytes[16])
 /* What a line "<" takes besides the packet's fields: its payload and how it travels. */
 static const char *const extras[] = { "len", "fill", "plane", "sport", "ce", "corrupt",
 				      "poke", "truncate", "sack", "records", "drained", "from",
-				      "tag" };
+				      "tag", "key" };
 
 static bool is_extra(const char *a)
 {
@@ -399,12 +399,13 @@ static bool line_send(struct run *run)
 	struct iut_dgram *d = &run->scratch;
 	uint64_t len, fill, v;
 	const char *tag;
-	bool csum = false;
+	bool csum = false, discovery;
 	size_t out;
 	int e;
 
 	if (run->argc < 2 || !parse_opcode(run->argv[1], &p.opcode))
 		return failf(run, "< needs an opcode");
+	discovery = p.opcode == MRC_OP_DISCOVER || p.opcode == MRC_OP_DISCOVER_REPLY;
 	p.dst_qpn = run->cfg.qpn;
 	p.tx_ts = (uint32_t)run->now;
 	if (!arg_num(run, "len", &len, 0) || !arg_num(run, "fill", &fill, 0x5a))
@@ -416,7 +417,7 @@ static bool line_send(struct run *run)
 	p.payload_len = (uint16_t)len;
 	if (mrc_opcode_is_data(p.opcode))
 		p.u.data.msg_len = (uint32_t)len;
-	if (p.opcode == MRC_OP_DISCOVER || p.opcode == MRC_OP_DISCOVER_REPLY) {
+	if (discovery) {
 		p.dst_qpn = 0; /* the node's, and what the suite's node announces */
 		p.u.discover = (struct mrc_discover){ .node_id = run->cfg.peer_node_id,
 						      .udp_port = MRC_UDP_PORT_DEFAULT,
@@ -427,9 +428,8 @@ static bool line_send(struct run *run)
 		p.u.ud.src_qpn = run->cfg.peer_qpn;
 		p.u.ud.qkey = run->cfg.qkey;
 	}
-	if (!(p.opcode == MRC_OP_DISCOVER || p.opcode == MRC_OP_DISCOVER_REPLY) &&
-	    (arg(run, "records") || arg(run, "drained")))
-		return failf(run, "records= and drained= are a DISCOVER's or DISCOVER_REPLY's");
+	if (!discovery && (arg(run, "records") || arg(run, "drained") || arg(run, "key")))
+		return failf(run, "records=, drained= and key= are a DISCOVER's or DISCOVER_REPLY's");
 	for (unsigned i = 2; i < run->argc; i++) {
 		char key[32];
 		const char *eq = strchr(run->argv[i], '=');
@@ -496,7 +496,10 @@ static bool line_send(struct run *run)
 		d->bytes[offsetof(struct mrc_hdr, csum)] = (uint8_t)(c >> 8);
 		d->bytes[offsetof(struct mrc_hdr, csum) + 1] = (uint8_t)c;
 	}
-	if (p.flags & MRC_F_AUTH) { /* the headers as sent, checksum included */
+	if ((p.flags & MRC_F_AUTH) && discovery) { /* public key and tag */
+		if (!discover_auth_seal(run, d))
+			return false;
+	} else if (p.flags & MRC_F_AUTH) { /* the headers as sent, checksum included */
 		const struct mrc_auth_key k = auth_key(run->cfg.key_to_iut);
 
 		if ((size_t)d->len + MRC_AUTH_TAG_LEN > sizeof(d->bytes))
@@ -629,7 +632,10 @@ static bool line_expect(struct run *run)
 	if (p.opcode != opcode)
 		return failf(run, "expected %s, the IUT sent %s (psn %u)", mrc_opcode_name(opcode),
 			     mrc_opcode_name(p.opcode), p.psn);
-	if (run->cfg.auth) { /* every packet of an authenticated QP, under its key */
+	if (run->cfg.auth && (opcode == MRC_OP_DISCOVER || opcode == MRC_OP_DISCOVER_REPLY)) {
+		if (!discover_auth_check(run, &p))
+			return false;
+	} else if (run->cfg.auth) { /* every packet of an authenticated QP, its key's tag */
 		const struct mrc_auth_key k = auth_key(run->cfg.key_from_iut);
 
 		if (!(p.flags & MRC_F_AUTH) || !mrc_auth_packet_ok(&k, &p))
@@ -813,6 +819,8 @@ static void defaults(struct run *run)
 		c->key_to_iut[i] = (uint8_t)(0xa0 + i);
 		c->key_from_iut[i] = (uint8_t)(0x50 + 3 * i);
 	}
+	for (unsigned i = 0; i < 32; i++) /* and the cluster's key */
+		c->cluster_key[i] = (uint8_t)(0x0f ^ (7 * i));
 	run->peer_sport = 50000;
 	run->ignore[MRC_OP_PROBE] = true;
 	run->now = START_NS;

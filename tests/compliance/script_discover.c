@@ -3,13 +3,18 @@
  * The wire script's words for peer discovery (SPEC 12): the plane address records of a
  * DISCOVER or DISCOVER_REPLY the suite sends as the peer's node, the address it comes from,
  * and the checks of those the IUT sends: which planes its records name, which are drained,
- * where the packet goes.
+ * where the packet goes. With auth, the suite's node is a member of the IUT's cluster and
+ * tags its DISCOVER* under the cluster key as SPEC 14.6 says (lib/proto/auth.c's primitives,
+ * as any implementation may use libsodium's), and checks the IUT's tags.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "compliance/script_impl.h"
+#include "proto/auth.h"
 #include "proto/codec.h"
 
 static const uint8_t v4_mapped[12] = { [10] = 0xff, [11] = 0xff };
@@ -137,4 +142,68 @@ int discover_expect(struct run *run, const struct mrc_packet *p, const struct iu
 	if (discover && (!strcmp(key, "records") || !strcmp(key, "drained")))
 		return check_records(run, p, key, value);
 	return -1;
+}
+
+/*
+ * A node the suite plays, by key=: "member" (the peer, in the cluster), "other" (another
+ * member's key pair, the same cluster) or "outsider" (a key pair under another cluster key).
+ */
+static bool suite_node(struct run *run, const char *who, struct mrc_auth *a)
+{
+	uint8_t fill = 0x51;
+
+	if (who && strcmp(who, "member") && strcmp(who, "other") && strcmp(who, "outsider"))
+		return failf(run, "key=%s: member, other or outsider", who);
+	if (who && strcmp(who, "member"))
+		fill = who[0] == 'o' && who[1] == 't' ? 0x52 : 0x53;
+	*a = (struct mrc_auth){ .mode = MRC_AUTH_HEADER, .has_cluster_key = true };
+	memset(a->secret_key, fill, sizeof(a->secret_key));
+	memcpy(a->cluster_key, run->cfg.cluster_key, sizeof(a->cluster_key));
+	if (fill == 0x53)
+		a->cluster_key[0] ^= 0xff;
+	if (sodium_init() < 0 || mrc_auth_public_of(a->secret_key, a->public_key) ||
+	    mrc_auth_init(a))
+		return failf(run, "the suite cannot make its key pair");
+	return true;
+}
+
+bool discover_auth_seal(struct run *run, struct iut_dgram *d)
+{
+	const char *tag = arg(run, "tag");
+	static const struct mrc_discover nothing_announced;
+	struct mrc_peer_keys k;
+	struct mrc_auth a;
+
+	if (tag && !strcmp(tag, "omit"))
+		return true;
+	if (!suite_node(run, arg(run, "key"), &a))
+		return false;
+	if (mrc_auth_static_keys(&a, run->names.iut.public_key, d->addr, &nothing_announced, &k))
+		return failf(run, "the suite holds no key towards the IUT's public key");
+	if ((size_t)d->len + MRC_AUTH_PUBLIC_KEY_LEN + MRC_AUTH_DISCOVER_TAG_LEN > sizeof(d->bytes))
+		return failf(run, "no room for the trailer");
+	mrc_auth_seal_discover(&a, k.static_tx, d->bytes, d->len);
+	d->len += MRC_AUTH_PUBLIC_KEY_LEN + MRC_AUTH_DISCOVER_TAG_LEN;
+	if (tag && !strcmp(tag, "wrong"))
+		d->bytes[d->len - 1] ^= 0x01;
+	return true;
+}
+
+bool discover_auth_check(struct run *run, const struct mrc_packet *p)
+{
+	const uint8_t *key = mrc_auth_discover_key(p);
+	struct mrc_peer_keys k;
+	struct mrc_auth a;
+
+	if (!(p->flags & MRC_F_AUTH) || !key)
+		return failf(run, "%s: no AUTH flag, no trailer", mrc_opcode_name(p->opcode));
+	if (memcmp(key, run->names.iut.public_key, MRC_AUTH_PUBLIC_KEY_LEN))
+		return failf(run, "%s: under another public key than the IUT's",
+			     mrc_opcode_name(p->opcode));
+	if (!suite_node(run, NULL, &a) ||
+	    mrc_auth_static_keys(&a, key, run->names.iut.addr[0], &p->u.discover, &k))
+		return failf(run, "%s: the suite holds no key towards it", mrc_opcode_name(p->opcode));
+	return mrc_auth_discover_ok(p, k.static_rx) ||
+	       failf(run, "%s: its tag is not right under the cluster's key from the IUT",
+		     mrc_opcode_name(p->opcode));
 }

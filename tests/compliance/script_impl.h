@@ -82,5 +82,8 @@ bool discover_fill(struct run *run, struct mrc_packet *p);
 bool discover_from(struct run *run, struct iut_dgram *d);
 int discover_expect(struct run *run, const struct mrc_packet *p, const struct iut_dgram *d,
 		    const char *key, const char *value);
+/* With auth: a DISCOVER*'s trailer, by tag= and key=; and the check of the IUT's. */
+bool discover_auth_seal(struct run *run, struct iut_dgram *d);
+bool discover_auth_check(struct run *run, const struct mrc_packet *p);
 
 #endif
