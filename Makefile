@@ -239,6 +239,8 @@ COMPLIANCE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(filter-out tests/compliance/matri
 		   $(wildcard tests/compliance/*.c)))
 COMPLIANCE_MATRIX := $(BUILD)/tests/compliance/compliance-matrix
 COMPLIANCE_SCRIPTS = $(sort $(wildcard tests/compliance/scripts/*.pkt))
+# the scripts an authenticating daemon runs (daemon.sh --auth): those that say auth=1
+COMPLIANCE_AUTH_SCRIPTS = $(shell grep -l '^setup.* auth=1' $(COMPLIANCE_SCRIPTS))
 AGENT_ENGINE := $(BUILD)/tests/compliance/compliance-agent-engine
 AGENT_DAEMON := $(BUILD)/tests/compliance/compliance-agent-daemon
 AGENT_TEMPLATE := $(BUILD)/tests/compliance/compliance-agent-template
@@ -272,6 +274,7 @@ $(AGENT_TEMPLATE): tests/compliance/agents/template.c tests/compliance/agent.c \
 
 $(AGENT_DAEMON): $(OBJ)/tests/compliance/agents/daemon.o \
 		$(OBJ)/tests/compliance/agents/ip_headers.o $(OBJ)/tests/compliance/agents/more_verbs.o \
+		$(OBJ)/tests/compliance/agents/peer_auth.o \
 		$(OBJ)/tests/compliance/agent.o \
 		$(OBJ)/tests/verbs/ctl_client.o $(LIBPROTO) $(LIBMETAROCE)
 	$(call msg,LD,$@)
@@ -291,14 +294,18 @@ compliance: $(COMPLIANCE) $(COMPLIANCE_MATRIX) $(AGENT_ENGINE) $(AGENT_DAEMON) $
 		$(COMPLIANCE_SCRIPTS) >$(BUILD)/compliance/template.log || rc=1; \
 	tail -n 1 $(BUILD)/compliance/template.log; \
 	runs="$(BUILD)/compliance/engine.json $(BUILD)/compliance/engine-agent.json"; matrices=; \
-	for b in udp xdp; do \
-		sh tests/compliance/daemon.sh $(BUILD) $$b $(BUILD)/compliance/metaroced-$$b.json \
-			$(COMPLIANCE_SCRIPTS) >$(BUILD)/compliance/metaroced-$$b.log 2>&1; \
-		s=$$?; tail -n 1 $(BUILD)/compliance/metaroced-$$b.log; \
-		[ $$s -eq 77 ] || [ ! -f $(BUILD)/compliance/metaroced-$$b.json ] || \
-			runs="$$runs $(BUILD)/compliance/metaroced-$$b.json"; \
+	for b in udp xdp udp-auth xdp-auth; do \
+		r=$${b%-auth}; n=metaroced-$$b; \
+		case $$b in *-auth) opt=--auth sc="$(COMPLIANCE_AUTH_SCRIPTS)";; \
+		*) opt= sc="$(COMPLIANCE_SCRIPTS)";; esac; \
+		sh tests/compliance/daemon.sh $(BUILD) $$r $$opt $(BUILD)/compliance/$$n.json \
+			$$sc >$(BUILD)/compliance/$$n.log 2>&1; \
+		s=$$?; tail -n 1 $(BUILD)/compliance/$$n.log; \
+		[ $$s -eq 77 ] || [ ! -f $(BUILD)/compliance/$$n.json ] || \
+			runs="$$runs $(BUILD)/compliance/$$n.json"; \
 		[ $$s -eq 0 ] || [ $$s -eq 77 ] || { rc=1; grep -v '^  PASS\|^  SKIP\|^  KNOWN' \
-			$(BUILD)/compliance/metaroced-$$b.log; }; \
+			$(BUILD)/compliance/$$n.log; }; \
+		[ -z "$$opt" ] || continue; \
 		sh tests/compliance/daemon.sh $(BUILD) $$b --matrix \
 			$(BUILD)/compliance/matrix-$$b.json >$(BUILD)/compliance/matrix-$$b.log 2>&1; \
 		s=$$?; tail -n 1 $(BUILD)/compliance/matrix-$$b.log; \

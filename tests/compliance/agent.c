@@ -253,9 +253,15 @@ static void serve_open(struct served *s)
 		agent_hex_put(s->out, c.stranger_addr, 16);
 		fputs(" neighbour=", s->out);
 		agent_hex_put(s->out, c.neighbour_addr, 16);
-		if (c.auth) {
+		if (c.auth) { /* the keys it holds: the script's, or its own */
 			fputs(" public_key=", s->out);
 			agent_hex_put(s->out, c.public_key, 32);
+			fputs(" cluster_key=", s->out);
+			agent_hex_put(s->out, c.cluster_key, 32);
+			fputs(" key_to_iut=", s->out);
+			agent_hex_put(s->out, c.key_to_iut, 16);
+			fputs(" key_from_iut=", s->out);
+			agent_hex_put(s->out, c.key_from_iut, 16);
 		}
 	}
 	fputc('\n', s->out);

@@ -15,7 +15,8 @@
  *                [ud=1 qkey=N peer_qkey=N] [mw=1]
  *   agent:  ok qpn=Q psn=P peer_psn=P mr_key=K mr_addr=A   (the values it made the QP with)
  *                [node_id=N peer_node_id=N port=P addrs=A,A.. peer_addrs=A,A.. stranger=A
- *                neighbour=A [public_key=HEX (auth=1)]]
+ *                neighbour=A [public_key=HEX cluster_key=HEX key_to_iut=HEX key_from_iut=HEX
+ *                (auth=1: the keys it holds, the script's or its own)]]
  *                (discovery=1
  *                needs them; any agent may say them)
  *   suite:  close                                   agent: ok

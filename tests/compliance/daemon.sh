@@ -3,8 +3,12 @@
 # the suite's peer (compliance-agent-daemon, agents/daemon.c) in another, a veth between them
 # for each of two planes.
 #
-#   tests/compliance/daemon.sh BUILD_DIR udp|xdp RESULTS.json SCRIPT...
+#   tests/compliance/daemon.sh BUILD_DIR udp|xdp [--auth] RESULTS.json SCRIPT...
 #   tests/compliance/daemon.sh BUILD_DIR udp|xdp --matrix RESULTS.json
+#
+# --auth: the daemon authenticates (auth = header under a cluster key, SPEC 14.6) and the
+# agent is a member of its cluster; only the scripts that say setup auth=1 run on it, the
+# others skip (the run without takes them).
 #
 # The second runs the scenario matrix (compliance-matrix) with the engine and the daemon, each
 # as client and as server: the daemon's two QPs of a daemon-to-daemon pair belong to two
@@ -12,11 +16,12 @@
 # attach its program (it then says so in its log and runs udp: the backend it chose is read,
 # not assumed). Exits as compliance does: 0 when nothing failed.
 set -u
-BUILD=${1:?usage: daemon.sh BUILD_DIR udp|xdp [--matrix] RESULTS.json [SCRIPT...]}
+BUILD=${1:?usage: daemon.sh BUILD_DIR udp|xdp [--matrix|--auth] RESULTS.json [SCRIPT...]}
 backend=${2:?}
 shift 2
-matrix=
+matrix= auth=
 [ "${1:-}" != --matrix ] || { matrix=1; shift; }
+[ "${1:-}" != --auth ] || { auth=1; shift; }
 results=${1:?}
 shift
 . "$(dirname "$0")/../integration/lib.sh"
@@ -41,11 +46,18 @@ ip -n "$NS_B" addr add 198.18.0.4/24 dev "${TAG}b0"
 # script), not in a fabric's microseconds: with the default 1 ms RTO before a first sample a
 # path would fail before the script's first ACK. Scripts that time the RTO itself need a
 # virtual clock and skip here.
-NO_CLUSTER_KEY=1 start_daemon "$NS_A" iut --set "plane=0 ${TAG}a0 198.18.0.1" \
+if [ -n "$auth" ]; then # the cluster key start_daemon makes, and authentication on
+	unset NO_CLUSTER_KEY
+	auth_mode=header
+else
+	NO_CLUSTER_KEY=1
+	auth_mode=off
+fi
+start_daemon "$NS_A" iut --set "plane=0 ${TAG}a0 198.18.0.1" \
 	--set "plane=1 ${TAG}a1 198.19.0.1" --set "peer_prefix=198.18.0.0/25" \
 	--set "peer_prefix=198.19.0.0/25" \
 	--set "control_socket=$TMP/iut.sock" \
-	--set "backend=$backend" --set "auth=off" \
+	--set "backend=$backend" --set "auth=$auth_mode" \
 	--set "rto_initial=100ms" --set "rto_min=100ms" --set "rto_max=1s"
 up_or_gone() { grep -q "$DAEMON_UP" "$TMP/iut.log" || gone "$PID_iut"; }
 wait_until 10 "metaroced did not come up" up_or_gone
@@ -56,18 +68,20 @@ fi
 chosen=$(ctl_json "$TMP/iut.sock" status 'j["backend"]')
 [ "$chosen" = "$backend" ] ||
 	skip "metaroced-$backend: the daemon runs backend $chosen here: $(grep -m1 backend "$TMP/iut.log")"
-agent="remote:$BUILD/tests/compliance/compliance-agent-daemon metaroced-$backend"
+name=metaroced-$backend${auth:+-auth}
+agent="remote:$BUILD/tests/compliance/compliance-agent-daemon $name"
 in_peer() {
 	ip netns exec "$NS_B" env METAROCE_SOCKET="$TMP/iut.sock" METAROCE_QUIET=1 \
 		COMPLIANCE_IUT_ADDR=198.18.0.1,198.19.0.1 \
 		COMPLIANCE_PEER_ADDR="198.18.0.2,198.19.0.2;198.18.0.3,198.19.0.3" \
 		COMPLIANCE_FRESH_ADDR="$fresh" COMPLIANCE_STRANGER_ADDR=198.18.0.200 \
 		COMPLIANCE_NEIGHBOUR_ADDR=198.18.0.4 \
+		${auth:+COMPLIANCE_CLUSTER_KEY_FILE="$TMP/cluster.key"} \
 		LD_LIBRARY_PATH="$BUILD/lib" "$@"
 }
 if [ -n "$matrix" ]; then
 	in_peer "$BUILD/tests/compliance/compliance-matrix" "$results" engine "$agent"
 else
 	in_peer "$BUILD/tests/compliance/compliance" \
-		--known "$(dirname "$0")/known/metaroced-$backend.txt" "$agent" "$results" "$@"
+		--known "$(dirname "$0")/known/$name.txt" "$agent" "$results" "$@"
 fi

@@ -226,10 +226,16 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 		    !agent_addrs_get(agent_arg(r->w, r->n, "stranger"), &c->stranger_addr, 1) ||
 		    (agent_arg(r->w, r->n, "neighbour") &&
 		     !agent_addrs_get(agent_arg(r->w, r->n, "neighbour"), &c->neighbour_addr, 1)) ||
-		    (c->auth && agent_hex_get(agent_arg(r->w, r->n, "public_key") ?: "",
-					      c->public_key, 32) != 32))
+		    (c->auth && (agent_hex_get(agent_arg(r->w, r->n, "public_key") ?: "",
+					       c->public_key, 32) != 32 ||
+				 agent_hex_get(agent_arg(r->w, r->n, "cluster_key") ?: "",
+					       c->cluster_key, 32) != 32 ||
+				 agent_hex_get(agent_arg(r->w, r->n, "key_to_iut") ?: "",
+					       c->key_to_iut, 16) != 16 ||
+				 agent_hex_get(agent_arg(r->w, r->n, "key_from_iut") ?: "",
+					       c->key_from_iut, 16) != 16)))
 			snprintf(r->fault, sizeof(r->fault), "the agent %s said no addrs=, "
-				 "peer_addrs=, stranger= (neighbour=) of %u, %u and 1 address (public_key=)", r->name,
+				 "peer_addrs=, stranger= (neighbour=) of %u, %u and 1 address (and its keys)", r->name,
 				 c->n_planes, c->n_planes);
 	}
 	if (r->fault[0]) {

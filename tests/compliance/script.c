@@ -500,7 +500,7 @@ static bool line_send(struct run *run)
 		if (!discover_auth_seal(run, d))
 			return false;
 	} else if (p.flags & MRC_F_AUTH) { /* the headers as sent, checksum included */
-		const struct mrc_auth_key k = auth_key(run->cfg.key_to_iut);
+		const struct mrc_auth_key k = auth_key(run->names.iut.key_to_iut);
 
 		if ((size_t)d->len + MRC_AUTH_TAG_LEN > sizeof(d->bytes))
 			return failf(run, "no room for the tag");
@@ -636,7 +636,7 @@ static bool line_expect(struct run *run)
 		if (!discover_auth_check(run, &p))
 			return false;
 	} else if (run->cfg.auth) { /* every packet of an authenticated QP, its key's tag */
-		const struct mrc_auth_key k = auth_key(run->cfg.key_from_iut);
+		const struct mrc_auth_key k = auth_key(run->names.iut.key_from_iut);
 
 		if (!(p.flags & MRC_F_AUTH) || !mrc_auth_packet_ok(&k, &p))
 			return failf(run, "%s: %s", mrc_opcode_name(opcode),

@@ -158,7 +158,7 @@ static bool suite_node(struct run *run, const char *who, struct mrc_auth *a)
 		fill = who[0] == 'o' && who[1] == 't' ? 0x52 : 0x53;
 	*a = (struct mrc_auth){ .mode = MRC_AUTH_HEADER, .has_cluster_key = true };
 	memset(a->secret_key, fill, sizeof(a->secret_key));
-	memcpy(a->cluster_key, run->cfg.cluster_key, sizeof(a->cluster_key));
+	memcpy(a->cluster_key, run->names.iut.cluster_key, sizeof(a->cluster_key));
 	if (fill == 0x53)
 		a->cluster_key[0] ^= 0xff;
 	if (sodium_init() < 0 || mrc_auth_public_of(a->secret_key, a->public_key) ||

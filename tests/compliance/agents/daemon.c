@@ -44,6 +44,7 @@
 #include "compliance/agent.h"
 #include "compliance/agents/ip_headers.h"
 #include "compliance/agents/more_verbs.h"
+#include "compliance/agents/peer_auth.h"
 #include "proto/codec.h"
 #include "proto/conn.h"
 #include "verbs/ctl_client.h"
@@ -191,8 +192,18 @@ static void answer_discover(const struct mrc_packet *ask, uint8_t plane, uint16_
 		memset(p.u.discover.addrs[i].addr + 10, 0xff, 2);
 		memcpy(p.u.discover.addrs[i].addr + 12, &g.peer_addr[i], 4);
 	}
-	if (mrc_encode(&p, buf, sizeof(buf), &len) == MRC_WIRE_OK)
-		sendto(g.socks[plane], buf, len, 0, (struct sockaddr *)&to, sizeof(to));
+	if (peer_auth_on())
+		p.flags = MRC_F_AUTH; /* its public key and tag behind */
+	if (mrc_encode(&p, buf, sizeof(buf) - 64, &len) != MRC_WIRE_OK)
+		return;
+	if (peer_auth_on()) {
+		uint8_t iut[16];
+
+		mapped(g.iut_addr[plane], iut);
+		if (!(len = peer_auth_seal_reply(ask, iut, buf, len)))
+			return;
+	}
+	sendto(g.socks[plane], buf, len, 0, (struct sockaddr *)&to, sizeof(to));
 }
 
 /* Whether a socket's address is the agent's own node's (not a discovery script's). */
@@ -395,9 +406,11 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (c->auth) {
-		snprintf(err, errlen, "the daemon under test authenticates nothing (auth=off): its QP "
-			 "keys would come from discovery under keys it holds");
+	if (c->auth != peer_auth_on()) {
+		snprintf(err, errlen, c->auth ? "this daemon authenticates nothing (auth=off): "
+						"its authenticated run takes the case"
+					      : "this daemon authenticates: only cases with setup "
+						"auth=1 run on it");
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -496,6 +509,23 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 	c->node_id = g.iut_node;
 	c->psn = mrc_initial_psn(g.iut_node, c->qpn, c->peer_node_id, c->peer_qpn);
 	c->peer_psn = mrc_initial_psn(c->peer_node_id, c->peer_qpn, g.iut_node, c->qpn);
+	/* authenticated, the QP's keys and PSNs come from the nodes' sessions [R-347]; a script
+	 * that is the peer's node takes the cluster key and the daemon's public key */
+	if (c->auth) {
+		struct mrc_packet held;
+		bool keyed = c->discovery ? d->has_held &&
+						    mrc_decode(d->held.bytes, d->held.len, &held) ==
+							    MRC_WIRE_OK &&
+						    peer_auth_cluster(c, &held)
+					  : peer_auth_qp(c, c->peer_node_id, g.iut_node);
+
+		if (!keyed) {
+			snprintf(err, errlen, "the daemon showed no public key");
+			daemon_close(d);
+			errno = EIO;
+			return NULL;
+		}
+	}
 	c->port = g.port;
 	for (unsigned p = 0; p < g.n_planes; p++) {
 		mapped(g.iut_addr[p], c->addr[p]);
@@ -782,10 +812,21 @@ static bool daemon_counter(void *iut, const char *name, uint64_t *value)
 	}
 	if (!now)
 		now = malloc(METRICS_CAP);
-	if ((strcmp(name, "rx_dropped") && strcmp(name, "discover_not_admitted") &&
-	     strcmp(name, "discover_stale")) ||
+	if ((strcmp(name, "rx_dropped") && strcmp(name, "unauthenticated") &&
+	     strncmp(name, "discover_", 9)) ||
 	    !d->base_metrics || !now || ctl_text(MRC_CTL_METRICS, now, METRICS_CAP))
 		return false;
+	if (!strcmp(name, "unauthenticated")) { /* by the engine, or the XDP program */
+		static const char *const refused[] = {
+			"metaroce_qp_rx_dropped_total{reason=\"unauthenticated\"}",
+			"metaroce_xdp_packets_total{outcome=\"bad_tag\"}",
+		};
+
+		*value = 0;
+		for (unsigned i = 0; i < 2; i++)
+			*value += metric_sum(now, refused[i]) - metric_sum(d->base_metrics, refused[i]);
+		return true;
+	}
 	if (!strncmp(name, "discover_", 9)) { /* discovery's refusals, by reason */
 		char metric[96];
 
@@ -954,6 +995,11 @@ int main(int argc, char **argv)
 	ibv_free_device_list(devs);
 	if (!bind_peer(getenv("COMPLIANCE_PEER_ADDR")))
 		return 1;
+	if ((v = getenv("COMPLIANCE_CLUSTER_KEY_FILE")) && !peer_auth_open(v)) {
+		fprintf(stderr, "compliance-agent-daemon: no cluster key in %s: %s\n", v,
+			strerror(errno));
+		return 2;
+	}
 	if (!ip_headers_open()) /* then df= is not seen, and scripts that check it fail */
 		fprintf(stderr, "compliance-agent-daemon: no packet socket (%s): the IP headers' "
 				"DF bits go unseen\n", strerror(errno));
