@@ -376,7 +376,7 @@ static void serve_memory(struct served *s, bool fill)
 	fputc('\n', s->out);
 }
 
-/* drain, destroy, ready: operations an IUT may not have */
+/* drain, destroy, ready, register: operations an IUT may not have */
 static void serve_operation(struct served *s, const char *op)
 {
 	uint64_t now, plane = 0, drained = 0;
@@ -391,6 +391,14 @@ static void serve_operation(struct served *s, const char *op)
 				  : -EOPNOTSUPP;
 	} else if (!strcmp(op, "destroy")) {
 		e = s->ops->destroy ? s->ops->destroy(s->iut, now) : -EOPNOTSUPP;
+	} else if (!strcmp(op, "register")) {
+		uint32_t key = 0;
+
+		e = s->ops->register_region ? s->ops->register_region(s->iut, &key) : -EOPNOTSUPP;
+		if (!e) {
+			fprintf(s->out, "ok %" PRIu32 "\n", key);
+			return;
+		}
 	} else {
 		e = s->ops->ready ? s->ops->ready(s->iut, now) : -EOPNOTSUPP;
 	}
@@ -457,7 +465,8 @@ static void serve_line(struct served *s)
 			fprintf(s->out, "none\n");
 	} else if (!strcmp(op, "memory") || !strcmp(op, "fill")) {
 		serve_memory(s, !strcmp(op, "fill"));
-	} else if (!strcmp(op, "drain") || !strcmp(op, "destroy") || !strcmp(op, "ready")) {
+	} else if (!strcmp(op, "drain") || !strcmp(op, "destroy") || !strcmp(op, "ready") ||
+		   !strcmp(op, "register")) {
 		serve_operation(s, op);
 	} else {
 		fprintf(s->out, "error no request %s\n", op);

@@ -35,6 +35,7 @@
  *   suite:  drain now=NS plane=P drained=0|1        agent: ok | error -ERRNO | unsupported
  *   suite:  destroy now=NS                          agent: ok | error -ERRNO | unsupported
  *   suite:  ready now=NS                            agent: ok | error -ERRNO | unsupported
+ *   suite:  register now=NS                         agent: ok KEY | error -ERRNO | unsupported
  *
  * Any request may also be answered "error TEXT" (the run fails there, with TEXT), and open
  * "unsupported TEXT" (the IUT cannot make that QP by design: the script is skipped). Numbers

@@ -188,6 +188,9 @@ struct iut_ops {
 	int (*drain)(void *iut, uint8_t plane, bool drained, uint64_t now_ns);
 	int (*destroy)(void *iut, uint64_t now_ns);
 	int (*ready)(void *iut, uint64_t now_ns);
+	/* register: the application registers one more region (and lets it go), as it did the
+	 * first; *key its rkey [R-120]. */
+	int (*register_region)(void *iut, uint32_t *key);
 	/* NULL, or why the adapter itself broke (an agent that died or answered nonsense): the
 	 * script fails there with it. May be NULL for an adapter that cannot break so. */
 	const char *(*fault)(void *iut);

@@ -422,6 +422,24 @@ static int remote_destroy(void *iut, uint64_t now_ns)
 	return ask(r, false, "destroy now=%" PRIu64, now_ns) ? remote_operation(r) : -EIO;
 }
 
+static int remote_register(void *iut, uint32_t *key)
+{
+	struct remote *r = iut;
+	uint64_t v;
+	int e;
+
+	if (!ask(r, false, "register now=0"))
+		return -EIO;
+	if ((e = remote_operation(r)))
+		return e;
+	if (r->n < 2 || !agent_num(r->w[1], &v) || v > UINT32_MAX) {
+		snprintf(r->fault, sizeof(r->fault), "the agent %s registered no key", r->name);
+		return -EIO;
+	}
+	*key = (uint32_t)v;
+	return 0;
+}
+
 static int remote_ready(void *iut, uint64_t now_ns)
 {
 	struct remote *r = iut;
@@ -533,7 +551,7 @@ const struct iut_ops *iut_remote(const char *command, char *err, size_t errlen)
 		.advance = remote_advance, .post = remote_post, .poll = remote_poll,
 		.state = remote_state, .counter = remote_counter, .memory = remote_memory,
 		.fill = remote_fill, .fault = remote_fault, .drain = remote_drain,
-		.destroy = remote_destroy, .ready = remote_ready,
+		.destroy = remote_destroy, .ready = remote_ready, .register_region = remote_register,
 	};
 	return &r->ops;
 }

@@ -768,6 +768,8 @@ static bool line_verb(struct run *run, const char *verb)
 		return line_memory(run, true);
 	if (!strcmp(verb, "state"))
 		return settled(run, line_state);
+	if (!strcmp(verb, "keys"))
+		return line_keys(run);
 	return failf(run, "no verb %s", verb);
 }
 

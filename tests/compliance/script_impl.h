@@ -74,6 +74,7 @@ bool line_memory(struct run *run, bool write);
 bool line_memory_read(struct run *run);
 bool line_state(struct run *run);
 bool line_operation(struct run *run, const char *verb);
+bool line_keys(struct run *run);
 
 /* script_discover.c: a DISCOVER*'s records from records= and drained=; a datagram's source
  * from from=; and an expectation's key to=, records= or drained= (-1: not one of these). */

@@ -198,6 +198,38 @@ static bool optional_op(struct run *run, int e, const char *what)
 	return !e || failf(run, "the IUT refused to %s: %s", what, strerror(-e));
 }
 
+/*
+ * "keys N bits>=B": the application registers N more regions; among their keys at least B
+ * bit positions differ from the first's, and no key comes twice [R-120]. (A bit chosen at
+ * random stays the same in N keys once in 2^(N-1).)
+ */
+bool line_keys(struct run *run)
+{
+	uint32_t key[256], varied = 0;
+	uint64_t n = 0, bits = 0;
+	unsigned have;
+
+	if (run->argc != 3 || !agent_num(run->argv[1], &n) || n < 2 || n > 256 ||
+	    strncmp(run->argv[2], "bits>=", 6) || !agent_num(run->argv[2] + 6, &bits))
+		return failf(run, "keys N bits>=B, N from 2 to 256");
+	if (!run->iut->register_region)
+		return optional_op(run, -EOPNOTSUPP, "register another region");
+	for (unsigned i = 0; i < n; i++) {
+		int e = run->iut->register_region(run->h, &key[i]);
+
+		if (e)
+			return optional_op(run, e, "register another region");
+		varied |= key[i] ^ key[0];
+		for (unsigned j = 0; j < i; j++)
+			if (key[j] == key[i])
+				return failf(run, "registrations %u and %u both got key 0x%x", j, i,
+					     key[i]);
+	}
+	have = (unsigned)__builtin_popcount(varied);
+	return have >= bits || failf(run, "%llu keys vary in %u bits (0x%08x), expected %llu",
+				     (unsigned long long)n, have, varied, (unsigned long long)bits);
+}
+
 /* "drain plane=N", "undrain plane=N": an operator drains a plane, or restores it [R-87];
  * "destroy": the application destroys the QP (11.4); "ready": RTR to RTS [R-74]. */
 bool line_operation(struct run *run, const char *verb)

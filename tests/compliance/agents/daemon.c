@@ -891,6 +891,20 @@ static int daemon_destroy(void *iut, uint64_t now_ns)
 	return 0;
 }
 
+/* One more region, as the first was registered, let go at once: its key is all that counts */
+static int daemon_register(void *iut, uint32_t *key)
+{
+	struct daemon_iut *d = iut;
+	struct ibv_mr *mr = ibv_reg_mr(d->pd, d->mem, d->cfg.mr_len,
+				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+
+	if (!mr)
+		return errno ? -errno : -EIO;
+	*key = mr->rkey;
+	ibv_dereg_mr(mr);
+	return 0;
+}
+
 static int daemon_ready(void *iut, uint64_t now_ns)
 {
 	int e;
@@ -921,6 +935,7 @@ static struct iut_ops daemon_ops = {
 	.drain = daemon_drain,
 	.destroy = daemon_destroy,
 	.ready = daemon_ready,
+	.register_region = daemon_register,
 };
 
 /* ADDR[,ADDR]: an IPv4 address a plane; how many there are (0: not such a list) */
