@@ -303,18 +303,6 @@ static bool qp_record(uint32_t qpn, struct mrc_ctl_qp *out)
 	return false;
 }
 
-static enum ibv_mtu mtu_of(uint16_t payload)
-{
-	switch (payload) {
-	case 256: return IBV_MTU_256;
-	case 512: return IBV_MTU_512;
-	case 1024: return IBV_MTU_1024;
-	case 2048: return IBV_MTU_2048;
-	case 4096: return IBV_MTU_4096;
-	}
-	return 0;
-}
-
 static void daemon_close(void *iut);
 
 static void *fail_open(struct daemon_iut *d, int err, char *msg, size_t len, const char *what)
@@ -345,7 +333,7 @@ static bool connect_qp(struct daemon_iut *d, const struct iut_config *c, const c
 					    (c->qp_remote_read ? IBV_ACCESS_REMOTE_READ : 0) |
 					    (c->qp_remote_atomic ? IBV_ACCESS_REMOTE_ATOMIC : 0) };
 	struct ibv_qp_attr rtr = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = mtu_of(c->max_payload),
+		.qp_state = IBV_QPS_RTR, .path_mtu = verbs_mtu_of(c->max_payload),
 		.dest_qp_num = c->peer_qpn, .rq_psn = c->peer_psn, .max_dest_rd_atomic = 16,
 		.min_rnr_timer = 1,
 		.ah_attr = { .is_global = 1, .port_num = 1, .grh = { .hop_limit = 1 } },
@@ -394,7 +382,7 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (!mtu_of(c->max_payload) || !c->rq_depth || !c->mr_len) {
+	if (!verbs_mtu_of(c->max_payload) || !c->rq_depth || !c->mr_len) {
 		snprintf(err, errlen, "a verbs QP has a path MTU of 256, 512, 1024, 2048 or 4096 "
 			 "bytes (max_payload=%u), a receive queue and a region", c->max_payload);
 		errno = EOPNOTSUPP;
@@ -692,40 +680,6 @@ static int daemon_post(void *iut, const struct iut_wr *wr, uint64_t now_ns)
 	return e > 0 ? -e : e;
 }
 
-/* verbs' status names, as ibv_wc_status_str's words in the suite's spelling */
-static const char *status_name(enum ibv_wc_status s)
-{
-	switch (s) {
-	case IBV_WC_SUCCESS: return "success";
-	case IBV_WC_LOC_LEN_ERR: return "loc_len_err";
-	case IBV_WC_LOC_QP_OP_ERR: return "loc_qp_op_err";
-	case IBV_WC_LOC_PROT_ERR: return "loc_prot_err";
-	case IBV_WC_WR_FLUSH_ERR: return "wr_flush_err";
-	case IBV_WC_REM_INV_REQ_ERR: return "rem_inv_req_err";
-	case IBV_WC_REM_ACCESS_ERR: return "rem_access_err";
-	case IBV_WC_REM_OP_ERR: return "rem_op_err";
-	case IBV_WC_RETRY_EXC_ERR: return "retry_exc_err";
-	case IBV_WC_RNR_RETRY_EXC_ERR: return "rnr_retry_exc_err";
-	default: return "?";
-	}
-}
-
-static const char *opcode_name(enum ibv_wc_opcode o)
-{
-	switch (o) {
-	case IBV_WC_SEND: return "send";
-	case IBV_WC_RDMA_WRITE: return "rdma_write";
-	case IBV_WC_RDMA_READ: return "rdma_read";
-	case IBV_WC_COMP_SWAP: return "comp_swap";
-	case IBV_WC_FETCH_ADD: return "fetch_add";
-	case IBV_WC_BIND_MW: return "bind_mw";
-	case IBV_WC_LOCAL_INV: return "local_inv";
-	case IBV_WC_RECV: return "recv";
-	case IBV_WC_RECV_RDMA_WITH_IMM: return "recv_rdma_with_imm";
-	default: return "?";
-	}
-}
-
 static bool daemon_poll(void *iut, struct iut_wc *wc)
 {
 	struct daemon_iut *d = iut;
@@ -735,9 +689,9 @@ static bool daemon_poll(void *iut, struct iut_wc *wc)
 		return false;
 	memset(wc, 0, sizeof(*wc));
 	wc->wr_id = w.wr_id;
-	snprintf(wc->status, sizeof(wc->status), "%s", status_name(w.status));
+	snprintf(wc->status, sizeof(wc->status), "%s", verbs_status_name(w.status));
 	/* verbs leaves a failed completion's opcode undefined; the suite's name is then "?" */
-	snprintf(wc->opcode, sizeof(wc->opcode), "%s", opcode_name(w.opcode));
+	snprintf(wc->opcode, sizeof(wc->opcode), "%s", verbs_opcode_name(w.opcode));
 	wc->recv = (w.opcode & IBV_WC_RECV) != 0;
 	wc->byte_len = w.byte_len;
 	wc->with_imm = (w.wc_flags & IBV_WC_WITH_IMM) != 0;

@@ -92,3 +92,49 @@ int window_invalidate(struct ibv_qp *qp, uint32_t rkey, uint64_t wr_id)
 
 	return ibv_post_send(qp, &w, &bad);
 }
+
+enum ibv_mtu verbs_mtu_of(uint16_t payload)
+{
+	switch (payload) {
+	case 256: return IBV_MTU_256;
+	case 512: return IBV_MTU_512;
+	case 1024: return IBV_MTU_1024;
+	case 2048: return IBV_MTU_2048;
+	case 4096: return IBV_MTU_4096;
+	}
+	return 0;
+}
+
+/* verbs' status names, as ibv_wc_status_str's words in the suite's spelling */
+const char *verbs_status_name(enum ibv_wc_status s)
+{
+	switch (s) {
+	case IBV_WC_SUCCESS: return "success";
+	case IBV_WC_LOC_LEN_ERR: return "loc_len_err";
+	case IBV_WC_LOC_QP_OP_ERR: return "loc_qp_op_err";
+	case IBV_WC_LOC_PROT_ERR: return "loc_prot_err";
+	case IBV_WC_WR_FLUSH_ERR: return "wr_flush_err";
+	case IBV_WC_REM_INV_REQ_ERR: return "rem_inv_req_err";
+	case IBV_WC_REM_ACCESS_ERR: return "rem_access_err";
+	case IBV_WC_REM_OP_ERR: return "rem_op_err";
+	case IBV_WC_RETRY_EXC_ERR: return "retry_exc_err";
+	case IBV_WC_RNR_RETRY_EXC_ERR: return "rnr_retry_exc_err";
+	default: return "?";
+	}
+}
+
+const char *verbs_opcode_name(enum ibv_wc_opcode o)
+{
+	switch (o) {
+	case IBV_WC_SEND: return "send";
+	case IBV_WC_RDMA_WRITE: return "rdma_write";
+	case IBV_WC_RDMA_READ: return "rdma_read";
+	case IBV_WC_COMP_SWAP: return "comp_swap";
+	case IBV_WC_FETCH_ADD: return "fetch_add";
+	case IBV_WC_BIND_MW: return "bind_mw";
+	case IBV_WC_LOCAL_INV: return "local_inv";
+	case IBV_WC_RECV: return "recv";
+	case IBV_WC_RECV_RDMA_WITH_IMM: return "recv_rdma_with_imm";
+	default: return "?";
+	}
+}

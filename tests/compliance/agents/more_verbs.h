@@ -2,7 +2,8 @@
 /*
  * The verbs some scripts need beyond a connected QP, as a program calls them: a UD QP (SPEC
  * 4.8) to RTS with its qkey, an address handle for the peer, a datagram sent to the peer's QP
- * under its qkey; a type 2 memory window (SPEC 4.9) bound through a QP, and invalidated.
+ * under its qkey; a type 2 memory window (SPEC 4.9) bound through a QP, and invalidated;
+ * and verbs' values in the suite's words.
  */
 #ifndef METAROCE_TESTS_COMPLIANCE_AGENTS_MORE_VERBS_H
 #define METAROCE_TESTS_COMPLIANCE_AGENTS_MORE_VERBS_H
@@ -26,5 +27,11 @@ struct ibv_mw *window_bound(struct ibv_pd *pd, struct ibv_qp *qp, struct ibv_cq 
 			    struct ibv_mr *mr, int access);
 /* IBV_WR_LOCAL_INV of rkey through qp; 0 or an errno. */
 int window_invalidate(struct ibv_qp *qp, uint32_t rkey, uint64_t wr_id);
+
+/* The verbs MTU of a payload size (0: none is), and a completion's status and opcode as the
+ * suite names them (ibv_wc_status_str's words; "?" for one it does not know). */
+enum ibv_mtu verbs_mtu_of(uint16_t payload);
+const char *verbs_status_name(enum ibv_wc_status s);
+const char *verbs_opcode_name(enum ibv_wc_opcode o);
 
 #endif
