@@ -274,7 +274,7 @@ $(AGENT_TEMPLATE): tests/compliance/agents/template.c tests/compliance/agent.c \
 
 $(AGENT_DAEMON): $(OBJ)/tests/compliance/agents/daemon.o \
 		$(OBJ)/tests/compliance/agents/ip_headers.o $(OBJ)/tests/compliance/agents/more_verbs.o \
-		$(OBJ)/tests/compliance/agents/peer_auth.o \
+		$(OBJ)/tests/compliance/agents/peer_auth.o $(OBJ)/tests/compliance/agents/peer_sockets.o \
 		$(OBJ)/tests/compliance/agent.o \
 		$(OBJ)/tests/verbs/ctl_client.o $(LIBPROTO) $(LIBMETAROCE)
 	$(call msg,LD,$@)

@@ -276,6 +276,11 @@ static void serve_dgram(struct served *s, bool deliver)
 	if (!need(s, "now", &now))
 		return;
 	if (!deliver) {
+		/* what the adapter does not say stays unknown, not the buffer's last contents */
+		d->ecn = IUT_ECN_UNKNOWN;
+		d->df = -1;
+		d->dport = 0;
+		memset(d->addr, 0, sizeof(d->addr));
 		if (!s->ops->collect(s->iut, d, now)) {
 			fprintf(s->out, "none\n");
 			return;
@@ -394,7 +399,8 @@ static void serve_operation(struct served *s, const char *op)
 	} else if (!strcmp(op, "register")) {
 		uint32_t key = 0;
 
-		e = s->ops->register_region ? s->ops->register_region(s->iut, &key) : -EOPNOTSUPP;
+		e = s->ops->register_region ? s->ops->register_region(s->iut, &key, now)
+					    : -EOPNOTSUPP;
 		if (!e) {
 			fprintf(s->out, "ok %" PRIu32 "\n", key);
 			return;
@@ -484,8 +490,9 @@ int agent_serve(const struct iut_ops *ops, FILE *in, FILE *out)
 	s->ops = ops;
 	s->out = out;
 	s->w = words;
-	fprintf(out, "metaroce-compliance %d name=%s settle_ns=%" PRIu64 " own_defaults=%d node=%d\n",
-		AGENT_PROTOCOL, ops->name, ops->settle_ns, ops->own_defaults, ops->node);
+	fprintf(out, "metaroce-compliance %d name=%s settle_ns=%" PRIu64
+		" own_defaults=%d node=%d\n", AGENT_PROTOCOL, ops->name, ops->settle_ns,
+		ops->own_defaults, ops->node);
 	fflush(out);
 	while (getline(&line, &cap, in) > 0) {
 		s->n = agent_words(line, words, AGENT_MAX_WORDS);

@@ -15,19 +15,21 @@
  *                [ud=1 qkey=N peer_qkey=N] [mw=1]
  *   agent:  ok qpn=Q psn=P peer_psn=P mr_key=K mr_addr=A   (the values it made the QP with)
  *                [node_id=N peer_node_id=N port=P addrs=A,A.. peer_addrs=A,A.. stranger=A
- *                neighbour=A [public_key=HEX cluster_key=HEX key_to_iut=HEX key_from_iut=HEX
- *                (auth=1: the keys it holds, the script's or its own)]]
- *                (discovery=1
- *                needs them; any agent may say them)
+ *                neighbour=A]   (its network: discovery=1 needs it, any agent may say it)
+ *                [public_key=HEX cluster_key=HEX key_to_iut=HEX key_from_iut=HEX]   (auth=1:
+ *                the keys it made the QP with, its own or the script's; with discovery=1 the
+ *                QP keys are the script's, as the agent cannot know what the suite's node
+ *                derives)
  *   suite:  close                                   agent: ok
  *   suite:  deliver now=NS plane=P sport=S ce=0|1 [from=A] bytes=HEX       agent: ok
  *   suite:  collect now=NS
- *   agent:  ok plane=P sport=S ce=0|1 [ecn=0..3 df=0|1] [to=A dport=P] bytes=HEX | none
+ *   agent:  ok plane=P sport=S ce=0|1 [ecn=0..3] [df=0|1] [to=A dport=P] bytes=HEX | none
  *   suite:  deadline                                agent: ok NS | ok never
  *   suite:  advance now=NS                          agent: ok
- *   suite:  post now=NS kind=write|write_imm|send|send_imm|read|recv|local_inv id=N off=N len=N
- *                rkey=K raddr=A imm=N solicited=0|1 agent: ok | error -ERRNO
- *   suite:  poll     agent: ok id=N recv=0|1 status=S opcode=O len=N imm=N with_imm=0|1 | none
+ *   suite:  post now=NS kind=write|write_imm|send|send_imm|read|recv|local_inv id=N off=N
+ *                len=N rkey=K raddr=A imm=N solicited=0|1   agent: ok | error -ERRNO
+ *   suite:  poll     agent: ok id=N recv=0|1 status=S opcode=O len=N imm=N with_imm=0|1
+ *                [with_inv=0|1 inv_rkey=K] | none
  *   suite:  state                            agent: ok rts|err|closing|closed | none
  *   suite:  counter name=NAME                       agent: ok V | none
  *   suite:  memory off=N len=N                      agent: ok HEX | none

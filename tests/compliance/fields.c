@@ -87,6 +87,8 @@ static const struct field fields[] = {
 
 static const char *const close_reasons[] = { "normal", "error", "shutdown" };
 
+_Static_assert(IUT_MAX_PLANES == MRC_MAX_PLANES, "a plane the suite names is one the wire has");
+
 static unsigned class_of(uint8_t opcode)
 {
 	if (mrc_opcode_is_data(opcode))

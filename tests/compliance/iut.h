@@ -17,7 +17,7 @@
 
 #define IUT_MAX_DGRAM 9216u
 #define IUT_MAX_PATHS 16u
-#define IUT_MAX_PLANES 16u
+#define IUT_MAX_PLANES 16u /* as the wire's MRC_MAX_PLANES (asserted where both are seen) */
 #define IUT_ECN_UNKNOWN 0xffu
 
 /*
@@ -151,8 +151,9 @@ struct iut_ops {
 	 * ("needs engine-defaults") are skipped. */
 	bool own_defaults;
 	/* It is a whole node, as a daemon is: it matches each packet to a QP by the address it
-	 * came from too [R-122]. A bare engine, given only what its caller matched, is not:
-	 * scripts that need one ("needs node") are skipped. */
+	 * came from too [R-122], writes the IP headers, forms paths and payload sizes from what
+	 * discovery learnt, derives PSNs and keys, has UD QPs and memory windows. A bare engine,
+	 * given what its caller decided, is not: scripts that need one ("needs node") skip. */
 	bool node;
 	/* NULL, with why in err, when the IUT cannot make the QP; errno EOPNOTSUPP when it
 	 * cannot make this one by design (the script is then skipped, with err as the reason).
@@ -190,7 +191,7 @@ struct iut_ops {
 	int (*ready)(void *iut, uint64_t now_ns);
 	/* register: the application registers one more region (and lets it go), as it did the
 	 * first; *key its rkey [R-120]. */
-	int (*register_region)(void *iut, uint32_t *key);
+	int (*register_region)(void *iut, uint32_t *key, uint64_t now_ns);
 	/* NULL, or why the adapter itself broke (an agent that died or answered nonsense): the
 	 * script fails there with it. May be NULL for an adapter that cannot break so. */
 	const char *(*fault)(void *iut);

@@ -188,7 +188,8 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 		 " psn=%" PRIu32 " peer_psn=%" PRIu32 " max_payload=%u paths=%u planes=%u rtr=%d"
 		 " sports=%s"
 		 " rq_depth=%" PRIu32 " mr_key=%" PRIu32 " mr_addr=%" PRIu64 " mr_len=%" PRIu32
-		 " access=%s%s%s%s qp_access=%s%s%s%s retry_cnt=%u rnr_retry=%u%s%s", now_ns, c->qpn,
+		 " access=%s%s%s%s qp_access=%s%s%s%s retry_cnt=%u rnr_retry=%u%s%s", now_ns,
+		 c->qpn,
 		 c->peer_qpn, c->psn, c->peer_psn, c->max_payload, c->n_paths, c->n_planes,
 		 c->at_rtr, ports, c->rq_depth, c->mr_key, c->mr_addr, c->mr_len,
 		 c->mr_remote_read ? "r" : "", c->mr_remote_write ? "w" : "",
@@ -217,7 +218,8 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 	/* the network, which discovery needs and any agent may say */
 	if (c->discovery || agent_arg(r->w, r->n, "addrs")) {
 		c->node_id = num(r, "node_id");
-		if (agent_arg(r->w, r->n, "peer_node_id"))
+		/* the suite's own node id where it plays the peer's node; else the agent's */
+		if (agent_arg(r->w, r->n, "peer_node_id") && !c->discovery)
 			c->peer_node_id = num(r, "peer_node_id");
 		c->port = (uint16_t)num(r, "port");
 		if (!agent_addrs_get(agent_arg(r->w, r->n, "addrs"), c->addr, c->n_planes) ||
@@ -235,7 +237,8 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 				 agent_hex_get(agent_arg(r->w, r->n, "key_from_iut") ?: "",
 					       c->key_from_iut, 16) != 16)))
 			snprintf(r->fault, sizeof(r->fault), "the agent %s said no addrs=, "
-				 "peer_addrs=, stranger= (neighbour=) of %u, %u and 1 address (and its keys)", r->name,
+				 "peer_addrs=, stranger= (neighbour=) of %u, %u and 1 address (and "
+				 "its keys)", r->name,
 				 c->n_planes, c->n_planes);
 	}
 	if (r->fault[0]) {
@@ -422,13 +425,13 @@ static int remote_destroy(void *iut, uint64_t now_ns)
 	return ask(r, false, "destroy now=%" PRIu64, now_ns) ? remote_operation(r) : -EIO;
 }
 
-static int remote_register(void *iut, uint32_t *key)
+static int remote_register(void *iut, uint32_t *key, uint64_t now_ns)
 {
 	struct remote *r = iut;
 	uint64_t v;
 	int e;
 
-	if (!ask(r, false, "register now=0"))
+	if (!ask(r, false, "register now=%" PRIu64, now_ns))
 		return -EIO;
 	if ((e = remote_operation(r)))
 		return e;
@@ -551,7 +554,8 @@ const struct iut_ops *iut_remote(const char *command, char *err, size_t errlen)
 		.advance = remote_advance, .post = remote_post, .poll = remote_poll,
 		.state = remote_state, .counter = remote_counter, .memory = remote_memory,
 		.fill = remote_fill, .fault = remote_fault, .drain = remote_drain,
-		.destroy = remote_destroy, .ready = remote_ready, .register_region = remote_register,
+		.destroy = remote_destroy, .ready = remote_ready,
+		.register_region = remote_register,
 	};
 	return &r->ops;
 }

@@ -123,7 +123,14 @@ bool collect_sent(struct run *run)
 {
 	struct iut_dgram *d = &run->scratch;
 
-	while (run->iut->collect(run->h, d, run->now)) {
+	for (;;) {
+		/* what an adapter does not say stays unknown, not the last datagram's */
+		d->ecn = IUT_ECN_UNKNOWN;
+		d->df = -1;
+		d->dport = 0;
+		memset(d->addr, 0, sizeof(d->addr));
+		if (!run->iut->collect(run->h, d, run->now))
+			break;
 		if (run->trace)
 			trace(run, d);
 		if (d->len >= 2 && run->ignore[d->bytes[1]])
@@ -249,7 +256,8 @@ static bool line_setup(struct run *run)
 					    "retry_cnt", "rnr_retry", "peer_sport", "access",
 					    "ignore", "planes", "rtr", "qp_access", "discovery",
 					    "node_id", "peer_node_id", "derive_psn", "auth",
-					    "rx_capacity_kbps", "ud", "qkey", "peer_qkey", "mw", NULL };
+					    "rx_capacity_kbps", "ud", "qkey", "peer_qkey", "mw",
+					    NULL };
 	struct iut_config *c = &run->cfg;
 	uint64_t v;
 	const char *s;
@@ -429,7 +437,8 @@ static bool line_send(struct run *run)
 		p.u.ud.qkey = run->cfg.qkey;
 	}
 	if (!discovery && (arg(run, "records") || arg(run, "drained") || arg(run, "key")))
-		return failf(run, "records=, drained= and key= are a DISCOVER's or DISCOVER_REPLY's");
+		return failf(run, "records=, drained= and key= are a DISCOVER's or a "
+				  "DISCOVER_REPLY's");
 	for (unsigned i = 2; i < run->argc; i++) {
 		char key[32];
 		const char *eq = strchr(run->argv[i], '=');
@@ -452,6 +461,8 @@ static bool line_send(struct run *run)
 	if ((tag = arg(run, "tag")) && (!run->cfg.auth || (strcmp(tag, "omit") &&
 							   strcmp(tag, "wrong"))))
 		return failf(run, "tag=omit or tag=wrong, with setup auth=1");
+	if (arg(run, "key") && !run->cfg.auth)
+		return failf(run, "key= names whose keys tag a DISCOVER*: with setup auth=1");
 	if (run->cfg.auth && !(tag && !strcmp(tag, "omit")))
 		p.flags |= MRC_F_AUTH;
 	if (arg(run, "sack") && !sack_parse(run, arg(run, "sack"), p.u.ack.sack))
@@ -520,9 +531,10 @@ static bool line_send(struct run *run)
 }
 
 /*
- * One key=value (or key!=value: anything else) of a packet the IUT sent: a field by its name,
- * len= and fill= its payload, sack= an ACK's bits, sport= and plane= how it travelled. A value
- * $name not yet taken takes the packet's, for the lines after.
+ * One key=value (or key!=value: anything else; key>=value: at least) of a packet the IUT sent:
+ * a field by its name, len= and fill= its payload, sack= an ACK's bits, sport=, plane=, to=
+ * and dport= how it travelled, ecn= and df= its IP header, records= and drained= a DISCOVER*'s
+ * records. A value $name not yet taken takes the packet's, for the lines after.
  */
 static bool expect_field(struct run *run, const struct mrc_packet *p, const struct iut_dgram *d,
 			 const char *word)
@@ -569,8 +581,8 @@ static bool expect_field(struct run *run, const struct mrc_packet *p, const stru
 		have = d->dport;
 	else if ((!strcmp(key, "ecn") && d->ecn == IUT_ECN_UNKNOWN) ||
 		 (!strcmp(key, "df") && d->df < 0))
-		return failf(run, "%s=: the adapter did not see the IP header (a script that checks "
-				  "it needs node)", key);
+		return failf(run, "%s=: the adapter did not see this packet's IP header%s", key,
+			     run->iut->node ? "" : " (a script that checks it needs node)");
 	else if (!strcmp(key, "ecn"))
 		have = d->ecn;
 	else if (!strcmp(key, "df"))
@@ -580,7 +592,8 @@ static bool expect_field(struct run *run, const struct mrc_packet *p, const stru
 	else
 		return failf(run, "%s has no field %s", name, key);
 	if (eq[1] == '$' && !var_of(run, eq + 2)) {
-		if (differ || at_least || run->n_vars == MAX_VARS || strlen(eq + 2) >= sizeof(run->vars[0].name))
+		if (differ || at_least || run->n_vars == MAX_VARS ||
+		    strlen(eq + 2) >= sizeof(run->vars[0].name))
 			return failf(run, "%s: takes a value only as key=$name, %u at most", word,
 				     MAX_VARS);
 		snprintf(run->vars[run->n_vars].name, sizeof(run->vars[0].name), "%s", eq + 2);
@@ -624,6 +637,7 @@ static bool line_expect(struct run *run)
 		return failf(run, "expected %s, the IUT sent nothing", mrc_opcode_name(opcode));
 	s = &run->queue[run->q_head];
 	run->q_head = (run->q_head + 1) % QUEUE;
+	run->taken++;
 	run->q_n--;
 	e = mrc_decode(s->d.bytes, s->d.len, &p);
 	if (e)
@@ -656,26 +670,29 @@ static bool line_expect(struct run *run)
  */
 static bool line_maybe(struct run *run)
 {
-	static struct sent queue[QUEUE]; /* the queue as it was: an expectation reorders it */
 	struct script_result before;
-	unsigned head, n, vars;
+	unsigned long taken;
+	unsigned vars;
 
 	if (!quiet(run, false))
 		return false;
 	if (!run->q_n)
 		return true;
 	before = *run->r;
-	head = run->q_head;
-	n = run->q_n;
 	vars = run->n_vars;
-	memcpy(queue, run->queue, sizeof(queue));
+	taken = run->taken;
 	if (line_expect(run))
 		return true;
 	*run->r = before;
-	run->q_head = head;
-	run->q_n = n;
 	run->n_vars = vars; /* nor what it took from the packet it did not take */
-	memcpy(run->queue, queue, sizeof(queue));
+	/* the packet it took and found another goes back where it was, and what the IUT sent
+	 * meanwhile stays queued behind it (the expectation may have brought a plane's first
+	 * packet ahead of other planes': they are not ordered against each other anyway) */
+	if (run->taken != taken) {
+		run->q_head = (run->q_head + QUEUE - 1) % QUEUE;
+		run->q_n++;
+		run->taken = taken;
+	}
 	return true;
 }
 
@@ -686,12 +703,12 @@ static bool line_maybe(struct run *run)
  */
 static bool line_any(struct run *run)
 {
-	for (unsigned taken = 0; taken < QUEUE; taken++) {
-		unsigned before = run->q_n;
+	for (unsigned i = 0; i < QUEUE; i++) {
+		unsigned long before = run->taken;
 
 		if (!line_maybe(run))
 			return false;
-		if (run->q_n == before)
+		if (run->taken == before) /* (a failed try takes nothing back: see line_maybe) */
 			return true;
 	}
 	return true;
@@ -787,8 +804,9 @@ static bool line_needs(struct run *run)
 	size_t at = 0;
 	bool clock, node;
 
-	if (run->argc < 3 || (strcmp(run->argv[1], "virtual-clock") &&
-			      strcmp(run->argv[1], "engine-defaults") && strcmp(run->argv[1], "node")))
+	if (run->argc < 3 ||
+	    (strcmp(run->argv[1], "virtual-clock") && strcmp(run->argv[1], "engine-defaults") &&
+	     strcmp(run->argv[1], "node")))
 		return failf(run, "needs virtual-clock WHY, engine-defaults WHY or node WHY");
 	clock = !strcmp(run->argv[1], "virtual-clock");
 	node = !strcmp(run->argv[1], "node");

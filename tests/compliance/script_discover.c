@@ -77,7 +77,9 @@ bool discover_from(struct run *run, struct iut_dgram *d)
 		const uint8_t *a = s[0] == 's' ? run->names.iut.stranger_addr
 					       : run->names.iut.neighbour_addr;
 
-		if (!a[10])
+		static const uint8_t none[16];
+
+		if (!memcmp(a, none, sizeof(none)))
 			return failf(run, "from=%s: the adapter named no such address", s);
 		memcpy(d->addr, a, 16);
 		return true;
@@ -202,7 +204,8 @@ bool discover_auth_check(struct run *run, const struct mrc_packet *p)
 			     mrc_opcode_name(p->opcode));
 	if (!suite_node(run, NULL, &a) ||
 	    mrc_auth_static_keys(&a, key, run->names.iut.addr[0], &p->u.discover, &k))
-		return failf(run, "%s: the suite holds no key towards it", mrc_opcode_name(p->opcode));
+		return failf(run, "%s: the suite holds no key towards it",
+			     mrc_opcode_name(p->opcode));
 	return mrc_auth_discover_ok(p, k.static_rx) ||
 	       failf(run, "%s: its tag is not right under the cluster's key from the IUT",
 		     mrc_opcode_name(p->opcode));

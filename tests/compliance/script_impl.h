@@ -34,6 +34,7 @@ struct run {
 	uint64_t line_at; /* the time of the last timed line */
 	struct sent queue[QUEUE];
 	unsigned q_head, q_n;
+	unsigned long taken; /* packets expectations took from the queue */
 	bool ignore[256]; /* opcodes the script's expectations skip */
 	uint16_t peer_sport;
 	bool derive_psn; /* the PSNs are the suite's own R-116 reading of the two nodes' ids */

@@ -45,11 +45,11 @@
 #include "compliance/agents/ip_headers.h"
 #include "compliance/agents/more_verbs.h"
 #include "compliance/agents/peer_auth.h"
+#include "compliance/agents/peer_sockets.h"
 #include "proto/codec.h"
 #include "proto/conn.h"
 #include "verbs/ctl_client.h"
 
-#define MAX_SOCKETS 96u
 #define MAX_FRESH 12u
 #define MAX_PLANES 2u
 #define METRICS_CAP (1u << 20) /* the exposition's bytes, with room for many paths */
@@ -74,110 +74,25 @@ struct daemon_iut {
 	bool has_held;
 };
 
-/* What lasts the whole run: the device, the sockets, the two nodes. */
+/* What lasts the whole run: the device, the two nodes (the sockets: peer_sockets.c). */
 static struct {
 	struct ibv_context *ctx;
 	int ctl;
 	struct in_addr iut_addr[MAX_PLANES], peer_addr[MAX_PLANES];
 	unsigned n_planes;
 	uint16_t port;
-	/* the peer's MetaRoCE port on each plane first, then one per address, plane and port */
-	int socks[MAX_SOCKETS];
-	struct in_addr sock_addr[MAX_SOCKETS];
-	uint16_t sock_port[MAX_SOCKETS];
-	uint8_t sock_plane[MAX_SOCKETS];
-	unsigned n_socks;
 	uint64_t node, iut_node; /* the peer's node id, and the daemon's once it asked */
 	/* discovery scripts' peers, each used once; a stranger; a neighbour; the open QP */
 	struct in_addr fresh[MAX_FRESH][MAX_PLANES], stranger, neighbour;
 	unsigned n_fresh, used_fresh;
-	const struct daemon_iut *open;
+	const struct daemon_iut *current;
 } g;
-
-static bool is_v4_mapped(const uint8_t a[16])
-{
-	static const uint8_t prefix[12] = { [10] = 0xff, [11] = 0xff };
-
-	return !memcmp(a, prefix, sizeof(prefix));
-}
-
-static void mapped(struct in_addr a, uint8_t out[16])
-{
-	memset(out, 0, 10);
-	memset(out + 10, 0xff, 2);
-	memcpy(out + 12, &a, 4);
-}
-
-static int udp_socket(struct in_addr addr, uint16_t port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr = addr,
-				 .sin_port = htons(port) };
-	int one = 1, fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -errno;
-	if (setsockopt(fd, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one)) ||
-	    bind(fd, (struct sockaddr *)&a, sizeof(a))) {
-		int e = -errno;
-
-		close(fd);
-		return e;
-	}
-	return fd;
-}
-
-/* The socket that sends from addr, port sport, on a plane (made the first time). */
-static int socket_for(struct in_addr addr, uint8_t plane, uint16_t sport)
-{
-	int fd;
-
-	for (unsigned i = 0; i < g.n_socks; i++)
-		if (g.sock_port[i] == sport && g.sock_plane[i] == plane &&
-		    g.sock_addr[i].s_addr == addr.s_addr)
-			return g.socks[i];
-	if (g.n_socks == MAX_SOCKETS)
-		return -ENOSPC;
-	fd = udp_socket(addr, sport);
-	if (fd < 0)
-		return fd;
-	g.sock_addr[g.n_socks] = addr;
-	g.sock_port[g.n_socks] = sport;
-	g.sock_plane[g.n_socks] = plane;
-	g.socks[g.n_socks++] = fd;
-	return fd;
-}
-
-static int send_from(struct in_addr from, uint8_t plane, uint16_t sport, bool ce,
-		     const uint8_t *bytes, size_t len)
-{
-	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr = g.iut_addr[plane],
-				  .sin_port = htons(g.port) };
-	struct iovec iov = { (void *)bytes, len };
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} c;
-	struct msghdr m = { .msg_name = &to, .msg_namelen = sizeof(to), .msg_iov = &iov,
-			    .msg_iovlen = 1, .msg_control = c.buf, .msg_controllen = sizeof(c.buf) };
-	struct cmsghdr *cm = CMSG_FIRSTHDR(&m);
-	int fd = socket_for(from, plane, sport), tos = ce ? 3 : 2; /* CE, or ECT(0) as senders */
-
-	if (fd < 0)
-		return fd;
-	cm->cmsg_level = IPPROTO_IP;
-	cm->cmsg_type = IP_TOS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &tos, sizeof(tos));
-	return sendmsg(fd, &m, 0) < 0 ? -errno : 0;
-}
 
 /* The daemon's DISCOVER answered for the peer's node: its planes' addresses, its port. */
 static void answer_discover(const struct mrc_packet *ask, uint8_t plane, uint16_t to_port)
 {
 	struct mrc_packet p = { .opcode = MRC_OP_DISCOVER_REPLY, .dst_qpn = MRC_QPN_DAEMON,
 				.psn = ask->psn };
-	struct sockaddr_in to = { .sin_family = AF_INET, .sin_addr = g.iut_addr[plane],
-				  .sin_port = htons(to_port) };
 	uint8_t buf[512];
 	size_t len;
 
@@ -194,43 +109,45 @@ static void answer_discover(const struct mrc_packet *ask, uint8_t plane, uint16_
 	}
 	if (peer_auth_on())
 		p.flags = MRC_F_AUTH; /* its public key and tag behind */
-	if (mrc_encode(&p, buf, sizeof(buf) - 64, &len) != MRC_WIRE_OK)
+	if (mrc_encode(&p, buf, sizeof(buf) - MRC_AUTH_PUBLIC_KEY_LEN - MRC_AUTH_DISCOVER_TAG_LEN,
+		       &len) != MRC_WIRE_OK)
 		return;
 	if (peer_auth_on()) {
 		uint8_t iut[16];
 
-		mapped(g.iut_addr[plane], iut);
+		v4_mapped(g.iut_addr[plane], iut);
 		if (!(len = peer_auth_seal_reply(ask, iut, buf, len)))
 			return;
 	}
-	sendto(g.socks[plane], buf, len, 0, (struct sockaddr *)&to, sizeof(to));
+	peer_socket_send(g.peer_addr[plane], plane, g.port, g.iut_addr[plane], to_port, false, buf,
+			 len);
 }
 
 /* Whether a socket's address is the agent's own node's (not a discovery script's). */
-static bool own_node(unsigned sock)
+static bool is_own_node_socket(const struct peer_socket *s)
 {
 	for (unsigned p = 0; p < g.n_planes; p++)
-		if (g.sock_addr[sock].s_addr == g.peer_addr[p].s_addr)
+		if (s->addr.s_addr == g.peer_addr[p].s_addr)
 			return true;
 	return false;
 }
 
 /* Whether a socket's address is the open QP's peer's, the stranger's or the neighbour's: the
  * script's. */
-static bool scripts(unsigned sock)
+static bool is_script_socket(const struct peer_socket *s)
 {
-	for (unsigned p = 0; g.open && p < g.n_planes; p++)
-		if (g.sock_addr[sock].s_addr == g.open->peer[p].s_addr)
+	for (unsigned p = 0; g.current && p < g.n_planes; p++)
+		if (s->addr.s_addr == g.current->peer[p].s_addr)
 			return true;
-	return g.sock_addr[sock].s_addr == g.stranger.s_addr ||
-	       g.sock_addr[sock].s_addr == g.neighbour.s_addr;
+	return s->addr.s_addr == g.stranger.s_addr || s->addr.s_addr == g.neighbour.s_addr;
 }
 
 /* The next datagram the daemon sent the peer, the agent's node's DISCOVERs answered on the
  * way, a gone discovery script's peer's dropped; false: none. */
 static bool receive(struct iut_dgram *d)
 {
-	for (unsigned i = 0; i < g.n_socks; i++) {
+	for (unsigned i = 0; i < peer_sockets_count(); i++) {
+		const struct peer_socket *sock = peer_socket_at(i);
 		struct sockaddr_in from;
 		struct iovec iov = { d->bytes, sizeof(d->bytes) };
 		union {
@@ -243,22 +160,22 @@ static bool receive(struct iut_dgram *d)
 		struct mrc_packet p;
 		ssize_t n;
 
-		while ((n = recvmsg(g.socks[i], &m, 0)) >= 0) {
+		while ((n = recvmsg(sock->fd, &m, 0)) >= 0) {
 			d->len = (uint16_t)n;
-			d->plane = g.sock_plane[i];
+			d->plane = sock->plane;
 			d->sport = ntohs(from.sin_port);
 			d->ce = false;
 			d->ecn = IUT_ECN_UNKNOWN;
-			d->df = (int8_t)ip_headers_df(from.sin_addr, d->sport, g.sock_addr[i],
-						      g.sock_port[i], d->bytes, (size_t)n);
-			mapped(g.sock_addr[i], d->addr);
-			d->dport = g.sock_port[i];
+			d->df = (int8_t)ip_headers_df(from.sin_addr, d->sport, sock->addr,
+						      sock->port, d->bytes, (size_t)n);
+			v4_mapped(sock->addr, d->addr);
+			d->dport = sock->port;
 			for (struct cmsghdr *cm = CMSG_FIRSTHDR(&m); cm; cm = CMSG_NXTHDR(&m, cm))
 				if (cm->cmsg_level == IPPROTO_IP && cm->cmsg_type == IP_TOS)
 					d->ecn = *(uint8_t *)CMSG_DATA(cm) & 3;
 			d->ce = d->ecn == 3;
-			if (!own_node(i)) {
-				if (scripts(i))
+			if (!is_own_node_socket(sock)) {
+				if (is_script_socket(sock))
 					return true;
 				m.msg_controllen = sizeof(c.buf);
 				continue;
@@ -389,8 +306,8 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 		return NULL;
 	}
 	if (c->rx_capacity_kbps) {
-		snprintf(err, errlen, "the daemon's receive capacity is its configuration's, one for "
-			 "all its QPs");
+		snprintf(err, errlen, "the daemon's receive capacity is its configuration's, one "
+			 "for all its QPs");
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -402,9 +319,14 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	if (c->discovery && g.used_fresh == g.n_fresh) {
+	if (c->discovery && g.used_fresh == g.n_fresh) { /* daemon.sh must give more */
 		snprintf(err, errlen, "no peer address left that the daemon has not discovered "
-			 "(COMPLIANCE_FRESH_ADDR: %u)", g.n_fresh);
+			 "(COMPLIANCE_FRESH_ADDR: %u, for as many discovery scripts)", g.n_fresh);
+		errno = EIO;
+		return NULL;
+	}
+	if (c->mw && c->at_rtr) {
+		snprintf(err, errlen, "a window is bound through a QP in RTS: not with rtr=1");
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -415,9 +337,9 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 		;
 	memcpy(d->peer, c->discovery ? g.fresh[g.used_fresh++] : g.peer_addr, sizeof(d->peer));
 	for (unsigned p = 0; p < g.n_planes; p++)
-		if (socket_for(d->peer[p], (uint8_t)p, g.port) < 0)
+		if (peer_socket_for(d->peer[p], (uint8_t)p, g.port) < 0)
 			return fail_open(d, errno, err, errlen, "binding the peer's port");
-	g.open = d;
+	g.current = d;
 	d->cfg = *c;
 	d->mapped = (c->mr_len + (size_t)page - 1) / (size_t)page * (size_t)page;
 	/* the region where the script says, if that is free here; elsewhere it is renamed */
@@ -495,8 +417,10 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 	if (!c->discovery)
 		c->peer_node_id = g.node;
 	c->node_id = g.iut_node;
-	c->psn = mrc_initial_psn(g.iut_node, c->qpn, c->peer_node_id, c->peer_qpn);
-	c->peer_psn = mrc_initial_psn(c->peer_node_id, c->peer_qpn, g.iut_node, c->qpn);
+	if (!c->ud) { /* a UD QP's psn is the sq_psn it was given, a datagram count */
+		c->psn = mrc_initial_psn(g.iut_node, c->qpn, c->peer_node_id, c->peer_qpn);
+		c->peer_psn = mrc_initial_psn(c->peer_node_id, c->peer_qpn, g.iut_node, c->qpn);
+	}
 	/* authenticated, the QP's keys and PSNs come from the nodes' sessions [R-347]; a script
 	 * that is the peer's node takes the cluster key and the daemon's public key */
 	if (c->auth) {
@@ -516,11 +440,11 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 	}
 	c->port = g.port;
 	for (unsigned p = 0; p < g.n_planes; p++) {
-		mapped(g.iut_addr[p], c->addr[p]);
-		mapped(d->peer[p], c->peer_addr[p]);
+		v4_mapped(g.iut_addr[p], c->addr[p]);
+		v4_mapped(d->peer[p], c->peer_addr[p]);
 	}
-	mapped(g.stranger, c->stranger_addr);
-	mapped(g.neighbour, c->neighbour_addr);
+	v4_mapped(g.stranger, c->stranger_addr);
+	v4_mapped(g.neighbour, c->neighbour_addr);
 	c->mr_key = d->mr->rkey;
 	if (c->mw && !c->at_rtr &&
 	    !(d->mw = window_bound(d->pd, d->qp, d->cq, d->mr,
@@ -557,8 +481,10 @@ static void daemon_close(void *iut)
 	for (unsigned p = 0; p < MAX_PLANES; p++)
 		if (d->drained >> p & 1)
 			drain_plane((uint8_t)p, false); /* the next script finds every plane up */
-	if (g.open == d)
-		g.open = NULL;
+	if (g.current == d)
+		g.current = NULL;
+	if (d->cfg.discovery) /* its peer's addresses are never used again */
+		peer_sockets_forget(d->peer, g.n_planes);
 	if (d->qp)
 		ibv_destroy_qp(d->qp);
 	if (d->mw)
@@ -582,6 +508,7 @@ static void daemon_deliver(void *iut, const struct iut_dgram *dg, uint64_t now_n
 	struct daemon_iut *d = iut;
 	struct in_addr from;
 	struct mrc_packet p;
+	int e;
 
 	(void)now_ns;
 	if (dg->plane >= g.n_planes)
@@ -594,17 +521,21 @@ static void daemon_deliver(void *iut, const struct iut_dgram *dg, uint64_t now_n
 	if (dg->len >= 2 &&
 	    (dg->bytes[1] == MRC_OP_DISCOVER || dg->bytes[1] == MRC_OP_DISCOVER_REPLY) &&
 	    mrc_decode(dg->bytes, dg->len, &p) == MRC_WIRE_OK && p.u.discover.udp_port) {
-		socket_for(from, dg->plane, p.u.discover.udp_port);
+		peer_socket_for(from, dg->plane, p.u.discover.udp_port);
 		for (unsigned k = 0; k < p.u.discover.n_addrs; k++) {
 			struct in_addr a;
 
 			memcpy(&a, p.u.discover.addrs[k].addr + 12, 4);
 			if (p.u.discover.addrs[k].plane < g.n_planes &&
 			    is_v4_mapped(p.u.discover.addrs[k].addr))
-				socket_for(a, p.u.discover.addrs[k].plane, p.u.discover.udp_port);
+				peer_socket_for(a, p.u.discover.addrs[k].plane,
+						p.u.discover.udp_port);
 		}
 	}
-	send_from(from, dg->plane, dg->sport, dg->ce, dg->bytes, dg->len);
+	if ((e = peer_socket_send(from, dg->plane, dg->sport, g.iut_addr[dg->plane], g.port,
+				  dg->ce, dg->bytes, dg->len)))
+		fprintf(stderr, "compliance-agent-daemon: a datagram from %s could not go: %s\n",
+			inet_ntoa(from), strerror(-e));
 }
 
 static bool daemon_collect(void *iut, struct iut_dgram *dg, uint64_t now_ns)
@@ -778,7 +709,8 @@ static bool daemon_counter(void *iut, const char *name, uint64_t *value)
 
 		*value = 0;
 		for (unsigned i = 0; i < 2; i++)
-			*value += metric_sum(now, refused[i]) - metric_sum(d->base_metrics, refused[i]);
+			*value += metric_sum(now, refused[i]) -
+				  metric_sum(d->base_metrics, refused[i]);
 		return true;
 	}
 	if (!strncmp(name, "discover_", 9)) { /* discovery's refusals, by reason */
@@ -786,6 +718,8 @@ static bool daemon_counter(void *iut, const char *name, uint64_t *value)
 
 		snprintf(metric, sizeof(metric), "metaroce_discovery_refused_total{reason=\"%s\"}",
 			 name + 9);
+		if (!strstr(now, metric))
+			return false; /* no such reason: not a counter it keeps */
 		*value = metric_sum(now, metric) - metric_sum(d->base_metrics, metric);
 		return true;
 	}
@@ -846,12 +780,13 @@ static int daemon_destroy(void *iut, uint64_t now_ns)
 }
 
 /* One more region, as the first was registered, let go at once: its key is all that counts */
-static int daemon_register(void *iut, uint32_t *key)
+static int daemon_register(void *iut, uint32_t *key, uint64_t now_ns)
 {
 	struct daemon_iut *d = iut;
 	struct ibv_mr *mr = ibv_reg_mr(d->pd, d->mem, d->cfg.mr_len,
 				       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 
+	(void)now_ns;
 	if (!mr)
 		return errno ? -errno : -EIO;
 	*key = mr->rkey;
@@ -920,15 +855,12 @@ static bool bind_peer(const char *lists)
 	for (set = strtok_r(copy, ";", &save); set; set = strtok_r(NULL, ";", &save)) {
 		if (parse_addrs("COMPLIANCE_PEER_ADDR", set, g.peer_addr) != g.n_planes)
 			return false;
-		g.n_socks = 0;
-		for (unsigned p = 0;
-		     p < g.n_planes && (fd = socket_for(g.peer_addr[p], (uint8_t)p, g.port)) >= 0;
-		     p++)
-			;
+		fd = 0;
+		for (unsigned p = 0; p < g.n_planes && fd >= 0; p++)
+			fd = peer_socket_for(g.peer_addr[p], (uint8_t)p, g.port);
 		if (fd >= 0)
 			return true;
-		for (unsigned i = 0; i < g.n_socks; i++)
-			close(g.socks[i]);
+		peer_sockets_forget(NULL, 0);
 	}
 	fprintf(stderr, "compliance-agent-daemon: cannot bind the peer's port %u at any of %s: "
 			"%s\n", g.port, lists, strerror(-fd));

@@ -25,7 +25,7 @@ static struct seen {
 	uint8_t prefix[PREFIX];
 	bool df, used;
 } seen[SEEN];
-static unsigned next;
+static unsigned next_slot;
 static int fd = -1;
 
 bool ip_headers_open(void)
@@ -42,10 +42,10 @@ bool ip_headers_open(void)
 	return fd >= 0;
 }
 
-static void remember(const struct iphdr *ip, const struct udphdr *udp, const uint8_t *payload,
-		     size_t len)
+static void record_datagram(const struct iphdr *ip, const struct udphdr *udp,
+			    const uint8_t *payload, size_t len)
 {
-	struct seen *s = &seen[next++ % SEEN];
+	struct seen *s = &seen[next_slot++ % SEEN];
 
 	s->src.s_addr = ip->saddr;
 	s->dst.s_addr = ip->daddr;
@@ -59,7 +59,7 @@ static void remember(const struct iphdr *ip, const struct udphdr *udp, const uin
 }
 
 /* Every IPv4 UDP datagram the packet socket holds, into the ring. */
-static void take(void)
+static void drain_captures(void)
 {
 	static uint8_t buf[sizeof(struct virtio_net_hdr) + ETH_HLEN + 65536];
 	const size_t before = sizeof(struct virtio_net_hdr) + ETH_HLEN;
@@ -77,16 +77,25 @@ static void take(void)
 		    ip->protocol != IPPROTO_UDP)
 			continue;
 		hl = (size_t)ip->ihl * 4;
-		if ((size_t)n < before + hl + sizeof(*udp))
+		/* a later fragment has no UDP header: its first fragment is matched (DF clear) */
+		if ((size_t)n < before + hl + sizeof(*udp) || (ntohs(ip->frag_off) & IP_OFFMASK))
 			continue;
 		udp = (const void *)((const uint8_t *)ip + hl);
 		len = (size_t)n - before - hl - sizeof(*udp);
 		seg = vnet->gso_type == VIRTIO_NET_HDR_GSO_UDP_L4 && vnet->gso_size ? vnet->gso_size
 										   : len;
-		remember(ip, udp, (const uint8_t *)(udp + 1), len < seg ? len : seg);
+		/* one datagram: the UDP length, not the frame's, which padding may lengthen and a
+		 * first fragment shortens (its datagram is matched whole, by its first bytes) */
+		if (seg == len && ntohs(udp->len) >= sizeof(*udp) &&
+		    (ntohs(udp->len) - sizeof(*udp) < len || (ntohs(ip->frag_off) & IP_MF))) {
+			record_datagram(ip, udp, (const uint8_t *)(udp + 1),
+					ntohs(udp->len) - sizeof(*udp));
+			continue;
+		}
+		record_datagram(ip, udp, (const uint8_t *)(udp + 1), len < seg ? len : seg);
 		for (size_t at = seg; seg && at < len; at += seg)
-			remember(ip, udp, (const uint8_t *)(udp + 1) + at,
-				 len - at < seg ? len - at : seg);
+			record_datagram(ip, udp, (const uint8_t *)(udp + 1) + at,
+					len - at < seg ? len - at : seg);
 	}
 }
 
@@ -97,10 +106,10 @@ int ip_headers_df(struct in_addr src, uint16_t sport, struct in_addr dst, uint16
 
 	if (fd < 0)
 		return -1;
-	take();
+	drain_captures();
 	memcpy(prefix, payload, len < PREFIX ? len : PREFIX);
 	for (unsigned i = 0; i < SEEN; i++) {
-		struct seen *s = &seen[(next - 1 - i) % SEEN];
+		struct seen *s = &seen[(next_slot - 1 - i) % SEEN];
 
 		if (!s->used && s->src.s_addr == src.s_addr && s->dst.s_addr == dst.s_addr &&
 		    s->sport == sport && s->dport == dport && s->len == len &&

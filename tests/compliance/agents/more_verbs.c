@@ -35,7 +35,8 @@ int ud_send(struct ibv_qp *qp, struct ibv_ah *ah, uint32_t remote_qpn, uint32_t 
 {
 	struct ibv_send_wr w = { .wr_id = wr_id, .sg_list = sge, .num_sge = 1,
 				 .opcode = with_imm ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
-				 .send_flags = IBV_SEND_SIGNALED | (solicited ? IBV_SEND_SOLICITED : 0),
+				 .send_flags = IBV_SEND_SIGNALED |
+					       (solicited ? IBV_SEND_SOLICITED : 0),
 				 .imm_data = htonl(imm) },
 			   *bad;
 
