@@ -14,10 +14,10 @@
 #include <sodium.h>
 
 #include "compliance/iut.h"
+#include "proto/auth.h"
 #include "proto/bytes.h"
 #include "proto/codec.h"
 #include "proto/conn.h"
-#include "proto/auth.h"
 #include "proto/peer.h"
 
 #define WC_QUEUE 256u

@@ -796,7 +796,8 @@ static bool line_verb(struct run *run, const char *verb)
  * clock of its own skips it, with WHY. "needs engine-defaults WHY": the case relies on a
  * configuration its setup does not state (the engine's congestion window, READ limits, segment
  * size): an IUT with its own skips it. "needs node WHY": the case checks what a whole node
- * does beside its QPs' engines (which source addresses may reach a QP): a bare engine skips it.
+ * does beside its QPs' engines (addresses, IP headers, derived PSNs, UD, windows, iut.h's
+ * node): a bare engine skips it.
  */
 static bool line_needs(struct run *run)
 {
