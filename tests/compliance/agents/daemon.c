@@ -18,7 +18,8 @@
  * once, as the scenario matrix starts: each takes the first it can bind, a node of its own),
  * COMPLIANCE_PORT (both MetaRoCE ports, 4792), COMPLIANCE_SETTLE_MS (200),
  * COMPLIANCE_FRESH_ADDR (address lists as COMPLIANCE_PEER_ADDR's, one per discovery script:
- * none, and such scripts are skipped), COMPLIANCE_STRANGER_ADDR (one address, outside the
+ * none, and such scripts are skipped; too few, and the last fail, saying so),
+ * COMPLIANCE_STRANGER_ADDR (one address, outside the
  * daemon's peer prefixes), COMPLIANCE_NEIGHBOUR_ADDR (one inside them, no QP's peer).
  *
  * The daemon's QPs keep its own configuration where a verbs QP cannot set it (its congestion
@@ -322,7 +323,7 @@ static void *daemon_open(const struct iut_ops *self, struct iut_config *c, uint6
 	if (c->discovery && g.used_fresh == g.n_fresh) { /* daemon.sh must give more */
 		snprintf(err, errlen, "no peer address left that the daemon has not discovered "
 			 "(COMPLIANCE_FRESH_ADDR: %u, for as many discovery scripts)", g.n_fresh);
-		errno = EIO;
+		errno = g.n_fresh ? EIO : EOPNOTSUPP;
 		return NULL;
 	}
 	if (c->mw && c->at_rtr) {
