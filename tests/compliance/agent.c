@@ -145,6 +145,18 @@ static bool need(struct served *s, const char *key, uint64_t *v)
 	return false;
 }
 
+/* An optional key=0|1 of the request: absent is 0; false (and the answer said) when it is
+ * not a number. Such keys came with the setups after the protocol's first form. */
+static bool flag(struct served *s, const char *key, bool *on)
+{
+	uint64_t v = 0;
+
+	if (agent_arg(s->w, s->n, key) && !need(s, key, &v))
+		return false;
+	*on = v != 0;
+	return true;
+}
+
 static void serve_open(struct served *s)
 {
 	struct iut_config c = { 0 };
@@ -179,34 +191,30 @@ static void serve_open(struct served *s)
 		return;
 	c.n_planes = (uint8_t)planes;
 	c.at_rtr = rtr != 0;
-	if (agent_arg(s->w, s->n, "discovery") &&
-	    (!need(s, "discovery", &v[0]) || !need(s, "node_id", &c.node_id) ||
-	     !need(s, "peer_node_id", &c.peer_node_id)))
+	if (!flag(s, "discovery", &c.discovery) ||
+	    (c.discovery && (!need(s, "node_id", &c.node_id) ||
+			     !need(s, "peer_node_id", &c.peer_node_id))))
 		return;
-	c.discovery = agent_arg(s->w, s->n, "discovery") && v[0];
-	if (agent_arg(s->w, s->n, "auth") &&
-	    (!need(s, "auth", &v[0]) ||
-	     agent_hex_get(agent_arg(s->w, s->n, "key_to_iut") ?: "", c.key_to_iut, 16) != 16 ||
+	if (!flag(s, "auth", &c.auth))
+		return;
+	if (c.auth &&
+	    (agent_hex_get(agent_arg(s->w, s->n, "key_to_iut") ?: "", c.key_to_iut, 16) != 16 ||
 	     agent_hex_get(agent_arg(s->w, s->n, "key_from_iut") ?: "", c.key_from_iut, 16) != 16 ||
 	     agent_hex_get(agent_arg(s->w, s->n, "cluster_key") ?: "", c.cluster_key, 32) != 32)) {
 		fprintf(s->out, "error open: auth= needs key_to_iut=, key_from_iut= (16 bytes "
 			"each) and cluster_key= (32), HEX\n");
 		return;
 	}
-	c.auth = agent_arg(s->w, s->n, "auth") && v[0];
 	if (agent_arg(s->w, s->n, "rx_capacity_kbps") &&
 	    !need(s, "rx_capacity_kbps", &c.rx_capacity_kbps))
 		return;
-	if (agent_arg(s->w, s->n, "mw") && !need(s, "mw", &v[0]))
+	if (!flag(s, "mw", &c.mw) || !flag(s, "ud", &c.ud))
 		return;
-	c.mw = agent_arg(s->w, s->n, "mw") && v[0];
-	if (agent_arg(s->w, s->n, "ud")) {
+	if (c.ud) {
 		uint64_t qkey, peer_qkey;
 
-		if (!need(s, "ud", &v[0]) || !need(s, "qkey", &qkey) ||
-		    !need(s, "peer_qkey", &peer_qkey))
+		if (!need(s, "qkey", &qkey) || !need(s, "peer_qkey", &peer_qkey))
 			return;
-		c.ud = v[0] != 0;
 		c.qkey = (uint32_t)qkey;
 		c.peer_qkey = (uint32_t)peer_qkey;
 	}

@@ -149,9 +149,27 @@ static uint64_t num(struct remote *r, const char *key)
 	return v;
 }
 
+/* Remote access as the protocol writes it: letters of "rwa", or "-" for none. */
+static const char *access_letters(bool r, bool w, bool a, char out[4])
+{
+	char *at = out;
+
+	if (r)
+		*at++ = 'r';
+	if (w)
+		*at++ = 'w';
+	if (a)
+		*at++ = 'a';
+	if (at == out)
+		*at++ = '-';
+	*at = '\0';
+	return out;
+}
+
 static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint64_t now_ns,
 			 char *err, size_t errlen)
 {
+	char mr[4], qp[4];
 	struct remote *r = (struct remote *)(uintptr_t)self;
 	char ports[IUT_MAX_PATHS * 6 + 1] = "", discovery[96] = "", options[320] = "";
 	size_t at = 0;
@@ -188,16 +206,11 @@ static void *remote_open(const struct iut_ops *self, struct iut_config *c, uint6
 		 " psn=%" PRIu32 " peer_psn=%" PRIu32 " max_payload=%u paths=%u planes=%u rtr=%d"
 		 " sports=%s"
 		 " rq_depth=%" PRIu32 " mr_key=%" PRIu32 " mr_addr=%" PRIu64 " mr_len=%" PRIu32
-		 " access=%s%s%s%s qp_access=%s%s%s%s retry_cnt=%u rnr_retry=%u%s%s", now_ns,
-		 c->qpn,
+		 " access=%s qp_access=%s retry_cnt=%u rnr_retry=%u%s%s", now_ns, c->qpn,
 		 c->peer_qpn, c->psn, c->peer_psn, c->max_payload, c->n_paths, c->n_planes,
 		 c->at_rtr, ports, c->rq_depth, c->mr_key, c->mr_addr, c->mr_len,
-		 c->mr_remote_read ? "r" : "", c->mr_remote_write ? "w" : "",
-		 c->mr_remote_atomic ? "a" : "",
-		 c->mr_remote_read || c->mr_remote_write || c->mr_remote_atomic ? "" : "-",
-		 c->qp_remote_read ? "r" : "", c->qp_remote_write ? "w" : "",
-		 c->qp_remote_atomic ? "a" : "",
-		 c->qp_remote_read || c->qp_remote_write || c->qp_remote_atomic ? "" : "-",
+		 access_letters(c->mr_remote_read, c->mr_remote_write, c->mr_remote_atomic, mr),
+		 access_letters(c->qp_remote_read, c->qp_remote_write, c->qp_remote_atomic, qp),
 		 c->retry_cnt, c->rnr_retry, discovery, options)) {
 		errno = EIO;
 		snprintf(err, errlen, "%s", r->fault);
