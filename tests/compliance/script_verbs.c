@@ -202,7 +202,7 @@ static bool optional_op(struct run *run, int e, const char *what)
  * "keys N bits>=B": the application registers N more regions; no key comes twice, and at least
  * B bit positions change between consecutive keys as a coin does, in a quarter to three
  * quarters of the N - 1 steps [R-120]: a slot or a counter's bits change always, seldom or
- * never, not so. (For N = 64 a random bit falls outside that band about once in 30,000.)
+ * never, not so. (For N = 64 a random bit falls outside that band about once in 27,000.)
  */
 bool line_keys(struct run *run)
 {
