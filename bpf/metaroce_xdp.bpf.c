@@ -437,15 +437,31 @@ int metaroce_xdp(struct xdp_md *ctx)
 			return to_daemon(ctx, plane->index, MRC_XDP_EVENT_LOST);
 		return dropped(MRC_XDP_DUPLICATE);
 	}
-	/* the region: its key, its owner, the access the opcode needs, the bounds */
 	key = bpf_ntohl(ext->rkey);
+	raddr = bpf_be64_to_cpu(ext->raddr);
+	/* a response only to a READ the daemon said it sent, within its sink [R-25]; the
+	 * entry read whole between two equal, even readings of its sequence (xdp.h) */
+	if (hdr->opcode == MRC_OP_READ_RESP) {
+		__u32 msn = bpf_ntohl(ext->msn);
+		struct mrc_xdp_read *rd = &qp->reads[msn & (MRC_XDP_MAX_READS - 1)];
+		__u32 seq = READ_ONCE(rd->seq), rd_msn = READ_ONCE(rd->msn);
+		__u32 rd_key = READ_ONCE(rd->key), rd_len = READ_ONCE(rd->len);
+		__u64 rd_addr = READ_ONCE(rd->addr);
+
+		/* as the engine checks: its msn, sink key and length, and the address its sink's
+		 * plus msg_off (which with payload stays within msg_len: checked above) */
+		if ((seq & 1) || READ_ONCE(rd->seq) != seq || !rd_len || rd_msn != msn ||
+		    rd_key != key || rd_len != bpf_ntohl(ext->msg_len) ||
+		    raddr != rd_addr + bpf_ntohl(ext->msg_off))
+			return to_daemon(ctx, plane->index, MRC_XDP_NO_READ);
+	}
+	/* the region: its key, its owner, the access the opcode needs, the bounds */
 	slot = MRC_KEY_SLOT(key);
 	mr = bpf_map_lookup_elem(&mrc_mrs, &slot);
 	need = hdr->opcode == MRC_OP_WRITE ? MRC_XDP_ACCESS_REMOTE_WRITE
 					   : MRC_XDP_ACCESS_LOCAL_WRITE;
 	if (!mr || !key || mr->key != key || mr->owner != qp->owner || !(mr->access & need))
 		return to_daemon(ctx, plane->index, MRC_XDP_BAD_KEY);
-	raddr = bpf_be64_to_cpu(ext->raddr);
 	if (raddr < mr->addr || payload > mr->len || raddr - mr->addr > mr->len - payload)
 		return to_daemon(ctx, plane->index, MRC_XDP_OUT_OF_BOUNDS);
 	pages = bpf_map_lookup_elem(&mrc_mr_pages, &slot);

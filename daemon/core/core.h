@@ -97,6 +97,12 @@ struct mrcd_fast_ops {
 	void (*qp_peer)(void *io, uint32_t qpn, uint32_t peer_planes,
 			const uint8_t peer[MRC_MAX_PLANES][16]);
 	void (*qp_advance)(void *io, uint32_t qpn, uint32_t old_base, uint32_t base);
+	/* The READ the QP posted as msn, for the program to place its responses; false when
+	 * it cannot (its slot is held): the engine places them. */
+	bool (*qp_read)(void *io, uint32_t qpn, uint32_t msn, uint32_t key, uint64_t addr,
+			uint32_t len);
+	/* Send work requests before oldest completed (oldest == next: all): their READs' go. */
+	void (*qp_reads_done)(void *io, uint32_t qpn, uint32_t oldest, uint32_t next);
 	void (*qp_clear_flags)(void *io, uint32_t qpn, uint32_t flags);
 	void (*qp_clear)(void *io, uint32_t qpn);
 	/* The region at `slot` is in the page map that came as descriptor 0 of the request. */

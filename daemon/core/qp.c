@@ -626,10 +626,6 @@ static int sq_entry_to_wr(struct mrcd_core *c, struct mrcd_qp *qp,
 			return MRC_CQ_LOC_PROT_ERR;
 		total += e->sge[i].length;
 	}
-	/* the program places READ responses contiguously at the first element: a READ that
-	 * scatters takes the QP's READ responses off the fast path before it is ever sent */
-	if (qp->fast && e->opcode == MRC_SQ_READ && e->num_sge > 1)
-		c->fast->qp_clear_flags(c->io, qp->qpn, MRC_XDP_QP_PLACE_READ);
 	if (total > (1u << 31))
 		return MRC_CQ_LOC_LEN_ERR;
 	return MRC_CQ_SUCCESS;
@@ -703,6 +699,33 @@ void core_drain_receives(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 		drain_receives(c, qp, now);
 }
 
+/* The program places the responses of a READ (or an atomic) with one scatter element that it
+ * is told of (xdp.h); one whose slot is still held goes through the engine. */
+static void fast_read(struct mrcd_core *c, struct mrcd_qp *qp, uint32_t msn,
+		      const struct mrc_sge *sink)
+{
+	core_fast_reads_done(c, qp);
+	if (c->fast->qp_read(c->io, qp->qpn, msn, sink->lkey, sink->addr, sink->length))
+		qp->fast_reads = true;
+}
+
+void core_fast_reads_done(struct mrcd_core *c, struct mrcd_qp *qp)
+{
+	uint32_t oldest, next;
+
+	if (!qp->fast_reads || !qp->conn)
+		return;
+	mrc_conn_sq_msns(qp->conn, &oldest, &next);
+	if (mrc_conn_state(qp->conn) != MRC_QPS_RTS)
+		oldest = next; /* in error (its completions come before the QP leaves the
+				* fast path): every READ's sink is the application's again */
+	if (oldest == qp->fast_sq_oldest)
+		return;
+	c->fast->qp_reads_done(c->io, qp->qpn, oldest, next);
+	qp->fast_sq_oldest = oldest;
+	qp->fast_reads = oldest != next;
+}
+
 /*
  * Ring entries into the engine. A slot goes back only when its work completes, so the
  * engine (as deep as the ring) always has room for what the ring holds.
@@ -736,10 +759,15 @@ void core_drain_rings(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 		int status = sq_entry_to_wr(c, qp, &s, &wr);
 
 		if (status == MRC_CQ_SUCCESS) {
+			uint32_t oldest, msn;
+
 			qp->sq_wr_id[(qp->sq.mine - 1) & (qp->sq.entries - 1)] = s.wr_id;
 			wr.wr_id = qp->sq.mine - 1;
+			mrc_conn_sq_msns(qp->conn, &oldest, &msn);
 			if (mrc_conn_post_send(qp->conn, &wr))
 				status = MRC_CQ_LOC_QP_OP_ERR;
+			else if (qp->fast && mrc_wr_read_like(wr.opcode) && wr.num_sge == 1)
+				fast_read(c, qp, msn, &wr.sge[0]);
 		}
 		if (status != MRC_CQ_SUCCESS) {
 			fail_entry(c, qp, false, s.wr_id, (uint8_t)status, mrc_sq_cq_opcode(s.opcode),

@@ -335,6 +335,17 @@ static void qp_advance(void *io, uint32_t qpn, uint32_t old_base, uint32_t base)
 	mrcd_fastpath_qp_advance(fast_of(io), qpn, old_base, base);
 }
 
+static bool qp_read(void *io, uint32_t qpn, uint32_t msn, uint32_t key, uint64_t addr,
+		    uint32_t len)
+{
+	return mrcd_fastpath_qp_read(fast_of(io), qpn, msn, key, addr, len);
+}
+
+static void qp_reads_done(void *io, uint32_t qpn, uint32_t oldest, uint32_t next)
+{
+	mrcd_fastpath_qp_reads_done(fast_of(io), qpn, oldest, next);
+}
+
 static void qp_clear_flags(void *io, uint32_t qpn, uint32_t flags)
 {
 	mrcd_fastpath_qp_clear_flags(fast_of(io), qpn, flags);
@@ -366,6 +377,8 @@ const struct mrcd_fast_ops mrcd_core_io_fast_ops = {
 	.qp_set = qp_set,
 	.qp_peer = qp_peer,
 	.qp_advance = qp_advance,
+	.qp_read = qp_read,
+	.qp_reads_done = qp_reads_done,
 	.qp_clear_flags = qp_clear_flags,
 	.qp_clear = qp_clear,
 	.mr_set = mr_set,

@@ -659,6 +659,8 @@ void mrcd_fastpath_qp_set(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t owner
 	memcpy(q->peer, peer, sizeof(q->peer));
 	q->auth_k0 = auth ? auth->k0 : 0;
 	q->auth_k1 = auth ? auth->k1 : 0;
+	for (unsigned i = 0; i < MRC_XDP_MAX_READS; i++)
+		q->reads[i].len = 0; /* the sequences go on: a run that saw an old one notices */
 	__atomic_store_n(&q->qpn, qpn, __ATOMIC_RELEASE);
 }
 
@@ -681,6 +683,42 @@ void mrcd_fastpath_qp_advance(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t o
 		unsigned idx = psn % MRC_SACK_BITS;
 
 		__atomic_and_fetch(&q->ring[idx / 64], ~(1ull << (idx % 64)), __ATOMIC_RELEASE);
+	}
+}
+
+bool mrcd_fastpath_qp_read(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t msn, uint32_t key,
+			   uint64_t addr, uint32_t len)
+{
+	struct mrc_xdp_qp *q = slot_of(fp, qpn);
+	struct mrc_xdp_read *rd = q ? &q->reads[msn & (MRC_XDP_MAX_READS - 1)] : NULL;
+	uint32_t seq;
+
+	if (!rd || !len || __atomic_load_n(&rd->len, __ATOMIC_RELAXED))
+		return false; /* held by an outstanding READ: the engine places this one's */
+	/* a sequence lock: odd while the fields change, so a run never mixes two READs */
+	seq = rd->seq;
+	__atomic_store_n(&rd->seq, seq + 1, __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_RELEASE);
+	__atomic_store_n(&rd->msn, msn, __ATOMIC_RELAXED);
+	__atomic_store_n(&rd->key, key, __ATOMIC_RELAXED);
+	__atomic_store_n(&rd->addr, addr, __ATOMIC_RELAXED);
+	__atomic_store_n(&rd->len, len, __ATOMIC_RELAXED);
+	__atomic_store_n(&rd->seq, seq + 2, __ATOMIC_RELEASE);
+	return true;
+}
+
+void mrcd_fastpath_qp_reads_done(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t oldest,
+				 uint32_t next)
+{
+	struct mrc_xdp_qp *q = slot_of(fp, qpn);
+
+	for (unsigned i = 0; q && i < MRC_XDP_MAX_READS; i++) {
+		struct mrc_xdp_read *rd = &q->reads[i];
+
+		/* completed, or (oldest == next) everything: its sink is the application's again */
+		if (__atomic_load_n(&rd->len, __ATOMIC_RELAXED) &&
+		    rd->msn - oldest >= next - oldest)
+			__atomic_store_n(&rd->len, 0, __ATOMIC_RELEASE);
 	}
 }
 

@@ -109,6 +109,17 @@ void mrcd_fastpath_qp_peer(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t peer
 /* The window moved from old_base to base: the new base first, then the passed bits clear. */
 void mrcd_fastpath_qp_advance(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t old_base,
 			      uint32_t base);
+/*
+ * The program may place the responses of the READ the QP just posted as msn: one scatter
+ * element, [addr, addr + len) under key. False when another outstanding READ holds its slot
+ * (the engine then places them).
+ */
+bool mrcd_fastpath_qp_read(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t msn, uint32_t key,
+			   uint64_t addr, uint32_t len);
+/* The QP's send work requests before oldest completed (oldest == next: all of them): the
+ * entries of their READs are cleared. */
+void mrcd_fastpath_qp_reads_done(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t oldest,
+				 uint32_t next);
 void mrcd_fastpath_qp_clear_flags(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t flags);
 /* Nothing more is placed for it. */
 void mrcd_fastpath_qp_clear(struct mrcd_fastpath *fp, uint32_t qpn);

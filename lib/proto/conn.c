@@ -685,6 +685,12 @@ uint32_t mrc_conn_rcv_base(const struct mrc_conn *c)
 	return c->rxw.base;
 }
 
+void mrc_conn_sq_msns(const struct mrc_conn *c, uint32_t *oldest, uint32_t *next)
+{
+	*oldest = c->sq_head;
+	*next = c->sq_tail;
+}
+
 void mrc_conn_get_info(const struct mrc_conn *c, struct mrc_conn_info *info)
 {
 	info->snd_una = c->snd_una;

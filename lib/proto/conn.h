@@ -76,6 +76,13 @@ enum mrc_wr_opcode {
 	MRC_WR_LOCAL_INV,
 };
 
+/* Answered by READ responses into its first scatter element: a READ, or an atomic. */
+static inline bool mrc_wr_read_like(uint8_t opcode)
+{
+	return opcode == MRC_WR_READ || opcode == MRC_WR_ATOMIC_CMP_SWAP ||
+	       opcode == MRC_WR_ATOMIC_FETCH_ADD;
+}
+
 #define MRC_SEND_SIGNALED 0x01u	 /* produce a completion on success */
 #define MRC_SEND_SOLICITED 0x02u /* ask the receiver for a solicited event */
 #define MRC_SEND_FENCE 0x04u	 /* wait for earlier READs to complete */
@@ -408,6 +415,12 @@ enum mrc_qp_state mrc_conn_state(const struct mrc_conn *conn);
 const struct mrc_conn_stats *mrc_conn_stats(const struct mrc_conn *conn);
 /* The receive window's base (cum_psn): what a fast path's own window must follow. */
 uint32_t mrc_conn_rcv_base(const struct mrc_conn *conn);
+/*
+ * The msn of the oldest send work request not yet completed, and the one the next posted gets
+ * (equal when none is outstanding): what a fast path's record of the READs it may answer
+ * follows [R-25].
+ */
+void mrc_conn_sq_msns(const struct mrc_conn *conn, uint32_t *oldest, uint32_t *next);
 /* What a sequenced packet with this PSN would be to the receive window right now. */
 enum mrc_rx_verdict mrc_conn_rx_verdict(const struct mrc_conn *conn, uint32_t psn);
 

@@ -203,8 +203,7 @@ static inline bool rocev2(const struct mrc_conn *c)
 /* READ and the atomics: requests answered by READ_RESP, counted against max_rd_atomic. */
 static inline bool conn_read_like(uint8_t wr_opcode)
 {
-	return wr_opcode == MRC_WR_READ || wr_opcode == MRC_WR_ATOMIC_CMP_SWAP ||
-	       wr_opcode == MRC_WR_ATOMIC_FETCH_ADD;
+	return mrc_wr_read_like(wr_opcode);
 }
 
 /* Local operations: no packet; complete in posting order. */

@@ -51,9 +51,19 @@
  * sets `asleep`, fences, then looks at the ring's producer position once more before it
  * sleeps: one of the two always sees the other's write.
  *
- * READ responses are placed by (sink key, address), contiguously: right only for a READ with
- * one scatter element, so the daemon sets MRC_XDP_QP_PLACE_READ only while the QP has sent
- * no other kind, and clears it before it hands the engine a READ with more.
+ * READ responses are placed only for a READ (an atomic's answer is one of 8 bytes) the daemon
+ * wrote into the QP's reads[] (slot msn % MRC_XDP_MAX_READS) when it posted it: one with one
+ * scatter element (the program places contiguously), whose slot no other outstanding READ held.
+ * A response is placed when it names that READ's msn, sink key and length, at its sink's
+ * address plus msg_off, as the engine checks [R-25]; anything else goes to the daemon, whose
+ * engine places it (a READ that scatters) or refuses it [R-227]. One check is the engine's
+ * alone, that the READ_REQ has gone: a response before it lands in its READ's sink, where only
+ * that READ's bytes belong, and the engine then refuses it (the QP fails, the READ flushed).
+ * The daemon clears a READ's entry (its length) once the engine has completed it, before the
+ * application can hear so (in the completion callback, and every turn for an unsignaled one): a
+ * run that read the entry before has at most its own copy left to finish. A new entry is
+ * written under the entry's sequence lock, and a run that saw it change, or odd, leaves the
+ * packet to the daemon.
  *
  * Regions: an ARRAY element is rewritten in place, not atomically, so the daemon clears a
  * slot's key first, then sets its page map and fields, and writes the key last: a program
@@ -99,10 +109,20 @@ struct mrc_xdp_plane {
 
 /* struct mrc_xdp_qp.flags */
 #define MRC_XDP_QP_PLACE 0x1u	   /* WRITE payloads are placed here */
-#define MRC_XDP_QP_PLACE_READ 0x2u /* and READ_RESP payloads: set only while every READ the
-				      QP sent lands in one scatter element (see above) */
+#define MRC_XDP_QP_PLACE_READ 0x2u /* and READ_RESP payloads of the READs in reads[] */
 #define MRC_XDP_QP_AUTH 0x4u	   /* every packet carries a tag under auth_k0/k1 (SPEC 14.6):
 				    * one without, or with a wrong one, is dropped [R-345] */
+
+#define MRC_XDP_MAX_READS 16u /* READs of a QP the program can answer at once (a power of 2) */
+
+/* A READ the QP sent whose responses the program may place (see above). */
+struct mrc_xdp_read {
+	__u32 seq;		/* odd while the daemon rewrites the entry (a sequence lock) */
+	__u32 msn;		/* the READ's */
+	__u32 key;		/* its sink key: its one scatter element's lkey */
+	__u32 len;		/* its length; 0: the slot is free */
+	__u64 addr;		/* its sink's first address */
+};
 
 struct mrc_xdp_qp {
 	__u32 qpn;		/* the QP in this slot; 0: none */
@@ -119,6 +139,7 @@ struct mrc_xdp_qp {
 	__u8 peer[MRC_MAX_PLANES][16]; /* IPv4-mapped for IPv4 */
 	__u64 placed_unwoken;	/* placed packets counted towards the next wakeup (the program's) */
 	__u64 auth_k0, auth_k1;	/* MRC_XDP_QP_AUTH: the SipHash key the peer tags with */
+	struct mrc_xdp_read reads[MRC_XDP_MAX_READS]; /* the daemon's; by msn % MRC_XDP_MAX_READS */
 };
 
 /* The one element of mrc_wake. */
@@ -161,6 +182,8 @@ enum mrc_xdp_outcome {
 	MRC_XDP_WRONG_PEER = 14,    /* not from the QP's peer on that plane: to the daemon */
 	MRC_XDP_BAD_TAG = 15,	    /* an authenticated QP's packet without its right tag: dropped
 				     * before anything in it is believed [R-343, R-345] */
+	MRC_XDP_NO_READ = 16,	    /* a READ_RESP of no READ in reads[], or outside its sink:
+				     * to the daemon, which places or refuses it [R-25, R-227] */
 	MRC_XDP_OUTCOMES
 };
 
@@ -172,7 +195,7 @@ static inline const char *mrc_xdp_outcome_name(unsigned outcome)
 		"not_ours",	"placed",	"to_daemon",  "duplicate",    "below_window",
 		"above_window", "bad_checksum", "truncated",  "unknown_qp",   "bad_key",
 		"out_of_bounds", "event_lost",	"bad_version", "place_failed", "wrong_peer",
-		"bad_tag",
+		"bad_tag",	"no_read",
 	};
 
 	return outcome < MRC_XDP_OUTCOMES ? names[outcome] : "unknown";
