@@ -661,7 +661,8 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 			mrc_sge_copy(m->wr.sge, m->wr.num_sge, d->msg_off, NULL, pkt->payload,
 				      pkt->payload_len);
 		m->read_placed += pkt->payload_len;
-		/* the responder is alive and answering: the READ watchdog starts over */
+		/* the responder is alive and answering: the READ watchdog starts over, count and
+		 * clock, as on an acknowledgement [R-320] */
 		c->retries = 0;
 		c->retry_clock_ns = now_ns;
 		if (m->read_placed == m->len) {
