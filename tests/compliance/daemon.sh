@@ -12,7 +12,8 @@
 #
 # The second runs the scenario matrix (compliance-matrix) with the engine and the daemon, each
 # as client and as server: the daemon's two QPs of a daemon-to-daemon pair belong to two
-# agents, two nodes at two addresses. The xdp run skips, saying why, where the daemon cannot
+# agents, two nodes at two addresses (six of each for incast's three pairs). The xdp run
+# skips, saying why, where the daemon cannot
 # attach its program (it then says so in its log and runs udp: the backend it chose is read,
 # not assumed). Exits as compliance does: 0 when nothing failed.
 set -u
@@ -27,12 +28,18 @@ shift
 . "$(dirname "$0")/../integration/lib.sh"
 
 two_hosts
-# the second node's addresses, for the matrix's second agent; fresh ones, a node each for
-# the scripts that play discovery; a stranger's, outside the daemon's peer prefixes; and a
-# neighbour's, inside them, no QP's peer
+# more nodes' addresses, for the matrix's other agents (a client and a server for each of
+# three QP pairs at once); fresh ones, a node each for the scripts that play discovery; a
+# stranger's, outside the daemon's peer prefixes; and a neighbour's, inside them, no QP's peer
 fresh=
+nodes="198.18.0.2,198.19.0.2"
+for k in 3 5 6 7 8; do
+	nodes="$nodes;198.18.0.$k,198.19.0.$k"
+done
 for p in 0 1; do
-	ip -n "$NS_B" addr add "198.1$((8 + p)).0.3/24" dev "${TAG}b$p"
+	for k in 3 5 6 7 8; do
+		ip -n "$NS_B" addr add "198.1$((8 + p)).0.$k/24" dev "${TAG}b$p"
+	done
 	for k in $(seq 10 21); do
 		ip -n "$NS_B" addr add "198.1$((8 + p)).0.$k/24" dev "${TAG}b$p"
 	done
@@ -73,7 +80,7 @@ agent="remote:$BUILD/tests/compliance/compliance-agent-daemon $name"
 in_peer() {
 	ip netns exec "$NS_B" env METAROCE_SOCKET="$TMP/iut.sock" METAROCE_QUIET=1 \
 		COMPLIANCE_IUT_ADDR=198.18.0.1,198.19.0.1 \
-		COMPLIANCE_PEER_ADDR="198.18.0.2,198.19.0.2;198.18.0.3,198.19.0.3" \
+		COMPLIANCE_PEER_ADDR="$nodes" \
 		COMPLIANCE_FRESH_ADDR="$fresh" COMPLIANCE_STRANGER_ADDR=198.18.0.200 \
 		COMPLIANCE_NEIGHBOUR_ADDR=198.18.0.4 \
 		${auth:+COMPLIANCE_CLUSTER_KEY_FILE="$TMP/cluster.key"} \

@@ -872,6 +872,7 @@ int main(int argc, char **argv)
 {
 	struct ibv_device **devs;
 	const char *sock = getenv("METAROCE_SOCKET"), *v;
+	struct mrc_ctl_status status;
 	int n = 0;
 
 	if (argc > 1) /* the name the report gives this run: metaroced-udp, -xdp */
@@ -890,7 +891,11 @@ int main(int argc, char **argv)
 		g.node = 0x5eed; /* any id will do: one per run, never 0 (R-116's unknown) */
 	g.ctl = ctl_connect(sock);
 	devs = ibv_get_device_list(&n);
-	if (g.ctl < 0 || !devs || n < 1 || !(g.ctx = ibv_open_device(devs[0]))) {
+	/* a first request at once: the daemon closes a connection silent for 2 s, and the
+	 * matrix starts agents that wait for their scenario */
+	if (g.ctl < 0 || ctl_request(g.ctl, MRC_CTL_STATUS, NULL, 0, NULL, 0, &status,
+				     sizeof(status), NULL, 0) ||
+	    !devs || n < 1 || !(g.ctx = ibv_open_device(devs[0]))) {
 		fprintf(stderr, "compliance-agent-daemon: no metaroced at %s\n", sock);
 		return 1;
 	}
