@@ -146,9 +146,10 @@ void core_drain_rings(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now);
 /* Only the receive ring, which rings no doorbell while the QP works: read when a packet
  * that may consume a receive arrives, besides every visit. */
 void core_drain_receives(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now);
-/* The engine completed send work (or the QP failed): the program stops placing the
- * responses of the READs among it, before the application can hear of them (xdp.h). */
-void core_fast_reads_done(struct mrcd_core *c, struct mrcd_qp *qp);
+/* The program's READs in step with the engine's send queue: those completed (or all, the
+ * QP failed) out, before the application can hear of them; adding, those whose requests
+ * went since in (xdp.h). */
+void core_fast_reads_sync(struct mrcd_core *c, struct mrcd_qp *qp, bool adding);
 void core_apply_drains(struct mrcd_core *c, struct mrcd_qp *qp);
 /* A peer's discovery finished, changed or failed: QPs waiting on it go on. */
 void core_peers_changed(struct mrcd_core *c, unsigned peer, int event, uint64_t now);

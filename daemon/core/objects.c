@@ -520,7 +520,7 @@ void core_on_complete(void *user, bool from_recv_queue, const struct mrc_complet
 			 qp->qpn, (unsigned long long)shadow[idx & (ring->entries - 1)],
 			 mrc_wc_status_name(wc->status));
 	if (!from_recv_queue && qp->fast)
-		core_fast_reads_done(qp->core, qp);
+		core_fast_reads_sync(qp->core, qp, false);
 	mrcd_cq_from_completion(wc, &e);
 	e.wr_id = shadow[idx & (ring->entries - 1)];
 	/* the slot first: an application that sees the completion may post again at once */

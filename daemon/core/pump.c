@@ -354,15 +354,15 @@ static enum sent visit_qp(struct mrcd_core *c, struct mrcd_qp *qp, unsigned *bud
 	if (mrc_conn_next_timeout(qp->conn) <= now)
 		mrc_conn_on_timeout(qp->conn, now);
 	failed_by_engine(c, qp, now);
-	if (qp->fast) {
+	if (qp->fast)
 		sync_fast_window(c, qp);
-		core_fast_reads_done(c, qp); /* an unsignaled READ's, done silently */
-	}
 	sent = send_some(c, qp->conn, qp->peer_planes, (const uint8_t(*)[16])qp->peer_addr,
 			 qp->peer_port, budget, now);
 	/* a resend the retry budget refused ends the QP there too, with nothing left to
 	 * visit it for */
 	failed_by_engine(c, qp, now);
+	if (qp->fast) /* the READs just requested; those done silently (unsignaled) out */
+		core_fast_reads_sync(c, qp, true);
 	note_path_changes(c, qp);
 	return sent;
 }

@@ -12,6 +12,7 @@
 #include "core/shm_map.h"
 #include "proto/bytes.h"
 #include "proto/random.h"
+#include "proto/seq.h"
 
 /* A QP's counts go into the totals of those gone before it. */
 static void qp_retire_counts(struct mrcd_core *c, const struct mrcd_qp *qp)
@@ -699,31 +700,44 @@ void core_drain_receives(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 		drain_receives(c, qp, now);
 }
 
-/* The program places the responses of a READ (or an atomic) with one scatter element that it
- * is told of (xdp.h); one whose slot is still held goes through the engine. */
-static void fast_read(struct mrcd_core *c, struct mrcd_qp *qp, uint32_t msn,
-		      const struct mrc_sge *sink)
-{
-	core_fast_reads_done(c, qp);
-	if (c->fast->qp_read(c->io, qp->qpn, msn, sink->lkey, sink->addr, sink->length))
-		qp->fast_reads = true;
-}
-
-void core_fast_reads_done(struct mrcd_core *c, struct mrcd_qp *qp)
+/*
+ * The program's READ entries follow the engine's send queue (xdp.h): a READ's (or an
+ * atomic's) goes in once its request has gone and its slot is free, in posting order; out
+ * once the engine has completed it, before the application can hear so; every one once the
+ * QP fails. adding: also put in those whose requests went since.
+ */
+void core_fast_reads_sync(struct mrcd_core *c, struct mrcd_qp *qp, bool adding)
 {
 	uint32_t oldest, next;
+	struct mrc_sge sink;
+	int r;
 
-	if (!qp->fast_reads || !qp->conn)
+	if (!qp->conn)
 		return;
 	mrc_conn_sq_msns(qp->conn, &oldest, &next);
-	if (mrc_conn_state(qp->conn) != MRC_QPS_RTS)
-		oldest = next; /* in error (its completions come before the QP leaves the
-				* fast path): every READ's sink is the application's again */
-	if (oldest == qp->fast_sq_oldest)
-		return;
-	c->fast->qp_reads_done(c->io, qp->qpn, oldest, next);
-	qp->fast_sq_oldest = oldest;
-	qp->fast_reads = oldest != next;
+	if (mrc_conn_state(qp->conn) != MRC_QPS_RTS) {
+		oldest = next; /* in error (its completions come before the QP leaves the fast
+				* path): every READ's sink is the application's again */
+		adding = false;
+	}
+	if (qp->fast_reads && oldest != qp->fast_sq_oldest) {
+		c->fast->qp_reads_done(c->io, qp->qpn, oldest, next);
+		qp->fast_sq_oldest = oldest;
+		qp->fast_reads = oldest != next;
+	}
+	if (mrc_seq_lt(qp->fast_read_next, oldest) || mrc_seq_lt(next, qp->fast_read_next))
+		qp->fast_read_next = oldest;
+	/* each request looked at once; one whose slot is held waits for the next turn */
+	for (; adding && qp->fast_read_next != next; qp->fast_read_next++) {
+		r = mrc_conn_sq_read_sink(qp->conn, qp->fast_read_next, &sink);
+		if (r < 0 || (r > 0 && !c->fast->qp_read(c->io, qp->qpn, qp->fast_read_next,
+							  sink.lkey, sink.addr, sink.length)))
+			break;
+		if (r > 0 && !qp->fast_reads) {
+			qp->fast_reads = true;
+			qp->fast_sq_oldest = oldest;
+		}
+	}
 }
 
 /*
@@ -759,15 +773,10 @@ void core_drain_rings(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 		int status = sq_entry_to_wr(c, qp, &s, &wr);
 
 		if (status == MRC_CQ_SUCCESS) {
-			uint32_t oldest, msn;
-
 			qp->sq_wr_id[(qp->sq.mine - 1) & (qp->sq.entries - 1)] = s.wr_id;
 			wr.wr_id = qp->sq.mine - 1;
-			mrc_conn_sq_msns(qp->conn, &oldest, &msn);
 			if (mrc_conn_post_send(qp->conn, &wr))
 				status = MRC_CQ_LOC_QP_OP_ERR;
-			else if (qp->fast && mrc_wr_read_like(wr.opcode) && wr.num_sge == 1)
-				fast_read(c, qp, msn, &wr.sge[0]);
 		}
 		if (status != MRC_CQ_SUCCESS) {
 			fail_entry(c, qp, false, s.wr_id, (uint8_t)status, mrc_sq_cq_opcode(s.opcode),

@@ -181,8 +181,9 @@ struct mrcd_qp {
 	struct mrc_conn *conn;
 	bool fast;		/* the XDP program places its data packets */
 	uint32_t fast_base;	/* the receive window base the program was last told */
-	bool fast_reads;	/* the program may hold READs of this QP (fast_read()) */
+	bool fast_reads;	/* the program may hold READs of this QP (core_fast_reads_sync) */
 	uint32_t fast_sq_oldest; /* the oldest incomplete send msn the program was last told */
+	uint32_t fast_read_next; /* the first send msn not yet looked at for the program */
 	uint64_t peer_node;	/* the peer daemon's node id (discovery); 0 when unknown */
 	bool auth_ready;	/* auth_tx and auth_rx hold its keys with the peer QP */
 	struct mrc_auth_key auth_tx, auth_rx;

@@ -691,6 +691,20 @@ void mrc_conn_sq_msns(const struct mrc_conn *c, uint32_t *oldest, uint32_t *next
 	*next = c->sq_tail;
 }
 
+int mrc_conn_sq_read_sink(const struct mrc_conn *c, uint32_t msn, struct mrc_sge *sink)
+{
+	const struct msg *m = &c->msgs[msn & (c->sq_cap - 1)];
+
+	if (!mrc_seq_le(c->sq_head, msn) || !mrc_seq_lt(msn, c->sq_tail) || m->msn != msn)
+		return -ENOENT;
+	if (!conn_read_like(m->wr.opcode) || m->wr.num_sge != 1 || !m->len)
+		return 0;
+	if (!m->sent_pkts)
+		return -EAGAIN;
+	*sink = m->wr.sge[0];
+	return 1;
+}
+
 void mrc_conn_get_info(const struct mrc_conn *c, struct mrc_conn_info *info)
 {
 	info->snd_una = c->snd_una;

@@ -421,6 +421,13 @@ uint32_t mrc_conn_rcv_base(const struct mrc_conn *conn);
  * follows [R-25].
  */
 void mrc_conn_sq_msns(const struct mrc_conn *conn, uint32_t *oldest, uint32_t *next);
+/*
+ * Send work request msn, outstanding: 1 when it is a READ or an atomic with one scatter
+ * element whose request has gone, so its response may come (*sink: where it lands, R-25);
+ * 0 when it is no such request; -EAGAIN when its request has not gone yet (nor has any
+ * posted after it: requests go in posting order); -ENOENT when msn is not outstanding.
+ */
+int mrc_conn_sq_read_sink(const struct mrc_conn *conn, uint32_t msn, struct mrc_sge *sink);
 /* What a sequenced packet with this PSN would be to the receive window right now. */
 enum mrc_rx_verdict mrc_conn_rx_verdict(const struct mrc_conn *conn, uint32_t psn);
 

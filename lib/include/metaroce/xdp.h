@@ -52,18 +52,19 @@
  * sleeps: one of the two always sees the other's write.
  *
  * READ responses are placed only for a READ (an atomic's answer is one of 8 bytes) the daemon
- * wrote into the QP's reads[] (slot msn % MRC_XDP_MAX_READS) when it posted it: one with one
- * scatter element (the program places contiguously), whose slot no other outstanding READ held.
- * A response is placed when it names that READ's msn, sink key and length, at its sink's
- * address plus msg_off, as the engine checks [R-25]; anything else goes to the daemon, whose
- * engine places it (a READ that scatters) or refuses it [R-227]. One check is the engine's
- * alone, that the READ_REQ has gone: a response before it lands in its READ's sink, where only
- * that READ's bytes belong, and the engine then refuses it (the QP fails, the READ flushed).
+ * wrote into the QP's reads[] (slot msn % MRC_XDP_MAX_READS): one with one scatter element (the
+ * program places contiguously), written once its request has gone (so a response can be owed)
+ * and its slot is free, in posting order, a held slot holding back the READs after it until it
+ * frees. A response is placed when it names that READ's msn, sink key and length, at its sink's
+ * address plus msg_off: the engine's own check [R-25]; anything else goes to the daemon, whose
+ * engine places it (a READ that scatters, or that waits for its slot) or refuses it [R-227].
  * The daemon clears a READ's entry (its length) once the engine has completed it, before the
  * application can hear so (in the completion callback, and every turn for an unsignaled one): a
  * run that read the entry before has at most its own copy left to finish. A new entry is
  * written under the entry's sequence lock, and a run that saw it change, or odd, leaves the
- * packet to the daemon.
+ * packet to the daemon. (The program relies on its loads staying in order, as x86 keeps them;
+ * on a weakly ordered CPU these reads, and the key and QP number checks below, need BPF's
+ * load-acquire, newer than Debian 12's clang.)
  *
  * Regions: an ARRAY element is rewritten in place, not atomically, so the daemon clears a
  * slot's key first, then sets its page map and fields, and writes the key last: a program
