@@ -95,6 +95,8 @@ struct side {
 	void *h;
 	struct names names;
 	unsigned wcs, wc_errors; /* completions seen, of which not success */
+	unsigned retry_exc;	 /* of which retry_exc_err: its retry budget spent */
+	uint64_t link_until;	 /* incast: when the link has sent its last datagram */
 	bool done[N_MSG];	 /* a client's: work request m completed with success */
 	bool dead;		 /* a server whose node died (restart): nothing reaches it */
 	bool retired;		 /* a client whose QP failed with its peer (restart), closed */
@@ -122,6 +124,7 @@ struct run {
 	unsigned relayed, lost, doubled, corrupted, marked, queue_drops;
 	uint64_t link_free;  /* incast: when the servers' link has sent all it holds */
 	uint64_t max_backlog;
+	unsigned most_senders; /* incast: the most clients with datagrams in its queue at once */
 	unsigned sent[2 * MAX_PAIRS], newest[2 * MAX_PAIRS]; /* per receiving side */
 	unsigned overtaken;	       /* delivered after a packet sent later */
 	bool disturbed, restored;
@@ -157,10 +160,11 @@ static bool spoil(struct run *r, unsigned kind, unsigned ppm)
 	return true;
 }
 
-/* What chunk c of message m holds: never 0, so a chunk never placed shows. */
-static uint8_t pattern(unsigned m, unsigned c)
+/* What chunk c of a pair's message m holds: never 0, so a chunk never placed shows, and
+ * another pair's bytes do not pass for this one's. */
+static uint8_t pattern(unsigned pair, unsigned m, unsigned c)
 {
-	return (uint8_t)((m * (MSG_LEN / CHUNK) + c) * 37 % 251 + 1);
+	return (uint8_t)(((pair * N_MSG + m) * (MSG_LEN / CHUNK) + c) * 37 % 251 + 1);
 }
 
 /* The two QPs of a pair mirror each other; their regions have names of their own, so a key or
@@ -172,7 +176,8 @@ static void config(struct iut_config *c, bool server, unsigned pair)
 				  .psn = server ? 5000 : 1000, .peer_psn = server ? 1000 : 5000,
 				  .max_payload = 1024, .n_paths = 4, .n_planes = 2,
 				  .rq_depth = 2 * N_MSG, .mr_key = (server ? 0x200 : 0x100) + pair,
-				  .mr_addr = (server ? 0x200000ull : 0x100000ull) << pair,
+				  .mr_addr = (server ? 0x200000ull : 0x100000ull) +
+					     0x1000000ull * pair,
 				  .mr_len = REGION, .mr_remote_write = true, .mr_remote_read = true,
 				  .qp_remote_write = true, .qp_remote_read = true,
 				  .retry_cnt = 7, .rnr_retry = 7 };
@@ -210,10 +215,12 @@ static bool open_side(struct run *r, unsigned who)
  * before it; beyond QUEUE_CAP_BYTES it is dropped, beyond ECN_MARK_BYTES marked CE. False
  * when dropped; else *at is when it leaves the link.
  */
-static bool through_link(struct run *r, const struct iut_dgram *d, uint64_t *at, bool *ce)
+static bool through_link(struct run *r, unsigned from, const struct iut_dgram *d, uint64_t *at,
+			 bool *ce)
 {
 	uint64_t backlog = r->link_free > r->now
 				   ? (r->link_free - r->now) * LINK_BYTES_PER_US / 1000 : 0;
+	unsigned senders = 1;
 
 	r->max_backlog = backlog > r->max_backlog ? backlog : r->max_backlog;
 	if (backlog + d->len > QUEUE_CAP_BYTES) {
@@ -224,7 +231,10 @@ static bool through_link(struct run *r, const struct iut_dgram *d, uint64_t *at,
 	r->marked += *ce;
 	r->link_free = (r->link_free > r->now ? r->link_free : r->now) +
 		       (uint64_t)d->len * 1000 / LINK_BYTES_PER_US;
-	*at = r->link_free;
+	*at = r->side[from].link_until = r->link_free;
+	for (unsigned who = 0; who < 2 * r->pairs; who += 2) /* the clients */
+		senders += who != from && r->side[who].link_until > r->now;
+	r->most_senders = senders > r->most_senders ? senders : r->most_senders;
 	return true;
 }
 
@@ -244,7 +254,7 @@ static void relay(struct run *r, unsigned from, const struct iut_dgram *d)
 		r->lost++;
 		return;
 	}
-	if (s->incast && is_server(to) && !through_link(r, d, &at, &ce))
+	if (s->incast && is_server(to) && !through_link(r, from, d, &at, &ce))
 		return;
 	r->sent[to]++;
 	r->doubled += copies - 1;
@@ -322,6 +332,7 @@ static void poll_all(struct run *r)
 				s->done[wc.wr_id] = true;
 			if (strcmp(wc.status, "success")) {
 				s->wc_errors++;
+				s->retry_exc += !strcmp(wc.status, "retry_exc_err");
 				if (!may_fail(r, who))
 					failf(r, "%s: work request %llu completed %s",
 					      who_name(who), (unsigned long long)wc.wr_id,
@@ -362,9 +373,10 @@ static bool verify(struct run *r, unsigned pair)
 			if (!s->ops->memory(s->h, off, CHUNK, buf))
 				return failf(r, "%s's memory cannot be read", who_name(sink));
 			for (unsigned k = 0; k < CHUNK; k++)
-				if (buf[k] != pattern(m, c))
+				if (buf[k] != pattern(pair, m, c))
 					return failf(r, "%s's byte %u is 0x%02x, not 0x%02x",
-						     who_name(sink), off + k, buf[k], pattern(m, c));
+						     who_name(sink), off + k, buf[k],
+						     pattern(pair, m, c));
 		}
 	return true;
 }
@@ -390,6 +402,18 @@ static bool finished(const struct run *r)
 	return true;
 }
 
+/* Where a run that did not end stands: its first pair not done. */
+static const char *standing(const struct run *r, char *buf, size_t len)
+{
+	unsigned p = 0;
+
+	while (p + 1 < r->pairs && pair_finished(r, p))
+		p++;
+	snprintf(buf, len, "%s %u of %u completions, %s %u", who_name(2 * p),
+		 r->side[2 * p].wcs, N_MSG, who_name(2 * p + 1), r->side[2 * p + 1].wcs);
+	return buf;
+}
+
 /* A pair's messages in its source's region, its server's receives and its client's work. */
 static bool start_pair(struct run *r, unsigned pair)
 {
@@ -404,7 +428,7 @@ static bool start_pair(struct run *r, unsigned pair)
 			return false;
 		for (unsigned c = 0; c < MSG_LEN / CHUNK; c++)
 			r->side[src].ops->fill(r->side[src].h, m * MSG_LEN + c * CHUNK, CHUNK,
-					       pattern(m, c));
+					       pattern(pair, m, c));
 	}
 	for (unsigned m = 0; m < N_MSG && !r->why[0]; m++)
 		post(r, client, r->s->wr, m);
@@ -461,6 +485,7 @@ static void run_transfer(struct run *r)
 	uint64_t limit = r->real ? REAL_LIMIT_NS : VIRTUAL_LIMIT_NS;
 	struct iut_dgram *d = malloc(sizeof(*d));
 	unsigned n = 2 * r->pairs;
+	char where[128];
 
 	for (unsigned p = 0; p < (r->s->restart ? 1 : r->pairs) && !r->why[0]; p++)
 		start_pair(r, p);
@@ -512,9 +537,8 @@ static void run_transfer(struct run *r)
 			nanosleep(&tick, NULL);
 			r->now = agent_clock_ns() - r->start_real + 1000000000ull;
 		} else if (next == UINT64_MAX) {
-			failf(r, "nothing left to happen: no packet in flight, no timer (client %u "
-				 "of %u completions, server %u)", r->side[0].wcs, N_MSG,
-			      r->side[1].wcs);
+			failf(r, "nothing left to happen: no packet in flight, no timer (%s)",
+			      standing(r, where, sizeof(where)));
 			break;
 		} else if (next > r->now) {
 			r->now = next;
@@ -523,9 +547,9 @@ static void run_transfer(struct run *r)
 			if (r->side[who].h && r->side[who].ops->deadline(r->side[who].h) <= r->now)
 				r->side[who].ops->advance(r->side[who].h, r->now);
 		if (r->now - 1000000000ull > limit) {
-			failf(r, "not done after %llu s: client %u of %u completions, server %u",
-			      (unsigned long long)(limit / 1000000000ull), r->side[0].wcs, N_MSG,
-			      r->side[1].wcs);
+			failf(r, "not done after %llu s: %s",
+			      (unsigned long long)(limit / 1000000000ull),
+			      standing(r, where, sizeof(where)));
 			break;
 		}
 	}
@@ -543,15 +567,19 @@ static void run_transfer(struct run *r)
 		failf(r, "no datagram was corrupted");
 	if (!r->why[0] && r->s->jitter_ns && !r->overtaken)
 		failf(r, "no datagram overtook another");
-	if (!r->why[0] && r->s->incast && !r->marked)
-		failf(r, "the link's queue never passed %u bytes: no incast formed (at most %llu)",
-		      ECN_MARK_BYTES, (unsigned long long)r->max_backlog);
+	if (!r->why[0] && r->s->incast && (!r->marked || r->most_senders < r->s->incast))
+		failf(r, "no incast formed: the link's queue held at most %llu bytes (marks beyond "
+		      "%u), from at most %u of %u clients at once",
+		      (unsigned long long)r->max_backlog, ECN_MARK_BYTES, r->most_senders,
+		      r->s->incast);
 	if (!r->why[0] && (r->s->drain || r->s->destroy || r->s->restart) && !r->disturbed)
 		failf(r, "the transfer ended before a third of it was done");
 	if (!r->why[0] && (r->s->drain || r->s->restart) && !r->restored)
 		failf(r, "the transfer ended before the scenario's second half");
 	if (!r->why[0] && (r->s->destroy || r->s->restart) && !r->side[0].wc_errors)
 		failf(r, "the client's QP ended in ERR with no failed work request");
+	if (!r->why[0] && r->s->restart && !r->side[0].retry_exc)
+		failf(r, "the client's QP failed, but not by its retry budget (no retry_exc_err)");
 }
 
 static bool run_scenario(const struct scenario *s, const struct iut_ops *const *client,
