@@ -97,6 +97,12 @@ BPF_TESTS := $(BUILD)/tests/bpf/test_impair $(BUILD)/tests/bpf/test_xdp
 XDP_COST := $(BUILD)/bench/xdp-cost
 # One rank of a Gloo collective job (bench/collectives): the benchmark and test_collectives
 GLOO_BENCH := $(BUILD)/bench/gloo-bench
+# the fabric simulator: the engine inside ns-3 (Debian's libns3-dev, 3.37); only --libs from
+# its pkg-config files, whose --cflags are broken in Debian (the headers are in /usr/include)
+SIM_CHECK := $(BUILD)/sim/metaroce-sim-check
+SIM_OBJS := $(patsubst sim/%.cc,$(OBJ)/sim/%.o,$(filter-out sim/check.cc,$(wildcard sim/*.cc)))
+NS3_LIBS = $(shell pkg-config --libs ns3-core ns3-network ns3-internet ns3-point-to-point \
+		 2>/dev/null)
 # Connected RC QPs that carry nothing, beside a stream (bench/core: make bench-core)
 IDLE_QPS := $(BUILD)/bench/idle-qps
 
@@ -116,8 +122,8 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 
 # --- top-level targets -----------------------------------------------------------------
 
-.PHONY: all programs deps check demo install deb layering unit unit-asan verbs-abi bpf-test fuzz integration \
-	integration-asan test-systemd image test-containers compliance \
+.PHONY: all programs deps check demo install deb layering unit unit-asan verbs-abi bpf-test fuzz \
+	sim-check integration integration-asan test-systemd image test-containers compliance \
 	engine-report bench bench-quick bench-xdp bench-backend \
 	bench-udp-vs-tcp bench-collectives bench-core bench-auth bench-latency clean
 .DEFAULT_GOAL := all
@@ -125,7 +131,7 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 all: $(LIBPROTO) $(UNIT_RUNNER) $(SAN_UNIT_RUNNER) $(FUZZ_BINS) $(CORPUS_GEN) $(HEADER_CHECK_OBJS) \
      $(ENGINE_REPORT) $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) \
      $(METAROCE_RUN) $(VERBS_TESTS) $(SAN_METAROCED) $(BPF_OBJS) $(BPF_TESTS) $(XDP_COST) \
-     $(GLOO_BENCH) $(IDLE_QPS)
+     $(GLOO_BENCH) $(IDLE_QPS) $(SIM_CHECK)
 	@:
 
 # What an installation needs and no more (the Debian package build uses it).
@@ -143,7 +149,8 @@ DEB_PACKAGES := \
 	librdmacm-dev rdmacm-utils \
 	iproute2 python3 iperf3 sockperf gnuplot-nox time groff-base curl \
 	dpkg-dev debhelper python3-yaml linux-perf \
-	systemd-container mmdebstrap podman buildah runc catatonit nodejs
+	systemd-container mmdebstrap podman buildah runc catatonit nodejs \
+	libns3-dev libgsl-dev
 
 deps:
 	$(Q)missing=$$(for p in $(DEB_PACKAGES); do \
@@ -166,7 +173,7 @@ check:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory layering unit unit-asan verbs-abi bpf-test compliance \
-		integration integration-asan test-systemd test-containers fuzz
+		sim-check integration integration-asan test-systemd test-containers fuzz
 
 # The main job: two hosts, two planes, a daemon each, unmodified RDMA programs between them.
 demo:
@@ -196,6 +203,12 @@ verbs-abi: $(LIBMETAROCE) $(BUILD)/tests/verbs/test_unsupported
 		echo "           $$out"
 	$(Q)out=$$(LD_LIBRARY_PATH=$(BUILD)/lib $(BUILD)/tests/verbs/test_unsupported) || \
 		{ echo "$$out"; exit 1; }; echo "$$out" | tail -n 1 | sed 's/^/           /'
+
+# The engine inside ns-3 (sim/): a small fabric at 0% and 1% loss, every byte checked, no hang.
+sim-check: $(SIM_CHECK)
+	$(call msg,TEST,ns-3 fabric)
+	$(Q)for loss in 0 0.01; do out=$$($(SIM_CHECK) --loss $$loss 2>&1) || \
+		{ echo "$$out"; exit 1; }; echo "$$out" | tail -n 1 | sed 's/^/           /'; done
 
 # BPF programs in this kernel through BPF_PROG_TEST_RUN: declarative fixtures, measured rates.
 bpf-test: $(BPF_OBJS) $(BPF_TESTS)
@@ -538,6 +551,16 @@ $(IDLE_QPS): bench/core/idle_qps.c
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(MRC_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $< -libverbs
+
+$(OBJ)/sim/%.o: sim/%.cc
+	$(call msg,CXX,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) -std=c++17 $(CXX_WARNINGS) $(CXXFLAGS) -Ilib -Ilib/include $(DEPFLAGS) -c $< -o $@
+
+$(SIM_CHECK): $(OBJ)/sim/check.o $(SIM_OBJS) $(LIBPROTO)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(NS3_LIBS) $(PROTO_LIBS)
 
 $(GLOO_BENCH): bench/collectives/gloo_bench.cc
 	$(call msg,CXX-LD,$@)

@@ -1,0 +1,254 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#include "host.h"
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+
+#include <ns3/inet-socket-address.h>
+#include <ns3/ipv4-header.h>
+#include <ns3/packet.h>
+#include <ns3/simulator.h>
+#include <ns3/udp-socket-factory.h>
+
+namespace metaroce_sim {
+
+using namespace ns3;
+
+namespace {
+
+constexpr uint8_t ECT0 = 0x02; /* what every MetaRoCE datagram leaves with */
+constexpr size_t DGRAM_MAX = 9216;
+
+uint64_t Now()
+{
+	return (uint64_t)Simulator::Now().GetNanoSeconds();
+}
+
+uint64_t SplitMix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return z ^ (z >> 31);
+}
+
+} // namespace
+
+Host::Host(unsigned index, std::vector<Ipv4Address> plane_addrs, size_t mem_bytes,
+	   unsigned max_payload)
+	: index_(index), planes_(std::move(plane_addrs)), mem_(mem_bytes),
+	  key_(0x1000u + index), addr_(0x10000000ull * (index + 1)), max_payload_(max_payload)
+{
+}
+
+Host::~Host()
+{
+	for (auto &q : qps_)
+		mrc_conn_free(q.second->conn);
+}
+
+void Host::StartApplication()
+{
+	for (unsigned p = 0; p < planes_.size(); p++) {
+		Ptr<Socket> s = Socket::CreateSocket(GetNode(), UdpSocketFactory::GetTypeId());
+
+		if (s->Bind(InetSocketAddress(planes_[p], MRC_UDP_PORT_DEFAULT)))
+			throw std::runtime_error("cannot bind the MetaRoCE port");
+		s->SetIpRecvTos(true);
+		s->SetRecvCallback(MakeCallback(&Host::Receive, this));
+		rx_.push_back(s);
+	}
+}
+
+void Host::StopApplication()
+{
+	for (auto &q : qps_)
+		Simulator::Cancel(q.second->timer);
+	for (auto &s : rx_)
+		s->Close();
+	for (auto &s : tx_)
+		s.second->Close();
+}
+
+Ptr<Socket> Host::SocketFor(uint8_t plane, uint16_t sport)
+{
+	auto it = tx_.find({ plane, sport });
+
+	if (it != tx_.end())
+		return it->second;
+	Ptr<Socket> s = Socket::CreateSocket(GetNode(), UdpSocketFactory::GetTypeId());
+
+	if (s->Bind(InetSocketAddress(planes_[plane], sport)))
+		throw std::runtime_error("cannot bind a source port");
+	tx_[{ plane, sport }] = s;
+	return s;
+}
+
+Qp *Host::NewQp()
+{
+	auto q = std::make_unique<Qp>();
+	Qp *qp = q.get();
+
+	qp->host = this;
+	qp->qpn = next_qpn_++;
+	qps_[qp->qpn] = std::move(q);
+	return qp;
+}
+
+Qp *Host::Connect(Host &peer, unsigned paths_per_plane, uint64_t seed, Qp **peer_side,
+		  const std::function<void(mrc_conn_config &)> &tune)
+{
+	static const mrc_conn_callbacks cb = { MrLookup, Complete, nullptr, nullptr };
+	Qp *side[2] = { NewQp(), peer.NewQp() };
+	uint32_t psn[2] = { (uint32_t)SplitMix(&seed), (uint32_t)SplitMix(&seed) };
+
+	side[0]->peer = &peer;
+	side[1]->peer = this;
+	side[0]->peer_qpn = side[1]->qpn;
+	side[1]->peer_qpn = side[0]->qpn;
+	for (int k = 0; k < 2; k++) {
+		mrc_conn_config cfg;
+		unsigned n = 0;
+
+		mrc_conn_config_default(&cfg);
+		/* a fabric's RTT, not an epoll daemon's timer granularity */
+		cfg.rto.min_rto_ns = 20000;
+		if (cfg.max_payload > max_payload_)
+			cfg.max_payload = (uint16_t)max_payload_;
+		cfg.local_qpn = side[k]->qpn;
+		cfg.remote_qpn = side[k]->peer_qpn;
+		cfg.sq_psn = psn[k];
+		cfg.rq_psn = psn[!k];
+		for (unsigned p = 0; p < Planes() && p < peer.Planes(); p++)
+			for (unsigned i = 0; i < paths_per_plane && n < MRC_MAX_PATHS; i++, n++) {
+				cfg.paths[n].plane = (uint8_t)p;
+				cfg.paths[n].sport =
+					(uint16_t)(MRC_UDP_SPORT_MIN +
+						   SplitMix(&seed) %
+							   (MRC_UDP_SPORT_MAX - MRC_UDP_SPORT_MIN));
+			}
+		cfg.n_paths = (uint8_t)n;
+		cfg.seed = SplitMix(&seed);
+		cfg.drop_counts = side[k]->drops;
+		if (tune)
+			tune(cfg);
+		side[k]->conn = mrc_conn_new(&cfg, &cb, side[k], Now());
+		if (!side[k]->conn)
+			throw std::runtime_error("the engine refused the connection");
+	}
+	*peer_side = side[1];
+	return side[0];
+}
+
+int Host::MrLookup(void *user, uint32_t key, uint64_t addr, uint32_t len, unsigned access,
+		   uint8_t **host)
+{
+	Host *h = static_cast<Qp *>(user)->host;
+
+	(void)access; /* the region grants everything: a workload's keys are its own */
+	if (key != h->key_ || addr < h->addr_ || len > h->mem_.size() ||
+	    addr - h->addr_ > h->mem_.size() - len)
+		return -1;
+	*host = h->mem_.data() + (addr - h->addr_);
+	return 0;
+}
+
+void Host::Complete(void *user, bool from_recv_queue, const mrc_completion *wc)
+{
+	Qp *qp = static_cast<Qp *>(user);
+
+	if (qp->on_complete)
+		qp->on_complete(from_recv_queue, *wc);
+}
+
+int Host::PostSend(Qp *qp, mrc_send_wr wr)
+{
+	for (unsigned i = 0; i < wr.num_sge; i++) {
+		if (wr.sge[i].addr < addr_ || wr.sge[i].addr - addr_ + wr.sge[i].length > mem_.size())
+			return -EINVAL;
+		wr.sge[i].host = mem_.data() + (wr.sge[i].addr - addr_);
+		wr.sge[i].lkey = key_;
+	}
+	int e = mrc_conn_post_send(qp->conn, &wr);
+
+	if (!e)
+		Pump(qp);
+	return e;
+}
+
+int Host::PostRecv(Qp *qp, mrc_recv_wr wr)
+{
+	for (unsigned i = 0; i < wr.num_sge; i++) {
+		if (wr.sge[i].addr < addr_ || wr.sge[i].addr - addr_ + wr.sge[i].length > mem_.size())
+			return -EINVAL;
+		wr.sge[i].host = mem_.data() + (wr.sge[i].addr - addr_);
+		wr.sge[i].lkey = key_;
+	}
+	int e = mrc_conn_post_recv(qp->conn, &wr);
+
+	if (!e)
+		Pump(qp);
+	return e;
+}
+
+void Host::Pump(Qp *qp)
+{
+	static uint8_t buf[DGRAM_MAX];
+	mrc_tx_info tx;
+	size_t len;
+	uint64_t now = Now(), at;
+
+	while (mrc_conn_send(qp->conn, buf, sizeof(buf), &tx, now, &len)) {
+		InetSocketAddress to(qp->peer->PlaneAddr(tx.plane), MRC_UDP_PORT_DEFAULT);
+
+		to.SetTos(ECT0);
+		SocketFor(tx.plane, tx.sport)->SendTo(Create<Packet>(buf, (uint32_t)len), 0, to);
+		sent_++;
+	}
+	Simulator::Cancel(qp->timer);
+	at = mrc_conn_next_timeout(qp->conn);
+	if (at != UINT64_MAX)
+		qp->timer = Simulator::Schedule(NanoSeconds(at > now ? at - now : 0), &Host::OnTimer,
+						this, qp);
+}
+
+void Host::OnTimer(Qp *qp)
+{
+	mrc_conn_on_timeout(qp->conn, Now());
+	Pump(qp);
+}
+
+void Host::Receive(Ptr<Socket> socket)
+{
+	static uint8_t buf[DGRAM_MAX];
+	Address from;
+	Ptr<Packet> p;
+	unsigned plane = 0;
+
+	while (plane < rx_.size() && rx_[plane] != socket)
+		plane++;
+	while ((p = socket->RecvFrom(from))) {
+		SocketIpTosTag tos;
+		mrc_rx_info rx = {};
+		mrc_packet pkt;
+		uint32_t len = p->CopyData(buf, sizeof(buf));
+
+		received_++;
+		rx.plane = (uint8_t)plane;
+		rx.sport = InetSocketAddress::ConvertFrom(from).GetPort();
+		rx.ce = p->PeekPacketTag(tos) && (tos.GetTos() & 3) == 3;
+		ce_ += rx.ce;
+		if (len != p->GetSize() || mrc_decode(buf, len, &pkt) != MRC_WIRE_OK)
+			continue; /* the engine's decoder refuses it: nothing to hand on */
+		auto it = qps_.find(pkt.dst_qpn);
+
+		if (it == qps_.end())
+			continue; /* no such QP here */
+		mrc_conn_recv_packet(it->second->conn, &rx, &pkt, Now());
+		Pump(it->second.get());
+	}
+}
+
+} // namespace metaroce_sim
