@@ -204,11 +204,13 @@ verbs-abi: $(LIBMETAROCE) $(BUILD)/tests/verbs/test_unsupported
 	$(Q)out=$$(LD_LIBRARY_PATH=$(BUILD)/lib $(BUILD)/tests/verbs/test_unsupported) || \
 		{ echo "$$out"; exit 1; }; echo "$$out" | tail -n 1 | sed 's/^/           /'
 
-# The engine inside ns-3 (sim/): a small fabric at 0% and 1% loss, every byte checked, no hang.
+# The engine inside ns-3 (sim/): small leaf-spine fabrics at 0%, 1% and 10% loss, every byte
+# checked, no hang, every spine used, the incast marked.
 sim-check: $(SIM_CHECK)
 	$(call msg,TEST,ns-3 fabric)
-	$(Q)for loss in 0 0.01; do out=$$($(SIM_CHECK) --loss $$loss 2>&1) || \
-		{ echo "$$out"; exit 1; }; echo "$$out" | tail -n 1 | sed 's/^/           /'; done
+	$(Q)for run in "--loss 0" "--loss 0.01" "--hosts 16 --planes 4 --loss 0.1"; do \
+		out=$$($(SIM_CHECK) $$run 2>&1) || { echo "$$out"; exit 1; }; \
+		echo "$$out" | tail -n 1 | sed 's/^/           /'; done
 
 # BPF programs in this kernel through BPF_PROG_TEST_RUN: declarative fixtures, measured rates.
 bpf-test: $(BPF_OBJS) $(BPF_TESTS)

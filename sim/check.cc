@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * metaroce-sim-check: a small fabric through ns-3, every byte checked. 8 hosts on 2 planes
- * (a switch each), every link losing 1% of its packets; each host h has a QP to h + 1 (a
- * ring) over 4 paths a plane and on it WRITEs 4 messages of 32 KiB into its peer, READs 2 of
- * 16 KiB back from it, and SENDs 2 of 8 KiB into posted receives. Passes when every work
- * request completed with success, every byte is where it belongs, and all of it ended within
- * 2 s of simulated time (a deadlock or a livelock does not). Prints what moved.
+ * metaroce-sim-check: a small fabric through ns-3, every byte checked. 8 hosts on 2 planes,
+ * each a leaf-spine of 2 leaves and 2 spines (fabric.h), every link losing the share asked
+ * (default 1%) of its packets. Each host h has a QP to h + 1 (a ring) over 4 paths a plane
+ * and on it WRITEs 4 messages of 32 KiB into its peer, READs 2 of 16 KiB back from it, and
+ * SENDs 2 of 8 KiB into posted receives; at the same time every other host WRITEs 64 KiB to
+ * host 0 (an incast) on a QP of its own. Passes when every work request completed with
+ * success, every byte is where it belongs, all of it ended within 2 s of simulated time (a
+ * deadlock or a livelock does not), every spine carried some of it (the paths' source ports
+ * spread over the fabric) and, without loss, the incast's queue marked CE and the senders
+ * still finished. Prints what moved.
  *
  *	metaroce-sim-check [--loss SHARE] [--hosts N] [--planes P]
  */
@@ -26,12 +30,15 @@ namespace {
 constexpr uint32_t WRITE_LEN = 32768, WRITES = 4;
 constexpr uint32_t READ_LEN = 16384, READS = 2;
 constexpr uint32_t SEND_LEN = 8192, SENDS = 2;
+constexpr uint32_t INCAST_LEN = 65536;
+constexpr unsigned MAX_HOSTS = 16;
 /* Each host's region: what it writes and sends from, what it is read from, where its
  * peer's WRITEs, SENDs and its own READs land. */
 constexpr uint32_t OUT_WRITE = 0, OUT_SEND = OUT_WRITE + WRITE_LEN * WRITES,
 		   READ_SRC = OUT_SEND + SEND_LEN * SENDS,
 		   IN_WRITE = READ_SRC + READ_LEN * READS, IN_SEND = IN_WRITE + WRITE_LEN * WRITES,
-		   IN_READ = IN_SEND + SEND_LEN * SENDS, REGION = IN_READ + READ_LEN * READS;
+		   IN_READ = IN_SEND + SEND_LEN * SENDS, IN_INCAST = IN_READ + READ_LEN * READS,
+		   REGION = IN_INCAST + INCAST_LEN * MAX_HOSTS;
 
 /* The byte at offset i of what host h offers (its writes, sends and READ source). */
 uint8_t Pattern(unsigned h, uint32_t i)
@@ -59,6 +66,59 @@ mrc_send_wr Wr(uint8_t opcode, uint64_t wr_id, uint64_t local, uint32_t len, uin
 	return wr;
 }
 
+/* Every completion counts; the run stops when the last comes. */
+Completion Counter(Tally &tally)
+{
+	return [&tally](bool, const mrc_completion &wc) {
+		tally.done++;
+		if (wc.status != MRC_WC_SUCCESS) {
+			tally.failed++;
+			fprintf(stderr, "a work request completed %s\n",
+				mrc_wc_status_name(wc.status));
+		}
+		if (tally.done == tally.expected)
+			ns3::Simulator::Stop(); /* all done: when is the figure */
+	};
+}
+
+/* Host h's work: its ring QP's, and its part of the incast into host 0. */
+void PostWork(Fabric &f, unsigned h, Tally &tally)
+{
+	Host &me = *f.apps[h], &peer = *f.apps[(h + 1) % f.apps.size()];
+	const uint64_t mine = me.Addr(), theirs = peer.Addr();
+	const uint32_t key = peer.Key();
+	Qp *peer_side, *qp = me.Connect(peer, 4, 0x5eed + h, &peer_side);
+
+	qp->on_complete = peer_side->on_complete = Counter(tally);
+	for (uint32_t k = 0; k < SENDS; k++, tally.expected++) {
+		mrc_recv_wr r = {};
+
+		r.wr_id = k;
+		r.num_sge = 1;
+		r.sge[0].addr = theirs + IN_SEND + k * SEND_LEN;
+		r.sge[0].length = SEND_LEN;
+		peer.PostRecv(peer_side, r);
+	}
+	for (uint32_t k = 0, at = 0; k < WRITES; k++, at += WRITE_LEN, tally.expected++)
+		me.PostSend(qp, Wr(MRC_WR_WRITE, k, mine + OUT_WRITE + at, WRITE_LEN,
+				   theirs + IN_WRITE + at, key));
+	for (uint32_t k = 0, at = 0; k < READS; k++, at += READ_LEN, tally.expected++)
+		me.PostSend(qp, Wr(MRC_WR_READ, 100 + k, mine + IN_READ + at, READ_LEN,
+				   theirs + READ_SRC + at, key));
+	for (uint32_t k = 0, at = 0; k < SENDS; k++, at += SEND_LEN, tally.expected++)
+		me.PostSend(qp, Wr(MRC_WR_SEND, 200 + k, mine + OUT_SEND + at, SEND_LEN, 0, 0));
+	if (!h)
+		return;
+	/* the incast: host h's first writes again, into host 0 */
+	Host &sink = *f.apps[0];
+	Qp *sink_side, *in = me.Connect(sink, 4, 0x1ca57 + h, &sink_side);
+
+	in->on_complete = sink_side->on_complete = Counter(tally);
+	me.PostSend(in, Wr(MRC_WR_WRITE, 300, mine + OUT_WRITE, INCAST_LEN,
+			   sink.Addr() + IN_INCAST + h * INCAST_LEN, sink.Key()));
+	tally.expected++;
+}
+
 } // namespace
 
 int main(int argc, char **argv)
@@ -81,8 +141,9 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (spec.hosts < 2 || spec.planes < 1 || spec.planes > MRC_MAX_PLANES) {
-		fprintf(stderr, "metaroce-sim-check: 2 hosts and 1 to %u planes at least\n",
+	if (spec.hosts < 2 || spec.hosts > MAX_HOSTS || spec.planes < 1 ||
+	    spec.planes > MRC_MAX_PLANES) {
+		fprintf(stderr, "metaroce-sim-check: 2 to %u hosts, 1 to %u planes\n", MAX_HOSTS,
 			MRC_MAX_PLANES);
 		return 2;
 	}
@@ -93,45 +154,8 @@ int main(int argc, char **argv)
 			f.apps[h]->Mem()[i] = Pattern(h, i);
 	/* the work, posted once the engines have started */
 	ns3::Simulator::Schedule(ns3::MicroSeconds(1), [&]() {
-		for (unsigned h = 0; h < spec.hosts; h++) {
-			Host &me = *f.apps[h], &peer = *f.apps[(h + 1) % spec.hosts];
-			Qp *peer_side;
-			Qp *qp = me.Connect(peer, 4, 0x5eed + h, &peer_side);
-			auto count = [&tally](bool, const mrc_completion &wc) {
-				tally.done++;
-				if (wc.status != MRC_WC_SUCCESS) {
-					tally.failed++;
-					fprintf(stderr, "a work request completed %s\n",
-						mrc_wc_status_name(wc.status));
-				}
-				if (tally.done == tally.expected)
-					ns3::Simulator::Stop(); /* all done: when is the figure */
-			};
-
-			qp->on_complete = count;
-			peer_side->on_complete = count;
-			for (uint32_t k = 0; k < SENDS; k++) {
-				mrc_recv_wr r = {};
-
-				r.wr_id = k;
-				r.num_sge = 1;
-				r.sge[0].addr = peer.Addr() + IN_SEND + k * SEND_LEN;
-				r.sge[0].length = SEND_LEN;
-				peer.PostRecv(peer_side, r);
-				tally.expected++;
-			}
-			for (uint32_t k = 0; k < WRITES; k++, tally.expected++)
-				me.PostSend(qp, Wr(MRC_WR_WRITE, k, me.Addr() + OUT_WRITE + k * WRITE_LEN,
-						   WRITE_LEN, peer.Addr() + IN_WRITE + k * WRITE_LEN,
-						   peer.Key()));
-			for (uint32_t k = 0; k < READS; k++, tally.expected++)
-				me.PostSend(qp, Wr(MRC_WR_READ, 100 + k,
-						   me.Addr() + IN_READ + k * READ_LEN, READ_LEN,
-						   peer.Addr() + READ_SRC + k * READ_LEN, peer.Key()));
-			for (uint32_t k = 0; k < SENDS; k++, tally.expected++)
-				me.PostSend(qp, Wr(MRC_WR_SEND, 200 + k,
-						   me.Addr() + OUT_SEND + k * SEND_LEN, SEND_LEN, 0, 0));
-		}
+		for (unsigned h = 0; h < spec.hosts; h++)
+			PostWork(f, h, tally);
 	});
 	ns3::Simulator::Stop(ns3::Seconds(2));
 	ns3::Simulator::Run();
@@ -150,16 +174,39 @@ int main(int argc, char **argv)
 			wrong += peer[IN_SEND + i] != Pattern(h, OUT_SEND + i);
 		for (uint32_t i = 0; i < READ_LEN * READS; i++)
 			wrong += me[IN_READ + i] != Pattern(p, READ_SRC + i);
+		for (uint32_t i = 0; h && i < INCAST_LEN; i++)
+			wrong += f.apps[0]->Mem()[IN_INCAST + h * INCAST_LEN + i] !=
+				 Pattern(h, OUT_WRITE + i);
 		sent += f.apps[h]->DatagramsSent();
 		received += f.apps[h]->DatagramsReceived();
 		ce += f.apps[h]->CeReceived();
 	}
-	printf("metaroce-sim-check: %u hosts, %u planes, %.3g loss: %u of %u work requests "
-	       "completed (%u failed), %u bytes wrong; %llu datagrams sent, %llu received "
-	       "(%llu CE), %.3f ms simulated\n",
-	       spec.hosts, spec.planes, spec.loss, tally.done, tally.expected, tally.failed, wrong,
-	       (unsigned long long)sent, (unsigned long long)received, (unsigned long long)ce,
+	/* the spines' shares: what the source ports spread */
+	std::string spread;
+	unsigned idle_spines = 0;
+
+	for (unsigned p = 0; p < spec.planes; p++)
+		for (unsigned s = 0; s < spec.spines; s++) {
+			uint64_t n = f.routing[p * (spec.leaves + spec.spines) + spec.leaves + s]
+					     ->Forwarded();
+
+			spread += (spread.empty() ? "" : " ") + std::to_string(n);
+			idle_spines += !n;
+		}
+	printf("metaroce-sim-check: %u hosts, %u planes of %u leaves and %u spines, %.3g loss: "
+	       "%u of %u work requests completed (%u failed), %u bytes wrong; %llu datagrams "
+	       "sent, %llu received (%llu CE); spines forwarded %s; %.3f ms simulated\n",
+	       spec.hosts, spec.planes, spec.leaves, spec.spines, spec.loss, tally.done,
+	       tally.expected, tally.failed, wrong, (unsigned long long)sent,
+	       (unsigned long long)received, (unsigned long long)ce, spread.c_str(),
 	       ns3::Simulator::Now().GetSeconds() * 1e3);
 	ns3::Simulator::Destroy();
-	return tally.done == tally.expected && !tally.failed && !wrong ? 0 : 1;
+	if (idle_spines)
+		fprintf(stderr, "metaroce-sim-check: %u spines carried nothing\n", idle_spines);
+	if (!spec.loss && !ce)
+		fprintf(stderr, "metaroce-sim-check: the incast was never marked CE\n");
+	return tally.done == tally.expected && !tally.failed && !wrong && !idle_spines &&
+			       (spec.loss || ce)
+		       ? 0
+		       : 1;
 }

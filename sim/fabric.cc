@@ -2,55 +2,142 @@
 #include "fabric.h"
 
 #include <cstdio>
+#include <stdexcept>
 
+#include <ns3/boolean.h>
+#include <ns3/double.h>
 #include <ns3/error-model.h>
 #include <ns3/internet-stack-helper.h>
 #include <ns3/ipv4-address-helper.h>
-#include <ns3/ipv4-global-routing-helper.h>
+#include <ns3/ipv4-static-routing-helper.h>
+#include <ns3/ipv4.h>
 #include <ns3/point-to-point-helper.h>
 #include <ns3/pointer.h>
-#include <ns3/double.h>
+#include <ns3/queue-size.h>
 #include <ns3/string.h>
+#include <ns3/traffic-control-helper.h>
 #include <ns3/uinteger.h>
 
 namespace metaroce_sim {
 
 using namespace ns3;
 
+namespace {
+
+/* A link between a and b, numbered as base says: a gets .1, b .2. */
+struct Link {
+	uint32_t if_a, if_b;
+	Ipv4Address addr_a, addr_b;
+};
+
+uint32_t IfOf(Ptr<Node> n, Ptr<NetDevice> d)
+{
+	return (uint32_t)n->GetObject<Ipv4>()->GetInterfaceForDevice(d);
+}
+
+Link Connect(const FabricSpec &spec, PointToPointHelper &p2p, TrafficControlHelper &tc,
+	     Ptr<Node> a, Ptr<Node> b, const char *base)
+{
+	NetDeviceContainer d = p2p.Install(a, b);
+	Ipv4AddressHelper ip;
+
+	tc.Install(d);
+	ip.SetBase(base, "255.255.255.0", "0.0.0.1");
+	Ipv4InterfaceContainer ifs = ip.Assign(d);
+	if (spec.loss > 0)
+		for (unsigned end = 0; end < 2; end++) {
+			Ptr<RateErrorModel> em = CreateObject<RateErrorModel>();
+
+			em->SetAttribute("ErrorRate", DoubleValue(spec.loss));
+			em->SetAttribute("ErrorUnit", StringValue("ERROR_UNIT_PACKET"));
+			d.Get(end)->SetAttribute("ReceiveErrorModel", PointerValue(em));
+		}
+	return { IfOf(a, d.Get(0)), IfOf(b, d.Get(1)), ifs.GetAddress(0), ifs.GetAddress(1) };
+}
+
+} // namespace
+
 Fabric BuildFabric(const FabricSpec &spec)
 {
 	Fabric f;
 	PointToPointHelper p2p;
-	InternetStackHelper stack;
+	TrafficControlHelper tc;
+	InternetStackHelper host_stack, switch_stack;
+	Ipv4StaticRoutingHelper host_routes;
+	const unsigned per_plane = spec.leaves + spec.spines;
+	const unsigned per_leaf = (spec.hosts + spec.leaves - 1) / (spec.leaves ? spec.leaves : 1);
 	std::vector<std::vector<Ipv4Address>> addrs(spec.hosts);
+	char base[32];
 
+	/* (the addresses: a host's last byte, a leaf-spine link's third) */
+	if (!spec.hosts || spec.hosts > 255 || !spec.planes || spec.planes > MRC_MAX_PLANES ||
+	    !spec.leaves || spec.leaves * spec.spines > 256 || (spec.leaves > 1 && !spec.spines) ||
+	    spec.mtu < 576 || !spec.ecn_k || spec.buffer <= spec.ecn_k)
+		throw std::invalid_argument("a fabric of that description cannot be built");
 	f.hosts.Create(spec.hosts);
-	f.switches.Create(spec.planes);
-	stack.Install(f.hosts);
-	stack.Install(f.switches);
+	f.switches.Create(spec.planes * per_plane);
+	host_stack.SetRoutingHelper(host_routes);
+	host_stack.Install(f.hosts);
+	switch_stack.SetRoutingHelper(EcmpRoutingHelper());
+	switch_stack.Install(f.switches);
+	for (unsigned s = 0; s < f.switches.GetN(); s++) {
+		Ptr<Ipv4> ip = f.switches.Get(s)->GetObject<Ipv4>();
+		Ptr<EcmpRouting> r = DynamicCast<EcmpRouting>(ip->GetRoutingProtocol());
+
+		r->SetSalt(0x9e3779b9u * (s + 1));
+		f.routing.push_back(r);
+	}
 	p2p.SetDeviceAttribute("DataRate", StringValue(spec.rate));
-	p2p.SetChannelAttribute("Delay", StringValue(spec.delay));
 	p2p.SetDeviceAttribute("Mtu", UintegerValue(spec.mtu));
-	for (unsigned p = 0; p < spec.planes; p++)
+	p2p.SetChannelAttribute("Delay", StringValue(spec.delay));
+	/* the queue builds in the queue disc, where it is marked, not in the device */
+	p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", StringValue("1p"));
+	/* RED as a step: the instantaneous queue (QW 1), every packet beyond K marked */
+	tc.SetRootQueueDisc("ns3::RedQueueDisc", "UseEcn", BooleanValue(true), "UseHardDrop",
+			    BooleanValue(false), "QW", DoubleValue(1), "MinTh",
+			    DoubleValue(spec.ecn_k), "MaxTh", DoubleValue(spec.ecn_k + 1),
+			    "MaxSize", QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS,
+								spec.buffer)),
+			    "MeanPktSize", UintegerValue(spec.mtu));
+	for (unsigned p = 0; p < spec.planes; p++) {
+		std::vector<std::vector<Link>> up(spec.leaves); /* [leaf][spine] */
+
+		/* this plane's switch i: leaves first, then spines */
+		auto sw = [&f, p, per_plane](unsigned i) {
+			return f.switches.Get(p * per_plane + i);
+		};
+		auto rt = [&f, p, per_plane](unsigned i) { return f.routing[p * per_plane + i]; };
+
+		for (unsigned l = 0; l < spec.leaves; l++)
+			for (unsigned s = 0; s < spec.spines; s++) {
+				snprintf(base, sizeof(base), "11.%u.%u.0", p, l * spec.spines + s);
+				up[l].push_back(
+					Connect(spec, p2p, tc, sw(l), sw(spec.leaves + s), base));
+			}
 		for (unsigned h = 0; h < spec.hosts; h++) {
-			NetDeviceContainer link = p2p.Install(f.hosts.Get(h), f.switches.Get(p));
-			Ipv4AddressHelper ip;
-			char base[32];
+			unsigned l = h / per_leaf;
+			Ptr<Node> host = f.hosts.Get(h);
+			Link link;
 
 			snprintf(base, sizeof(base), "10.%u.%u.0", p, h);
-			ip.SetBase(base, "255.255.255.0", "0.0.0.1");
-			addrs[h].push_back(ip.Assign(link).GetAddress(0));
-			if (spec.loss > 0)
-				for (unsigned end = 0; end < 2; end++) {
-					Ptr<RateErrorModel> em = CreateObject<RateErrorModel>();
-
-					em->SetAttribute("ErrorRate", DoubleValue(spec.loss));
-					em->SetAttribute("ErrorUnit", StringValue("ERROR_UNIT_PACKET"));
-					link.Get(end)->SetAttribute("ReceiveErrorModel", PointerValue(em));
-				}
-			f.links.push_back(link);
+			link = Connect(spec, p2p, tc, host, sw(l), base);
+			addrs[h].push_back(link.addr_a);
+			snprintf(base, sizeof(base), "10.%u.0.0", p);
+			host_routes.GetStaticRouting(host->GetObject<Ipv4>())
+				->AddNetworkRouteTo(Ipv4Address(base), Ipv4Mask("255.255.0.0"),
+						    link.addr_b, link.if_a);
+			/* to the host: its leaf straight down; every other leaf up to any
+			 * spine; every spine down to its leaf */
+			rt(l)->AddRoute(link.addr_a, link.if_b, link.addr_a);
+			for (unsigned o = 0; o < spec.leaves; o++)
+				for (unsigned s = 0; s < spec.spines && o != l; s++)
+					rt(o)->AddRoute(link.addr_a, up[o][s].if_a,
+							up[o][s].addr_b);
+			for (unsigned s = 0; s < spec.spines; s++)
+				rt(spec.leaves + s)->AddRoute(link.addr_a, up[l][s].if_b,
+							      up[l][s].addr_a);
 		}
-	Ipv4GlobalRoutingHelper::PopulateRoutingTables();
+	}
 	for (unsigned h = 0; h < spec.hosts; h++) {
 		Ptr<Host> app = CreateObject<Host>(h, addrs[h], spec.mem_bytes,
 						   spec.mtu - 20 - 8 - 56);

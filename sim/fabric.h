@@ -1,8 +1,12 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Fabrics for the simulator, built from a description. So far: P planes, each its own switch
- * (an ns-3 router) that every host reaches by one link; host h's address on plane p is
- * 10.p.h.1, its switch's end of the link 10.p.h.2. Routes are ns-3's global routing.
+ * Fabrics for the simulator, built from a description. A multi-plane leaf-spine: each of P
+ * planes is its own Clos of `leaves` leaf and `spines` spine switches; every host has one
+ * link to its leaf on each plane (hosts are spread over the leaves in order) and every leaf
+ * one to every spine. Switches forward by a hash of the 5-tuple (ecmp.h), so a path's UDP
+ * source port picks its spine; every egress queue, hosts' too, is RED with ECN, marking CE
+ * at a step of ecn_k packets, dropping beyond buffer packets. Host h's address on plane p is
+ * 10.p.h.1 (its leaf's end of the link 10.p.h.2); leaf l's link to spine s is 11.p.(l*S+s).0/24.
  */
 #ifndef METAROCE_SIM_FABRIC_H
 #define METAROCE_SIM_FABRIC_H
@@ -14,6 +18,7 @@
 #include <ns3/node-container.h>
 #include <ns3/ptr.h>
 
+#include "ecmp.h"
 #include "host.h"
 
 namespace metaroce_sim {
@@ -21,21 +26,26 @@ namespace metaroce_sim {
 struct FabricSpec {
 	unsigned hosts = 8;
 	unsigned planes = 2;
+	unsigned leaves = 2;		 /* per plane */
+	unsigned spines = 2;		 /* per plane; 0 with one leaf: a switch a plane */
 	std::string rate = "10Gbps";	 /* every link's */
 	std::string delay = "1us";	 /* every link's, each way */
 	unsigned mtu = 9000;		 /* every link's IP MTU: a data packet's payload fits
 					  * (12.4: less IP, UDP and data headers) [R-99] */
+	unsigned ecn_k = 20;		 /* packets queued beyond which a queue marks CE */
+	unsigned buffer = 200;		 /* packets a queue holds at most */
 	double loss = 0;		 /* share of the packets every link loses at random */
 	size_t mem_bytes = 1u << 20;	 /* each host's region */
 };
 
 struct Fabric {
-	ns3::NodeContainer hosts, switches;
-	std::vector<ns3::NetDeviceContainer> links; /* [plane * hosts + host]: host end first */
-	std::vector<ns3::Ptr<Host>> apps;	     /* the engine on each host */
+	ns3::NodeContainer hosts, switches; /* plane p's: leaves, then spines */
+	std::vector<ns3::Ptr<Host>> apps;   /* the engine on each host */
+	std::vector<ns3::Ptr<EcmpRouting>> routing; /* each switch's */
 };
 
-/* Builds the fabric and starts each host's engine at time 0. */
+/* Builds the fabric and starts each host's engine at time 0; throws std::invalid_argument
+ * for a description that cannot be built. */
 Fabric BuildFabric(const FabricSpec &spec);
 
 } // namespace metaroce_sim

@@ -163,14 +163,22 @@ void Host::Complete(void *user, bool from_recv_queue, const mrc_completion *wc)
 		qp->on_complete(from_recv_queue, *wc);
 }
 
+bool Host::MapSges(mrc_sge *sge, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		if (sge[i].addr < addr_ || sge[i].length > mem_.size() ||
+		    sge[i].addr - addr_ > mem_.size() - sge[i].length)
+			return false;
+		sge[i].host = mem_.data() + (sge[i].addr - addr_);
+		sge[i].lkey = key_;
+	}
+	return true;
+}
+
 int Host::PostSend(Qp *qp, mrc_send_wr wr)
 {
-	for (unsigned i = 0; i < wr.num_sge; i++) {
-		if (wr.sge[i].addr < addr_ || wr.sge[i].addr - addr_ + wr.sge[i].length > mem_.size())
-			return -EINVAL;
-		wr.sge[i].host = mem_.data() + (wr.sge[i].addr - addr_);
-		wr.sge[i].lkey = key_;
-	}
+	if (!MapSges(wr.sge, wr.num_sge))
+		return -EINVAL;
 	int e = mrc_conn_post_send(qp->conn, &wr);
 
 	if (!e)
@@ -180,12 +188,8 @@ int Host::PostSend(Qp *qp, mrc_send_wr wr)
 
 int Host::PostRecv(Qp *qp, mrc_recv_wr wr)
 {
-	for (unsigned i = 0; i < wr.num_sge; i++) {
-		if (wr.sge[i].addr < addr_ || wr.sge[i].addr - addr_ + wr.sge[i].length > mem_.size())
-			return -EINVAL;
-		wr.sge[i].host = mem_.data() + (wr.sge[i].addr - addr_);
-		wr.sge[i].lkey = key_;
-	}
+	if (!MapSges(wr.sge, wr.num_sge))
+		return -EINVAL;
 	int e = mrc_conn_post_recv(qp->conn, &wr);
 
 	if (!e)
@@ -210,8 +214,8 @@ void Host::Pump(Qp *qp)
 	Simulator::Cancel(qp->timer);
 	at = mrc_conn_next_timeout(qp->conn);
 	if (at != UINT64_MAX)
-		qp->timer = Simulator::Schedule(NanoSeconds(at > now ? at - now : 0), &Host::OnTimer,
-						this, qp);
+		qp->timer = Simulator::Schedule(NanoSeconds(at > now ? at - now : 0),
+						&Host::OnTimer, this, qp);
 }
 
 void Host::OnTimer(Qp *qp)

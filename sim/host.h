@@ -82,6 +82,8 @@ private:
 	void OnTimer(Qp *qp);
 	ns3::Ptr<ns3::Socket> SocketFor(uint8_t plane, uint16_t sport);
 	Qp *NewQp();
+	/* Each element's bytes in the region, found by its address; false if one is not. */
+	bool MapSges(mrc_sge *sge, unsigned n);
 	static int MrLookup(void *user, uint32_t key, uint64_t addr, uint32_t len,
 			    unsigned access, uint8_t **host);
 	static void Complete(void *user, bool from_recv_queue, const mrc_completion *wc);
