@@ -14,6 +14,7 @@
 #include <ns3/point-to-point-helper.h>
 #include <ns3/pointer.h>
 #include <ns3/queue-size.h>
+#include <ns3/simulator.h>
 #include <ns3/string.h>
 #include <ns3/traffic-control-helper.h>
 #include <ns3/uinteger.h>
@@ -28,7 +29,18 @@ namespace {
 struct Link {
 	uint32_t if_a, if_b;
 	Ipv4Address addr_a, addr_b;
+	NetDeviceContainer devices;
 };
+
+/* Every packet arriving at d lost at this rate. */
+void LoseAt(Ptr<NetDevice> d, double rate)
+{
+	Ptr<RateErrorModel> em = CreateObject<RateErrorModel>();
+
+	em->SetAttribute("ErrorRate", DoubleValue(rate));
+	em->SetAttribute("ErrorUnit", StringValue("ERROR_UNIT_PACKET"));
+	d->SetAttribute("ReceiveErrorModel", PointerValue(em));
+}
 
 uint32_t IfOf(Ptr<Node> n, Ptr<NetDevice> d)
 {
@@ -44,15 +56,9 @@ Link Connect(const FabricSpec &spec, PointToPointHelper &p2p, TrafficControlHelp
 	tc.Install(d);
 	ip.SetBase(base, "255.255.255.0", "0.0.0.1");
 	Ipv4InterfaceContainer ifs = ip.Assign(d);
-	if (spec.loss > 0)
-		for (unsigned end = 0; end < 2; end++) {
-			Ptr<RateErrorModel> em = CreateObject<RateErrorModel>();
-
-			em->SetAttribute("ErrorRate", DoubleValue(spec.loss));
-			em->SetAttribute("ErrorUnit", StringValue("ERROR_UNIT_PACKET"));
-			d.Get(end)->SetAttribute("ReceiveErrorModel", PointerValue(em));
-		}
-	return { IfOf(a, d.Get(0)), IfOf(b, d.Get(1)), ifs.GetAddress(0), ifs.GetAddress(1) };
+	for (unsigned end = 0; end < 2 && spec.loss > 0; end++)
+		LoseAt(d.Get(end), spec.loss);
+	return { IfOf(a, d.Get(0)), IfOf(b, d.Get(1)), ifs.GetAddress(0), ifs.GetAddress(1), d };
 }
 
 } // namespace
@@ -74,6 +80,7 @@ Fabric BuildFabric(const FabricSpec &spec)
 	    !spec.leaves || spec.leaves * spec.spines > 256 || (spec.leaves > 1 && !spec.spines) ||
 	    spec.mtu < 576 || !spec.ecn_k || spec.buffer <= spec.ecn_k)
 		throw std::invalid_argument("a fabric of that description cannot be built");
+	f.plane_links.resize(spec.planes);
 	f.hosts.Create(spec.hosts);
 	f.switches.Create(spec.planes * per_plane);
 	host_stack.SetRoutingHelper(host_routes);
@@ -113,6 +120,7 @@ Fabric BuildFabric(const FabricSpec &spec)
 				snprintf(base, sizeof(base), "11.%u.%u.0", p, l * spec.spines + s);
 				up[l].push_back(
 					Connect(spec, p2p, tc, sw(l), sw(spec.leaves + s), base));
+				f.plane_links[p].Add(up[l].back().devices);
 			}
 		for (unsigned h = 0; h < spec.hosts; h++) {
 			unsigned l = h / per_leaf;
@@ -121,6 +129,7 @@ Fabric BuildFabric(const FabricSpec &spec)
 
 			snprintf(base, sizeof(base), "10.%u.%u.0", p, h);
 			link = Connect(spec, p2p, tc, host, sw(l), base);
+			f.plane_links[p].Add(link.devices);
 			addrs[h].push_back(link.addr_a);
 			snprintf(base, sizeof(base), "10.%u.0.0", p);
 			host_routes.GetStaticRouting(host->GetObject<Ipv4>())
@@ -147,6 +156,14 @@ Fabric BuildFabric(const FabricSpec &spec)
 		f.apps.push_back(app);
 	}
 	return f;
+}
+
+void BlackholePlane(Fabric &f, unsigned plane, Time at)
+{
+	Simulator::Schedule(at, [devices = f.plane_links.at(plane)]() {
+		for (unsigned i = 0; i < devices.GetN(); i++)
+			LoseAt(devices.Get(i), 1.0);
+	});
 }
 
 } // namespace metaroce_sim

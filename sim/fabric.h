@@ -42,11 +42,16 @@ struct Fabric {
 	ns3::NodeContainer hosts, switches; /* plane p's: leaves, then spines */
 	std::vector<ns3::Ptr<Host>> apps;   /* the engine on each host */
 	std::vector<ns3::Ptr<EcmpRouting>> routing; /* each switch's */
+	std::vector<ns3::NetDeviceContainer> plane_links; /* each plane's links' devices */
 };
 
 /* Builds the fabric and starts each host's engine at time 0; throws std::invalid_argument
  * for a description that cannot be built. */
 Fabric BuildFabric(const FabricSpec &spec);
+
+/* From `at` on, every link of the plane loses everything, both ways, and nothing tells the
+ * hosts: a plane failed silently (a blackhole), as the seed's failover has it. */
+void BlackholePlane(Fabric &f, unsigned plane, ns3::Time at);
 
 } // namespace metaroce_sim
 
