@@ -97,8 +97,8 @@ struct mrcd_fast_ops {
 	void (*qp_peer)(void *io, uint32_t qpn, uint32_t peer_planes,
 			const uint8_t peer[MRC_MAX_PLANES][16]);
 	void (*qp_advance)(void *io, uint32_t qpn, uint32_t old_base, uint32_t base);
-	/* The READ the QP posted as msn, for the program to place its responses; false when
-	 * it cannot (its slot is held): the engine places them. */
+	/* The READ (or atomic) msn of the QP, whose request has gone: the program may place
+	 * its responses. False when it cannot (its slot is held): the engine places them. */
 	bool (*qp_read)(void *io, uint32_t qpn, uint32_t msn, uint32_t key, uint64_t addr,
 			uint32_t len);
 	/* Send work requests before oldest completed (oldest == next: all): their READs' go. */

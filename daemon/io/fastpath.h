@@ -110,9 +110,9 @@ void mrcd_fastpath_qp_peer(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t peer
 void mrcd_fastpath_qp_advance(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t old_base,
 			      uint32_t base);
 /*
- * The program may place the responses of the READ the QP just posted as msn: one scatter
- * element, [addr, addr + len) under key. False when another outstanding READ holds its slot
- * (the engine then places them).
+ * The program may place the responses of the QP's READ (or atomic) msn, whose request has
+ * gone: one scatter element, [addr, addr + len) under key. False when another outstanding
+ * READ holds its slot (the engine then places them).
  */
 bool mrcd_fastpath_qp_read(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t msn, uint32_t key,
 			   uint64_t addr, uint32_t len);
