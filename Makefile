@@ -562,8 +562,9 @@ $(OBJ)/sim/%.o: sim/%.cc
 
 $(SIM_CHECK): $(OBJ)/sim/check.o $(SIM_OBJS) $(LIBPROTO)
 	$(call msg,LD,$@)
+	$(Q)[ -n "$(NS3_LIBS)" ] || { echo "ns-3 (libns3-dev) is missing: make deps"; exit 1; }
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CXX) $(CXXFLAGS) -o $@ $^ $(NS3_LIBS) $(PROTO_LIBS)
+	$(Q)$(CXX) $(CXXFLAGS) $(LDFLAGS) -o $@ $^ $(NS3_LIBS) $(PROTO_LIBS)
 
 $(GLOO_BENCH): bench/collectives/gloo_bench.cc
 	$(call msg,CXX-LD,$@)

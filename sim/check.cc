@@ -17,7 +17,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <ns3/simulator.h>
@@ -49,6 +51,7 @@ uint8_t Pattern(unsigned h, uint32_t i)
 
 struct Tally {
 	unsigned expected = 0, done = 0, failed = 0;
+	std::set<std::tuple<const Qp *, bool, uint64_t>> seen; /* (QP, receive, wr_id) */
 };
 
 mrc_send_wr Wr(uint8_t opcode, uint64_t wr_id, uint64_t local, uint32_t len, uint64_t remote,
@@ -67,19 +70,40 @@ mrc_send_wr Wr(uint8_t opcode, uint64_t wr_id, uint64_t local, uint32_t len, uin
 	return wr;
 }
 
-/* Every completion counts; the run stops when the last comes. */
-Completion Counter(Tally &tally)
+/* Each work request completes once, with success, a receive as the SEND it took; the run
+ * stops when the last completes. */
+Completion Counter(Tally &tally, const Qp *qp)
 {
-	return [&tally](bool, const mrc_completion &wc) {
+	return [&tally, qp](bool recv, const mrc_completion &wc) {
+		const char *wrong = nullptr;
+
 		tally.done++;
-		if (wc.status != MRC_WC_SUCCESS) {
+		if (!tally.seen.insert({ qp, recv, wc.wr_id }).second)
+			wrong = "a second time";
+		else if (wc.status != MRC_WC_SUCCESS)
+			wrong = mrc_wc_status_name(wc.status);
+		else if (recv && (wc.opcode != MRC_WC_RECV || wc.byte_len != SEND_LEN))
+			wrong = "as another receive than its SEND";
+		if (wrong) {
 			tally.failed++;
-			fprintf(stderr, "a work request completed %s\n",
-				mrc_wc_status_name(wc.status));
+			fprintf(stderr, "QP %u: %s %llu completed %s\n", qp->qpn,
+				recv ? "receive" : "work request", (unsigned long long)wc.wr_id,
+				wrong);
 		}
 		if (tally.done == tally.expected)
 			ns3::Simulator::Stop(); /* all done: when is the figure */
 	};
+}
+
+/* A work request the engine refused fails the run at once, saying so. */
+void Posted(Tally &tally, const Qp *qp, int e)
+{
+	tally.expected++;
+	if (e) {
+		tally.failed++;
+		tally.done++;
+		fprintf(stderr, "QP %u: a work request refused: %s\n", qp->qpn, strerror(-e));
+	}
 }
 
 /* Host h's work: its ring QP's, and its part of the incast into host 0. */
@@ -90,34 +114,37 @@ void PostWork(Fabric &f, unsigned h, Tally &tally)
 	const uint32_t key = peer.Key();
 	Qp *peer_side, *qp = me.Connect(peer, 4, 0x5eed + h, &peer_side);
 
-	qp->on_complete = peer_side->on_complete = Counter(tally);
-	for (uint32_t k = 0; k < SENDS; k++, tally.expected++) {
+	qp->on_complete = Counter(tally, qp);
+	peer_side->on_complete = Counter(tally, peer_side);
+	for (uint32_t k = 0; k < SENDS; k++) {
 		mrc_recv_wr r = {};
 
 		r.wr_id = k;
 		r.num_sge = 1;
 		r.sge[0].addr = theirs + IN_SEND + k * SEND_LEN;
 		r.sge[0].length = SEND_LEN;
-		peer.PostRecv(peer_side, r);
+		Posted(tally, peer_side, peer.PostRecv(peer_side, r));
 	}
-	for (uint32_t k = 0, at = 0; k < WRITES; k++, at += WRITE_LEN, tally.expected++)
-		me.PostSend(qp, Wr(MRC_WR_WRITE, k, mine + OUT_WRITE + at, WRITE_LEN,
-				   theirs + IN_WRITE + at, key));
-	for (uint32_t k = 0, at = 0; k < READS; k++, at += READ_LEN, tally.expected++)
-		me.PostSend(qp, Wr(MRC_WR_READ, 100 + k, mine + IN_READ + at, READ_LEN,
-				   theirs + READ_SRC + at, key));
-	for (uint32_t k = 0, at = 0; k < SENDS; k++, at += SEND_LEN, tally.expected++)
-		me.PostSend(qp, Wr(MRC_WR_SEND, 200 + k, mine + OUT_SEND + at, SEND_LEN, 0, 0));
+	for (uint32_t k = 0, at = 0; k < WRITES; k++, at += WRITE_LEN)
+		Posted(tally, qp, me.PostSend(qp, Wr(MRC_WR_WRITE, k, mine + OUT_WRITE + at,
+						     WRITE_LEN, theirs + IN_WRITE + at, key)));
+	for (uint32_t k = 0, at = 0; k < READS; k++, at += READ_LEN)
+		Posted(tally, qp, me.PostSend(qp, Wr(MRC_WR_READ, 100 + k, mine + IN_READ + at,
+						     READ_LEN, theirs + READ_SRC + at, key)));
+	for (uint32_t k = 0, at = 0; k < SENDS; k++, at += SEND_LEN)
+		Posted(tally, qp, me.PostSend(qp, Wr(MRC_WR_SEND, 200 + k, mine + OUT_SEND + at,
+						     SEND_LEN, 0, 0)));
 	if (!h)
 		return;
 	/* the incast: host h's first writes again, into host 0 */
 	Host &sink = *f.apps[0];
 	Qp *sink_side, *in = me.Connect(sink, 4, 0x1ca57 + h, &sink_side);
 
-	in->on_complete = sink_side->on_complete = Counter(tally);
-	me.PostSend(in, Wr(MRC_WR_WRITE, 300, mine + OUT_WRITE, INCAST_LEN,
-			   sink.Addr() + IN_INCAST + h * INCAST_LEN, sink.Key()));
-	tally.expected++;
+	in->on_complete = Counter(tally, in);
+	sink_side->on_complete = Counter(tally, sink_side);
+	Posted(tally, in, me.PostSend(in, Wr(MRC_WR_WRITE, 300, mine + OUT_WRITE, INCAST_LEN,
+					     sink.Addr() + IN_INCAST + h * INCAST_LEN,
+					     sink.Key())));
 }
 
 } // namespace
@@ -130,15 +157,19 @@ int main(int argc, char **argv)
 
 	spec.loss = 0.01;
 	spec.mem_bytes = REGION;
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (!strcmp(argv[i], "--loss"))
-			spec.loss = atof(argv[i + 1]);
-		else if (!strcmp(argv[i], "--hosts"))
-			spec.hosts = (unsigned)atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--planes"))
-			spec.planes = (unsigned)atoi(argv[i + 1]);
-		else if (!strcmp(argv[i], "--fail-plane"))
-			fail_plane = atoi(argv[i + 1]);
+	for (int i = 1; i < argc; i += 2) {
+		char *end = nullptr;
+		double v = i + 1 < argc ? strtod(argv[i + 1], &end) : 0;
+		bool number = end && end != argv[i + 1] && !*end;
+
+		if (number && !strcmp(argv[i], "--loss") && v >= 0 && v <= 1)
+			spec.loss = v;
+		else if (number && !strcmp(argv[i], "--hosts") && v == (unsigned)v)
+			spec.hosts = (unsigned)v;
+		else if (number && !strcmp(argv[i], "--planes") && v == (unsigned)v)
+			spec.planes = (unsigned)v;
+		else if (number && !strcmp(argv[i], "--fail-plane") && v == (unsigned)v)
+			fail_plane = (int)v;
 		else {
 			fprintf(stderr, "usage: metaroce-sim-check [--loss SHARE] [--hosts N] "
 					"[--planes P] [--fail-plane P]\n");
@@ -169,7 +200,7 @@ int main(int argc, char **argv)
 
 	/* every byte where it belongs: h's peer holds h's writes and sends, h holds its reads */
 	unsigned wrong = 0;
-	uint64_t sent = 0, received = 0, ce = 0;
+	uint64_t sent = 0, received = 0, ce = 0, resent = 0;
 
 	for (unsigned h = 0; h < spec.hosts; h++) {
 		const uint8_t *me = f.apps[h]->Mem(), *peer = f.apps[(h + 1) % spec.hosts]->Mem();
@@ -187,6 +218,7 @@ int main(int argc, char **argv)
 		sent += f.apps[h]->DatagramsSent();
 		received += f.apps[h]->DatagramsReceived();
 		ce += f.apps[h]->CeReceived();
+		resent += f.apps[h]->Retransmits();
 	}
 	/* the spines' shares: what the source ports spread */
 	std::string spread;
@@ -202,12 +234,14 @@ int main(int argc, char **argv)
 		}
 	printf("metaroce-sim-check: %u hosts, %u planes of %u leaves and %u spines, %.3g loss%s: "
 	       "%u of %u work requests completed (%u failed), %u bytes wrong; %llu datagrams "
-	       "sent, %llu received (%llu CE); spines forwarded %s; %.3f ms simulated\n",
+	       "sent (%llu data resent), %llu received (%llu CE); spines forwarded %s; %.3f ms "
+	       "simulated\n",
 	       spec.hosts, spec.planes, spec.leaves, spec.spines, spec.loss,
 	       fail_plane < 0 ? "" : (", plane " + std::to_string(fail_plane) +
 				      " dark from 0.1 ms").c_str(), tally.done,
 	       tally.expected, tally.failed, wrong, (unsigned long long)sent,
-	       (unsigned long long)received, (unsigned long long)ce, spread.c_str(),
+	       (unsigned long long)resent, (unsigned long long)received, (unsigned long long)ce,
+	       spread.c_str(),
 	       ns3::Simulator::Now().GetSeconds() * 1e3);
 	ns3::Simulator::Destroy();
 	if (idle_spines)

@@ -23,7 +23,9 @@ uint32_t FlowHash(Ptr<const Packet> p, const Ipv4Header &h, uint32_t salt)
 	uint64_t x = ((uint64_t)h.GetSource().Get() << 32 | h.GetDestination().Get()) ^
 		     ((uint64_t)h.GetProtocol() << 56) ^ salt;
 
-	if ((h.GetProtocol() == 17 || h.GetProtocol() == 6) && p->GetSize() >= 4) {
+	/* a fragmented datagram's fragments stay together: no ports for any of them */
+	if ((h.GetProtocol() == 17 || h.GetProtocol() == 6) && p->GetSize() >= 4 &&
+	    !h.GetFragmentOffset() && h.IsLastFragment()) {
 		p->CopyData(ports, 4);
 		x ^= (uint64_t)((uint32_t)ports[0] << 24 | (uint32_t)ports[1] << 16 |
 				(uint32_t)ports[2] << 8 | ports[3])
@@ -42,6 +44,12 @@ TypeId EcmpRouting::GetTypeId()
 				    .SetParent<Ipv4RoutingProtocol>()
 				    .AddConstructor<EcmpRouting>();
 	return tid;
+}
+
+void EcmpRouting::DoDispose()
+{
+	ipv4_ = nullptr;
+	Ipv4RoutingProtocol::DoDispose();
 }
 
 void EcmpRouting::AddRoute(Ipv4Address dst, uint32_t interface, Ipv4Address gateway)

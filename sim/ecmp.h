@@ -46,6 +46,8 @@ public:
 			       ns3::Time::Unit unit) const override;
 
 private:
+	void DoDispose() override;
+
 	ns3::Ptr<ns3::Ipv4> ipv4_;
 	std::map<uint32_t, std::vector<std::pair<uint32_t, ns3::Ipv4Address>>> routes_;
 	uint32_t salt_ = 0;

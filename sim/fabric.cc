@@ -47,13 +47,15 @@ uint32_t IfOf(Ptr<Node> n, Ptr<NetDevice> d)
 	return (uint32_t)n->GetObject<Ipv4>()->GetInterfaceForDevice(d);
 }
 
-Link Connect(const FabricSpec &spec, PointToPointHelper &p2p, TrafficControlHelper &tc,
-	     Ptr<Node> a, Ptr<Node> b, const char *base)
+/* tc_a, tc_b: each end's egress queue */
+Link Connect(const FabricSpec &spec, PointToPointHelper &p2p, TrafficControlHelper &tc_a,
+	     TrafficControlHelper &tc_b, Ptr<Node> a, Ptr<Node> b, const char *base)
 {
 	NetDeviceContainer d = p2p.Install(a, b);
 	Ipv4AddressHelper ip;
 
-	tc.Install(d);
+	tc_a.Install(d.Get(0));
+	tc_b.Install(d.Get(1));
 	ip.SetBase(base, "255.255.255.0", "0.0.0.1");
 	Ipv4InterfaceContainer ifs = ip.Assign(d);
 	for (unsigned end = 0; end < 2 && spec.loss > 0; end++)
@@ -67,7 +69,7 @@ Fabric BuildFabric(const FabricSpec &spec)
 {
 	Fabric f;
 	PointToPointHelper p2p;
-	TrafficControlHelper tc;
+	TrafficControlHelper tc, fifo;
 	InternetStackHelper host_stack, switch_stack;
 	Ipv4StaticRoutingHelper host_routes;
 	const unsigned per_plane = spec.leaves + spec.spines;
@@ -78,7 +80,7 @@ Fabric BuildFabric(const FabricSpec &spec)
 	/* (the addresses: a host's last byte, a leaf-spine link's third) */
 	if (!spec.hosts || spec.hosts > 255 || !spec.planes || spec.planes > MRC_MAX_PLANES ||
 	    !spec.leaves || spec.leaves * spec.spines > 256 || (spec.leaves > 1 && !spec.spines) ||
-	    spec.mtu < 576 || !spec.ecn_k || spec.buffer <= spec.ecn_k)
+	    spec.mtu < 576 || spec.mtu > 9216 || !spec.ecn_k || spec.buffer <= spec.ecn_k)
 		throw std::invalid_argument("a fabric of that description cannot be built");
 	f.plane_links.resize(spec.planes);
 	f.hosts.Create(spec.hosts);
@@ -99,13 +101,18 @@ Fabric BuildFabric(const FabricSpec &spec)
 	p2p.SetChannelAttribute("Delay", StringValue(spec.delay));
 	/* the queue builds in the queue disc, where it is marked, not in the device */
 	p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", StringValue("1p"));
-	/* RED as a step: the instantaneous queue (QW 1), every packet beyond K marked */
+	/* a switch's egress: RED as a step, on the instantaneous queue (QW 1), not gentle,
+	 * both thresholds K, so every packet that finds K queued is marked (forced, and with
+	 * ECN and no hard drop a forced drop is a mark) */
 	tc.SetRootQueueDisc("ns3::RedQueueDisc", "UseEcn", BooleanValue(true), "UseHardDrop",
+			    BooleanValue(false), "Gentle", BooleanValue(false), "Wait",
 			    BooleanValue(false), "QW", DoubleValue(1), "MinTh",
-			    DoubleValue(spec.ecn_k), "MaxTh", DoubleValue(spec.ecn_k + 1),
-			    "MaxSize", QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS,
-								spec.buffer)),
+			    DoubleValue(spec.ecn_k), "MaxTh", DoubleValue(spec.ecn_k), "MaxSize",
+			    QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, spec.buffer)),
 			    "MeanPktSize", UintegerValue(spec.mtu));
+	/* a host's own egress: a NIC's queue, which neither marks nor drops what it was given */
+	fifo.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize",
+			      QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, 100000)));
 	for (unsigned p = 0; p < spec.planes; p++) {
 		std::vector<std::vector<Link>> up(spec.leaves); /* [leaf][spine] */
 
@@ -118,8 +125,8 @@ Fabric BuildFabric(const FabricSpec &spec)
 		for (unsigned l = 0; l < spec.leaves; l++)
 			for (unsigned s = 0; s < spec.spines; s++) {
 				snprintf(base, sizeof(base), "11.%u.%u.0", p, l * spec.spines + s);
-				up[l].push_back(
-					Connect(spec, p2p, tc, sw(l), sw(spec.leaves + s), base));
+				up[l].push_back(Connect(spec, p2p, tc, tc, sw(l),
+							sw(spec.leaves + s), base));
 				f.plane_links[p].Add(up[l].back().devices);
 			}
 		for (unsigned h = 0; h < spec.hosts; h++) {
@@ -128,7 +135,7 @@ Fabric BuildFabric(const FabricSpec &spec)
 			Link link;
 
 			snprintf(base, sizeof(base), "10.%u.%u.0", p, h);
-			link = Connect(spec, p2p, tc, host, sw(l), base);
+			link = Connect(spec, p2p, fifo, tc, host, sw(l), base);
 			f.plane_links[p].Add(link.devices);
 			addrs[h].push_back(link.addr_a);
 			snprintf(base, sizeof(base), "10.%u.0.0", p);

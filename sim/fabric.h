@@ -4,8 +4,9 @@
  * planes is its own Clos of `leaves` leaf and `spines` spine switches; every host has one
  * link to its leaf on each plane (hosts are spread over the leaves in order) and every leaf
  * one to every spine. Switches forward by a hash of the 5-tuple (ecmp.h), so a path's UDP
- * source port picks its spine; every egress queue, hosts' too, is RED with ECN, marking CE
- * at a step of ecn_k packets, dropping beyond buffer packets. Host h's address on plane p is
+ * source port picks its spine; every switch's egress queue is RED with ECN used as a step,
+ * marking CE every packet that finds ecn_k queued, dropping beyond buffer packets (a host's
+ * own egress, a NIC's, is a FIFO that neither marks nor drops). Host h's address on plane p is
  * 10.p.h.1 (its leaf's end of the link 10.p.h.2); leaf l's link to spine s is 11.p.(l*S+s).0/24.
  */
 #ifndef METAROCE_SIM_FABRIC_H
@@ -30,9 +31,11 @@ struct FabricSpec {
 	unsigned spines = 2;		 /* per plane; 0 with one leaf: a switch a plane */
 	std::string rate = "10Gbps";	 /* every link's */
 	std::string delay = "1us";	 /* every link's, each way */
-	unsigned mtu = 9000;		 /* every link's IP MTU: a data packet's payload fits
-					  * (12.4: less IP, UDP and data headers) [R-99] */
-	unsigned ecn_k = 20;		 /* packets queued beyond which a queue marks CE */
+	/* every link's IP MTU (at most 9216): a data packet's payload fits (12.4: less the
+	 * IP, UDP and data headers) [R-99] */
+	unsigned mtu = 9000;
+	/* packets queued from which a switch's egress queue marks CE */
+	unsigned ecn_k = 20;
 	unsigned buffer = 200;		 /* packets a queue holds at most */
 	double loss = 0;		 /* share of the packets every link loses at random */
 	size_t mem_bytes = 1u << 20;	 /* each host's region */

@@ -49,6 +49,15 @@ Host::~Host()
 		mrc_conn_free(q.second->conn);
 }
 
+uint64_t Host::Retransmits() const
+{
+	uint64_t n = 0;
+
+	for (const auto &q : qps_)
+		n += mrc_conn_stats(q.second->conn)->tx_retransmits;
+	return n;
+}
+
 void Host::StartApplication()
 {
 	for (unsigned p = 0; p < planes_.size(); p++) {
@@ -207,7 +216,7 @@ void Host::Pump(Qp *qp)
 	while (mrc_conn_send(qp->conn, buf, sizeof(buf), &tx, now, &len)) {
 		InetSocketAddress to(qp->peer->PlaneAddr(tx.plane), MRC_UDP_PORT_DEFAULT);
 
-		to.SetTos(ECT0);
+		to.SetTos(ECT0); /* ns-3 3.37's UDP takes it from here, not the socket's */
 		SocketFor(tx.plane, tx.sport)->SendTo(Create<Packet>(buf, (uint32_t)len), 0, to);
 		sent_++;
 	}

@@ -73,6 +73,8 @@ public:
 	uint64_t DatagramsSent() const { return sent_; }
 	uint64_t DatagramsReceived() const { return received_; }
 	uint64_t CeReceived() const { return ce_; }
+	/* Data packets its QPs sent again (the engine's count). */
+	uint64_t Retransmits() const;
 
 private:
 	void StartApplication() override;
