@@ -227,8 +227,10 @@ static bool through_link(struct run *r, unsigned from, const struct iut_dgram *d
 		r->queue_drops++;
 		return false;
 	}
-	*ce = backlog > ECN_MARK_BYTES;
-	r->marked += *ce;
+	if (backlog > ECN_MARK_BYTES) { /* (a mark already there stays) */
+		*ce = true;
+		r->marked++;
+	}
 	r->link_free = (r->link_free > r->now ? r->link_free : r->now) +
 		       (uint64_t)d->len * 1000 / LINK_BYTES_PER_US;
 	*at = r->side[from].link_until = r->link_free;
