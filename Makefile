@@ -205,11 +205,12 @@ verbs-abi: $(LIBMETAROCE) $(BUILD)/tests/verbs/test_unsupported
 		{ echo "$$out"; exit 1; }; echo "$$out" | tail -n 1 | sed 's/^/           /'
 
 # The engine inside ns-3 (sim/): small leaf-spine fabrics at 0%, 1% and 10% loss and with a
-# plane gone dark mid-run, every byte checked, no hang, every spine used, the incast marked.
+# plane gone dark mid-run, and a fat-tree: every byte checked, no hang, every spine or core
+# used, the incast marked.
 sim-check: $(SIM_CHECK)
 	$(call msg,TEST,ns-3 fabric)
 	$(Q)for run in "--loss 0" "--loss 0.01" "--hosts 16 --planes 4 --loss 0.1" \
-		"--loss 0.01 --fail-plane 1"; do \
+		"--loss 0.01 --fail-plane 1" "--hosts 16 --fat-tree 4 --loss 0.01"; do \
 		out=$$($(SIM_CHECK) $$run 2>&1) || { echo "$$out"; exit 1; }; \
 		echo "$$out" | tail -n 1 | sed 's/^/           /'; done
 

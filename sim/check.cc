@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <stdexcept>
 #include <set>
 #include <string>
 #include <tuple>
@@ -170,9 +171,11 @@ int main(int argc, char **argv)
 			spec.planes = (unsigned)v;
 		else if (number && !strcmp(argv[i], "--fail-plane") && v == (unsigned)v)
 			fail_plane = (int)v;
+		else if (number && !strcmp(argv[i], "--fat-tree") && v == (unsigned)v)
+			spec.fat_tree_k = (unsigned)v;
 		else {
 			fprintf(stderr, "usage: metaroce-sim-check [--loss SHARE] [--hosts N] "
-					"[--planes P] [--fail-plane P]\n");
+					"[--planes P] [--fail-plane P] [--fat-tree K]\n");
 			return 2;
 		}
 	}
@@ -183,7 +186,14 @@ int main(int argc, char **argv)
 				"fail of those and not the only one\n", MAX_HOSTS, MRC_MAX_PLANES);
 		return 2;
 	}
-	Fabric f = BuildFabric(spec);
+	Fabric f;
+
+	try {
+		f = BuildFabric(spec);
+	} catch (const std::invalid_argument &e) {
+		fprintf(stderr, "metaroce-sim-check: %s\n", e.what());
+		return 2;
+	}
 
 	for (unsigned h = 0; h < spec.hosts; h++)
 		for (uint32_t i = 0; i < IN_WRITE; i++)
@@ -220,23 +230,24 @@ int main(int argc, char **argv)
 		ce += f.apps[h]->CeReceived();
 		resent += f.apps[h]->Retransmits();
 	}
-	/* the spines' shares: what the source ports spread */
-	std::string spread;
+	/* the top tier's shares: what the source ports spread */
+	std::string spread, shape;
 	unsigned idle_spines = 0;
 
-	for (unsigned p = 0; p < spec.planes; p++)
-		for (unsigned s = 0; s < spec.spines; s++) {
-			uint64_t n = f.routing[p * (spec.leaves + spec.spines) + spec.leaves + s]
-					     ->Forwarded();
+	for (unsigned t : f.top) {
+		uint64_t n = f.routing[t]->Forwarded();
 
-			spread += (spread.empty() ? "" : " ") + std::to_string(n);
-			idle_spines += !n;
-		}
-	printf("metaroce-sim-check: %u hosts, %u planes of %u leaves and %u spines, %.3g loss%s: "
+		spread += (spread.empty() ? "" : " ") + std::to_string(n);
+		idle_spines += !n;
+	}
+	shape = spec.fat_tree_k ? std::to_string(spec.fat_tree_k) + "-ary fat-trees"
+				: "leaf-spines of " + std::to_string(spec.leaves) + "x" +
+					  std::to_string(spec.spines);
+	printf("metaroce-sim-check: %u hosts, %u planes (%s), %.3g loss%s: "
 	       "%u of %u work requests completed (%u failed), %u bytes wrong; %llu datagrams "
-	       "sent (%llu data resent), %llu received (%llu CE); spines forwarded %s; %.3f ms "
-	       "simulated\n",
-	       spec.hosts, spec.planes, spec.leaves, spec.spines, spec.loss,
+	       "sent (%llu data resent), %llu received (%llu CE); top switches forwarded %s; "
+	       "%.3f ms simulated\n",
+	       spec.hosts, spec.planes, shape.c_str(), spec.loss,
 	       fail_plane < 0 ? "" : (", plane " + std::to_string(fail_plane) +
 				      " dark from 0.1 ms").c_str(), tally.done,
 	       tally.expected, tally.failed, wrong, (unsigned long long)sent,
@@ -245,7 +256,8 @@ int main(int argc, char **argv)
 	       ns3::Simulator::Now().GetSeconds() * 1e3);
 	ns3::Simulator::Destroy();
 	if (idle_spines)
-		fprintf(stderr, "metaroce-sim-check: %u spines carried nothing\n", idle_spines);
+		fprintf(stderr, "metaroce-sim-check: %u top switches carried nothing\n",
+			idle_spines);
 	bool marks_owed = !spec.loss && fail_plane < 0;
 
 	if (marks_owed && !ce)

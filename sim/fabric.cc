@@ -63,29 +63,157 @@ Link Connect(const FabricSpec &spec, PointToPointHelper &p2p, TrafficControlHelp
 	return { IfOf(a, d.Get(0)), IfOf(b, d.Get(1)), ifs.GetAddress(0), ifs.GetAddress(1), d };
 }
 
+/* What building a fabric needs, plane after plane. */
+struct Builder {
+	const FabricSpec &spec;
+	Fabric &f;
+	unsigned per_plane; /* switches */
+	PointToPointHelper p2p;
+	TrafficControlHelper tc, fifo; /* a switch's egress queue, a host's */
+	Ipv4StaticRoutingHelper host_routes;
+	std::vector<std::vector<Ipv4Address>> addrs; /* [host][plane] */
+
+	Ptr<Node> Sw(unsigned p, unsigned i) const { return f.switches.Get(p * per_plane + i); }
+	Ptr<EcmpRouting> Rt(unsigned p, unsigned i) const { return f.routing[p * per_plane + i]; }
+
+	/* Switches i and j of plane p, numbered net.p.n.0/24: i gets .1. */
+	Link Join(unsigned p, unsigned i, unsigned j, unsigned net, unsigned n)
+	{
+		char base[32];
+
+		snprintf(base, sizeof(base), "%u.%u.%u.0", net, p, n);
+		Link l = Connect(spec, p2p, tc, tc, Sw(p, i), Sw(p, j), base);
+
+		f.plane_links[p].Add(l.devices);
+		return l;
+	}
+
+	/* Host h on switch `edge` of plane p: its address there, its route to the plane's
+	 * prefix, the switch's route down to it. */
+	void Attach(unsigned p, unsigned h, unsigned edge)
+	{
+		char base[32];
+		Ptr<Node> host = f.hosts.Get(h);
+
+		snprintf(base, sizeof(base), "10.%u.%u.0", p, h);
+		Link l = Connect(spec, p2p, fifo, tc, host, Sw(p, edge), base);
+
+		f.plane_links[p].Add(l.devices);
+		addrs[h].push_back(l.addr_a);
+		snprintf(base, sizeof(base), "10.%u.0.0", p);
+		host_routes.GetStaticRouting(host->GetObject<Ipv4>())
+			->AddNetworkRouteTo(Ipv4Address(base), Ipv4Mask("255.255.0.0"), l.addr_b,
+					    l.if_a);
+		Rt(p, edge)->AddRoute(l.addr_a, l.if_b, l.addr_a);
+	}
+
+	/* Plane p as a leaf-spine: every leaf to every spine; to a host, its leaf straight
+	 * down, every other leaf up to any spine, every spine down to its leaf. */
+	void LeafSpine(unsigned p)
+	{
+		const unsigned L = spec.leaves, S = spec.spines;
+		const unsigned per_leaf = (spec.hosts + L - 1) / L;
+		std::vector<std::vector<Link>> up(L); /* [leaf][spine] */
+
+		for (unsigned l = 0; l < L; l++)
+			for (unsigned s = 0; s < S; s++)
+				up[l].push_back(Join(p, l, L + s, 11, l * S + s));
+		for (unsigned h = 0; h < spec.hosts; h++) {
+			unsigned l = h / per_leaf;
+			Ipv4Address to;
+
+			Attach(p, h, l);
+			to = addrs[h][p];
+			for (unsigned o = 0; o < L; o++)
+				for (unsigned s = 0; s < S && o != l; s++)
+					Rt(p, o)->AddRoute(to, up[o][s].if_a, up[o][s].addr_b);
+			for (unsigned s = 0; s < S; s++)
+				Rt(p, L + s)->AddRoute(to, up[l][s].if_b, up[l][s].addr_a);
+		}
+		f.top.resize(spec.planes * S);
+		for (unsigned s = 0; s < S; s++)
+			f.top[p * S + s] = p * per_plane + L + s;
+	}
+
+	/*
+	 * Plane p as a k-ary fat-tree: k pods of k/2 edge and k/2 aggregation switches, every
+	 * edge to every aggregation switch of its pod, aggregation switch j of each pod to
+	 * cores j*k/2 .. j*k/2 + k/2 - 1; hosts k/2 an edge. To a host: its edge straight
+	 * down; another edge up to any aggregation switch of its pod; those of its pod down to
+	 * its edge, those of other pods up to any of their cores; a core down to the host's
+	 * pod's aggregation switch it reaches.
+	 */
+	void FatTree(unsigned p)
+	{
+		const unsigned k = spec.fat_tree_k, half = k / 2;
+		const unsigned edges = k * half, cores = half * half;
+		std::vector<std::vector<Link>> ea(edges), ac(edges); /* [edge|agg][j] */
+
+		/* edges 0 .. edges-1, aggregation switches edges .. 2 edges-1, then cores */
+		for (unsigned e = 0; e < edges; e++)
+			for (unsigned j = 0; j < half; j++)
+				ea[e].push_back(Join(p, e, edges + (e / half) * half + j, 11,
+						     e * half + j));
+		for (unsigned a = 0; a < edges; a++)
+			for (unsigned j = 0; j < half; j++) {
+				unsigned core = (a % half) * half + j;
+
+				ac[a].push_back(Join(p, edges + a, 2 * edges + core, 12,
+						     a * half + j));
+			}
+		for (unsigned h = 0; h < spec.hosts; h++) {
+			unsigned e = h / half, pod = e / half;
+			Ipv4Address to;
+
+			Attach(p, h, e);
+			to = addrs[h][p];
+			for (unsigned o = 0; o < edges; o++)
+				for (unsigned j = 0; j < half && o != e; j++)
+					Rt(p, o)->AddRoute(to, ea[o][j].if_a, ea[o][j].addr_b);
+			for (unsigned a = 0; a < edges; a++) {
+				if (a / half == pod) { /* down to the host's edge */
+					const Link &down = ea[e][a % half];
+
+					Rt(p, edges + a)->AddRoute(to, down.if_b, down.addr_a);
+					continue;
+				}
+				for (unsigned j = 0; j < half; j++)
+					Rt(p, edges + a)->AddRoute(to, ac[a][j].if_a,
+								   ac[a][j].addr_b);
+			}
+			for (unsigned c = 0; c < cores; c++) {
+				const Link &down = ac[pod * half + c / half][c % half];
+
+				Rt(p, 2 * edges + c)->AddRoute(to, down.if_b, down.addr_a);
+			}
+		}
+		f.top.resize(spec.planes * cores);
+		for (unsigned c = 0; c < cores; c++)
+			f.top[p * cores + c] = p * per_plane + 2 * edges + c;
+	}
+};
+
 } // namespace
 
 Fabric BuildFabric(const FabricSpec &spec)
 {
 	Fabric f;
-	PointToPointHelper p2p;
-	TrafficControlHelper tc, fifo;
+	const unsigned k = spec.fat_tree_k;
+	Builder b{ spec, f, k ? k * k + k * k / 4 : spec.leaves + spec.spines, {}, {}, {}, {},
+		   std::vector<std::vector<Ipv4Address>>(spec.hosts) };
 	InternetStackHelper host_stack, switch_stack;
-	Ipv4StaticRoutingHelper host_routes;
-	const unsigned per_plane = spec.leaves + spec.spines;
-	const unsigned per_leaf = (spec.hosts + spec.leaves - 1) / (spec.leaves ? spec.leaves : 1);
-	std::vector<std::vector<Ipv4Address>> addrs(spec.hosts);
-	char base[32];
 
-	/* (the addresses: a host's last byte, a leaf-spine link's third) */
+	/* (the addresses: a host's last byte, an inter-switch link's third) */
 	if (!spec.hosts || spec.hosts > 255 || !spec.planes || spec.planes > MRC_MAX_PLANES ||
-	    !spec.leaves || spec.leaves * spec.spines > 256 || (spec.leaves > 1 && !spec.spines) ||
-	    spec.mtu < 576 || spec.mtu > 9216 || !spec.ecn_k || spec.buffer <= spec.ecn_k)
+	    spec.mtu < 576 || spec.mtu > 9216 || !spec.ecn_k || spec.buffer <= spec.ecn_k ||
+	    (k ? k % 2 || k > 8 || spec.hosts > k * k * k / 4
+	       : !spec.leaves || spec.leaves * spec.spines > 256 ||
+			 (spec.leaves > 1 && !spec.spines)))
 		throw std::invalid_argument("a fabric of that description cannot be built");
 	f.plane_links.resize(spec.planes);
 	f.hosts.Create(spec.hosts);
-	f.switches.Create(spec.planes * per_plane);
-	host_stack.SetRoutingHelper(host_routes);
+	f.switches.Create(spec.planes * b.per_plane);
+	host_stack.SetRoutingHelper(b.host_routes);
 	host_stack.Install(f.hosts);
 	switch_stack.SetRoutingHelper(EcmpRoutingHelper());
 	switch_stack.Install(f.switches);
@@ -96,66 +224,31 @@ Fabric BuildFabric(const FabricSpec &spec)
 		r->SetSalt(0x9e3779b9u * (s + 1));
 		f.routing.push_back(r);
 	}
-	p2p.SetDeviceAttribute("DataRate", StringValue(spec.rate));
-	p2p.SetDeviceAttribute("Mtu", UintegerValue(spec.mtu));
-	p2p.SetChannelAttribute("Delay", StringValue(spec.delay));
+	b.p2p.SetDeviceAttribute("DataRate", StringValue(spec.rate));
+	b.p2p.SetDeviceAttribute("Mtu", UintegerValue(spec.mtu));
+	b.p2p.SetChannelAttribute("Delay", StringValue(spec.delay));
 	/* the queue builds in the queue disc, where it is marked, not in the device */
-	p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", StringValue("1p"));
+	b.p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", StringValue("1p"));
 	/* a switch's egress: RED as a step, on the instantaneous queue (QW 1), not gentle,
 	 * both thresholds K, so every packet that finds K queued is marked (forced, and with
 	 * ECN and no hard drop a forced drop is a mark) */
-	tc.SetRootQueueDisc("ns3::RedQueueDisc", "UseEcn", BooleanValue(true), "UseHardDrop",
-			    BooleanValue(false), "Gentle", BooleanValue(false), "Wait",
-			    BooleanValue(false), "QW", DoubleValue(1), "MinTh",
-			    DoubleValue(spec.ecn_k), "MaxTh", DoubleValue(spec.ecn_k), "MaxSize",
-			    QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, spec.buffer)),
-			    "MeanPktSize", UintegerValue(spec.mtu));
+	b.tc.SetRootQueueDisc("ns3::RedQueueDisc", "UseEcn", BooleanValue(true), "UseHardDrop",
+			      BooleanValue(false), "Gentle", BooleanValue(false), "Wait",
+			      BooleanValue(false), "QW", DoubleValue(1), "MinTh",
+			      DoubleValue(spec.ecn_k), "MaxTh", DoubleValue(spec.ecn_k), "MaxSize",
+			      QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, spec.buffer)),
+			      "MeanPktSize", UintegerValue(spec.mtu));
 	/* a host's own egress: a NIC's queue, which neither marks nor drops what it was given */
-	fifo.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize",
-			      QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, 100000)));
+	b.fifo.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize",
+				QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, 100000)));
 	for (unsigned p = 0; p < spec.planes; p++) {
-		std::vector<std::vector<Link>> up(spec.leaves); /* [leaf][spine] */
-
-		/* this plane's switch i: leaves first, then spines */
-		auto sw = [&f, p, per_plane](unsigned i) {
-			return f.switches.Get(p * per_plane + i);
-		};
-		auto rt = [&f, p, per_plane](unsigned i) { return f.routing[p * per_plane + i]; };
-
-		for (unsigned l = 0; l < spec.leaves; l++)
-			for (unsigned s = 0; s < spec.spines; s++) {
-				snprintf(base, sizeof(base), "11.%u.%u.0", p, l * spec.spines + s);
-				up[l].push_back(Connect(spec, p2p, tc, tc, sw(l),
-							sw(spec.leaves + s), base));
-				f.plane_links[p].Add(up[l].back().devices);
-			}
-		for (unsigned h = 0; h < spec.hosts; h++) {
-			unsigned l = h / per_leaf;
-			Ptr<Node> host = f.hosts.Get(h);
-			Link link;
-
-			snprintf(base, sizeof(base), "10.%u.%u.0", p, h);
-			link = Connect(spec, p2p, fifo, tc, host, sw(l), base);
-			f.plane_links[p].Add(link.devices);
-			addrs[h].push_back(link.addr_a);
-			snprintf(base, sizeof(base), "10.%u.0.0", p);
-			host_routes.GetStaticRouting(host->GetObject<Ipv4>())
-				->AddNetworkRouteTo(Ipv4Address(base), Ipv4Mask("255.255.0.0"),
-						    link.addr_b, link.if_a);
-			/* to the host: its leaf straight down; every other leaf up to any
-			 * spine; every spine down to its leaf */
-			rt(l)->AddRoute(link.addr_a, link.if_b, link.addr_a);
-			for (unsigned o = 0; o < spec.leaves; o++)
-				for (unsigned s = 0; s < spec.spines && o != l; s++)
-					rt(o)->AddRoute(link.addr_a, up[o][s].if_a,
-							up[o][s].addr_b);
-			for (unsigned s = 0; s < spec.spines; s++)
-				rt(spec.leaves + s)->AddRoute(link.addr_a, up[l][s].if_b,
-							      up[l][s].addr_a);
-		}
+		if (k)
+			b.FatTree(p);
+		else
+			b.LeafSpine(p);
 	}
 	for (unsigned h = 0; h < spec.hosts; h++) {
-		Ptr<Host> app = CreateObject<Host>(h, addrs[h], spec.mem_bytes,
+		Ptr<Host> app = CreateObject<Host>(h, b.addrs[h], spec.mem_bytes,
 						   spec.mtu - 20 - 8 - 56);
 
 		f.hosts.Get(h)->AddApplication(app);
