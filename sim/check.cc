@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * metaroce-sim-check: a small fabric through ns-3, every byte checked. 8 hosts on 2 planes,
- * each a leaf-spine of 2 leaves and 2 spines (fabric.h), every link losing the share asked
- * (default 1%) of its packets. Each host h has a QP to h + 1 (a ring) over 4 paths a plane
- * and on it WRITEs 4 messages of 32 KiB into its peer, READs 2 of 16 KiB back from it, and
- * SENDs 2 of 8 KiB into posted receives; at the same time every other host WRITEs 64 KiB to
- * host 0 (an incast) on a QP of its own. Passes when every work request completed with
- * success, every byte is where it belongs, all of it ended within 2 s of simulated time (a
- * deadlock or a livelock does not), every spine carried some of it (the paths' source ports
- * spread over the fabric) and, without loss, the incast's queue marked CE and the senders
- * still finished. --fail-plane P: plane P goes dark, silently, 100 us into the run (when
- * much is still in flight there); the rest must carry everything. Prints what moved.
+ * metaroce-sim-check: a small fabric through ns-3, every byte checked. 8 hosts (--hosts, at
+ * most 16) on 2 planes (--planes), each a leaf-spine of 2 leaves and 2 spines or, with
+ * --fat-tree K, a K-ary fat-tree (fabric.h); every link loses the share --loss asks (default
+ * 1%) of its packets. Each host h has a QP to h + 1 (a ring) over 4 paths a plane and on it
+ * WRITEs 4 messages of 32 KiB into its peer, READs 2 of 16 KiB back from it, and SENDs 2 of
+ * 8 KiB into posted receives; at the same time every other host WRITEs 64 KiB to host 0 (an
+ * incast) on a QP of its own. Passes when every work request completed once with success,
+ * every byte is where it belongs, all of it ended within 2 s of simulated time (a deadlock
+ * or a livelock does not), every top switch (spine or core) carried some of it (the paths'
+ * source ports spread over the fabric) and, without loss or failure, the incast's queue
+ * marked CE and the senders still finished. --fail-plane P: plane P goes dark, silently,
+ * 100 us into the run (when much is still in flight there); the rest must carry
+ * everything. Prints what moved; exit 0 passed, 1 failed, 2 a wrong command line.
  *
  *	metaroce-sim-check [--loss SHARE] [--hosts N] [--planes P] [--fail-plane P]
+ *			   [--fat-tree K]
  */
 #include <cstdio>
 #include <cstdlib>
