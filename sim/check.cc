@@ -42,7 +42,8 @@ constexpr uint32_t READ_LEN = 16384, READS = 2;
 constexpr uint32_t SEND_LEN = 8192, SENDS = 2;
 constexpr uint32_t INCAST_LEN = 65536;
 constexpr unsigned MAX_HOSTS = 16;
-constexpr uint32_t ALLREDUCE_LEN = 65536; /* each host's buffer (a multiple of 2 .. 16) */
+constexpr uint32_t ALLREDUCE_LEN = 65536; /* each host's buffer, at most: a multiple of the
+					   * host count is taken */
 /* Each host's region: what it writes and sends from, what it is read from, where its
  * peer's WRITEs, SENDs and its own READs land. */
 constexpr uint32_t OUT_WRITE = 0, OUT_SEND = OUT_WRITE + WRITE_LEN * WRITES,
@@ -214,7 +215,8 @@ int main(int argc, char **argv)
 		for (uint32_t i = 0; i < IN_WRITE; i++)
 			f.apps[h]->Mem()[i] = Pattern(h, i);
 	/* the work, posted once the engines have started, and an all-reduce beside it */
-	RingAllReduce all_reduce(f, ALLREDUCE_LEN, ALLREDUCE, [&tally]() { tally.StopIfDone(); });
+	RingAllReduce all_reduce(f, ALLREDUCE_LEN / spec.hosts * spec.hosts, ALLREDUCE,
+				 [&tally]() { tally.StopIfDone(); });
 
 	tally.all_reduce = &all_reduce;
 	ns3::Simulator::Schedule(ns3::MicroSeconds(1), [&]() {
@@ -277,7 +279,8 @@ int main(int argc, char **argv)
 				      " dark from 0.1 ms").c_str(), tally.done,
 	       tally.expected, tally.failed, wrong, (unsigned long long)sent,
 	       (unsigned long long)resent, (unsigned long long)received, (unsigned long long)ce,
-	       spread.c_str(), ALLREDUCE_LEN / 1024, reduced ? "right" : "WRONG",
+	       spread.c_str(), ALLREDUCE_LEN / spec.hosts * spec.hosts / 1024,
+	       reduced ? "right" : "WRONG",
 	       all_reduce.Done() ? all_reduce.Elapsed().GetSeconds() * 1e3 : 0.0,
 	       ns3::Simulator::Now().GetSeconds() * 1e3);
 	ns3::Simulator::Destroy();

@@ -23,9 +23,17 @@ RingAllReduce::RingAllReduce(Fabric &f, uint32_t bytes, uint64_t at, std::functi
 						    "all-reduce");
 }
 
+/* Host h's byte i: a hash of both, so the sums over the hosts are no function of the offset
+ * a chunk sits at (an affine pattern summed over a power of two of hosts repeats every chunk,
+ * and a chunk reduced right but placed at another's offset would pass). */
 uint8_t RingAllReduce::Input(unsigned h, uint32_t i)
 {
-	return (uint8_t)(h * 29u + i * 13u + (i >> 8) * 7u + 3u);
+	uint32_t x = (h + 1) * 0x9e3779b1u ^ i * 0x85ebca6bu;
+
+	x ^= x >> 15;
+	x *= 0x2c1b3c6du;
+	x ^= x >> 12;
+	return (uint8_t)(x >> 8);
 }
 
 /* Reduce-scatter step s (s < n - 1) sends chunk h - s; all-gather step s sends chunk
@@ -53,7 +61,12 @@ void RingAllReduce::Start()
 	for (unsigned h = 0; h < n; h++) {
 		Member &m = hosts_[h], &next = hosts_[(h + 1) % n];
 
-		m.out = m.host->Connect(*next.host, 4, 0xa11 + h, &next.in);
+		/* a receive posted for every step at once */
+		m.out = m.host->Connect(*next.host, 4, 0xa11 + h, &next.in,
+					[n](mrc_conn_config &c) {
+						while (c.rq_depth < 2 * (n - 1))
+							c.rq_depth *= 2;
+					});
 		m.out->on_complete = [this](bool, const mrc_completion &wc) {
 			failures_ += wc.status != MRC_WC_SUCCESS;
 		};
@@ -123,6 +136,10 @@ bool RingAllReduce::Verify(std::string *why) const
 {
 	unsigned n = (unsigned)hosts_.size();
 
+	if (!hosts_[0].host) {
+		*why = "never started";
+		return false;
+	}
 	for (unsigned h = 0; h < n; h++)
 		for (uint32_t i = 0; i < bytes_; i++) {
 			uint8_t want = 0;

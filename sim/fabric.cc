@@ -138,7 +138,8 @@ struct Builder {
 	/*
 	 * Plane p as a k-ary fat-tree: k pods of k/2 edge and k/2 aggregation switches, every
 	 * edge to every aggregation switch of its pod, aggregation switch j of each pod to
-	 * cores j*k/2 .. j*k/2 + k/2 - 1; hosts k/2 an edge. To a host: its edge straight
+	 * cores j*k/2 .. j*k/2 + k/2 - 1; hosts dealt round the edges (host h on edge h mod
+	 * k^2/2, so a few hosts still span the pods and the cores). To a host: its edge straight
 	 * down; another edge up to any aggregation switch of its pod; those of its pod down to
 	 * its edge, those of other pods up to any of their cores; a core down to the host's
 	 * pod's aggregation switch it reaches.
@@ -162,7 +163,7 @@ struct Builder {
 						     a * half + j));
 			}
 		for (unsigned h = 0; h < spec.hosts; h++) {
-			unsigned e = h / half, pod = e / half;
+			unsigned e = h % edges, pod = e / half;
 			Ipv4Address to;
 
 			Attach(p, h, e);

@@ -32,7 +32,7 @@ struct FabricSpec {
 	unsigned leaves = 2;		 /* per plane */
 	unsigned spines = 2;		 /* per plane; 0 with one leaf: a switch a plane */
 	unsigned fat_tree_k = 0;	 /* not 0: each plane a k-ary fat-tree instead (k even,
-					  * at most 8; up to k^3/4 hosts, k/2 an edge switch) */
+					  * at most 8; up to k^3/4 hosts, dealt round the edges) */
 	std::string rate = "10Gbps";	 /* every link's */
 	std::string delay = "1us";	 /* every link's, each way */
 	/* every link's IP MTU (at most 9216): a data packet's payload fits (12.4: less the
@@ -46,7 +46,8 @@ struct FabricSpec {
 };
 
 struct Fabric {
-	ns3::NodeContainer hosts, switches; /* plane p's: leaves, then spines */
+	ns3::NodeContainer hosts, switches; /* plane by plane: leaves, then spines; or edges,
+					     * aggregation switches, then cores */
 	std::vector<ns3::Ptr<Host>> apps;   /* the engine on each host */
 	std::vector<ns3::Ptr<EcmpRouting>> routing; /* each switch's */
 	std::vector<ns3::NetDeviceContainer> plane_links; /* each plane's links' devices */
