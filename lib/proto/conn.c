@@ -328,7 +328,7 @@ void conn_complete_recv(struct mrc_conn *c, const struct rq_entry *e, uint8_t st
 
 static bool msg_done(const struct msg *m)
 {
-	if (conn_read_like(m->wr.opcode) && m->kind == MSG_SQ)
+	if (mrc_wr_read_like(m->wr.opcode) && m->kind == MSG_SQ)
 		return m->resp_complete;
 	return m->sent_pkts == m->npkts && m->acked_pkts == m->npkts;
 }
@@ -341,7 +341,7 @@ void conn_complete_messages(struct mrc_conn *c)
 
 		if (!msg_done(m))
 			break;
-		if (conn_read_like(m->wr.opcode))
+		if (mrc_wr_read_like(m->wr.opcode))
 			c->reads_outstanding--;
 		c->sq_head++;
 		complete_send(c, m, MRC_WC_SUCCESS);
@@ -450,7 +450,7 @@ int mrc_conn_post_send(struct mrc_conn *c, const struct mrc_send_wr *wr)
 	if (len > MRC_MAX_MSG_LEN)
 		return -EINVAL;
 	if ((wr->opcode == MRC_WR_WRITE || wr->opcode == MRC_WR_WRITE_IMM ||
-	     conn_read_like(wr->opcode)) &&
+	     mrc_wr_read_like(wr->opcode)) &&
 	    len > UINT64_MAX - wr->raddr)
 		return -EINVAL;
 	if (c->state == MRC_QPS_CLOSING || c->state == MRC_QPS_CLOSED)
@@ -473,7 +473,7 @@ int mrc_conn_post_send(struct mrc_conn *c, const struct mrc_send_wr *wr)
 	m->len = (uint32_t)len;
 	if (conn_local(wr->opcode))
 		m->npkts = 0;
-	else if (conn_read_like(wr->opcode))
+	else if (mrc_wr_read_like(wr->opcode))
 		m->npkts = 1;
 	else
 		m->npkts = m->len ? (m->len + c->cfg.max_payload - 1) / c->cfg.max_payload : 1;
@@ -697,7 +697,7 @@ int mrc_conn_sq_read_sink(const struct mrc_conn *c, uint32_t msn, struct mrc_sge
 
 	if (!mrc_seq_le(c->sq_head, msn) || !mrc_seq_lt(msn, c->sq_tail) || m->msn != msn)
 		return -ENOENT;
-	if (!conn_read_like(m->wr.opcode) || m->wr.num_sge != 1 || !m->len)
+	if (!mrc_wr_read_like(m->wr.opcode) || m->wr.num_sge != 1 || !m->len)
 		return 0;
 	if (!m->sent_pkts)
 		return -EAGAIN;

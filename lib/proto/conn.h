@@ -76,7 +76,8 @@ enum mrc_wr_opcode {
 	MRC_WR_LOCAL_INV,
 };
 
-/* Answered by READ responses into its first scatter element: a READ, or an atomic. */
+/* Answered by READ responses into its first scatter element, and counted against
+ * max_rd_atomic: a READ, or an atomic [R-25, R-325]. */
 static inline bool mrc_wr_read_like(uint8_t opcode)
 {
 	return opcode == MRC_WR_READ || opcode == MRC_WR_ATOMIC_CMP_SWAP ||

@@ -200,12 +200,6 @@ static inline bool rocev2(const struct mrc_conn *c)
 	return c->cfg.mode == MRC_MODE_ROCEV2;
 }
 
-/* READ and the atomics: requests answered by READ_RESP, counted against max_rd_atomic. */
-static inline bool conn_read_like(uint8_t wr_opcode)
-{
-	return mrc_wr_read_like(wr_opcode);
-}
-
 /* Local operations: no packet; complete in posting order. */
 static inline bool conn_local(uint8_t wr_opcode)
 {

@@ -651,7 +651,7 @@ static int place(struct mrc_conn *c, const struct mrc_rx_info *rx, const struct 
 
 		/* The response must answer an outstanding READ of ours, byte for byte. */
 		if (!mrc_seq_le(c->sq_head, d->msn) || !mrc_seq_lt(d->msn, c->sq_pkt) ||
-		    m->msn != d->msn || !conn_read_like(m->wr.opcode) || m->sent_pkts == 0 ||
+		    m->msn != d->msn || !mrc_wr_read_like(m->wr.opcode) || m->sent_pkts == 0 ||
 		    d->msg_len != m->len || (m->len && d->rkey != m->wr.sge[0].lkey) ||
 		    (m->len && d->raddr != m->wr.sge[0].addr + d->msg_off)) {
 			queue_nak(c, rx, MRC_NAK_INVALID_REQ, pkt->psn, d->msn, 0); /* */

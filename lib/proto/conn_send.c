@@ -434,7 +434,7 @@ static struct msg *next_message(struct mrc_conn *c, uint64_t now_ns)
 		m = rr_msg(c, c->rr_pkt);
 	} else if (c->sq_pkt != c->sq_tail) {
 		m = sq_msg(c, c->sq_pkt);
-		if (conn_read_like(m->wr.opcode) && c->reads_outstanding >= c->cfg.max_rd_atomic)
+		if (mrc_wr_read_like(m->wr.opcode) && c->reads_outstanding >= c->cfg.max_rd_atomic)
 			return NULL;
 		if ((m->wr.flags & MRC_SEND_FENCE) && c->reads_outstanding)
 			return NULL;
@@ -580,7 +580,7 @@ static bool send_data(struct mrc_conn *c, void *buf, size_t cap, struct mrc_tx_i
 			c->rr_pkt++;
 		} else {
 			c->sq_pkt++;
-			if (conn_read_like(m->wr.opcode))
+			if (mrc_wr_read_like(m->wr.opcode))
 				c->reads_outstanding++;
 			conn_skip_local(c);
 		}
