@@ -88,6 +88,19 @@ struct Builder {
 		return l;
 	}
 
+	/* Switch i of plane p reaches `to` up any of its links `ups` (i their first end). */
+	void Up(unsigned p, unsigned i, const std::vector<Link> &ups, Ipv4Address to)
+	{
+		for (const Link &l : ups)
+			Rt(p, i)->AddRoute(to, l.if_a, l.addr_b);
+	}
+
+	/* Switch i of plane p reaches `to` down the one link `down` (i its second end). */
+	void Down(unsigned p, unsigned i, const Link &down, Ipv4Address to)
+	{
+		Rt(p, i)->AddRoute(to, down.if_b, down.addr_a);
+	}
+
 	/* Host h on switch `edge` of plane p: its address there, its route to the plane's
 	 * prefix, the switch's route down to it. */
 	void Attach(unsigned p, unsigned h, unsigned edge)
@@ -125,10 +138,10 @@ struct Builder {
 			Attach(p, h, l);
 			to = addrs[h][p];
 			for (unsigned o = 0; o < L; o++)
-				for (unsigned s = 0; s < S && o != l; s++)
-					Rt(p, o)->AddRoute(to, up[o][s].if_a, up[o][s].addr_b);
+				if (o != l)
+					Up(p, o, up[o], to);
 			for (unsigned s = 0; s < S; s++)
-				Rt(p, L + s)->AddRoute(to, up[l][s].if_b, up[l][s].addr_a);
+				Down(p, L + s, up[l][s], to);
 		}
 		f.top.resize(spec.planes * S);
 		for (unsigned s = 0; s < S; s++)
@@ -169,24 +182,16 @@ struct Builder {
 			Attach(p, h, e);
 			to = addrs[h][p];
 			for (unsigned o = 0; o < edges; o++)
-				for (unsigned j = 0; j < half && o != e; j++)
-					Rt(p, o)->AddRoute(to, ea[o][j].if_a, ea[o][j].addr_b);
+				if (o != e)
+					Up(p, o, ea[o], to);
 			for (unsigned a = 0; a < edges; a++) {
-				if (a / half == pod) { /* down to the host's edge */
-					const Link &down = ea[e][a % half];
-
-					Rt(p, edges + a)->AddRoute(to, down.if_b, down.addr_a);
-					continue;
-				}
-				for (unsigned j = 0; j < half; j++)
-					Rt(p, edges + a)->AddRoute(to, ac[a][j].if_a,
-								   ac[a][j].addr_b);
+				if (a / half == pod) /* down to the host's edge */
+					Down(p, edges + a, ea[e][a % half], to);
+				else
+					Up(p, edges + a, ac[a], to);
 			}
-			for (unsigned c = 0; c < cores; c++) {
-				const Link &down = ac[pod * half + c / half][c % half];
-
-				Rt(p, 2 * edges + c)->AddRoute(to, down.if_b, down.addr_a);
-			}
+			for (unsigned c = 0; c < cores; c++)
+				Down(p, 2 * edges + c, ac[pod * half + c / half][c % half], to);
 		}
 		f.top.resize(spec.planes * cores);
 		for (unsigned c = 0; c < cores; c++)

@@ -140,7 +140,6 @@ Qp *Host::Connect(Host &peer, unsigned paths_per_plane, uint64_t seed, Qp **peer
 			}
 		cfg.n_paths = (uint8_t)n;
 		cfg.seed = SplitMix(&seed);
-		cfg.drop_counts = side[k]->drops;
 		if (tune)
 			tune(cfg);
 		side[k]->conn = mrc_conn_new(&cfg, &cb, side[k], Now());

@@ -41,7 +41,6 @@ struct Qp {
 	mrc_conn *conn = nullptr;
 	ns3::EventId timer;	 /* at the engine's next deadline */
 	Completion on_complete;
-	uint64_t drops[MRC_DROP_REASON_MAX + 1] = {};
 };
 
 class Host : public ns3::Application {
