@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 #include "ecmp.h"
+#include "queue.h"
 
 #include <ostream>
 
@@ -90,6 +91,12 @@ bool EcmpRouting::RouteInput(Ptr<const Packet> p, const Ipv4Header &header,
 	r->SetSource(ipv4_->GetAddress(hop.first, 0).GetLocal());
 	r->SetOutputDevice(ipv4_->GetNetDevice(hop.first));
 	forwarded_++;
+	if (tag_ingress_) {
+		IngressTag tag;
+
+		tag.iface = (uint32_t)iif;
+		p->AddPacketTag(tag);
+	}
 	ucb(r, p, header);
 	return true;
 }

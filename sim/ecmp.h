@@ -26,6 +26,8 @@ public:
 	/* Packets to dst leave by interface, to gateway: one of dst's routes. */
 	void AddRoute(ns3::Ipv4Address dst, uint32_t interface, ns3::Ipv4Address gateway);
 	void SetSalt(uint32_t salt) { salt_ = salt; }
+	/* Tags each packet it forwards with its ingress interface (IngressTag), for PFC. */
+	void SetTagIngress(bool on) { tag_ingress_ = on; }
 	/* Packets forwarded (this switch's), and those it had no route for. */
 	uint64_t Forwarded() const { return forwarded_; }
 	uint64_t Unroutable() const { return unroutable_; }
@@ -51,6 +53,7 @@ private:
 	ns3::Ptr<ns3::Ipv4> ipv4_;
 	std::map<uint32_t, std::vector<std::pair<uint32_t, ns3::Ipv4Address>>> routes_;
 	uint32_t salt_ = 0;
+	bool tag_ingress_ = false;
 	uint64_t forwarded_ = 0, unroutable_ = 0;
 };
 

@@ -14,6 +14,7 @@
 extern "C" {
 #include "proto/codec.h"
 #include "proto/conn.h"
+#include "proto/ratehint.h"
 }
 #pragma GCC diagnostic pop
 #undef _Static_assert

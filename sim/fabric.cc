@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 #include "fabric.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
+#include <string>
 
-#include <ns3/boolean.h>
+#include <ns3/data-rate.h>
 #include <ns3/double.h>
 #include <ns3/error-model.h>
 #include <ns3/internet-stack-helper.h>
@@ -30,6 +32,7 @@ struct Link {
 	uint32_t if_a, if_b;
 	Ipv4Address addr_a, addr_b;
 	NetDeviceContainer devices;
+	Ptr<EgressQueue> out_a, out_b; /* each end's egress queue */
 };
 
 /* Every packet arriving at d lost at this rate. */
@@ -47,20 +50,33 @@ uint32_t IfOf(Ptr<Node> n, Ptr<NetDevice> d)
 	return (uint32_t)n->GetObject<Ipv4>()->GetInterfaceForDevice(d);
 }
 
-/* tc_a, tc_b: each end's egress queue */
-Link Connect(const FabricSpec &spec, PointToPointHelper &p2p, TrafficControlHelper &tc_a,
-	     TrafficControlHelper &tc_b, Ptr<Node> a, Ptr<Node> b, const char *base)
+/* Link n of plane p's address block `net` (10: hosts, 11 and 12: between switches), a /30:
+ * 16,384 of them a plane. */
+std::string LinkBase(unsigned net, unsigned p, unsigned n)
+{
+	char base[32];
+
+	snprintf(base, sizeof(base), "%u.%u.%u.%u", net, p, n / 64, n % 64 * 4);
+	return base;
+}
+
+/* tc_a, tc_b: each end's egress queue; lose_a, lose_b: what each end loses of what it gets */
+Link Connect(PointToPointHelper &p2p, TrafficControlHelper &tc_a, TrafficControlHelper &tc_b,
+	     Ptr<Node> a, Ptr<Node> b, const std::string &base, double lose_a, double lose_b)
 {
 	NetDeviceContainer d = p2p.Install(a, b);
 	Ipv4AddressHelper ip;
+	Ptr<EgressQueue> qa = DynamicCast<EgressQueue>(tc_a.Install(d.Get(0)).Get(0));
+	Ptr<EgressQueue> qb = DynamicCast<EgressQueue>(tc_b.Install(d.Get(1)).Get(0));
 
-	tc_a.Install(d.Get(0));
-	tc_b.Install(d.Get(1));
-	ip.SetBase(base, "255.255.255.0", "0.0.0.1");
+	ip.SetBase(base.c_str(), "255.255.255.252", "0.0.0.1");
 	Ipv4InterfaceContainer ifs = ip.Assign(d);
-	for (unsigned end = 0; end < 2 && spec.loss > 0; end++)
-		LoseAt(d.Get(end), spec.loss);
-	return { IfOf(a, d.Get(0)), IfOf(b, d.Get(1)), ifs.GetAddress(0), ifs.GetAddress(1), d };
+	if (lose_a > 0)
+		LoseAt(d.Get(0), lose_a);
+	if (lose_b > 0)
+		LoseAt(d.Get(1), lose_b);
+	return { IfOf(a, d.Get(0)), IfOf(b, d.Get(1)), ifs.GetAddress(0), ifs.GetAddress(1), d,
+		 qa, qb };
 }
 
 /* What building a fabric needs, plane after plane. */
@@ -69,21 +85,33 @@ struct Builder {
 	Fabric &f;
 	unsigned per_plane; /* switches */
 	PointToPointHelper p2p;
-	TrafficControlHelper tc, fifo; /* a switch's egress queue, a host's */
+	TrafficControlHelper tc, nic; /* a switch's egress queue, a host's */
 	Ipv4StaticRoutingHelper host_routes;
 	std::vector<std::vector<Ipv4Address>> addrs; /* [host][plane] */
 
 	Ptr<Node> Sw(unsigned p, unsigned i) const { return f.switches.Get(p * per_plane + i); }
 	Ptr<EcmpRouting> Rt(unsigned p, unsigned i) const { return f.routing[p * per_plane + i]; }
 
-	/* Switches i and j of plane p, numbered net.p.n.0/24: i gets .1. */
+	/* A switch's end of a link: its queue marks, and with PFC the switch pauses the far
+	 * end's queue for what came in here. */
+	void SwitchEnd(unsigned sw, Ptr<EgressQueue> out, uint32_t iface, Ptr<EgressQueue> far)
+	{
+		out->SetEcnThreshold(spec.ecn_k);
+		f.queues.push_back(out);
+		if (!spec.pfc)
+			return;
+		out->SetPfc(f.pfc[sw]);
+		f.pfc[sw]->AddIngress(iface, far, Time(spec.delay));
+	}
+
+	/* Switches i and j of plane p, link n of block net: i gets the first address. */
 	Link Join(unsigned p, unsigned i, unsigned j, unsigned net, unsigned n)
 	{
-		char base[32];
+		Link l = Connect(p2p, tc, tc, Sw(p, i), Sw(p, j), LinkBase(net, p, n), spec.loss,
+				 spec.loss);
 
-		snprintf(base, sizeof(base), "%u.%u.%u.0", net, p, n);
-		Link l = Connect(spec, p2p, tc, tc, Sw(p, i), Sw(p, j), base);
-
+		SwitchEnd(p * per_plane + i, l.out_a, l.if_a, l.out_b);
+		SwitchEnd(p * per_plane + j, l.out_b, l.if_b, l.out_a);
 		f.plane_links[p].Add(l.devices);
 		return l;
 	}
@@ -107,10 +135,12 @@ struct Builder {
 	{
 		char base[32];
 		Ptr<Node> host = f.hosts.Get(h);
+		double host_loss = 1 - (1 - spec.loss) * (1 - spec.host_loss);
+		Link l = Connect(p2p, nic, tc, host, Sw(p, edge), LinkBase(10, p, h), host_loss,
+				 spec.loss);
 
-		snprintf(base, sizeof(base), "10.%u.%u.0", p, h);
-		Link l = Connect(spec, p2p, fifo, tc, host, Sw(p, edge), base);
-
+		SwitchEnd(p * per_plane + edge, l.out_b, l.if_b, l.out_a);
+		f.to_host[h].push_back(l.out_b);
 		f.plane_links[p].Add(l.devices);
 		addrs[h].push_back(l.addr_a);
 		snprintf(base, sizeof(base), "10.%u.0.0", p);
@@ -209,44 +239,58 @@ Fabric BuildFabric(const FabricSpec &spec)
 		   std::vector<std::vector<Ipv4Address>>(spec.hosts) };
 	InternetStackHelper host_stack, switch_stack;
 
-	/* (the addresses: a host's last byte, an inter-switch link's third) */
-	if (!spec.hosts || spec.hosts > 255 || !spec.planes || spec.planes > MRC_MAX_PLANES ||
+	/* (the addresses: 16,384 /30 links a block and plane) */
+	if (!spec.hosts || spec.hosts > 16384 || !spec.planes || spec.planes > MRC_MAX_PLANES ||
 	    spec.mtu < 576 || spec.mtu > 9216 || !spec.ecn_k || spec.buffer <= spec.ecn_k ||
-	    (k ? k % 2 || k > 8 || spec.hosts > k * k * k / 4
-	       : !spec.leaves || spec.leaves * spec.spines > 256 ||
+	    spec.loss < 0 || spec.loss > 1 || spec.host_loss < 0 || spec.host_loss > 1 ||
+	    (k ? k % 2 || k > 16 || spec.hosts > k * k * k / 4
+	       : !spec.leaves || spec.leaves * spec.spines > 16384 ||
 			 (spec.leaves > 1 && !spec.spines)))
 		throw std::invalid_argument("a fabric of that description cannot be built");
+	const uint64_t bps = DataRate(spec.rate).GetBitRate();
+	const double delay_s = Time(spec.delay).GetSeconds();
+	const unsigned hops = k ? 6 : spec.spines ? 4 : 2; /* links crossed one way, top tier */
+
+	/* a full packet there and a 100-byte ACK back, every link's delay both ways */
+	f.base_rtt_s = hops * (2 * delay_s + (spec.mtu + 100) * 8.0 / (double)bps);
+	f.paths_per_plane = std::max(1u, std::min(spec.paths_per_plane,
+						   (unsigned)MRC_MAX_PATHS / spec.planes));
 	f.plane_links.resize(spec.planes);
+	f.to_host.resize(spec.hosts);
 	f.hosts.Create(spec.hosts);
 	f.switches.Create(spec.planes * b.per_plane);
 	host_stack.SetRoutingHelper(b.host_routes);
 	host_stack.Install(f.hosts);
 	switch_stack.SetRoutingHelper(EcmpRoutingHelper());
 	switch_stack.Install(f.switches);
+	const uint32_t xoff = 2 * spec.ecn_k * spec.mtu;
+	/* what arrives between a PAUSE sent and obeyed: two delays' worth, the packet on the
+	 * wire and the one in the sender's device */
+	const uint32_t headroom = (uint32_t)(2 * delay_s * (double)bps / 8) + 2 * spec.mtu;
+
 	for (unsigned s = 0; s < f.switches.GetN(); s++) {
 		Ptr<Ipv4> ip = f.switches.Get(s)->GetObject<Ipv4>();
 		Ptr<EcmpRouting> r = DynamicCast<EcmpRouting>(ip->GetRoutingProtocol());
 
 		r->SetSalt(0x9e3779b9u * (s + 1));
+		r->SetTagIngress(spec.pfc);
 		f.routing.push_back(r);
+		if (spec.pfc)
+			f.pfc.push_back(Create<Pfc>(xoff, xoff - 2 * spec.mtu, headroom));
 	}
 	b.p2p.SetDeviceAttribute("DataRate", StringValue(spec.rate));
 	b.p2p.SetDeviceAttribute("Mtu", UintegerValue(spec.mtu));
 	b.p2p.SetChannelAttribute("Delay", StringValue(spec.delay));
 	/* the queue builds in the queue disc, where it is marked, not in the device */
 	b.p2p.SetQueue("ns3::DropTailQueue<Packet>", "MaxSize", StringValue("1p"));
-	/* a switch's egress: RED as a step, on the instantaneous queue (QW 1), not gentle,
-	 * both thresholds K, so every packet that finds K queued is marked (forced, and with
-	 * ECN and no hard drop a forced drop is a mark) */
-	b.tc.SetRootQueueDisc("ns3::RedQueueDisc", "UseEcn", BooleanValue(true), "UseHardDrop",
-			      BooleanValue(false), "Gentle", BooleanValue(false), "Wait",
-			      BooleanValue(false), "QW", DoubleValue(1), "MinTh",
-			      DoubleValue(spec.ecn_k), "MaxTh", DoubleValue(spec.ecn_k), "MaxSize",
-			      QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, spec.buffer)),
-			      "MeanPktSize", UintegerValue(spec.mtu));
+	/* a switch's egress (the ECN step is set per queue); lossless with PFC, which bounds
+	 * what each ingress holds instead */
+	b.tc.SetRootQueueDisc("metaroce_sim::EgressQueue", "MaxSize",
+			      QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS,
+						       spec.pfc ? 1000000 : spec.buffer)));
 	/* a host's own egress: a NIC's queue, which neither marks nor drops what it was given */
-	b.fifo.SetRootQueueDisc("ns3::FifoQueueDisc", "MaxSize",
-				QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, 100000)));
+	b.nic.SetRootQueueDisc("metaroce_sim::EgressQueue", "MaxSize",
+			       QueueSizeValue(QueueSize(QueueSizeUnit::PACKETS, 1000000)));
 	for (unsigned p = 0; p < spec.planes; p++) {
 		if (k)
 			b.FatTree(p);
@@ -255,8 +299,13 @@ Fabric BuildFabric(const FabricSpec &spec)
 	}
 	for (unsigned h = 0; h < spec.hosts; h++) {
 		Ptr<Host> app = CreateObject<Host>(h, b.addrs[h], spec.mem_bytes,
-						   spec.mtu - 20 - 8 - 56);
+						   spec.mtu - 20 - 8 - 56, spec.transport,
+						   (uint64_t)(spec.rx_capacity * spec.planes *
+							      (double)bps / 1000));
 
+		/* before a sample: twenty base RTTs (a queue of a few hundred packets), at least
+		 * 100 us */
+		app->SetInitialRto(std::max<uint64_t>(100000, (uint64_t)(20e9 * f.base_rtt_s)));
 		f.hosts.Get(h)->AddApplication(app);
 		app->SetStartTime(Seconds(0));
 		f.apps.push_back(app);

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 #include "host.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <new>
 #include <stdexcept>
 
 #include <ns3/inet-socket-address.h>
@@ -19,6 +21,7 @@ namespace {
 
 constexpr uint8_t ECT0 = 0x02; /* what every MetaRoCE datagram leaves with */
 constexpr size_t DGRAM_MAX = 9216;
+constexpr uint32_t MAX_QPS = 4096; /* a host's, for its rate domain */
 
 uint64_t Now()
 {
@@ -37,16 +40,20 @@ uint64_t SplitMix(uint64_t *s)
 } // namespace
 
 Host::Host(unsigned index, std::vector<Ipv4Address> plane_addrs, size_t mem_bytes,
-	   unsigned max_payload)
+	   unsigned max_payload, Transport transport, uint64_t rx_capacity_kbps)
 	: index_(index), planes_(std::move(plane_addrs)), mem_(mem_bytes),
-	  key_(0x1000u + index), addr_(0x10000000ull * (index + 1)), max_payload_(max_payload)
+	  key_(0x1000u + index), addr_(0x10000000ull * (index + 1)), max_payload_(max_payload),
+	  transport_(transport), rate_()
 {
+	if (mrc_rate_domain_init(&rate_, rx_capacity_kbps, MAX_QPS))
+		throw std::bad_alloc();
 }
 
 Host::~Host()
 {
 	for (auto &q : qps_)
 		mrc_conn_free(q.second->conn);
+	mrc_rate_domain_fini(&rate_);
 }
 
 uint64_t Host::Retransmits() const
@@ -58,8 +65,18 @@ uint64_t Host::Retransmits() const
 	return n;
 }
 
+unsigned Host::ErroredQps() const
+{
+	unsigned n = 0;
+
+	for (const auto &q : qps_)
+		n += mrc_conn_state(q.second->conn) == MRC_QPS_ERR;
+	return n;
+}
+
 void Host::StartApplication()
 {
+	udp_ = GetNode()->GetObject<UdpL4Protocol>();
 	for (unsigned p = 0; p < planes_.size(); p++) {
 		Ptr<Socket> s = Socket::CreateSocket(GetNode(), UdpSocketFactory::GetTypeId());
 
@@ -77,22 +94,6 @@ void Host::StopApplication()
 		Simulator::Cancel(q.second->timer);
 	for (auto &s : rx_)
 		s->Close();
-	for (auto &s : tx_)
-		s.second->Close();
-}
-
-Ptr<Socket> Host::SocketFor(uint8_t plane, uint16_t sport)
-{
-	auto it = tx_.find({ plane, sport });
-
-	if (it != tx_.end())
-		return it->second;
-	Ptr<Socket> s = Socket::CreateSocket(GetNode(), UdpSocketFactory::GetTypeId());
-
-	if (s->Bind(InetSocketAddress(planes_[plane], sport)))
-		throw std::runtime_error("cannot bind a source port");
-	tx_[{ plane, sport }] = s;
-	return s;
 }
 
 Qp *Host::NewQp()
@@ -124,22 +125,40 @@ Qp *Host::Connect(Host &peer, unsigned paths_per_plane, uint64_t seed, Qp **peer
 		mrc_conn_config_default(&cfg);
 		/* a fabric's RTT, not an epoll daemon's timer granularity */
 		cfg.rto.min_rto_ns = 20000;
+		cfg.rto.initial_rto_ns = initial_rto_ns_;
 		if (cfg.max_payload > max_payload_)
 			cfg.max_payload = (uint16_t)max_payload_;
 		cfg.local_qpn = side[k]->qpn;
 		cfg.remote_qpn = side[k]->peer_qpn;
 		cfg.sq_psn = psn[k];
 		cfg.rq_psn = psn[!k];
-		for (unsigned p = 0; p < Planes() && p < peer.Planes(); p++)
-			for (unsigned i = 0; i < paths_per_plane && n < MRC_MAX_PATHS; i++, n++) {
-				cfg.paths[n].plane = (uint8_t)p;
+		/* The scheduler rotates over the paths in order from the first: the planes take
+		 * turns, each QP starting at a plane of its own, so a message of a few packets, and
+		 * the first packets of many QPs, spread over every plane instead of all queueing
+		 * on the first one's link. */
+		const unsigned planes = std::min(Planes(), peer.Planes());
+		const unsigned first = (unsigned)(SplitMix(&seed) % planes);
+
+		for (unsigned i = 0; i < paths_per_plane; i++)
+			for (unsigned p = 0; p < planes && n < MRC_MAX_PATHS; p++, n++) {
+				cfg.paths[n].plane = (uint8_t)((first + p) % planes);
 				cfg.paths[n].sport =
 					(uint16_t)(MRC_UDP_SPORT_MIN +
 						   SplitMix(&seed) %
 							   (MRC_UDP_SPORT_MAX - MRC_UDP_SPORT_MIN));
 			}
 		cfg.n_paths = (uint8_t)n;
+		if (transport_ == Transport::RoCEv2) {
+			/* the pair's one plane, the same at both ends (R-111): path 0; and the
+			 * first window a MetaRoCE QP has over all its paths, as a RoCEv2 NIC
+			 * starts at line rate rather than from a path's few packets */
+			cfg.mode = MRC_MODE_ROCEV2;
+			cfg.paths[0].plane = (uint8_t)(psn[0] % planes);
+			cfg.cc.init_cwnd = std::min(cfg.cc.init_cwnd * n, cfg.cc.max_cwnd);
+		}
 		cfg.seed = SplitMix(&seed);
+		cfg.rate_domain = side[k]->host->rate_.capacity_kbps ? &side[k]->host->rate_
+								      : nullptr;
 		if (tune)
 			tune(cfg);
 		side[k]->conn = mrc_conn_new(&cfg, &cb, side[k], Now());
@@ -213,10 +232,13 @@ void Host::Pump(Qp *qp)
 	uint64_t now = Now(), at;
 
 	while (mrc_conn_send(qp->conn, buf, sizeof(buf), &tx, now, &len)) {
-		InetSocketAddress to(qp->peer->PlaneAddr(tx.plane), MRC_UDP_PORT_DEFAULT);
+		Ptr<Packet> p = Create<Packet>(buf, (uint32_t)len);
+		SocketIpTosTag tos;
 
-		to.SetTos(ECT0); /* ns-3 3.37's UDP takes it from here, not the socket's */
-		SocketFor(tx.plane, tx.sport)->SendTo(Create<Packet>(buf, (uint32_t)len), 0, to);
+		tos.SetTos(ECT0); /* IP takes the TOS from the tag, as a socket's SendTo leaves it */
+		p->AddPacketTag(tos);
+		udp_->Send(p, planes_[tx.plane], qp->peer->PlaneAddr(tx.plane), tx.sport,
+			   MRC_UDP_PORT_DEFAULT);
 		sent_++;
 	}
 	Simulator::Cancel(qp->timer);
