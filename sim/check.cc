@@ -6,22 +6,28 @@
  * 1%) of its packets. Each host h has a QP to h + 1 (a ring) over 4 paths a plane and on it
  * WRITEs 4 messages of 32 KiB into its peer, READs 2 of 16 KiB back from it, and SENDs 2 of 8
  * KiB into posted receives; at the same time every other host WRITEs 64 KiB to host 0 (an
- * incast) on a QP of its own, and all of them run a ring all-reduce of 64 KiB each
- * (collective.h), its sums computed. Passes when every work request completed once with
- * success, every byte is where it belongs, all of it ended within 2 s of simulated time (a
- * deadlock or a livelock does not), every top switch (spine or core) carried some of it (the
- * paths' source ports spread over the fabric), every host holds the all-reduce's sums and,
- * without loss or failure (and with 4 hosts or more), the incast's queue marked CE and the
- * senders still finished. --fail-plane P: plane P goes dark, silently, 100 us into the run
- * (when much is still in flight there); the rest must carry everything. Prints what moved; exit
- * 0 passed, 1 failed, 2 a wrong command line.
+ * incast) on a QP of its own, and all of them run a ring all-reduce of 64 KiB each, a
+ * recursive-doubling one of 16 KiB (with a power of two of hosts) and an all-to-all of 4 KiB
+ * blocks (collective.h), their results computed. Passes when every work request completed
+ * once with success, every byte is where it belongs, all of it ended within 2 s of simulated
+ * time (a deadlock or a livelock does not), every top switch (spine or core) carried some of
+ * it (the paths' source ports spread over the fabric; not for the RoCEv2 baseline, whose QPs
+ * take one path each), every collective's result is right and, without loss or failure (and
+ * with 4 hosts or more), the incast's queue marked CE and the senders still finished.
+ * --fail-plane P: plane P goes dark, silently, 100 us into the run (when much is still in
+ * flight there); the rest must carry everything. --rocev2: the engine's RoCEv2 baseline on
+ * every QP; --pfc: switches pause their senders (queue.h), and then no switch may drop a
+ * packet nor any ingress go past its headroom, and on a whole fabric the incast must have made
+ * some switch pause; --buffer N: switch queues of N packets (8 or more) marking from N/4, PFC's
+ * xoff twice that. Prints what moved; exit 0 passed, 1 failed, 2 a wrong command line.
  *
  *	metaroce-sim-check [--loss SHARE] [--hosts N] [--planes P] [--fail-plane P]
- *			   [--fat-tree K]
+ *			   [--fat-tree K] [--rocev2] [--pfc] [--buffer PACKETS]
  */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <set>
 #include <string>
@@ -44,6 +50,7 @@ constexpr uint32_t INCAST_LEN = 65536;
 constexpr unsigned MAX_HOSTS = 16;
 constexpr uint32_t ALLREDUCE_LEN = 65536; /* each host's buffer, at most: a multiple of the
 					   * host count is taken */
+constexpr uint32_t DOUBLING_LEN = 16384, BLOCK_LEN = 4096;
 /* Each host's region: what it writes and sends from, what it is read from, where its
  * peer's WRITEs, SENDs and its own READs land. */
 constexpr uint32_t OUT_WRITE = 0, OUT_SEND = OUT_WRITE + WRITE_LEN * WRITES,
@@ -51,7 +58,9 @@ constexpr uint32_t OUT_WRITE = 0, OUT_SEND = OUT_WRITE + WRITE_LEN * WRITES,
 		   IN_WRITE = READ_SRC + READ_LEN * READS, IN_SEND = IN_WRITE + WRITE_LEN * WRITES,
 		   IN_READ = IN_SEND + SEND_LEN * SENDS, IN_INCAST = IN_READ + READ_LEN * READS,
 		   ALLREDUCE = IN_INCAST + INCAST_LEN * MAX_HOSTS,
-		   REGION = ALLREDUCE + 3 * ALLREDUCE_LEN;
+		   DOUBLING = ALLREDUCE + 3 * ALLREDUCE_LEN,
+		   ALLTOALL = DOUBLING + 5 * DOUBLING_LEN,
+		   REGION = ALLTOALL + 2 * MAX_HOSTS * BLOCK_LEN;
 
 /* The byte at offset i of what host h offers (its writes, sends and READ source). */
 uint8_t Pattern(unsigned h, uint32_t i)
@@ -62,12 +71,15 @@ uint8_t Pattern(unsigned h, uint32_t i)
 struct Tally {
 	unsigned expected = 0, done = 0, failed = 0;
 	std::set<std::tuple<const Qp *, bool, uint64_t>> seen; /* (QP, receive, wr_id) */
-	const RingAllReduce *all_reduce = nullptr;
+	std::vector<const Collective *> collectives;
 
 	/* all done: when is the figure */
 	void StopIfDone() const
 	{
-		if (done == expected && (!all_reduce || all_reduce->Done()))
+		for (const Collective *c : collectives)
+			if (!c->Done())
+				return;
+		if (done == expected)
 			ns3::Simulator::Stop();
 	}
 };
@@ -129,7 +141,7 @@ void PostWork(Fabric &f, unsigned h, Tally &tally)
 	Host &me = *f.apps[h], &peer = *f.apps[(h + 1) % f.apps.size()];
 	const uint64_t mine = me.Addr(), theirs = peer.Addr();
 	const uint32_t key = peer.Key();
-	Qp *peer_side, *qp = me.Connect(peer, 4, 0x5eed + h, &peer_side);
+	Qp *peer_side, *qp = me.Connect(peer, f.paths_per_plane, 0x5eed + h, &peer_side);
 
 	qp->on_complete = Counter(tally, qp);
 	peer_side->on_complete = Counter(tally, peer_side);
@@ -155,7 +167,7 @@ void PostWork(Fabric &f, unsigned h, Tally &tally)
 		return;
 	/* the incast: host h's first writes again, into host 0 */
 	Host &sink = *f.apps[0];
-	Qp *sink_side, *in = me.Connect(sink, 4, 0x1ca57 + h, &sink_side);
+	Qp *sink_side, *in = me.Connect(sink, f.paths_per_plane, 0x1ca57 + h, &sink_side);
 
 	in->on_complete = Counter(tally, in);
 	sink_side->on_complete = Counter(tally, sink_side);
@@ -179,7 +191,11 @@ int main(int argc, char **argv)
 		double v = i + 1 < argc ? strtod(argv[i + 1], &end) : 0;
 		bool number = end && end != argv[i + 1] && !*end;
 
-		if (number && !strcmp(argv[i], "--loss") && v >= 0 && v <= 1)
+		if (!strcmp(argv[i], "--rocev2") && i--)
+			spec.transport = Transport::RoCEv2;
+		else if (!strcmp(argv[i], "--pfc") && i--)
+			spec.pfc = true;
+		else if (number && !strcmp(argv[i], "--loss") && v >= 0 && v <= 1)
 			spec.loss = v;
 		else if (number && !strcmp(argv[i], "--hosts") && v == (unsigned)v)
 			spec.hosts = (unsigned)v;
@@ -189,9 +205,14 @@ int main(int argc, char **argv)
 			fail_plane = (int)v;
 		else if (number && !strcmp(argv[i], "--fat-tree") && v == (unsigned)v)
 			spec.fat_tree_k = (unsigned)v;
+		else if (number && !strcmp(argv[i], "--buffer") && v == (unsigned)v && v >= 8) {
+			spec.buffer = (unsigned)v;
+			spec.ecn_k = spec.buffer / 4;
+		}
 		else {
 			fprintf(stderr, "usage: metaroce-sim-check [--loss SHARE] [--hosts N] "
-					"[--planes P] [--fail-plane P] [--fat-tree K]\n");
+					"[--planes P] [--fail-plane P] [--fat-tree K] [--rocev2] "
+					"[--pfc] [--buffer PACKETS]\n");
 			return 2;
 		}
 	}
@@ -215,14 +236,26 @@ int main(int argc, char **argv)
 		for (uint32_t i = 0; i < IN_WRITE; i++)
 			f.apps[h]->Mem()[i] = Pattern(h, i);
 	/* the work, posted once the engines have started, and an all-reduce beside it */
-	RingAllReduce all_reduce(f, ALLREDUCE_LEN / spec.hosts * spec.hosts, ALLREDUCE,
-				 [&tally]() { tally.StopIfDone(); });
+	auto stop = [&tally]() { tally.StopIfDone(); };
+	RingAllReduce ring(f, ALLREDUCE_LEN / spec.hosts * spec.hosts, ALLREDUCE, stop);
+	AllToAll all_to_all(f, BLOCK_LEN, ALLTOALL, stop);
+	std::unique_ptr<RecursiveDoublingAllReduce> doubling;
+	std::vector<std::pair<const char *, Collective *>> collectives = {
+		{ "ring all-reduce", &ring }, { "all-to-all", &all_to_all }
+	};
 
-	tally.all_reduce = &all_reduce;
+	if (!(spec.hosts & (spec.hosts - 1))) {
+		doubling = std::make_unique<RecursiveDoublingAllReduce>(f, DOUBLING_LEN, DOUBLING,
+									stop);
+		collectives.push_back({ "recursive-doubling all-reduce", doubling.get() });
+	}
+	for (auto &c : collectives)
+		tally.collectives.push_back(c.second);
 	ns3::Simulator::Schedule(ns3::MicroSeconds(1), [&]() {
 		for (unsigned h = 0; h < spec.hosts; h++)
 			PostWork(f, h, tally);
-		all_reduce.Start();
+		for (auto &c : collectives)
+			c.second->Start();
 	});
 	if (fail_plane >= 0)
 		BlackholePlane(f, (unsigned)fail_plane, ns3::MicroSeconds(100));
@@ -251,12 +284,22 @@ int main(int argc, char **argv)
 		ce += f.apps[h]->CeReceived();
 		resent += f.apps[h]->Retransmits();
 	}
-	std::string why = "not finished";
-	bool reduced = all_reduce.Done() && !all_reduce.Failures() && all_reduce.Verify(&why);
+	bool reduced = true;
+	std::string times;
 
-	if (!reduced)
-		fprintf(stderr, "metaroce-sim-check: the all-reduce failed: %s (%u failures)\n",
-			why.c_str(), all_reduce.Failures());
+	for (auto &c : collectives) {
+		std::string why;
+		char t[64];
+
+		if (c.second->Failures() || !c.second->Verify(&why)) {
+			fprintf(stderr, "metaroce-sim-check: the %s failed: %s (%u failures)\n",
+				c.first, why.c_str(), c.second->Failures());
+			reduced = false;
+		}
+		snprintf(t, sizeof(t), "%s%.3f", times.empty() ? "" : " / ",
+			 c.second->Done() ? c.second->Elapsed().GetSeconds() * 1e3 : 0.0);
+		times += t;
+	}
 	/* the top tier's shares: what the source ports spread */
 	std::string spread, shape;
 	unsigned idle_spines = 0;
@@ -267,33 +310,59 @@ int main(int argc, char **argv)
 		spread += (spread.empty() ? "" : " ") + std::to_string(n);
 		idle_spines += !n;
 	}
+	uint64_t queue_drops = 0, pauses = 0, over_headroom = 0;
+
+	for (auto &q : f.queues)
+		queue_drops += q->GetStats().nTotalDroppedPackets;
+	for (auto &p : f.pfc) {
+		pauses += p->Pauses();
+		over_headroom += p->OverHeadroom();
+	}
 	shape = spec.fat_tree_k ? std::to_string(spec.fat_tree_k) + "-ary fat-trees"
 				: "leaf-spines of " + std::to_string(spec.leaves) + "x" +
 					  std::to_string(spec.spines);
-	printf("metaroce-sim-check: %u hosts, %u planes (%s), %.3g loss%s: "
+	printf("metaroce-sim-check: %u hosts, %u planes (%s), %s%s, %.3g loss%s: "
 	       "%u of %u work requests completed (%u failed), %u bytes wrong; %llu datagrams "
-	       "sent (%llu data resent), %llu received (%llu CE); top switches forwarded %s; "
-	       "all-reduce of %u KiB %s (%.3f ms); %.3f ms simulated\n",
-	       spec.hosts, spec.planes, shape.c_str(), spec.loss,
+	       "sent (%llu data resent), %llu received (%llu CE), %llu dropped by switches%s; "
+	       "top switches forwarded %s; collectives %s (ring%s, all-to-all) in %s ms; %.3f ms "
+	       "simulated\n",
+	       spec.hosts, spec.planes, shape.c_str(),
+	       spec.transport == Transport::RoCEv2 ? "RoCEv2 baseline" : "MetaRoCE",
+	       spec.pfc ? " with PFC" : "", spec.loss,
 	       fail_plane < 0 ? "" : (", plane " + std::to_string(fail_plane) +
 				      " dark from 0.1 ms").c_str(), tally.done,
 	       tally.expected, tally.failed, wrong, (unsigned long long)sent,
 	       (unsigned long long)resent, (unsigned long long)received, (unsigned long long)ce,
-	       spread.c_str(), ALLREDUCE_LEN / spec.hosts * spec.hosts / 1024,
-	       reduced ? "right" : "WRONG",
-	       all_reduce.Done() ? all_reduce.Elapsed().GetSeconds() * 1e3 : 0.0,
-	       ns3::Simulator::Now().GetSeconds() * 1e3);
+	       (unsigned long long)queue_drops,
+	       spec.pfc ? (", " + std::to_string(pauses) + " PAUSEs").c_str() : "",
+	       spread.c_str(), reduced ? "right" : "WRONG", doubling ? ", doubling" : "",
+	       times.c_str(), ns3::Simulator::Now().GetSeconds() * 1e3);
 	ns3::Simulator::Destroy();
+	/* one path a QP: a few QPs need not reach every top switch */
+	if (spec.transport == Transport::RoCEv2)
+		idle_spines = 0;
 	if (idle_spines)
 		fprintf(stderr, "metaroce-sim-check: %u top switches carried nothing\n",
 			idle_spines);
+	/* lossless means it: a switch that dropped, or an ingress past its headroom, failed */
+	bool pfc_held = !spec.pfc || (!queue_drops && !over_headroom);
+
+	if (!pfc_held)
+		fprintf(stderr, "metaroce-sim-check: PFC lost packets: %llu dropped, %llu bytes "
+				"past the headroom\n", (unsigned long long)queue_drops,
+			(unsigned long long)over_headroom);
 	/* an incast of 3 senders or more, on a whole, lossless fabric, must find a queue */
 	bool marks_owed = !spec.loss && fail_plane < 0 && spec.hosts >= 4;
 
 	if (marks_owed && !ce)
 		fprintf(stderr, "metaroce-sim-check: the incast was never marked CE\n");
+	/* and with PFC, an incast on a whole fabric fills some ingress to xoff */
+	bool paused = !spec.pfc || !marks_owed || pauses;
+
+	if (!paused)
+		fprintf(stderr, "metaroce-sim-check: PFC never paused a sender\n");
 	return tally.done == tally.expected && !tally.failed && !wrong && !idle_spines &&
-			       (!marks_owed || ce) && reduced
+			       (!marks_owed || ce) && reduced && pfc_held && paused
 		       ? 0
 		       : 1;
 }
