@@ -249,7 +249,8 @@ Fabric BuildFabric(const FabricSpec &spec)
 		throw std::invalid_argument("a fabric of that description cannot be built");
 	const uint64_t bps = DataRate(spec.rate).GetBitRate();
 	const double delay_s = Time(spec.delay).GetSeconds();
-	const unsigned hops = k ? 6 : spec.spines ? 4 : 2; /* links crossed one way, top tier */
+	/* links crossed one way through the top tier (one leaf: host, leaf, host) */
+	const unsigned hops = k ? 6 : spec.leaves > 1 ? 4 : 2;
 
 	/* a full packet there and a 100-byte ACK back, every link's delay both ways */
 	f.base_rtt_s = hops * (2 * delay_s + (spec.mtu + 100) * 8.0 / (double)bps);
@@ -276,7 +277,8 @@ Fabric BuildFabric(const FabricSpec &spec)
 		r->SetTagIngress(spec.pfc);
 		f.routing.push_back(r);
 		if (spec.pfc)
-			f.pfc.push_back(Create<Pfc>(xoff, xoff - 2 * spec.mtu, headroom));
+			f.pfc.push_back(Create<Pfc>(xoff, std::max(xoff - 2 * spec.mtu, spec.mtu),
+						    headroom));
 	}
 	b.p2p.SetDeviceAttribute("DataRate", StringValue(spec.rate));
 	b.p2p.SetDeviceAttribute("Mtu", UintegerValue(spec.mtu));
@@ -311,6 +313,12 @@ Fabric BuildFabric(const FabricSpec &spec)
 		f.apps.push_back(app);
 	}
 	return f;
+}
+
+Fabric::~Fabric()
+{
+	for (auto &p : pfc)
+		p->Clear(); /* each Pfc and its senders' queues hold each other */
 }
 
 void BlackholePlane(Fabric &f, unsigned plane, Time at)

@@ -58,6 +58,11 @@ struct FabricSpec {
 };
 
 struct Fabric {
+	Fabric() = default;
+	Fabric(Fabric &&) = default;
+	Fabric &operator=(Fabric &&) = default;
+	~Fabric();
+
 	ns3::NodeContainer hosts, switches; /* plane by plane: leaves, then spines; or edges,
 					     * aggregation switches, then cores */
 	std::vector<ns3::Ptr<Host>> apps;   /* the engine on each host */

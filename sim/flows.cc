@@ -31,8 +31,9 @@ void Flows::Begin(unsigned i)
 	Flow &fl = flows_[i];
 	Host &a = *f_.apps[fl.src], &b = *f_.apps[fl.dst];
 
-	fl.start = ns3::Simulator::Now();
-	fl.out = a.Connect(b, f_.paths_per_plane, 0xf10 + i, &fl.in);
+	/* the pair in the seed too: two Flows' i-th flows draw different paths and planes */
+	fl.out = a.Connect(b, f_.paths_per_plane,
+			   0xf10 + i + ((uint64_t)fl.src << 40) + ((uint64_t)fl.dst << 20), &fl.in);
 	fl.out->on_complete = [this, i](bool, const mrc_completion &wc) {
 		Flow &me = flows_[i];
 

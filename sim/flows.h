@@ -37,7 +37,6 @@ public:
 	/* Every flow with a size has moved it. */
 	bool AllDone() const { return done_ == sized_; }
 	ns3::Time Finish(unsigned i) const { return flows_[i].finish; }
-	ns3::Time Started(unsigned i) const { return flows_[i].start; }
 	unsigned Failures() const { return failures_; }
 	/* Called when every flow with a size has moved it. */
 	void OnAllDone(std::function<void()> cb) { all_done_ = std::move(cb); }
@@ -47,7 +46,7 @@ private:
 		unsigned src = 0, dst = 0;
 		Qp *out = nullptr, *in = nullptr;
 		uint64_t bytes = 0, posted = 0, completed = 0; /* bytes 0: unbounded */
-		ns3::Time start, finish;
+		ns3::Time finish;
 	};
 	void Begin(unsigned i);
 	void PostOne(unsigned i);

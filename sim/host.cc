@@ -235,7 +235,7 @@ void Host::Pump(Qp *qp)
 		Ptr<Packet> p = Create<Packet>(buf, (uint32_t)len);
 		SocketIpTosTag tos;
 
-		tos.SetTos(ECT0); /* IP takes the TOS from the tag, as a socket's SendTo leaves it */
+		tos.SetTos(ECT0); /* IP takes the TOS from the tag, as a socket's SendTo sets it */
 		p->AddPacketTag(tos);
 		udp_->Send(p, planes_[tx.plane], qp->peer->PlaneAddr(tx.plane), tx.sport,
 			   MRC_UDP_PORT_DEFAULT);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 #include "queue.h"
 
+#include <algorithm>
+
 #include <ns3/drop-tail-queue.h>
 #include <ns3/packet.h>
 #include <ns3/simulator.h>
@@ -76,21 +78,8 @@ void EgressQueue::SetPaused(bool paused)
 	if (paused == paused_)
 		return;
 	paused_ = paused;
-	if (paused) {
-		paused_since_ = Simulator::Now();
-		return;
-	}
-	paused_total_ += Simulator::Now() - paused_since_;
-	Run(); /* what waited goes now, if the device has room */
-}
-
-uint64_t EgressQueue::PausedNs() const
-{
-	Time t = paused_total_;
-
-	if (paused_)
-		t += Simulator::Now() - paused_since_;
-	return (uint64_t)t.GetNanoSeconds();
+	if (!paused)
+		Run(); /* what waited goes now, if the device has room */
 }
 
 void Pfc::AddIngress(uint32_t iface, Ptr<EgressQueue> sender, Time delay)
@@ -116,7 +105,7 @@ void Pfc::Hold(uint32_t iface, uint32_t size)
 
 	in.held += size;
 	if (in.held > (uint64_t)xoff_ + headroom_)
-		over_ += size;
+		over_ += std::min<uint64_t>(size, in.held - xoff_ - headroom_);
 	if (!in.paused && in.held >= xoff_)
 		Tell(in, true);
 }

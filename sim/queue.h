@@ -9,8 +9,9 @@
  * holds that came in on it; past xoff it pauses that link's sender, whose queue then sends
  * nothing until, below xon, the switch resumes it. PAUSE and RESUME take the link's delay to
  * arrive, during which the sender goes on: the headroom above xoff that an ingress needs to
- * lose nothing is two delays of the link's rate and two packets; Pfc counts what went past
- * it. Hosts never pause their switch (a NIC drains into memory).
+ * lose nothing is two delays of the link's rate and two packets; Pfc counts the bytes held past
+ * it (a switch with a finite buffer would have dropped them). Hosts never pause their switch
+ * (a NIC drains into memory).
  */
 #ifndef METAROCE_SIM_QUEUE_H
 #define METAROCE_SIM_QUEUE_H
@@ -19,7 +20,7 @@
 #include <vector>
 
 #include <ns3/nstime.h>
-#include <ns3/object.h>
+#include <ns3/simple-ref-count.h>
 #include <ns3/queue-disc.h>
 #include <ns3/tag.h>
 
@@ -37,9 +38,7 @@ public:
 	void SetPfc(ns3::Ptr<Pfc> pfc) { pfc_ = pfc; }
 	/* Pauses or resumes this queue (its link's far end says so, PFC). */
 	void SetPaused(bool paused);
-	bool Paused() const { return paused_; }
 	uint32_t MaxPackets() const { return max_packets_; } /* the deepest it has been */
-	uint64_t PausedNs() const; /* time spent paused so far */
 
 private:
 	bool DoEnqueue(ns3::Ptr<ns3::QueueDiscItem> item) override;
@@ -49,12 +48,11 @@ private:
 
 	uint32_t ecn_k_ = 0, max_packets_ = 0;
 	bool paused_ = false;
-	ns3::Time paused_since_, paused_total_;
 	ns3::Ptr<Pfc> pfc_;
 };
 
 /* A switch's PFC: what each ingress interface holds, and its sender's queue to pause. */
-class Pfc : public ns3::Object {
+class Pfc : public ns3::SimpleRefCount<Pfc> {
 public:
 	/* xoff, xon: bytes an ingress holds from which its sender is paused, below which it is
 	 * resumed; headroom: what it may hold above xoff before PFC counts it as failed. */
@@ -69,7 +67,9 @@ public:
 	void Release(uint32_t iface, uint32_t size);
 
 	uint64_t Pauses() const { return pauses_; }	     /* PAUSE frames sent */
-	uint64_t OverHeadroom() const { return over_; }	     /* bytes beyond xoff + headroom */
+	uint64_t OverHeadroom() const { return over_; }	     /* bytes held beyond xoff + headroom */
+	/* Lets go of the senders' queues, which hold this Pfc: the fabric is being freed. */
+	void Clear() { ingress_.clear(); }
 
 private:
 	struct Ingress {
