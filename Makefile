@@ -100,7 +100,9 @@ GLOO_BENCH := $(BUILD)/bench/gloo-bench
 # the fabric simulator: the engine inside ns-3 (Debian's libns3-dev, 3.37); only --libs from
 # its pkg-config files, whose --cflags are broken in Debian (the headers are in /usr/include)
 SIM_CHECK := $(BUILD)/sim/metaroce-sim-check
-SIM_OBJS := $(patsubst sim/%.cc,$(OBJ)/sim/%.o,$(filter-out sim/check.cc,$(wildcard sim/*.cc)))
+SIM_REPORT := $(BUILD)/sim/metaroce-sim-report
+SIM_OBJS := $(patsubst sim/%.cc,$(OBJ)/sim/%.o,$(filter-out sim/check.cc sim/report.cc,\
+		$(wildcard sim/*.cc)))
 NS3_LIBS = $(shell pkg-config --libs ns3-core ns3-network ns3-internet ns3-point-to-point \
 		 2>/dev/null)
 # Connected RC QPs that carry nothing, beside a stream (bench/core: make bench-core)
@@ -124,14 +126,14 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 
 .PHONY: all programs deps check demo install deb layering unit unit-asan verbs-abi bpf-test fuzz \
 	sim-check integration integration-asan test-systemd image test-containers compliance \
-	engine-report bench bench-quick bench-xdp bench-backend \
+	engine-report sim-report bench bench-quick bench-xdp bench-backend \
 	bench-udp-vs-tcp bench-collectives bench-core bench-auth bench-latency clean
 .DEFAULT_GOAL := all
 
 all: $(LIBPROTO) $(UNIT_RUNNER) $(SAN_UNIT_RUNNER) $(FUZZ_BINS) $(CORPUS_GEN) $(HEADER_CHECK_OBJS) \
      $(ENGINE_REPORT) $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) \
      $(METAROCE_RUN) $(VERBS_TESTS) $(SAN_METAROCED) $(BPF_OBJS) $(BPF_TESTS) $(XDP_COST) \
-     $(GLOO_BENCH) $(IDLE_QPS) $(SIM_CHECK)
+     $(GLOO_BENCH) $(IDLE_QPS) $(SIM_CHECK) $(SIM_REPORT)
 	@:
 
 # What an installation needs and no more (the Debian package build uses it).
@@ -205,14 +207,22 @@ verbs-abi: $(LIBMETAROCE) $(BUILD)/tests/verbs/test_unsupported
 		{ echo "$$out"; exit 1; }; echo "$$out" | tail -n 1 | sed 's/^/           /'
 
 # The engine inside ns-3 (sim/): small leaf-spine fabrics at 0%, 1% and 10% loss and with a
-# plane gone dark mid-run, and a fat-tree: every byte checked, no hang, every spine or core
-# used, the incast marked.
-sim-check: $(SIM_CHECK)
+# plane gone dark mid-run, a fat-tree, and the RoCEv2 baselines with PFC and without: every
+# byte checked, no hang, every spine or core used, the incast marked, PFC lossless; and the
+# report (make sim-report) run small: every run of it finished, every byte right.
+sim-check: $(SIM_CHECK) $(SIM_REPORT)
 	$(call msg,TEST,ns-3 fabric)
 	$(Q)for run in "--loss 0" "--loss 0.01" "--hosts 16 --planes 4 --loss 0.1" \
-		"--loss 0.01 --fail-plane 1" "--hosts 16 --fat-tree 4 --loss 0.01"; do \
+		"--loss 0.01 --fail-plane 1" "--hosts 16 --fat-tree 4 --loss 0.01" \
+		"--rocev2 --pfc --loss 0 --buffer 8" "--rocev2 --loss 0 --buffer 8" \
+		"--rocev2 --pfc --hosts 16 --loss 0.01"; do \
 		out=$$($(SIM_CHECK) $$run 2>&1) || { echo "$$out"; exit 1; }; \
 		echo "$$out" | tail -n 1 | sed 's/^/           /'; done
+	$(Q)mkdir -p $(BUILD)/sim-quick
+	$(Q)out=$$($(SIM_REPORT) $(BUILD)/sim-quick.json $(BUILD)/sim-quick --quick 2>&1) && \
+		python3 sim/render_report.py --check $(BUILD)/sim-quick.json || \
+		{ echo "$$out"; exit 1; }; \
+		echo "           metaroce-sim-report --quick: every run finished, every byte right"
 
 # BPF programs in this kernel through BPF_PROG_TEST_RUN: declarative fixtures, measured rates.
 bpf-test: $(BPF_OBJS) $(BPF_TESTS)
@@ -376,6 +386,16 @@ $(ENGINE_REPORT): $(OBJ)/bench/engine_report.o $(OBJ)/bench/report_incast.o \
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(PROTO_LIBS)
+
+# The seed's claims at its scale in ns-3, beside the RoCEv2 baselines (sim/report.cc): writes
+# build/sim-report.json and the measured section of docs/SIMULATION.md with docs/sim/*.png.
+sim-report:
+	$(Q)$(MAKE) --no-print-directory deps
+	$(Q)$(MAKE) --no-print-directory $(SIM_REPORT)
+	$(Q)mkdir -p $(BUILD)/sim-report
+	$(Q)$(SIM_REPORT) $(BUILD)/sim-report.json $(BUILD)/sim-report
+	$(Q)python3 sim/render_report.py $(BUILD)/sim-report.json $(BUILD)/sim-report \
+		docs/SIMULATION.md docs/sim
 
 # The fabric benchmarks on testbed/mrc-testbed, side by side with RoCEv2, TCP and UDP:
 # bench-quick prints the summary and writes build/bench-quick.json in under 3 minutes; bench
@@ -561,7 +581,7 @@ $(OBJ)/sim/%.o: sim/%.cc
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CXX) -std=c++17 $(CXX_WARNINGS) $(CXXFLAGS) -Ilib -Ilib/include $(DEPFLAGS) -c $< -o $@
 
-$(SIM_CHECK): $(OBJ)/sim/check.o $(SIM_OBJS) $(LIBPROTO)
+$(SIM_CHECK) $(SIM_REPORT): $(BUILD)/sim/metaroce-sim-%: $(OBJ)/sim/%.o $(SIM_OBJS) $(LIBPROTO)
 	$(call msg,LD,$@)
 	$(Q)[ -n "$(NS3_LIBS)" ] || { echo "ns-3 (libns3-dev) is missing: make deps"; exit 1; }
 	$(Q)mkdir -p $(@D)

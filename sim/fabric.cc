@@ -35,13 +35,16 @@ struct Link {
 	Ptr<EgressQueue> out_a, out_b; /* each end's egress queue */
 };
 
-/* Every packet arriving at d lost at this rate. */
+/* Every packet arriving at d lost at this rate; by a random stream of the device's own, so
+ * a fabric loses the same packets whatever ran in the process before it (ns-3 numbers the
+ * streams it gives out itself across runs). */
 void LoseAt(Ptr<NetDevice> d, double rate)
 {
 	Ptr<RateErrorModel> em = CreateObject<RateErrorModel>();
 
 	em->SetAttribute("ErrorRate", DoubleValue(rate));
 	em->SetAttribute("ErrorUnit", StringValue("ERROR_UNIT_PACKET"));
+	em->AssignStreams((int64_t)d->GetNode()->GetId() * 1024 + d->GetIfIndex());
 	d->SetAttribute("ReceiveErrorModel", PointerValue(em));
 }
 
