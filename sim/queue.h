@@ -20,8 +20,8 @@
 #include <vector>
 
 #include <ns3/nstime.h>
-#include <ns3/simple-ref-count.h>
 #include <ns3/queue-disc.h>
+#include <ns3/simple-ref-count.h>
 #include <ns3/tag.h>
 
 namespace metaroce_sim {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <memory>
 
 #include <malloc.h>
@@ -73,8 +74,8 @@ double Jain(const std::vector<double> &x)
 	return squares > 0 ? sum * sum / ((double)x.size() * squares) : 0;
 }
 
-/* Calls sample() every `every`, from `every` after Start until the simulation stops; the
- * caller keeps it alive that long. */
+/* Calls sample() every `every`, the first time `every` after the time Start is given, until
+ * the simulation stops; the caller keeps it alive that long. */
 class Ticker {
 public:
 	Ticker(Time every, std::function<void()> sample) : every_(every), sample_(std::move(sample))
