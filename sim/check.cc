@@ -192,6 +192,7 @@ int main(int argc, char **argv)
 		double v = i + 1 < argc ? strtod(argv[i + 1], &end) : 0;
 		bool number = end && end != argv[i + 1] && !*end;
 
+		/* (the two flags take no value: i-- so the loop's step of 2 moves on by one) */
 		if (!strcmp(argv[i], "--rocev2") && i--)
 			spec.transport = Transport::RoCEv2;
 		else if (!strcmp(argv[i], "--pfc") && i--)
@@ -236,7 +237,7 @@ int main(int argc, char **argv)
 	for (unsigned h = 0; h < spec.hosts; h++)
 		for (uint32_t i = 0; i < IN_WRITE; i++)
 			f.apps[h]->Mem()[i] = Pattern(h, i);
-	/* the work, posted once the engines have started, and an all-reduce beside it */
+	/* the work, posted once the engines have started, and the collectives beside it */
 	auto stop = [&tally]() { tally.StopIfDone(); };
 	RingAllReduce ring(f, ALLREDUCE_LEN / spec.hosts * spec.hosts, ALLREDUCE, stop);
 	AllToAll all_to_all(f, BLOCK_LEN, ALLTOALL, stop);
@@ -325,7 +326,7 @@ int main(int argc, char **argv)
 	printf("metaroce-sim-check: %u hosts, %u planes (%s), %s%s, %.3g loss%s: "
 	       "%u of %u work requests completed (%u failed), %u bytes wrong; %llu datagrams "
 	       "sent (%llu data resent), %llu received (%llu CE), %llu dropped by switches%s; "
-	       "top switches forwarded %s; collectives %s (ring%s, all-to-all) in %s ms; %.3f ms "
+	       "top switches forwarded %s; collectives %s (ring, all-to-all%s) in %s ms; %.3f ms "
 	       "simulated\n",
 	       spec.hosts, spec.planes, shape.c_str(),
 	       spec.transport == Transport::RoCEv2 ? "RoCEv2 baseline" : "MetaRoCE",
