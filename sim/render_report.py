@@ -34,7 +34,7 @@ def plots(r, data, out):
     for w, title in (("all_reduce", "Ring all-reduce"), ("all_to_all", "All-to-all")):
         table = "\n".join(
             "%s %s" % (l, " ".join(next((x[3] for x in rows if x[0] == w and x[1] == b
-                                         and float(x[2]) == float(l) * 100), "NaN")
+                                         and abs(float(x[2]) - float(l) * 100) < 1e-9), "NaN")
                                    for b in BASELINES))
             for l in LOSSES)
         gnuplot("""%s
