@@ -312,14 +312,9 @@ int main(int argc, char **argv)
 		spread += (spread.empty() ? "" : " ") + std::to_string(n);
 		idle_spines += !n;
 	}
-	uint64_t queue_drops = 0, pauses = 0, over_headroom = 0;
+	const SwitchCounts sw = CountSwitches(f);
+	const uint64_t queue_drops = sw.drops, pauses = sw.pauses, over_headroom = sw.over_headroom;
 
-	for (auto &q : f.queues)
-		queue_drops += q->GetStats().nTotalDroppedPackets;
-	for (auto &p : f.pfc) {
-		pauses += p->Pauses();
-		over_headroom += p->OverHeadroom();
-	}
 	shape = spec.fat_tree_k ? std::to_string(spec.fat_tree_k) + "-ary fat-trees"
 				: "leaf-spines of " + std::to_string(spec.leaves) + "x" +
 					  std::to_string(spec.spines);

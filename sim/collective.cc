@@ -21,6 +21,14 @@ std::function<void(mrc_conn_config &)> RqDepth(unsigned recvs)
 
 } // namespace
 
+void Collective::RequireRegion(uint64_t bytes, const char *what) const
+{
+	for (const auto &h : f_.apps)
+		if (at_ + bytes > h->MemLen())
+			throw std::invalid_argument(std::string("a host's region is too small for "
+								"the ") + what);
+}
+
 void Collective::Finished()
 {
 	if (++finished_ < members_)
@@ -106,10 +114,7 @@ RingAllReduce::RingAllReduce(Fabric &f, uint32_t bytes, uint64_t at, std::functi
 					    "of their count");
 	chunk_ = bytes / n;
 	sent_per_host_ = 2ull * (n - 1) * chunk_;
-	for (unsigned h = 0; h < n; h++)
-		if (at + 3ull * bytes > f.apps[h]->MemLen())
-			throw std::invalid_argument("a host's region is too small for the "
-						    "all-reduce");
+	RequireRegion(3ull * bytes, "all-reduce");
 }
 
 /* Reduce-scatter step s (s < n - 1) sends chunk h - s; all-gather step s sends chunk
@@ -193,10 +198,7 @@ RecursiveDoublingAllReduce::RecursiveDoublingAllReduce(Fabric &f, uint32_t bytes
 	if (n < 2 || (1u << steps_) != n || !bytes)
 		throw std::invalid_argument("recursive doubling needs a power of two of hosts");
 	sent_per_host_ = (uint64_t)steps_ * bytes;
-	for (unsigned h = 0; h < n; h++)
-		if (at + (1ull + steps_) * bytes > f.apps[h]->MemLen())
-			throw std::invalid_argument("a host's region is too small for the "
-						    "all-reduce");
+	RequireRegion((1ull + steps_) * bytes, "all-reduce");
 }
 
 void RecursiveDoublingAllReduce::Start()
@@ -279,10 +281,7 @@ AllToAll::AllToAll(Fabric &f, uint32_t block, uint64_t at, std::function<void()>
 	if (n < 2 || !block)
 		throw std::invalid_argument("an all-to-all needs 2 hosts");
 	sent_per_host_ = (uint64_t)(n - 1) * block;
-	for (unsigned h = 0; h < n; h++)
-		if (at + 2ull * n * block > f.apps[h]->MemLen())
-			throw std::invalid_argument("a host's region is too small for the "
-						    "all-to-all");
+	RequireRegion(2ull * n * block, "all-to-all");
 }
 
 void AllToAll::Start()

@@ -43,6 +43,8 @@ protected:
 	Collective(Fabric &f, uint64_t at, std::function<void()> done, unsigned members)
 		: f_(f), at_(at), done_(std::move(done)), members_(members) {}
 	void Finished(); /* one member has its result */
+	/* Every host's region holds `bytes` from at_; else invalid_argument naming `what`. */
+	void RequireRegion(uint64_t bytes, const char *what) const;
 	void Post(Host &h, Qp *qp, uint8_t opcode, uint64_t wr_id, uint64_t local, uint32_t len,
 		  uint64_t remote = 0, uint32_t rkey = 0);
 	void PostRecv(Host &h, Qp *qp, uint64_t wr_id, uint64_t local, uint32_t len);

@@ -318,6 +318,19 @@ Fabric BuildFabric(const FabricSpec &spec)
 	return f;
 }
 
+SwitchCounts CountSwitches(const Fabric &f)
+{
+	SwitchCounts c;
+
+	for (const auto &q : f.queues)
+		c.drops += q->GetStats().nTotalDroppedPackets;
+	for (const auto &p : f.pfc) {
+		c.pauses += p->Pauses();
+		c.over_headroom += p->OverHeadroom();
+	}
+	return c;
+}
+
 Fabric::~Fabric()
 {
 	for (auto &p : pfc)

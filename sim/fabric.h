@@ -77,6 +77,13 @@ struct Fabric {
 	double base_rtt_s = 0; /* a full packet out and its ACK back across the top tier */
 };
 
+/* What the switches did: packets their queues dropped, PAUSEs sent, bytes an ingress held
+ * past PFC's headroom. */
+struct SwitchCounts {
+	uint64_t drops = 0, pauses = 0, over_headroom = 0;
+};
+SwitchCounts CountSwitches(const Fabric &f);
+
 /* Builds the fabric and starts each host's engine at time 0; throws std::invalid_argument
  * for a description that cannot be built. */
 Fabric BuildFabric(const FabricSpec &spec);

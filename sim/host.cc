@@ -202,26 +202,23 @@ bool Host::MapSges(mrc_sge *sge, unsigned n)
 	return true;
 }
 
-int Host::PostSend(Qp *qp, mrc_send_wr wr)
+int Host::Pumped(Qp *qp, int e)
 {
-	if (!MapSges(wr.sge, wr.num_sge))
-		return -EINVAL;
-	int e = mrc_conn_post_send(qp->conn, &wr);
-
 	if (!e)
 		Pump(qp);
 	return e;
 }
 
+int Host::PostSend(Qp *qp, mrc_send_wr wr)
+{
+	return MapSges(wr.sge, wr.num_sge) ? Pumped(qp, mrc_conn_post_send(qp->conn, &wr))
+					    : -EINVAL;
+}
+
 int Host::PostRecv(Qp *qp, mrc_recv_wr wr)
 {
-	if (!MapSges(wr.sge, wr.num_sge))
-		return -EINVAL;
-	int e = mrc_conn_post_recv(qp->conn, &wr);
-
-	if (!e)
-		Pump(qp);
-	return e;
+	return MapSges(wr.sge, wr.num_sge) ? Pumped(qp, mrc_conn_post_recv(qp->conn, &wr))
+					    : -EINVAL;
 }
 
 void Host::Pump(Qp *qp)

@@ -94,6 +94,7 @@ private:
 	void StopApplication() override;
 	void Receive(ns3::Ptr<ns3::Socket> socket);
 	void Pump(Qp *qp);  /* everything the QP may send now, then its next deadline */
+	int Pumped(Qp *qp, int e); /* a post's result e; the QP pumped if it was taken */
 	void OnTimer(Qp *qp);
 	Qp *NewQp();
 	/* Each element's bytes in the region, found by its address; false if one is not. */

@@ -242,9 +242,10 @@ void FlowsUnderLoss(Out &out, const Scale &sc, const FabricSpec &spec)
 			if (!loss)
 				at0 = r.gbps;
 			fprintf(stderr, "  %-12s %4g%%: %.0f Gbit/s (%.1f%% kept), resent %llu, "
-					"errored %u (%.1f s)\n", BaselineName(b), loss * 100, r.gbps,
-				at0 > 0 ? 100 * r.gbps / at0 : 0, (unsigned long long)r.retransmits,
-				r.qps_errored, r.wall_s);
+					"errored %u (%.1f s)\n",
+				BaselineName(b), loss * 100, r.gbps,
+				at0 > 0 ? 100 * r.gbps / at0 : 0,
+				(unsigned long long)r.retransmits, r.qps_errored, r.wall_s);
 			kept += std::string(loss ? ", " : "") + "\"" + Num(loss) +
 				"\": " + Num(at0 > 0 ? r.gbps / at0 : 0);
 		}

@@ -30,8 +30,9 @@ constexpr unsigned FAIR_PACKETS = 8; /* a fairness window's packets of a fair sh
 constexpr double JAIN_FAIR = 0.95;
 constexpr unsigned VICTIM_START_RTTS = 30;
 
-struct Totals {
-	uint64_t retransmits = 0, ce = 0, switch_drops = 0, pauses = 0, over_headroom = 0;
+/* The switches' counts, and the hosts' engines' */
+struct Totals : SwitchCounts {
+	uint64_t retransmits = 0, ce = 0;
 	unsigned errored = 0;
 };
 
@@ -39,16 +40,11 @@ Totals Count(const Fabric &f)
 {
 	Totals t;
 
+	static_cast<SwitchCounts &>(t) = CountSwitches(f);
 	for (const auto &h : f.apps) {
 		t.retransmits += h->Retransmits();
 		t.ce += h->CeReceived();
 		t.errored += h->ErroredQps();
-	}
-	for (const auto &q : f.queues)
-		t.switch_drops += q->GetStats().nTotalDroppedPackets;
-	for (const auto &p : f.pfc) {
-		t.pauses += p->Pauses();
-		t.over_headroom += p->OverHeadroom();
 	}
 	return t;
 }
@@ -152,7 +148,7 @@ CollectiveResult RunCollective(const FabricSpec &spec, Workload w, uint32_t byte
 	r.qps_errored = t.errored;
 	r.retransmits = t.retransmits;
 	r.ce = t.ce;
-	r.switch_drops = t.switch_drops;
+	r.switch_drops = t.drops;
 	r.pauses = t.pauses;
 	r.over_headroom = t.over_headroom;
 	r.events = Simulator::GetEventCount() - events0;
@@ -192,7 +188,7 @@ uint64_t IncastRun::Victim(bool incast, IncastResult *r) const
 	Simulator::Schedule(t0, [&]() { before = victim.Placed(v); });
 	/* sampled every base RTT from the incast's start until its first sender is done */
 	Ticker ticker(ns3::Seconds(rtt), [&]() {
-		if (any_done || !incast)
+		if (any_done)
 			return;
 		std::vector<double> s(n);
 		uint32_t q = 0;
@@ -207,7 +203,8 @@ uint64_t IncastRun::Victim(bool incast, IncastResult *r) const
 		queue.push_back(q);
 	});
 
-	ticker.Start(t0 - ns3::Seconds(rtt));
+	if (incast)
+		ticker.Start(t0 - ns3::Seconds(rtt));
 	/* the victim's window: as long as the incast needs at the receiver's line rate */
 	const Time window = ns3::Seconds((double)n * (double)bytes * 8 / LineRate(spec));
 
@@ -233,7 +230,7 @@ uint64_t IncastRun::Victim(bool incast, IncastResult *r) const
 		r->window_rtts = std::max(8u, fair);
 		r->finished = senders.AllDone();
 		r->qps_errored = t.errored;
-		r->switch_drops = t.switch_drops;
+		r->switch_drops = t.drops;
 		r->pauses = t.pauses;
 		r->over_headroom = t.over_headroom;
 		for (auto &out : f.to_host[receiver])
@@ -364,7 +361,7 @@ ThroughputResult RunThroughput(const FabricSpec &spec, unsigned peers, Time run)
 	r.qps = (unsigned)flows.Count();
 	r.qps_errored = t.errored;
 	r.retransmits = t.retransmits;
-	r.switch_drops = t.switch_drops;
+	r.switch_drops = t.drops;
 	Simulator::Destroy();
 	r.wall_s = Seconds(wall);
 	return r;
