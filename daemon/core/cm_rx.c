@@ -338,10 +338,8 @@ static void on_timer(struct mrcd_core *c, struct mrcd_cm_id *id, uint64_t now)
 
 /* Connections whose QP failed by its transport end at once: DISCONNECTED, and the peer told
  * once (its own QP has failed or will) [R-548]. */
-static void qps_failed(struct mrcd_core *c, uint64_t now)
+static void qps_failed(struct mrcd_core *c, struct mrcd_shard *t, uint64_t now)
 {
-	struct mrcd_tables *t = &c->t;
-
 	for (unsigned i = 0; i < t->n_cm_failed; i++) {
 		struct mrcd_cm_id *id = cm_id_by_handle(c->cm, t->cm_failed[i]);
 
@@ -363,8 +361,9 @@ void core_cm_pump(struct mrcd_core *c, uint64_t now)
 {
 	struct mrcd_cm_id *id;
 
-	if (c->t.n_cm_failed)
-		qps_failed(c, now);
+	for (unsigned s = 0; s < c->n_shards; s++)
+		if (c->shard[s].n_cm_failed)
+			qps_failed(c, &c->shard[s], now);
 
 	while ((id = cm_timer_due(c->cm, now)))
 		on_timer(c, id, now);
@@ -375,8 +374,9 @@ uint64_t core_cm_next_timeout(const struct mrcd_core *c)
 {
 	uint64_t t = cm_timer_next(c->cm), f = cm_flush_next(c->cm);
 
-	if (c->t.n_cm_failed)
-		return 0;
+	for (unsigned s = 0; s < c->n_shards; s++)
+		if (c->shard[s].n_cm_failed)
+			return 0;
 	return t < f ? t : f;
 }
 

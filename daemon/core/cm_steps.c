@@ -104,7 +104,7 @@ static bool emit(struct mrcd_core *c, struct mrcd_ud_route *rt, const uint8_t dg
 	/* a connection's messages on one path, connections spread over all of them */
 	core_ud_emit(c, rt, &d, mrc_ud_flow(msg->local_comm_id, msg->remote_comm_id, dgid),
 		     m->buf, sizeof(m->buf), &g);
-	if (c->ops->tx(c->io, &g, 1, &sent) != 1)
+	if (c->ops->tx(c->io, MRCD_CONTROL_SHARD, &g, 1, &sent) != 1)
 		return false; /* the local queue is full: lost, as on the wire */
 	c->stats.tx_datagrams++;
 	m->stats.tx[msg->type]++;

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <metaroce/drop_reasons.h>
 
 #include "core/internal.h"
+#include "proto/bytes.h"
 
 #define PEER_CAP 1024
 
@@ -68,14 +70,51 @@ static void free_tables(struct mrcd_tables *t)
 	free(t->cqs);
 	free(t->srqs);
 	free(t->qps);
-	free(t->tx_buf);
-	free(t->tx_dgrams);
 	t->mrs = NULL;
 	t->cqs = NULL;
 	t->srqs = NULL;
 	t->qps = NULL;
-	t->tx_buf = NULL;
-	t->tx_dgrams = NULL;
+}
+
+static void shard_fini(struct mrcd_shard *sh)
+{
+	mrc_rate_domain_fini(&sh->rate);
+	mrcd_sched_fini(&sh->sched);
+	mrcd_linger_fini(&sh->lingering);
+	free(sh->tx_buf);
+	free(sh->tx_dgrams);
+}
+
+static void free_shards(struct mrcd_core *c)
+{
+	for (unsigned i = 0; c->shard && i < c->n_shards; i++)
+		shard_fini(&c->shard[i]);
+	free(c->shard);
+	c->shard = NULL;
+}
+
+/* Each its share of the receive capacity: 0 (the default) sends no hints, and a reload may
+ * change it (rx_capacity). */
+static uint64_t shard_capacity_kbps(const struct mrcd_core *c)
+{
+	return c->cfg->rx_capacity_bps / 1000 / c->n_shards;
+}
+
+/* On failure the caller finishes what was made (shard_fini). */
+static int shard_init(struct mrcd_core *c, struct mrcd_shard *sh, unsigned index)
+{
+	sh->index = index;
+	sh->now = c->now;
+	for (unsigned slot = index; slot < MRCD_MAX_QPS; slot += c->n_shards)
+		sh->doorbell_mask[slot / 64] |= 1ull << (slot % 64);
+	sh->tx_buf = malloc((size_t)MRCD_TX_BATCH * c->cfg->mtu);
+	sh->tx_dgrams = calloc(MRCD_TX_BATCH, sizeof(*sh->tx_dgrams));
+	/* every QP's receive side joins its shard's rate domain */
+	if (!sh->tx_buf || !sh->tx_dgrams || mrcd_linger_init(&sh->lingering, MRCD_MAX_QPS) ||
+	    mrcd_sched_init(&sh->sched, MRCD_MAX_QPS) ||
+	    mrc_rate_domain_init(&sh->rate, shard_capacity_kbps(c), MRCD_MAX_QPS))
+		return -1;
+	return 0;
 }
 
 int mrcd_core_init(struct mrcd_core *c, const struct mrcd_core_params *p)
@@ -110,9 +149,10 @@ int mrcd_core_init(struct mrcd_core *c, const struct mrcd_core_params *p)
 	t->cqs = calloc(MRCD_MAX_CQS, sizeof(*t->cqs));
 	t->qps = calloc(MRCD_MAX_QPS, sizeof(*t->qps));
 	t->srqs = calloc(MRCD_MAX_SRQS, sizeof(*t->srqs));
-	t->tx_buf = malloc((size_t)MRCD_TX_BATCH * c->cfg->mtu);
-	t->tx_dgrams = calloc(MRCD_TX_BATCH, sizeof(*t->tx_dgrams));
-	if (!t->mrs || !t->cqs || !t->qps || !t->srqs || !t->tx_buf || !t->tx_dgrams)
+	c->n_shards = p->n_shards ? p->n_shards : 1;
+	c->shard = calloc(c->n_shards, sizeof(*c->shard));
+	if (!t->mrs || !t->cqs || !t->qps || !t->srqs || !c->shard ||
+	    c->n_shards > MRCD_MAX_SHARDS)
 		goto fail;
 	for (unsigned i = 0; i < MRCD_MAX_SRQS; i++)
 		t->srqs[i].owner = -1;
@@ -122,32 +162,24 @@ int mrcd_core_init(struct mrcd_core *c, const struct mrcd_core_params *p)
 		t->cqs[i].owner = -1;
 	for (unsigned i = 0; i < MRCD_MAX_QPS; i++)
 		t->qps[i].owner = -1;
-	if (mrcd_linger_init(&t->lingering, MRCD_MAX_QPS))
-		goto fail;
-	if (mrcd_sched_init(&t->sched, MRCD_MAX_QPS))
-		goto fail_linger;
-	/* every QP's receive side joins it; capacity 0 (the default) sends no hints, and a
-	 * reload may change it (rx_capacity) */
-	if (mrc_rate_domain_init(&t->rate, c->cfg->rx_capacity_bps / 1000, MRCD_MAX_QPS)) {
-		mrcd_sched_fini(&t->sched);
-		goto fail_linger;
-	}
+	for (unsigned i = 0; i < c->n_shards; i++)
+		if (shard_init(c, &c->shard[i], i)) {
+			shard_fini(&c->shard[i]);
+			c->n_shards = i; /* free_shards: those made before */
+			goto fail;
+		}
 	core_node_info(c, p->node_id, &info);
 	if (mrc_peer_table_init(&c->peers, &info, PEER_CAP, &peer_cb, c, p->request_seed))
-		goto fail_rate;
+		goto fail;
 	mrc_peer_table_set_auth(&c->peers, c->auth);
 	if (core_cm_init(c)) {
 		mrc_peer_table_fini(&c->peers);
-		goto fail_rate;
+		goto fail;
 	}
 	return 0;
 
-fail_rate:
-	mrc_rate_domain_fini(&t->rate);
-	mrcd_sched_fini(&t->sched);
-fail_linger:
-	mrcd_linger_fini(&t->lingering);
 fail:
+	free_shards(c);
 	free_tables(t);
 	return -ENOMEM;
 }
@@ -160,9 +192,7 @@ void mrcd_core_fini(struct mrcd_core *c)
 		if (c->t.client[i].open)
 			mrcd_core_client_close(c, i, c->now);
 	core_cm_fini(c);
-	mrcd_linger_fini(&c->t.lingering);
-	mrcd_sched_fini(&c->t.sched);
-	mrc_rate_domain_fini(&c->t.rate);
+	free_shards(c);
 	mrc_peer_table_fini(&c->peers);
 	free_tables(&c->t);
 }
@@ -642,87 +672,144 @@ static void log_discovery_refused(struct mrcd_core *c, const struct mrc_packet *
 			 "key?)", mrc_opcode_name(pkt->opcode), a);
 }
 
-void mrcd_core_rx(struct mrcd_core *c, const struct mrcd_dgram *g, uint64_t now)
+unsigned mrcd_core_shard_of(const struct mrcd_core *c, const struct mrcd_dgram *g)
 {
-	struct mrc_packet pkt;
+	if (c->n_shards == 1 || g->len < sizeof(struct mrc_hdr))
+		return MRCD_CONTROL_SHARD;
+	return mrcd_shard_of_qpn(load_be32(g->data + offsetof(struct mrc_hdr, dst_qpn)),
+				 c->n_shards);
+}
+
+/* DISCOVER and its answers, a peer's connection manager, UD: the control thread's. */
+static void control_rx(struct mrcd_core *c, const struct mrc_packet *pkt,
+		       const struct mrcd_dgram *g, uint64_t now)
+{
 	int why;
 
 	c->now = now;
-	c->stats.rx_datagrams++;
-	if ((g->placed ? mrc_decode_placed(g->data, g->len, &pkt)
-		       : mrc_decode(g->data, g->len, &pkt)) != MRC_WIRE_OK) {
-		c->stats.rx_malformed++; /* never answered */
-		return;
-	}
-	if (mrc_opcode_is_ud(pkt.opcode)) {
-		if (pkt.dst_qpn == MRC_QPN_CM)
-			core_cm_rx(c, &pkt, g, now); /* a peer's connection manager */
+	if (mrc_opcode_is_ud(pkt->opcode)) {
+		if (pkt->dst_qpn == MRC_QPN_CM)
+			core_cm_rx(c, pkt, g, now); /* a peer's connection manager */
 		else
-			core_ud_rx(c, &pkt, g, now);
+			core_ud_rx(c, pkt, g, now);
 		return;
 	}
-	if (pkt.dst_qpn != MRC_QPN_DAEMON) {
-		if (!core_qp_rx(c, &pkt, g, now))
-			c->stats.rx_no_qp++; /* dropped unanswered */
-		return;
-	}
-	why = mrc_peer_table_recv(&c->peers, &pkt, g->peer.addr, g->peer_port, g->plane, now);
+	why = mrc_peer_table_recv(&c->peers, pkt, g->peer.addr, g->peer_port, g->plane, now);
 	if (why != MRC_DROP_NONE) {
 		c->stats.rx_daemon_refused++;
 		if (why == MRC_DROP_UNAUTHENTICATED || why == MRC_DROP_PEER_KEY)
-			log_discovery_refused(c, &pkt, g, why);
+			log_discovery_refused(c, pkt, g, why);
 	}
 }
 
-void mrcd_core_doorbell(struct mrcd_core *c, unsigned slot, uint64_t now)
+bool mrcd_core_rx(struct mrcd_core *c, unsigned shard, const struct mrcd_dgram *g,
+		  uint64_t now)
+{
+	struct mrcd_shard *sh = &c->shard[shard];
+	struct mrc_packet pkt;
+
+	if (mrcd_core_shard_of(c, g) != shard) {
+		sh->stats.rx_elsewhere++;
+		return false;
+	}
+	sh->now = now;
+	sh->stats.rx_datagrams++;
+	if ((g->placed ? mrc_decode_placed(g->data, g->len, &pkt)
+		       : mrc_decode(g->data, g->len, &pkt)) != MRC_WIRE_OK) {
+		sh->stats.rx_malformed++; /* never answered */
+		return true;
+	}
+	if (!mrc_opcode_is_ud(pkt.opcode) && pkt.dst_qpn != MRC_QPN_DAEMON) {
+		if (!core_qp_rx(c, sh, &pkt, g, now))
+			sh->stats.rx_no_qp++; /* dropped unanswered */
+	} else if (shard == MRCD_CONTROL_SHARD) {
+		control_rx(c, &pkt, g, now);
+	} else {
+		sh->stats.rx_no_qp++; /* UD to a slot no UD QP has: UD QPs are shard 0's */
+	}
+	return true;
+}
+
+void mrcd_core_doorbell(struct mrcd_core *c, unsigned shard, unsigned slot, uint64_t now)
 {
 	struct mrcd_client *cl = slot < MRCD_MAX_CLIENTS ? &c->t.client[slot] : NULL;
+	struct mrcd_shard *sh = &c->shard[shard];
 
-	c->now = now;
+	sh->now = now;
 	if (!cl || !cl->library)
 		return;
 	for (unsigned w = 0; w < MRC_DOORBELL_BITS / 64; w++) {
-		uint64_t bits;
+		uint64_t mine = sh->doorbell_mask[w], bits;
 
-		if (!__atomic_load_n(&cl->doorbells->rung[w], __ATOMIC_RELAXED))
+		if (!(__atomic_load_n(&cl->doorbells->rung[w], __ATOMIC_RELAXED) & mine))
 			continue;
-		/* acquire: the entries published before a bit was set are visible */
-		bits = __atomic_exchange_n(&cl->doorbells->rung[w], 0, __ATOMIC_ACQUIRE);
+		/* acquire: the entries published before a bit was set are visible; the other
+		 * shards' bits stay for them */
+		bits = mine == UINT64_MAX
+			       ? __atomic_exchange_n(&cl->doorbells->rung[w], 0, __ATOMIC_ACQUIRE)
+			       : __atomic_fetch_and(&cl->doorbells->rung[w], ~mine,
+						    __ATOMIC_ACQUIRE) & mine;
 		while (bits) {
 			unsigned qp_slot = w * 64 + (unsigned)__builtin_ctzll(bits);
 
 			bits &= bits - 1;
 			/* a bit names a QP of this client or nothing */
 			if (qp_slot < MRCD_MAX_QPS && c->t.qps[qp_slot].owner == (int)slot)
-				core_qp_touch(c, &c->t.qps[qp_slot]);
+				mrcd_sched_ready(&sh->sched, qp_slot);
 		}
 	}
 }
 
-bool mrcd_core_idle(struct mrcd_core *c)
+bool mrcd_core_idle(struct mrcd_core *c, unsigned shard)
 {
-	return core_qps_idle(c);
+	return core_qps_idle(c, &c->shard[shard]);
 }
 
-bool mrcd_core_pump(struct mrcd_core *c, uint64_t now)
+bool mrcd_core_pump(struct mrcd_core *c, unsigned shard, uint64_t now)
 {
+	return core_qps_pump(c, &c->shard[shard], now) > 0;
+}
+
+uint64_t mrcd_core_next_timeout(const struct mrcd_core *c, unsigned shard)
+{
+	return core_qps_next_timeout(c, &c->shard[shard]);
+}
+
+void mrcd_core_shard_load(const struct mrcd_core *c, unsigned shard, uint64_t *qps,
+			  uint64_t *busy_turns, uint64_t *visits)
+{
+	const struct mrcd_shard *sh = &c->shard[shard];
+
+	*qps = sh->n_qps;
+	*busy_turns = sh->pump_turns;
+	*visits = sh->qps_visited;
+}
+
+bool mrcd_core_control_pump(struct mrcd_core *c, uint64_t now)
+{
+	bool worked = mrc_peer_table_next_timeout(&c->peers) <= now ||
+		      core_cm_next_timeout(c) <= now;
+
 	c->now = now;
 	mrc_peer_table_on_timeout(&c->peers, now);
 	core_send_daemon_packets(c, now);
 	core_cm_pump(c, now);
-	return core_qps_pump(c, now) > 0;
+	if (c->t.n_retired && now >= c->t.next_reap_ns) {
+		core_reap_retired(c, now);
+		worked = true;
+	}
+	return worked;
 }
 
-uint64_t mrcd_core_next_timeout(const struct mrcd_core *c)
+uint64_t mrcd_core_control_timeout(const struct mrcd_core *c)
 {
-	uint64_t next = mrc_peer_table_next_timeout(&c->peers);
-	uint64_t qps = core_qps_next_timeout(c), cm = core_cm_next_timeout(c);
+	uint64_t next = mrc_peer_table_next_timeout(&c->peers), cm = core_cm_next_timeout(c);
 	const struct mrcd_silent_queue *q = &c->t.silent;
 
-	if (qps < next)
-		next = qps;
 	if (cm < next)
 		next = cm;
+	if (c->t.n_retired && c->t.next_reap_ns < next)
+		next = c->t.next_reap_ns;
 	/* the head may be stale (its client spoke): waking for it then costs one turn */
 	if (q->n && q->until[q->head] < next)
 		next = q->until[q->head];
@@ -764,8 +851,10 @@ int mrcd_core_drain_plane(struct mrcd_core *c, unsigned plane, bool drained)
 
 void mrcd_core_reload(struct mrcd_core *c)
 {
-	c->t.rate.capacity_kbps = c->cfg->rx_capacity_bps / 1000;
-	c->t.rate.stale = true; /* recompute the shares at the next hint */
+	for (unsigned s = 0; s < c->n_shards; s++) {
+		c->shard[s].rate.capacity_kbps = shard_capacity_kbps(c);
+		c->shard[s].rate.stale = true; /* recompute the shares at the next hint */
+	}
 }
 
 void mrcd_core_flush_all(struct mrcd_core *c, uint64_t now)

@@ -52,11 +52,15 @@ struct mrcd_core_ops {
 	/*
 	 * Offers n datagrams; sent[i] says whether d[i] went, and the ones that did not come
 	 * again. Those of one path (plane and source port) keep their order: once one of them
-	 * is refused, no later one of that path goes. Returns how many went.
+	 * is refused, no later one of that path goes. Returns how many went. Each shard sends
+	 * through queues of its own (shard 0's also the control thread's packets).
 	 */
-	unsigned (*tx)(void *io, const struct mrcd_dgram *d, unsigned n, bool *sent);
-	/* The UDP source ports a plane sends from: the entropy a QP's paths choose among. */
-	unsigned (*sports)(void *io, uint8_t plane, uint16_t *ports, unsigned max);
+	unsigned (*tx)(void *io, unsigned shard, const struct mrcd_dgram *d, unsigned n,
+		       bool *sent);
+	/* The UDP source ports a shard's queues send from on a plane: the entropy its QPs'
+	 * paths choose among. */
+	unsigned (*sports)(void *io, unsigned shard, uint8_t plane, uint16_t *ports,
+			   unsigned max);
 
 	/* --- descriptors that came with the request being handled, by index ---------------- */
 	/* Descriptor i is the client's doorbell (an eventfd), watched from now on. */
@@ -115,6 +119,7 @@ struct mrcd_stats {
 	uint64_t rx_datagrams;
 	uint64_t rx_malformed;	   /* refused by the codec */
 	uint64_t rx_no_qp;	   /* addressed to a QP this daemon does not have */
+	uint64_t rx_elsewhere;	   /* another shard's: io hands it to that worker */
 	uint64_t rx_daemon_refused; /* daemon-level packets the peer table refused */
 	uint64_t tx_datagrams;
 	uint64_t tx_held_dropped;   /* refused by the local queue for MRCD_TX_HOLD_NS: given up */
@@ -143,10 +148,12 @@ struct mrcd_core_params {
 	/* NULL or mode off: nothing authenticated; else the keys (the caller's, for the
 	 * core's life) every peer and packet is checked under [R-343, R-344] */
 	const struct mrc_auth *auth;
+	unsigned n_shards;	  /* workers, each running the QPs of its slots (shard.h); >= 1 */
 	uint64_t now;
 };
 
 struct mrcd_cm;
+struct mrcd_shard;
 
 struct mrcd_core {
 	const struct mrcd_config *cfg;
@@ -170,8 +177,12 @@ struct mrcd_core {
 	uint64_t peers_epoch; /* grows when a peer or a drain changes: UD routes are made anew */
 	struct mrcd_tables t;	 /* clients and what they own */
 	struct mrcd_cm *cm;	 /* rdma_cm ids, channels, connections (cm.h) */
-	struct mrcd_stats stats; /* never reset: the metrics export them */
-	struct mrcd_stats stats_base; /* at the last stat reset: the control replies show since */
+	unsigned n_shards;
+	struct mrcd_shard *shard; /* [n_shards]: what each worker runs alone (shard.h) */
+	/* the control thread's (discovery, rdma_cm, UD, refusals); the shards count their own,
+	 * and mrcd_core_stats adds them up. Never reset: the metrics export them */
+	struct mrcd_stats stats;
+	struct mrcd_stats stats_base; /* all of it at the last stat reset: replies show since */
 };
 
 /* Returns 0, or -ENOMEM with nothing allocated. */
@@ -186,7 +197,7 @@ int mrcd_core_client_open(struct mrcd_core *c, int pid, uint32_t uid, uint64_t n
 /* It made a request (any: the daemon's I/O answers the operator's itself). */
 void mrcd_core_client_heard(struct mrcd_core *c, unsigned slot);
 /* A connection that made no request by its deadline (MRCD_FIRST_REQUEST_NS), to close,
- * one per call; -1: none. Its deadline counts in mrcd_core_next_timeout: call this first in
+ * one per call; -1: none. Its deadline counts in mrcd_core_control_timeout: call this first in
  * each turn, which also drops the entries of connections that spoke since. */
 int mrcd_core_silent_client(struct mrcd_core *c, uint64_t now);
 /* It closed (exit, kill): everything it owned is reclaimed, its QPs linger. */
@@ -203,21 +214,41 @@ int mrcd_core_request(struct mrcd_core *c, unsigned slot, const struct mrc_ctl_h
 		      const uint8_t *payload, unsigned n_desc, uint8_t *out, size_t cap,
 		      size_t *len, uint64_t now);
 
-/* --- the wire and time ----------------------------------------------------------------- */
-
-/* One received datagram (DISCOVER or a QP's packet). */
-void mrcd_core_rx(struct mrcd_core *c, const struct mrcd_dgram *g, uint64_t now);
-/* Timers, rings, transmit: the work due now. True when there was some (a QP's turn). */
-bool mrcd_core_pump(struct mrcd_core *c, uint64_t now);
-/* When mrcd_core_pump must run next at the latest (0: at once, UINT64_MAX: never). */
-uint64_t mrcd_core_next_timeout(const struct mrcd_core *c);
-/* A client's doorbell rang: the QPs it marked in its doorbell page are visited next pump. */
-void mrcd_core_doorbell(struct mrcd_core *c, unsigned client, uint64_t now);
+/* --- the wire and time, per shard -------------------------------------------------------- */
 /*
- * The caller is about to sleep until the next timeout or an event: the work queues the core
+ * Each worker calls these for its own shard only; shard 0's worker is the control thread,
+ * which alone calls everything else in this header, while the other workers are stopped at
+ * the end of a turn when there are any (io/daemon.h).
+ */
+
+/* The shard whose worker must take this datagram (a QP's, or the control thread's). */
+unsigned mrcd_core_shard_of(const struct mrcd_core *c, const struct mrcd_dgram *g);
+/* One received datagram (DISCOVER or a QP's packet) on the shard's queue. False when it is
+ * another shard's (mrcd_core_shard_of): the caller hands it over, nothing was done. */
+bool mrcd_core_rx(struct mrcd_core *c, unsigned shard, const struct mrcd_dgram *g,
+		  uint64_t now);
+/* Timers, rings, transmit of the shard's QPs: the work due now. True when there was some. */
+bool mrcd_core_pump(struct mrcd_core *c, unsigned shard, uint64_t now);
+/* When mrcd_core_pump must run next for the shard at the latest (0: at once, UINT64_MAX:
+ * never). */
+uint64_t mrcd_core_next_timeout(const struct mrcd_core *c, unsigned shard);
+/* A client's doorbell rang: its QPs of the shard it marked in its doorbell page are visited
+ * at the shard's next pump (each shard takes only its own QPs' bits). */
+void mrcd_core_doorbell(struct mrcd_core *c, unsigned shard, unsigned client, uint64_t now);
+/*
+ * The shard's worker is about to sleep until the next timeout or an event: the work queues it
  * read every turn want their doorbells again. False when work arrived meanwhile: pump first.
  */
-bool mrcd_core_idle(struct mrcd_core *c);
+bool mrcd_core_idle(struct mrcd_core *c, unsigned shard);
+/* What the shard has done: QPs it runs, pumps that found work, QPs visited (its load). */
+void mrcd_core_shard_load(const struct mrcd_core *c, unsigned shard, uint64_t *qps,
+			  uint64_t *busy_turns, uint64_t *visits);
+
+/* --- the control thread's own work ---------------------------------------------------------- */
+
+/* Discovery, rdma_cm, regions to unmap: the work due now. True when there was some. */
+bool mrcd_core_control_pump(struct mrcd_core *c, uint64_t now);
+uint64_t mrcd_core_control_timeout(const struct mrcd_core *c);
 
 /* --- operators and the daemon ---------------------------------------------------------- */
 
@@ -230,6 +261,8 @@ int mrcd_core_drain_plane(struct mrcd_core *c, unsigned plane, bool drained);
 void mrcd_core_reload(struct mrcd_core *c);
 /* What the control replies count starts from zero; the exported totals go on. */
 void mrcd_core_stat_reset(struct mrcd_core *c);
+/* The control thread's counters and every shard's, added up. */
+void mrcd_core_stats(const struct mrcd_core *c, struct mrcd_stats *total);
 /* Stopping: every QP enters ERR, clients see flushes, peers hear CLOSE at the next pump. */
 void mrcd_core_flush_all(struct mrcd_core *c, uint64_t now);
 

@@ -4,6 +4,7 @@
 #define METAROCE_DAEMON_CORE_INTERNAL_H
 
 #include "core/core.h"
+#include "core/shard.h"
 #include <metaroce/cm.h>
 
 #define MRCD_NOTIFY_RETRY_NS 1000000 /* an event a full channel refused is sent again after */
@@ -68,8 +69,8 @@ void core_reap_retired(struct mrcd_core *c, uint64_t now);
 int core_create_cq(struct mrcd_core *c, unsigned owner, const uint8_t *payload, size_t len,
 		   unsigned n_desc, struct mrc_ctl_cq *out);
 void core_cq_free(struct mrcd_core *c, struct mrcd_cq *cq);
-/* Events a full channel did not take, sent again. */
-void core_retry_notifications(struct mrcd_core *c);
+/* Events a full channel did not take, sent again (those the shard's QPs raised). */
+void core_retry_notifications(struct mrcd_core *c, struct mrcd_shard *sh);
 /* A ring this core formats in shared memory the client gets. */
 int core_ring_new(struct mrcd_core *c, uint16_t kind, uint32_t entries, uint32_t qpn,
 		  void **mem, size_t *len, struct mrc_ring *ring);
@@ -209,24 +210,31 @@ void core_cm_flush_all(struct mrcd_core *c, uint64_t now);
  * visits it at its next turn. */
 static inline void core_qp_touch(struct mrcd_core *c, const struct mrcd_qp *qp)
 {
-	mrcd_sched_ready(&c->t.sched, (unsigned)(qp - c->t.qps));
+	mrcd_sched_ready(&c->shard[qp->shard].sched, (unsigned)(qp - c->t.qps));
+}
+
+static inline struct mrcd_shard *core_shard_of(struct mrcd_core *c, const struct mrcd_qp *qp)
+{
+	return &c->shard[qp->shard];
 }
 
 /* The QP's transport failed it (retries spent, the peer's CLOSE or error): the rdma_cm
  * connection it carries ends at the manager's next turn [R-548]. */
 static inline void core_qp_failed_by_transport(struct mrcd_core *c, struct mrcd_qp *qp)
 {
-	if (qp->cm_id && c->t.n_cm_failed < MRCD_MAX_QPS)
-		c->t.cm_failed[c->t.n_cm_failed++] = qp->cm_id;
+	struct mrcd_shard *sh = core_shard_of(c, qp);
+
+	if (qp->cm_id && sh->n_cm_failed < MRCD_MAX_QPS)
+		sh->cm_failed[sh->n_cm_failed++] = qp->cm_id;
 	qp->cm_id = 0;
 }
 
-/* A QP-level packet for one of ours (or one lingering). False when none took it. */
-bool core_qp_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct mrcd_dgram *g,
-		uint64_t now);
-unsigned core_qps_pump(struct mrcd_core *c, uint64_t now); /* slots visited */
-uint64_t core_qps_next_timeout(const struct mrcd_core *c);
-/* The daemon is about to sleep: doorbells wanted again; false if work came meanwhile. */
-bool core_qps_idle(struct mrcd_core *c);
+/* A QP-level packet for one of the shard's QPs (or one lingering). False when none took it. */
+bool core_qp_rx(struct mrcd_core *c, struct mrcd_shard *sh, const struct mrc_packet *pkt,
+		const struct mrcd_dgram *g, uint64_t now);
+unsigned core_qps_pump(struct mrcd_core *c, struct mrcd_shard *sh, uint64_t now); /* visits */
+uint64_t core_qps_next_timeout(const struct mrcd_core *c, const struct mrcd_shard *sh);
+/* The worker is about to sleep: doorbells wanted again; false if work came meanwhile. */
+bool core_qps_idle(struct mrcd_core *c, struct mrcd_shard *sh);
 
 #endif /* METAROCE_DAEMON_CORE_INTERNAL_H */

@@ -149,8 +149,6 @@ void core_reap_retired(struct mrcd_core *c, uint64_t now)
 {
 	struct mrcd_tables *t = &c->t;
 
-	if (now < t->next_reap_ns)
-		return;
 	t->next_reap_ns = now + 1000000; /* the check walks the client's QPs */
 	for (unsigned owner = 0; owner < MRCD_MAX_CLIENTS && t->n_retired; owner++) {
 		if (!t->client[owner].n_retired || !past_retire_marks(t, (int)owner))
@@ -337,12 +335,16 @@ void core_cq_free(struct mrcd_core *c, struct mrcd_cq *cq)
 {
 	struct mrcd_tables *t = &c->t;
 
-	if (cq->notify_pending)
-		for (unsigned i = 0; i < t->n_notify_pending; i++)
-			if (t->notify_list[i] == (uint16_t)(cq - t->cqs)) {
-				t->notify_list[i] = t->notify_list[--t->n_notify_pending];
+	for (unsigned s = 0; cq->notify_pending && s < c->n_shards; s++) {
+		struct mrcd_shard *sh = &c->shard[s];
+
+		for (unsigned i = 0; i < sh->n_notify_pending; i++)
+			if (sh->notify_list[i] == (uint16_t)(cq - t->cqs)) {
+				sh->notify_list[i] = sh->notify_list[--sh->n_notify_pending];
+				cq->notify_pending = false;
 				break;
 			}
+	}
 	c->ops->unmap(c->io, cq->mem, cq->mem_len);
 	t->mapped_bytes -= cq->mem_len;
 	if (cq->channel >= 0) {
@@ -421,7 +423,8 @@ int core_create_cq(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
  * Wakes the client's completion channel if it armed this CQ for this completion. The channel
  * is a datagram socket and io's send never waits: a client cannot stall the daemon through it.
  */
-static void cq_notify(struct mrcd_core *c, struct mrcd_cq *cq, bool solicited_or_error)
+static void cq_notify(struct mrcd_core *c, struct mrcd_shard *sh, struct mrcd_cq *cq,
+		      bool solicited_or_error)
 {
 	uint32_t *arm = &cq->ring.consumer->aux;
 	uint32_t want;
@@ -435,34 +438,32 @@ static void cq_notify(struct mrcd_core *c, struct mrcd_cq *cq, bool solicited_or
 		return;
 	/* a spinning library takes the event itself (shm.h: MRC_CQ_ARM_SPINNING) */
 	if (want & MRC_CQ_ARM_SPINNING) {
-		c->stats.cq_events_spun++;
+		sh->stats.cq_events_spun++;
 		return;
 	}
 	/* only one completion fires an arming, even if the client re-arms concurrently */
 	if (!__atomic_compare_exchange_n(arm, &want, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
 		return;
-	c->stats.cq_events++;
+	sh->stats.cq_events++;
 	__atomic_fetch_add(&cq->ring.producer->aux, 1, __ATOMIC_RELEASE);
 	if (!c->ops->notify(c->io, cq->channel) && !cq->notify_pending) {
 		/* the client is not reading its channel: the event is counted, the byte that
 		 * wakes it is sent again from the pump */
 		cq->notify_pending = true;
-		if (!c->t.n_notify_pending)
-			c->t.next_notify_ns = c->now + MRCD_NOTIFY_RETRY_NS;
-		c->t.notify_list[c->t.n_notify_pending++] = (uint16_t)(cq - c->t.cqs);
+		if (!sh->n_notify_pending)
+			sh->next_notify_ns = sh->now + MRCD_NOTIFY_RETRY_NS;
+		sh->notify_list[sh->n_notify_pending++] = (uint16_t)(cq - c->t.cqs);
 	}
 }
 
-void core_retry_notifications(struct mrcd_core *c)
+void core_retry_notifications(struct mrcd_core *c, struct mrcd_shard *sh)
 {
-	struct mrcd_tables *t = &c->t;
-
-	for (unsigned i = 0; i < t->n_notify_pending;) {
-		struct mrcd_cq *cq = &t->cqs[t->notify_list[i]];
+	for (unsigned i = 0; i < sh->n_notify_pending;) {
+		struct mrcd_cq *cq = &c->t.cqs[sh->notify_list[i]];
 
 		if (c->ops->notify(c->io, cq->channel)) {
 			cq->notify_pending = false;
-			t->notify_list[i] = t->notify_list[--t->n_notify_pending];
+			sh->notify_list[i] = sh->notify_list[--sh->n_notify_pending];
 		} else {
 			i++;
 		}
@@ -482,7 +483,8 @@ static void cq_push(struct mrcd_core *c, struct mrcd_qp *qp, bool recv, struct m
 		qp->cq_overrun = true; /* the pump fails the QP, outside the engine's callback */
 		return;
 	}
-	cq_notify(c, cq, (e->flags & MRC_CQ_F_SOLICITED) || e->status != MRC_CQ_SUCCESS);
+	cq_notify(c, core_shard_of(c, qp), cq,
+		  (e->flags & MRC_CQ_F_SOLICITED) || e->status != MRC_CQ_SUCCESS);
 }
 
 /*

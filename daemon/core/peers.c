@@ -134,11 +134,11 @@ void core_send_daemon_packets(struct mrcd_core *c, uint64_t now)
 
 		memcpy(g.peer.addr, dest.addr, 16);
 		g.peer.family = mrc_addr_family(dest.addr);
-		c->ops->sports(c->io, dest.plane, sports, 1);
+		c->ops->sports(c->io, MRCD_CONTROL_SHARD, dest.plane, sports, 1);
 		g.sport = sports[0];
 		bool sent;
 
-		if (c->ops->tx(c->io, &g, 1, &sent) == 1)
+		if (c->ops->tx(c->io, MRCD_CONTROL_SHARD, &g, 1, &sent) == 1)
 			c->stats.tx_datagrams++;
 	}
 }

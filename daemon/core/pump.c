@@ -16,27 +16,23 @@
 #define MRCD_TX_BACKLOG 16 /* datagrams waiting on refusing queues before the engine waits */
 
 /* A visited QP whose paths changed state is told to monitors at the next report. */
-static void note_path_changes(struct mrcd_core *c, struct mrcd_qp *qp)
+static void note_path_changes(struct mrcd_core *c, struct mrcd_shard *sh, struct mrcd_qp *qp)
 {
-	struct mrcd_tables *t = &c->t;
-
 	if (qp->path_report_listed || !qp->conn)
 		return;
 	for (unsigned k = 0; k < mrc_conn_n_paths(qp->conn) && k < MRC_MAX_PATHS; k++)
 		if (mrc_conn_path(qp->conn, k)->state != qp->path_seen[k]) {
 			qp->path_report_listed = true;
-			t->path_report[t->n_path_report++] = (uint16_t)(qp - t->qps);
+			sh->path_report[sh->n_path_report++] = (uint16_t)(qp - c->t.qps);
 			return;
 		}
 }
 
 /* Path states as they stand now, for the QPs whose paths changed since the last report. */
-static void report_path_changes(struct mrcd_core *c)
+static void report_path_changes(struct mrcd_core *c, struct mrcd_shard *sh)
 {
-	struct mrcd_tables *t = &c->t;
-
-	for (unsigned j = 0; j < t->n_path_report; j++) {
-		struct mrcd_qp *qp = &t->qps[t->path_report[j]];
+	for (unsigned j = 0; j < sh->n_path_report; j++) {
+		struct mrcd_qp *qp = &c->t.qps[sh->path_report[j]];
 
 		qp->path_report_listed = false;
 		for (unsigned k = 0; qp->conn && k < mrc_conn_n_paths(qp->conn) && k < MRC_MAX_PATHS;
@@ -51,7 +47,7 @@ static void report_path_changes(struct mrcd_core *c)
 			qp->path_seen[k] = p->state;
 		}
 	}
-	t->n_path_report = 0;
+	sh->n_path_report = 0;
 }
 
 /* --- packets ---------------------------------------------------------------------------- */
@@ -84,8 +80,8 @@ static void failed_by_engine(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t n
 	}
 }
 
-bool core_qp_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct mrcd_dgram *g,
-		uint64_t now)
+bool core_qp_rx(struct mrcd_core *c, struct mrcd_shard *sh, const struct mrc_packet *pkt,
+		const struct mrcd_dgram *g, uint64_t now)
 {
 	struct mrcd_qp *qp = core_qp_by_num(&c->t, pkt->dst_qpn);
 	struct mrc_rx_info rx = { .plane = g->plane, .sport = g->sport, .ce = g->ce,
@@ -93,7 +89,7 @@ bool core_qp_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 
 	if (!qp) {
 		/* a destroyed QP may still owe its peer an acknowledgement (SPEC 11.4) */
-		struct mrcd_lingering *l = mrcd_linger_find(&c->t.lingering,
+		struct mrcd_lingering *l = mrcd_linger_find(&sh->lingering,
 							    mrcd_qp_slot(pkt->dst_qpn),
 							    pkt->dst_qpn);
 
@@ -101,7 +97,7 @@ bool core_qp_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 		    memcmp(l->peer_addr[g->plane], g->peer.addr, 16))
 			return false;
 		mrc_conn_recv_packet(l->conn, &rx, pkt, now);
-		mrcd_sched_ready(&c->t.sched, mrcd_qp_slot(pkt->dst_qpn));
+		mrcd_sched_ready(&sh->sched, mrcd_qp_slot(pkt->dst_qpn));
 		return true;
 	}
 	/* only the peer this QP is connected to, on a plane it has there, may speak to it */
@@ -121,7 +117,7 @@ bool core_qp_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 	}
 	int why = mrc_conn_recv_packet(qp->conn, &rx, pkt, now);
 
-	mrcd_sched_ready(&c->t.sched, mrcd_qp_slot(qp->qpn));
+	mrcd_sched_ready(&sh->sched, mrcd_qp_slot(qp->qpn));
 
 	if (mrc_conn_state(qp->conn) == MRC_QPS_ERR && qp->state != MRC_CTL_QP_ERR)
 		core_log(c, MRCD_DEBUG,
@@ -133,17 +129,16 @@ bool core_qp_rx(struct mrcd_core *c, const struct mrc_packet *pkt, const struct 
 
 /* A datagram its plane's queue refused waits in slot *keep, or is given up to loss recovery
  * when that queue is dead: it took nothing this time, nor for MRCD_TX_HOLD_NS before. */
-static void hold_or_give_up(struct mrcd_core *c, unsigned i, unsigned *keep, unsigned plane,
-			    bool progressed, uint64_t now)
+static void hold_or_give_up(struct mrcd_core *c, struct mrcd_shard *t, unsigned i,
+			    unsigned *keep, unsigned plane, bool progressed, uint64_t now)
 {
-	struct mrcd_tables *t = &c->t;
 	uint64_t since = t->tx_held_since_ns[plane];
 
 	/* dead: a while without taking anything, and tried often in that while (a daemon kept
 	 * off the CPU comes back to a full queue that is merely slow) */
 	if (!progressed && since && now - since >= MRCD_TX_HOLD_NS &&
 	    t->tx_refusals[plane] >= MRCD_TX_DEAD_TRIES) {
-		c->stats.tx_held_dropped++;
+		t->stats.tx_held_dropped++;
 		return;
 	}
 	if (i != *keep) {
@@ -179,15 +174,14 @@ static void hold_or_give_up(struct mrcd_core *c, unsigned i, unsigned *keep, uns
  * recovery, as a blackholed path's would be, until it takes something again, so it stalls
  * the other planes once, for that long, and not again. False when the engine must wait.
  */
-static bool flush_tx(struct mrcd_core *c, uint64_t now)
+static bool flush_tx(struct mrcd_core *c, struct mrcd_shard *t, uint64_t now)
 {
-	struct mrcd_tables *t = &c->t;
 	uint32_t blocked = 0, progressed = 0, offered = 0;
 	bool sent[MRCD_TX_BATCH];
 	unsigned keep = 0, n = t->tx_queued;
 
 	/* all planes and paths at once: the backend groups them as its sockets and rings want */
-	c->stats.tx_datagrams += c->ops->tx(c->io, t->tx_dgrams, n, sent);
+	t->stats.tx_datagrams += c->ops->tx(c->io, t->index, t->tx_dgrams, n, sent);
 	for (unsigned i = 0; i < n; i++) {
 		unsigned plane = t->tx_dgrams[i].plane % MRC_MAX_PLANES;
 
@@ -200,7 +194,7 @@ static bool flush_tx(struct mrcd_core *c, uint64_t now)
 	/* the refused ones move to the front, in order (slot keep <= i is free by then) */
 	for (unsigned i = 0; i < n; i++)
 		if (!sent[i])
-			hold_or_give_up(c, i, &keep, t->tx_dgrams[i].plane % MRC_MAX_PLANES,
+			hold_or_give_up(c, t, i, &keep, t->tx_dgrams[i].plane % MRC_MAX_PLANES,
 					progressed >> (t->tx_dgrams[i].plane % MRC_MAX_PLANES) & 1,
 					now);
 	for (unsigned p = 0; p < MRC_MAX_PLANES; p++) {
@@ -248,11 +242,10 @@ enum sent { SENT_ALL, SENT_MORE, SENT_BLOCKED };
  * address on the plane each goes out of. SENT_ALL: it has nothing more now; SENT_MORE: it
  * may have (its turn or the budget ended); SENT_BLOCKED: the local queues push back.
  */
-static enum sent send_some(struct mrcd_core *c, struct mrc_conn *conn, uint32_t peer_planes,
-			   const uint8_t (*peer_addr)[16], uint16_t peer_port, unsigned *budget,
-			   uint64_t now)
+static enum sent send_some(struct mrcd_core *c, struct mrcd_shard *t, struct mrc_conn *conn,
+			   uint32_t peer_planes, const uint8_t (*peer_addr)[16],
+			   uint16_t peer_port, unsigned *budget, uint64_t now)
 {
-	struct mrcd_tables *t = &c->t;
 	struct mrc_tx_info tx;
 	size_t len;
 
@@ -274,17 +267,16 @@ static enum sent send_some(struct mrcd_core *c, struct mrc_conn *conn, uint32_t 
 		g->peer.family = mrc_addr_family(peer_addr[tx.plane]);
 		memcpy(g->peer.addr, peer_addr[tx.plane], 16);
 		(*budget)--;
-		if (++t->tx_queued == MRCD_TX_BATCH && !flush_tx(c, now))
+		if (++t->tx_queued == MRCD_TX_BATCH && !flush_tx(c, t, now))
 			return SENT_BLOCKED;
 	}
 	return SENT_MORE;
 }
 
 /* A UD QP's datagrams into the transmit batch, as send_some does a connection's packets. */
-static enum sent send_datagrams(struct mrcd_core *c, struct mrcd_qp *qp, unsigned *budget,
-				uint64_t now)
+static enum sent send_datagrams(struct mrcd_core *c, struct mrcd_shard *t, struct mrcd_qp *qp,
+				unsigned *budget, uint64_t now)
 {
-	struct mrcd_tables *t = &c->t;
 
 	for (unsigned k = 0; k < MRCD_SEND_PER_VISIT; k++) {
 		if (!*budget)
@@ -293,7 +285,7 @@ static enum sent send_datagrams(struct mrcd_core *c, struct mrcd_qp *qp, unsigne
 				  c->cfg->mtu, &t->tx_dgrams[t->tx_queued], now))
 			return SENT_ALL;
 		(*budget)--;
-		if (++t->tx_queued == MRCD_TX_BATCH && !flush_tx(c, now))
+		if (++t->tx_queued == MRCD_TX_BATCH && !flush_tx(c, t, now))
 			return SENT_BLOCKED;
 	}
 	return SENT_MORE;
@@ -304,15 +296,15 @@ static enum sent send_datagrams(struct mrcd_core *c, struct mrcd_qp *qp, unsigne
  * (acknowledgements, probe replies, CLOSE), and its end once CLOSED with nothing left to
  * send.
  */
-static enum sent visit_lingering(struct mrcd_core *c, struct mrcd_lingering *l, unsigned *budget,
-				 uint64_t now)
+static enum sent visit_lingering(struct mrcd_core *c, struct mrcd_shard *sh,
+				 struct mrcd_lingering *l, unsigned *budget, uint64_t now)
 {
-	struct mrcd_linger_table *t = &c->t.lingering;
+	struct mrcd_linger_table *t = &sh->lingering;
 	enum sent sent;
 
 	if (mrc_conn_next_timeout(l->conn) <= now)
 		mrc_conn_on_timeout(l->conn, now);
-	sent = send_some(c, l->conn, l->peer_planes, (const uint8_t(*)[16])l->peer_addr,
+	sent = send_some(c, sh, l->conn, l->peer_planes, (const uint8_t(*)[16])l->peer_addr,
 			 l->peer_port, budget, now);
 	/* a CLOSED one owes at most a NAK and a CLOSE, and has sent them */
 	if (sent == SENT_ALL && mrc_conn_state(l->conn) == MRC_QPS_CLOSED)
@@ -321,20 +313,20 @@ static enum sent visit_lingering(struct mrcd_core *c, struct mrcd_lingering *l, 
 }
 
 /* The rings' doorbells are off while the daemon reads them each turn (until it sleeps). */
-static void watch_rings(struct mrcd_core *c, struct mrcd_qp *qp)
+static void watch_rings(struct mrcd_core *c, struct mrcd_shard *sh, struct mrcd_qp *qp)
 {
-	if (mrcd_sched_watch(&c->t.sched, (unsigned)(qp - c->t.qps))) {
+	if (mrcd_sched_watch(&sh->sched, (unsigned)(qp - c->t.qps))) {
 		mrc_ring_want_doorbell(&qp->sq, false);
 		mrc_ring_want_doorbell(&qp->rq, false);
 	}
 }
 
-static enum sent visit_qp(struct mrcd_core *c, struct mrcd_qp *qp, unsigned *budget,
-			  uint64_t now)
+static enum sent visit_qp(struct mrcd_core *c, struct mrcd_shard *sh, struct mrcd_qp *qp,
+			  unsigned *budget, uint64_t now)
 {
 	enum sent sent = SENT_ALL;
 
-	watch_rings(c, qp);
+	watch_rings(c, sh, qp);
 	if (qp->cq_overrun && qp->state != MRC_CTL_QP_ERR) {
 		/* a completion was lost: like a device, fail the QP rather than let the
 		 * application wait for it forever */
@@ -348,7 +340,7 @@ static enum sent visit_qp(struct mrcd_core *c, struct mrcd_qp *qp, unsigned *bud
 	}
 	core_drain_rings(c, qp, now);
 	if (qp->type == MRC_CTL_QPT_UD)
-		return send_datagrams(c, qp, budget, now);
+		return send_datagrams(c, sh, qp, budget, now);
 	if (!qp->conn)
 		return SENT_ALL;
 	if (mrc_conn_next_timeout(qp->conn) <= now)
@@ -356,22 +348,23 @@ static enum sent visit_qp(struct mrcd_core *c, struct mrcd_qp *qp, unsigned *bud
 	failed_by_engine(c, qp, now);
 	if (qp->fast)
 		sync_fast_window(c, qp);
-	sent = send_some(c, qp->conn, qp->peer_planes, (const uint8_t(*)[16])qp->peer_addr,
+	sent = send_some(c, sh, qp->conn, qp->peer_planes, (const uint8_t(*)[16])qp->peer_addr,
 			 qp->peer_port, budget, now);
 	/* a resend the retry budget refused ends the QP there too, with nothing left to
 	 * visit it for */
 	failed_by_engine(c, qp, now);
 	if (qp->fast) /* the READs just requested; those done silently (unsignaled) out */
 		core_fast_reads_sync(c, qp, true);
-	note_path_changes(c, qp);
+	note_path_changes(c, sh, qp);
 	return sent;
 }
 
 /* When the slot must be visited again at the latest, whatever arrives meanwhile. */
-static uint64_t slot_deadline(const struct mrcd_core *c, unsigned slot)
+static uint64_t slot_deadline(const struct mrcd_core *c, const struct mrcd_shard *sh,
+			      unsigned slot)
 {
 	const struct mrcd_qp *qp = &c->t.qps[slot];
-	const struct mrcd_lingering *l = &c->t.lingering.by_slot[slot];
+	const struct mrcd_lingering *l = &sh->lingering.by_slot[slot];
 	uint64_t at = UINT64_MAX;
 
 	if (qp->owner >= 0) {
@@ -392,18 +385,19 @@ static uint64_t slot_deadline(const struct mrcd_core *c, unsigned slot)
  * One slot's turn: the live QP there and the destroyed one lingering there, if any (a slot
  * holds both only when every other slot was taken). Returns what the sending came to.
  */
-static enum sent visit(struct mrcd_core *c, unsigned slot, unsigned *budget, uint64_t now)
+static enum sent visit(struct mrcd_core *c, struct mrcd_shard *sh, unsigned slot,
+		       unsigned *budget, uint64_t now)
 {
 	struct mrcd_qp *qp = &c->t.qps[slot];
-	struct mrcd_lingering *l = &c->t.lingering.by_slot[slot];
+	struct mrcd_lingering *l = &sh->lingering.by_slot[slot];
 	enum sent sent = SENT_ALL, s;
 
 	/* the destroyed one first: its packets are few (a last ACK, a CLOSE) and the live
 	 * QP's traffic must not keep them from going */
-	if (l->conn && (sent = visit_lingering(c, l, budget, now)) == SENT_BLOCKED)
+	if (l->conn && (sent = visit_lingering(c, sh, l, budget, now)) == SENT_BLOCKED)
 		return sent;
 	if (qp->owner >= 0) {
-		s = visit_qp(c, qp, budget, now);
+		s = visit_qp(c, sh, qp, budget, now);
 		sent = s > sent ? s : sent;
 	}
 	return sent;
@@ -426,9 +420,9 @@ static bool rings_have_work(const struct mrcd_qp *qp)
 }
 
 /* Due deadlines, and the watched rings that have entries, make their slots ready. */
-static void gather_ready(struct mrcd_core *c, uint64_t now)
+static void gather_ready(struct mrcd_core *c, struct mrcd_shard *sh, uint64_t now)
 {
-	struct mrcd_sched *s = &c->t.sched;
+	struct mrcd_sched *s = &sh->sched;
 	unsigned slot;
 
 	while (mrcd_sched_pop_due(s, now, &slot))
@@ -441,52 +435,58 @@ static void gather_ready(struct mrcd_core *c, uint64_t now)
 	}
 }
 
-unsigned core_qps_pump(struct mrcd_core *c, uint64_t now)
+unsigned core_qps_pump(struct mrcd_core *c, struct mrcd_shard *sh, uint64_t now)
 {
-	struct mrcd_tables *t = &c->t;
-	struct mrcd_sched *s = &t->sched;
+	struct mrcd_sched *s = &sh->sched;
 	unsigned budget = MRCD_PUMP_BUDGET, slot, visited = 0;
+	bool blocked = false;
 
-	if (t->n_retired)
-		core_reap_retired(c, now);
-	if (t->n_notify_pending && now >= t->next_notify_ns) {
-		t->next_notify_ns = now + MRCD_NOTIFY_RETRY_NS;
-		core_retry_notifications(c);
+	sh->now = now;
+	if (sh->n_notify_pending && now >= sh->next_notify_ns) {
+		sh->next_notify_ns = now + MRCD_NOTIFY_RETRY_NS;
+		core_retry_notifications(c, sh);
 	}
-	if (t->n_path_report && now >= t->next_path_report_ns) {
-		t->next_path_report_ns = now + 100000000; /* monitors hear within 0.1 s */
-		report_path_changes(c);
+	if (sh->n_path_report && now >= sh->next_path_report_ns) {
+		sh->next_path_report_ns = now + 100000000; /* monitors hear within 0.1 s */
+		report_path_changes(c, sh);
 	}
-	gather_ready(c, now);
+	gather_ready(c, sh, now);
 	/* what the local queue refused last time goes first; nothing new until it is out */
-	if (t->tx_queued && !flush_tx(c, now))
+	if (sh->tx_queued && !flush_tx(c, sh, now))
 		return 0;
 	/* round robin, a few packets per slot per turn, so no QP starves the others: a slot
 	 * that may have more goes to the back of the queue */
 	while (budget && mrcd_sched_next_ready(s, &slot)) {
-		enum sent sent = visit(c, slot, &budget, now);
+		enum sent sent = visit(c, sh, slot, &budget, now);
 
 		visited++;
-		if (sent != SENT_ALL && (t->qps[slot].owner >= 0 || t->lingering.by_slot[slot].conn))
+		if (sent != SENT_ALL &&
+		    (c->t.qps[slot].owner >= 0 || sh->lingering.by_slot[slot].conn))
 			mrcd_sched_ready(s, slot);
-		mrcd_sched_timer(s, slot, slot_deadline(c, slot));
-		if (sent == SENT_BLOCKED)
-			return visited;
+		mrcd_sched_timer(s, slot, slot_deadline(c, sh, slot));
+		if (sent == SENT_BLOCKED) {
+			blocked = true;
+			break;
+		}
 	}
-	if (t->tx_queued)
-		flush_tx(c, now);
+	if (sh->tx_queued && !blocked)
+		flush_tx(c, sh, now);
+	if (visited) {
+		sh->pump_turns++;
+		sh->qps_visited += visited;
+	}
 	return visited;
 }
 
 /*
- * The daemon is about to sleep: the rings it was reading each turn want their doorbells
+ * The worker is about to sleep: the rings it was reading each turn want their doorbells
  * again. A ring that filled meanwhile makes its QP ready instead (the library's check of the
  * flag and this check of the ring cannot both miss: each side fences between its write and
- * its read). False when the daemon must not sleep.
+ * its read). False when the worker must not sleep.
  */
-bool core_qps_idle(struct mrcd_core *c)
+bool core_qps_idle(struct mrcd_core *c, struct mrcd_shard *sh)
 {
-	struct mrcd_sched *s = &c->t.sched;
+	struct mrcd_sched *s = &sh->sched;
 	unsigned slot;
 
 	while (mrcd_sched_unwatch_any(s, &slot)) {
@@ -502,20 +502,18 @@ bool core_qps_idle(struct mrcd_core *c)
 	return !mrcd_sched_n_ready(s);
 }
 
-uint64_t core_qps_next_timeout(const struct mrcd_core *c)
+uint64_t core_qps_next_timeout(const struct mrcd_core *c, const struct mrcd_shard *sh)
 {
-	const struct mrcd_tables *t = &c->t;
-	uint64_t next = mrcd_sched_next_deadline(&t->sched);
+	uint64_t next = mrcd_sched_next_deadline(&sh->sched);
 
-	if (t->tx_queued)
-		return t->tx_retry_ns < next ? t->tx_retry_ns : next; /* the queue, not the QPs */
-	if (mrcd_sched_n_ready(&t->sched))
+	(void)c;
+	if (sh->tx_queued)
+		return sh->tx_retry_ns < next ? sh->tx_retry_ns : next; /* the queue, not the QPs */
+	if (mrcd_sched_n_ready(&sh->sched))
 		return 0;
-	if (t->n_path_report && t->next_path_report_ns < next)
-		next = t->next_path_report_ns;
-	if (t->n_retired && t->next_reap_ns < next)
-		next = t->next_reap_ns;
-	if (t->n_notify_pending && t->next_notify_ns < next)
-		next = t->next_notify_ns;
+	if (sh->n_path_report && sh->next_path_report_ns < next)
+		next = sh->next_path_report_ns;
+	if (sh->n_notify_pending && sh->next_notify_ns < next)
+		next = sh->next_notify_ns;
 	return next;
 }

@@ -38,15 +38,16 @@ void core_qp_free(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 {
 	unsigned slot = (unsigned)(qp - c->t.qps);
 	struct mrcd_cq *scq = &c->t.cqs[qp->send_cq], *rcq = &c->t.cqs[qp->recv_cq];
+	struct mrcd_shard *sh = core_shard_of(c, qp);
 
 	qp_retire_counts(c, qp);
 	if (qp->n_windows)
 		core_qp_windows_gone(c, qp);
-	mrcd_sched_forget(&c->t.sched, slot);
+	mrcd_sched_forget(&sh->sched, slot);
 	if (qp->path_report_listed)
-		for (unsigned j = 0; j < c->t.n_path_report; j++)
-			if (c->t.path_report[j] == slot) {
-				c->t.path_report[j] = c->t.path_report[--c->t.n_path_report];
+		for (unsigned j = 0; j < sh->n_path_report; j++)
+			if (sh->path_report[j] == slot) {
+				sh->path_report[j] = sh->path_report[--sh->n_path_report];
 				break;
 			}
 	scq->n_users--;
@@ -62,9 +63,9 @@ void core_qp_free(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 
 		memcpy(l.peer_addr, qp->peer_addr, sizeof(l.peer_addr));
 		mrc_conn_close(qp->conn, now);
-		mrcd_linger_add(&c->t.lingering, slot, &l);
+		mrcd_linger_add(&sh->lingering, slot, &l);
 		qp->conn = NULL;
-		mrcd_sched_ready(&c->t.sched, slot); /* it acknowledges what it holds at once */
+		mrcd_sched_ready(&sh->sched, slot); /* it acknowledges what it holds at once */
 	}
 	free(qp->sq_wr_id);
 	free(qp->rq_wr_id);
@@ -75,26 +76,49 @@ void core_qp_free(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 	c->t.active[qp->active_at] = c->t.active[--c->t.n_qps];
 	c->t.qps[c->t.active[qp->active_at]].active_at = qp->active_at;
 	c->t.client[qp->owner].n_qps--;
+	sh->n_qps--;
 	memset(qp, 0, sizeof(*qp));
 	qp->owner = -1;
 }
 
 /*
- * A free QP slot, the first from a random one: the QPN's low bits, as unpredictable as its
- * generation [R-127]. A slot where a destroyed QP lingers (SPEC 11.4) is taken only when no
- * other is free, and that ends its lingering.
+ * The shard a new QP runs on, for its life. A UD QP's is the control thread's (its datagrams
+ * use the peer table); QPs of one SRQ share a shard, so its ring has one consumer; any other
+ * goes where the fewest QPs run now.
  */
-static struct mrcd_qp *qp_slot_free(struct mrcd_core *c, unsigned *slot_out)
+static unsigned qp_place(const struct mrcd_core *c, uint8_t type, const struct mrcd_srq *srq)
 {
-	unsigned start = (unsigned)mrc_prf_next(&c->t.rng) % MRCD_MAX_QPS;
+	unsigned best = MRCD_CONTROL_SHARD;
+
+	if (type == MRC_CTL_QPT_UD)
+		return MRCD_CONTROL_SHARD;
+	if (srq && srq->n_users)
+		return srq->shard;
+	for (unsigned i = 1; i < c->n_shards; i++)
+		if (c->shard[i].n_qps < c->shard[best].n_qps)
+			best = i;
+	return best;
+}
+
+/*
+ * A free QP slot of the shard, the first from a random one: the QPN's low bits, as
+ * unpredictable as its generation [R-127]. A slot where a destroyed QP lingers (SPEC 11.4) is
+ * taken only when no other is free, and that ends its lingering.
+ */
+static struct mrcd_qp *qp_slot_free(struct mrcd_core *c, unsigned shard, unsigned *slot_out)
+{
+	const unsigned per_shard = MRCD_MAX_QPS / c->n_shards;
+	unsigned start = (unsigned)mrc_prf_next(&c->t.rng) % per_shard;
+	struct mrcd_shard *sh = &c->shard[shard];
 	int fallback = -1;
 
-	for (unsigned k = 0; k < MRCD_MAX_QPS; k++) {
-		unsigned slot = (start + k) % MRCD_MAX_QPS;
+	/* the shard's slots are those of its residue: mrcd_shard_of_qpn */
+	for (unsigned k = 0; k < per_shard; k++) {
+		unsigned slot = ((start + k) % per_shard) * c->n_shards + shard;
 
 		if (c->t.qps[slot].owner >= 0)
 			continue;
-		if (c->t.lingering.by_slot[slot].conn) {
+		if (sh->lingering.by_slot[slot].conn) {
 			if (fallback < 0)
 				fallback = (int)slot;
 			continue;
@@ -132,7 +156,7 @@ int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 	struct mrcd_cq *scq, *rcq;
 	struct mrcd_srq *srq = NULL;
 	struct mrcd_qp *qp = NULL;
-	unsigned slot;
+	unsigned slot, shard;
 	int err;
 
 	if (len != sizeof(r))
@@ -152,11 +176,13 @@ int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 	err = core_user_allows(c, c->t.client[owner].uid, MRC_CTL_USER_QPS, 1);
 	if (err)
 		return err;
-	qp = qp_slot_free(c, &slot);
+	shard = qp_place(c, (uint8_t)r.type, srq);
+	qp = qp_slot_free(c, shard, &slot);
 	if (!qp)
 		return -ENOSPC;
 	memset(qp, 0, sizeof(*qp));
 	qp->qpn = qp_new_number(c, slot);
+	qp->shard = shard;
 	qp->core = c;
 	qp->owner = -1;
 	/* the two rings' memory goes with the reply: the send queue's first */
@@ -185,8 +211,10 @@ int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 	qp->type = (uint8_t)r.type;
 	qp->pd = r.pd;
 	qp->srq = srq ? (int)(srq - c->t.srqs) : -1;
-	if (srq)
+	if (srq) {
+		srq->shard = shard;
 		srq->n_users++;
+	}
 	qp->send_cq = (int)(scq - c->t.cqs);
 	qp->recv_cq = (int)(rcq - c->t.cqs);
 	qp->sq_sig_all = r.sq_sig_all;
@@ -194,6 +222,7 @@ int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 	qp->active_at = c->t.n_qps;
 	c->t.active[c->t.n_qps++] = (uint16_t)slot;
 	c->t.client[owner].n_qps++;
+	c->shard[shard].n_qps++;
 	scq->n_users++;
 	rcq->n_users++;
 	out->qp_num = qp->qpn;
@@ -338,7 +367,7 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 
 		if (!(send_planes >> p & 1))
 			continue;
-		got = c->ops->sports(c->io, (uint8_t)p, ports, per_plane);
+		got = c->ops->sports(c->io, qp->shard, (uint8_t)p, ports, per_plane);
 		for (unsigned k = 0; k < got; k++)
 			cc.paths[cc.n_paths++] = (struct mrc_path_config){ (uint8_t)p, ports[k] };
 	}
@@ -385,8 +414,8 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 	cc.qp_access = engine_access(qp->req.access);
 	cc.sq_sig_all = qp->sq_sig_all;
 	cc.rnr_retry_after = rnr_wait_units(qp->req.min_rnr_timer);
-	cc.rate_domain = &c->t.rate;
-	cc.drop_counts = c->t.qp_rx_drops;
+	cc.rate_domain = &core_shard_of(c, qp)->rate;
+	cc.drop_counts = core_shard_of(c, qp)->qp_rx_drops;
 	cc.seed = mrc_prf_next(&c->t.rng);
 	qp->conn = mrc_conn_new(&cc, &cb, qp, now);
 	if (!qp->conn) {

@@ -26,16 +26,35 @@ static void fill_plane(struct mrc_ctl_plane *out, uint8_t index, uint8_t family,
 		snprintf(out->ifname, sizeof(out->ifname), "%s", ifname);
 }
 
+void mrcd_core_stats(const struct mrcd_core *c, struct mrcd_stats *total)
+{
+	_Static_assert(sizeof(struct mrcd_stats) % sizeof(uint64_t) == 0, "counters only");
+	enum { N = sizeof(struct mrcd_stats) / sizeof(uint64_t) };
+	uint64_t sum[N];
+
+	memcpy(sum, &c->stats, sizeof(sum));
+	for (unsigned s = 0; s < c->n_shards; s++) {
+		uint64_t part[N];
+
+		memcpy(part, &c->shard[s].stats, sizeof(part));
+		for (unsigned i = 0; i < N; i++)
+			sum[i] += part[i];
+	}
+	memcpy(total, sum, sizeof(sum));
+}
+
 void mrcd_core_status(const struct mrcd_core *c, struct mrc_ctl_status *s)
 {
+	struct mrcd_stats st;
 	unsigned clients = 0;
 
+	mrcd_core_stats(c, &st);
 	s->node_id = c->peers.local.node_id;
 	/* since the last stat reset */
-	s->rx_datagrams = c->stats.rx_datagrams - c->stats_base.rx_datagrams;
-	s->rx_malformed = c->stats.rx_malformed - c->stats_base.rx_malformed;
-	s->rx_no_qp = c->stats.rx_no_qp - c->stats_base.rx_no_qp;
-	s->tx_datagrams = c->stats.tx_datagrams - c->stats_base.tx_datagrams;
+	s->rx_datagrams = st.rx_datagrams - c->stats_base.rx_datagrams;
+	s->rx_malformed = st.rx_malformed - c->stats_base.rx_malformed;
+	s->rx_no_qp = st.rx_no_qp - c->stats_base.rx_no_qp;
+	s->tx_datagrams = st.tx_datagrams - c->stats_base.tx_datagrams;
 	s->n_peers = c->peers.n_peers;
 	s->port = c->port;
 	s->n_planes = c->cfg->n_planes;
@@ -171,7 +190,7 @@ size_t mrcd_core_paths_reply(const struct mrcd_core *c, const uint32_t *viewer,
 
 void mrcd_core_stat_reset(struct mrcd_core *c)
 {
-	c->stats_base = c->stats;
+	mrcd_core_stats(c, &c->stats_base);
 	for (unsigned j = 0; j < c->t.n_qps; j++) {
 		struct mrcd_qp *qp = &c->t.qps[c->t.active[j]];
 		struct mrcd_qp_base *b = &qp->base;
@@ -342,9 +361,17 @@ size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 	const struct mrcd_config *cfg = c->cfg;
 	struct plane_sums p[MRC_MAX_PLANES];
 	struct out o = { buf, cap, 0 };
-	unsigned clients = 0, qp_state[5] = { 0 };
+	unsigned clients = 0, qp_state[5] = { 0 }, lingering = 0;
 	uint64_t completions = t->retired.completions, errors = t->retired.error_completions;
+	uint64_t qp_rx_drops[MRC_DROP_REASON_MAX + 1] = { 0 };
+	struct mrcd_stats st;
 
+	mrcd_core_stats(c, &st);
+	for (unsigned s = 0; s < c->n_shards; s++) {
+		lingering += c->shard[s].lingering.n;
+		for (unsigned r = 0; r <= MRC_DROP_REASON_MAX; r++)
+			qp_rx_drops[r] += c->shard[s].qp_rx_drops[r];
+	}
 	memset(p, 0, sizeof(p));
 	/* the counts of QPs that are gone: the totals never fall */
 	for (unsigned i = 0; i < MRC_MAX_PLANES; i++) {
@@ -382,7 +409,7 @@ size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 		put(&o, "metaroce_qps{state=\"%s\"} %u\n", qp_states[i], qp_state[i]);
 	family(&o, "metaroce_qps_lingering", "gauge",
 	       "Destroyed queue pairs still answering their peers' resends.");
-	put(&o, "metaroce_qps_lingering %u\n", t->lingering.n);
+	put(&o, "metaroce_qps_lingering %u\n", lingering);
 	family(&o, "metaroce_memory_regions", "gauge", "Memory regions registered.");
 	put(&o, "metaroce_memory_regions %u\n", t->n_mrs);
 	family(&o, "metaroce_memory_windows", "gauge", "Memory windows allocated, bound or not.");
@@ -404,13 +431,13 @@ size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 		    discovery_drops[i].name,
 		    (unsigned long long)c->peers.refused[discovery_drops[i].reason]);
 	family(&o, "metaroce_rx_datagrams_total", "counter", "Datagrams received.");
-	put(&o, "metaroce_rx_datagrams_total %llu\n", (unsigned long long)c->stats.rx_datagrams);
+	put(&o, "metaroce_rx_datagrams_total %llu\n", (unsigned long long)st.rx_datagrams);
 	family(&o, "metaroce_rx_malformed_total", "counter",
 	       "Datagrams the decoder refused (never answered).");
-	put(&o, "metaroce_rx_malformed_total %llu\n", (unsigned long long)c->stats.rx_malformed);
+	put(&o, "metaroce_rx_malformed_total %llu\n", (unsigned long long)st.rx_malformed);
 	family(&o, "metaroce_rx_no_qp_total", "counter",
 	       "Datagrams for a QP this daemon does not have, or from an address not its peer's.");
-	put(&o, "metaroce_rx_no_qp_total %llu\n", (unsigned long long)c->stats.rx_no_qp);
+	put(&o, "metaroce_rx_no_qp_total %llu\n", (unsigned long long)st.rx_no_qp);
 	family(&o, "metaroce_qp_rx_dropped_total", "counter",
 	       "Well-formed packets a connected QP refused, by reason (SPEC R-121): guessed keys "
 	       "show as remote_access, forged ACKs, NAKs and CLOSEs as bad_ack (R-334), any "
@@ -418,36 +445,36 @@ size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 	for (unsigned r = 0; r <= MRC_DROP_REASON_MAX; r++)
 		if (qp_drop_names[r])
 			put(&o, "metaroce_qp_rx_dropped_total{reason=\"%s\"} %llu\n", qp_drop_names[r],
-			    (unsigned long long)t->qp_rx_drops[r]);
+			    (unsigned long long)qp_rx_drops[r]);
 	family(&o, "metaroce_user_refusals_total", "counter",
 	       "Requests and connections refused because their user holds a user_max_* limit.");
-	put(&o, "metaroce_user_refusals_total %llu\n", (unsigned long long)c->stats.user_refusals);
+	put(&o, "metaroce_user_refusals_total %llu\n", (unsigned long long)st.user_refusals);
 	family(&o, "metaroce_tx_datagrams_total", "counter", "Datagrams sent.");
-	put(&o, "metaroce_tx_datagrams_total %llu\n", (unsigned long long)c->stats.tx_datagrams);
+	put(&o, "metaroce_tx_datagrams_total %llu\n", (unsigned long long)st.tx_datagrams);
 	family(&o, "metaroce_tx_held_dropped_total", "counter",
 	       "Datagrams given up to loss recovery after the local queue took nothing for 2 ms.");
 	put(&o, "metaroce_tx_held_dropped_total %llu\n",
-	    (unsigned long long)c->stats.tx_held_dropped);
+	    (unsigned long long)st.tx_held_dropped);
 	family(&o, "metaroce_ud_datagrams_total", "counter",
 	       "UD datagrams sent and delivered into a receive (SPEC 4.8).");
 	put(&o, "metaroce_ud_datagrams_total{direction=\"tx\"} %llu\n",
-	    (unsigned long long)c->stats.ud_tx);
+	    (unsigned long long)st.ud_tx);
 	put(&o, "metaroce_ud_datagrams_total{direction=\"rx\"} %llu\n",
-	    (unsigned long long)c->stats.ud_rx);
+	    (unsigned long long)st.ud_rx);
 	family(&o, "metaroce_ud_dropped_total", "counter",
 	       "UD datagrams dropped, by reason (SPEC R-422, R-423; qp_state: not a UD QP at "
 	       "RTR or RTS; unroutable: sent to an address this daemon may not reach).");
 	for (unsigned i = 0; i < sizeof(ud_drops) / sizeof(ud_drops[0]); i++)
 		put(&o, "metaroce_ud_dropped_total{reason=\"%s\"} %llu\n", ud_drops[i].name,
-		    (unsigned long long)c->stats.ud_dropped[ud_drops[i].reason]);
+		    (unsigned long long)st.ud_dropped[ud_drops[i].reason]);
 	put(&o, "metaroce_ud_dropped_total{reason=\"unroutable\"} %llu\n",
-	    (unsigned long long)c->stats.ud_unroutable);
+	    (unsigned long long)st.ud_unroutable);
 	family(&o, "metaroce_cq_events_total", "counter",
 	       "Completion events raised on clients' completion channels (each a wakeup).");
-	put(&o, "metaroce_cq_events_total %llu\n", (unsigned long long)c->stats.cq_events);
+	put(&o, "metaroce_cq_events_total %llu\n", (unsigned long long)st.cq_events);
 	family(&o, "metaroce_cq_events_spun_total", "counter",
 	       "Completions an armed CQ's library took itself while spinning (METAROCE_BUSY_POLL).");
-	put(&o, "metaroce_cq_events_spun_total %llu\n", (unsigned long long)c->stats.cq_events_spun);
+	put(&o, "metaroce_cq_events_spun_total %llu\n", (unsigned long long)st.cq_events_spun);
 	family(&o, "metaroce_completions_total", "counter", "Work completions delivered.");
 	put(&o, "metaroce_completions_total %llu\n", (unsigned long long)completions);
 	family(&o, "metaroce_error_completions_total", "counter",

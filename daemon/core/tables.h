@@ -128,6 +128,7 @@ struct mrcd_srq {
 	uint32_t limit;	/* IBV_EVENT_SRQ_LIMIT_REACHED below this many entries; 0: disarmed */
 	int channel;	/* the client's async event socket, as io keeps it */
 	uint32_t n_users; /* QPs attached: it cannot be destroyed before them */
+	unsigned shard;	  /* theirs: one worker takes its receives (qp.c) */
 };
 
 /*
@@ -168,6 +169,7 @@ struct mrcd_qp {
 	int srq;		/* the SRQ slot its receives come from; -1: its own RQ */
 	uint32_t n_windows;	/* type 2 windows bound through it: unbound when it goes */
 	uint32_t qpn;
+	unsigned shard;		/* the worker that runs it: its slot's (shard.h) */
 	uint8_t state;		/* enum mrc_ctl_qp_state */
 	int send_cq, recv_cq;	/* CQ slots */
 	bool sq_sig_all;
@@ -225,38 +227,12 @@ struct mrcd_tables {
 	unsigned n_mrs, n_cqs, n_qps, n_mws;
 	unsigned next_mr_slot; /* where the search for a free region slot starts */
 	uint16_t active[MRCD_MAX_QPS]; /* slots of the n_qps live QPs (reports, operators) */
-	struct mrcd_linger_table lingering; /* destroyed QPs still answering their peers */
 	struct mrcd_retired retired;	    /* what destroyed QPs had counted */
-	uint64_t qp_rx_drops[MRC_DROP_REASON_MAX + 1]; /* every QP's refusals, by reason */
-	struct mrc_rate_domain rate;   /* this host's receive capacity, shared by rate hints */
-	struct mrcd_sched sched; /* which QP slots the pump visits (sched.h) */
 	unsigned n_retired;  /* deregistered MRs still mapped */
 	uint64_t next_reap_ns;
-	/* CQs whose channel refused an event, tried again each pump */
-	uint16_t notify_list[MRCD_MAX_CQS];
-	unsigned n_notify_pending;
-	uint64_t next_notify_ns;
-	/* QPs with path state changes not yet told to monitors: told together every 100 ms,
-	 * so a path that fails and recovers within that time is not an event */
-	uint16_t path_report[MRCD_MAX_QPS];
-	unsigned n_path_report;
-	uint64_t next_path_report_ns;
 	uint64_t mapped_bytes;
-	/* rdma_cm connections whose QP its transport failed, for the manager's next turn */
-	uint32_t cm_failed[MRCD_MAX_QPS];
-	unsigned n_cm_failed;
 	struct mrc_prf rng;  /* QPNs, keys' random bits, connections' seeds */
 	uint16_t qpn_generation[MRCD_MAX_QPS]; /* of each slot's latest QPN: never its next */
-	uint8_t *tx_buf;     /* MRCD_TX_BATCH packets of mtu bytes */
-	/* Datagrams the engine produced and the wire has not taken yet: a plane's local queue
-	 * refused them (ENOBUFS, EAGAIN) and they wait, so back-pressure never turns into
-	 * self-inflicted loss (pump.c). Their bytes are in the first tx_queued slots of tx_buf. */
-	struct mrcd_dgram *tx_dgrams;
-	unsigned tx_queued;
-	uint64_t tx_retry_ns; /* when to try a refused datagram again */
-	uint64_t tx_held_since_ns[MRC_MAX_PLANES]; /* the plane's queue took nothing since */
-	uint32_t tx_refusals[MRC_MAX_PLANES];	    /* ... and refused this many tries since */
-	uint64_t tx_held_logged_ns;
 };
 
 #endif /* METAROCE_DAEMON_CORE_TABLES_H */

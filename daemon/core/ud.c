@@ -196,7 +196,8 @@ void core_ud_emit(struct mrcd_core *c, const struct mrcd_ud_route *rt,
 	uint8_t plane = 0;
 
 	mrc_ud_path(flow, rt->planes, MRCD_SPORTS_PER_PLANE, &plane, &sport_index); /* */
-	n_sports = c->ops->sports(c->io, plane, sports, MRCD_SPORTS_PER_PLANE);
+	n_sports = c->ops->sports(c->io, MRCD_CONTROL_SHARD, plane, sports,
+				   MRCD_SPORTS_PER_PLANE);
 	d->auth = c->auth != NULL;
 	d->seal = c->auth && c->auth->mode == MRC_AUTH_FULL;
 	mrc_ud_encode(d, buf, cap, &hdr);

@@ -30,7 +30,7 @@ static struct mrcd *daemon_of(void *io)
  * each path's datagrams in their order: the engine sprays consecutive packets over its paths,
  * and sent as they come every datagram would be a system call of its own.
  */
-static unsigned tx(void *io, const struct mrcd_dgram *g, unsigned n, bool *sent)
+static unsigned tx(void *io, unsigned shard, const struct mrcd_dgram *g, unsigned n, bool *sent)
 {
 	struct mrcd *d = daemon_of(io);
 	struct mrcd_dgram run[MRCD_TX_BATCH];
@@ -38,6 +38,7 @@ static unsigned tx(void *io, const struct mrcd_dgram *g, unsigned n, bool *sent)
 	bool grouped[MRCD_TX_BATCH] = { false };
 	unsigned total = 0;
 
+	(void)shard; /* one worker: its backend is the daemon's */
 	for (unsigned i = 0; i < n; i++)
 		sent[i] = false;
 	for (unsigned i = 0; i < n && i < MRCD_TX_BATCH; i++) {
@@ -60,8 +61,9 @@ static unsigned tx(void *io, const struct mrcd_dgram *g, unsigned n, bool *sent)
 	return total;
 }
 
-static unsigned sports(void *io, uint8_t plane, uint16_t *ports, unsigned max)
+static unsigned sports(void *io, unsigned shard, uint8_t plane, uint16_t *ports, unsigned max)
 {
+	(void)shard;
 	return mrcd_backend_sports(&daemon_of(io)->backend, plane, ports, max);
 }
 
@@ -108,7 +110,7 @@ static bool is_unix_datagram(int fd)
 static void doorbell_rang(struct mrcd *d, struct mrcd_watch *w, uint32_t events)
 {
 	(void)events;
-	mrcd_core_doorbell(&d->core, w->slot, mrcd_now_ns());
+	mrcd_core_doorbell(&d->core, 0, w->slot, mrcd_now_ns());
 }
 
 /*

@@ -251,7 +251,7 @@ static unsigned receive(struct mrcd *d, uint64_t now, bool *more)
 		}
 		n = d->backend.ops->rx_batch(&d->backend, g, RX_BATCH);
 		for (int i = 0; i < n; i++)
-			mrcd_core_rx(&d->core, &g[i], now);
+			mrcd_core_rx(&d->core, 0, &g[i], now);
 		got += n > 0 ? (unsigned)n : 0;
 	} while (n > 0 && ++batches < RX_TURN_BATCHES);
 	*more = n > 0;
@@ -271,13 +271,16 @@ int mrcd_run(struct mrcd *d)
 		bool tx_pending, rx_pending, sleep, worked;
 		int n;
 
-		worked = mrcd_core_pump(&d->core, now);
+		worked = mrcd_core_control_pump(&d->core, now);
+		worked |= mrcd_core_pump(&d->core, 0, now);
 		mrcd_control_close_silent(d, now);
 		if (d->watchdog_usec && now >= d->next_watchdog_ns) {
 			sd_notify(0, "WATCHDOG=1");
 			d->next_watchdog_ns = now + d->watchdog_usec * 1000 / 2;
 		}
-		next = mrcd_core_next_timeout(&d->core);
+		next = mrcd_core_next_timeout(&d->core, 0);
+		if (mrcd_core_control_timeout(&d->core) < next)
+			next = mrcd_core_control_timeout(&d->core);
 		if (d->watchdog_usec && d->next_watchdog_ns < next)
 			next = d->next_watchdog_ns;
 		http_due = mrcd_metrics_next_timeout(d, now);
@@ -293,7 +296,8 @@ int mrcd_run(struct mrcd *d)
 		/* nothing due: spin a while (busy_poll), reading the work queues each turn
 		 * without doorbells, or go to sleep: the queues want their doorbells again,
 		 * unless one filled meanwhile */
-		sleep = next > now && !mrc_spin_idle(&d->spin, now) && mrcd_core_idle(&d->core) &&
+		sleep = next > now && !mrc_spin_idle(&d->spin, now) &&
+			mrcd_core_idle(&d->core, 0) &&
 			(!d->backend.ops->arm || d->backend.ops->arm(&d->backend, true));
 		/* the engine's timers are microseconds apart: wait to the nanosecond, not the
 		 * millisecond epoll_wait would round up to */
@@ -334,11 +338,16 @@ int mrcd_run(struct mrcd *d)
 	/* clients see their outstanding work flushed with an error status, not a hang, and
 	 * the peers' QPs hear CLOSE [R-75] instead of waiting out their retry budget */
 	mrcd_core_flush_all(&d->core, mrcd_now_ns());
-	mrcd_core_pump(&d->core, mrcd_now_ns());
-	mrcd_log(LOG_INFO, "stopped: %llu datagrams in (%llu malformed, %llu for no QP), %llu out",
-		 (unsigned long long)d->core.stats.rx_datagrams,
-		 (unsigned long long)d->core.stats.rx_malformed,
-		 (unsigned long long)d->core.stats.rx_no_qp,
-		 (unsigned long long)d->core.stats.tx_datagrams);
+	mrcd_core_control_pump(&d->core, mrcd_now_ns());
+	mrcd_core_pump(&d->core, 0, mrcd_now_ns());
+	{
+		struct mrcd_stats st;
+
+		mrcd_core_stats(&d->core, &st);
+		mrcd_log(LOG_INFO, "stopped: %llu datagrams in (%llu malformed, %llu for no QP), "
+			 "%llu out", (unsigned long long)st.rx_datagrams,
+			 (unsigned long long)st.rx_malformed, (unsigned long long)st.rx_no_qp,
+			 (unsigned long long)st.tx_datagrams);
+	}
 	return 0;
 }

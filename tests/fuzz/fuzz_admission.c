@@ -72,7 +72,9 @@ static void inject(struct world *w, uint8_t how, const uint8_t *bytes, size_t le
 			       : (struct mrcd_addr){ .family = MRC_AF_INET,
 						     .addr = { [10] = 0xff, [11] = 0xff, 198,
 							       (uint8_t)(18 + plane), 0, 9 } };
-	mrcd_core_rx(&h->core, &g, w->now);
+	/* whichever worker's queue it reaches, the one it is for takes it */
+	if (!mrcd_core_rx(&h->core, h->core.n_shards - 1, &g, w->now))
+		mrcd_core_rx(&h->core, mrcd_core_shard_of(&h->core, &g), &g, w->now);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -82,7 +84,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	world_init_auth(&w, 1 + data[0] % 4, data[0] & 4 ? MRC_AUTH_FULL : MRC_AUTH_HEADER);
+	/* one worker or two (workers = 2): the same admission, whichever runs the QP */
+	world_init_shards(&w, 1 + data[0] % 4, data[0] & 4 ? MRC_AUTH_FULL : MRC_AUTH_HEADER,
+			  1 + (data[0] >> 3 & 1));
 	w.expect_success = true;
 	world_post_everything(&w);
 	while (at + 3 <= size) {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "conn_xfer.h" /* fill_pattern */
+#include "core/shard.h"
 #include "suites.h"
 
 uint64_t world_rnd(struct world *w)
@@ -129,13 +130,21 @@ static bool refused(struct world *w, const struct mrcd_dgram *d, uint32_t *paths
 	return true;
 }
 
-static unsigned op_tx(void *io, const struct mrcd_dgram *d, unsigned n, bool *sent)
+/* Each shard's queues have ports of their own, as each worker's sockets do. */
+static uint16_t shard_sport(unsigned shard, unsigned plane, unsigned i)
+{
+	return (uint16_t)(49152 + ((shard * MRC_MAX_PLANES + plane) * MRCD_SPORTS_PER_PLANE + i));
+}
+
+static unsigned op_tx(void *io, unsigned shard, const struct mrcd_dgram *d, unsigned n,
+		      bool *sent)
 {
 	struct host *h = io;
 	struct world *w = h->w;
 	uint32_t paths_refused = 0;
 	unsigned went = 0;
 
+	ck_assert_uint_lt(shard, h->core.n_shards);
 	for (unsigned i = 0; i < n; i++) {
 		sent[i] = !refused(w, &d[i], &paths_refused);
 		if (!sent[i] || !h->up)
@@ -152,13 +161,14 @@ static unsigned op_tx(void *io, const struct mrcd_dgram *d, unsigned n, bool *se
 	return went;
 }
 
-static unsigned op_sports(void *io, uint8_t plane, uint16_t *ports, unsigned max)
+static unsigned op_sports(void *io, unsigned shard, uint8_t plane, uint16_t *ports,
+			  unsigned max)
 {
 	unsigned n = max < MRCD_SPORTS_PER_PLANE ? max : MRCD_SPORTS_PER_PLANE;
 
 	(void)io;
 	for (unsigned i = 0; i < n; i++)
-		ports[i] = (uint16_t)(49152 + plane * MRCD_SPORTS_PER_PLANE + i);
+		ports[i] = shard_sport(shard, plane, i);
 	return n;
 }
 
@@ -299,7 +309,8 @@ void world_host_start(struct world *w, unsigned k)
 	struct host *h = &w->h[k];
 	struct mrcd_core_params p = { .cfg = &h->cfg, .ops = &ops, .io = h, .port = 4791,
 				      .page_size = 4096, .now = w->now,
-				      .registered_auto = 1ull << 40, .operator_uid = 4242 };
+				      .registered_auto = 1ull << 40, .operator_uid = 4242,
+				      .n_shards = w->shards };
 
 	p.node_id = h->node_id = world_rnd(w) | 1;
 	p.seed[0] = world_rnd(w);
@@ -481,7 +492,8 @@ void world_ring(struct host *h, struct client_qp *x, struct mrc_ring *r)
 	h->w->doorbells[h->index][r == &x->rq]++;
 	__atomic_fetch_or(&h->cl.doorbells->rung[x->bit / 64], 1ull << (x->bit % 64),
 			  __ATOMIC_RELEASE);
-	mrcd_core_doorbell(&h->core, (unsigned)h->cl.slot, h->w->now);
+	for (unsigned s = 0; s < h->core.n_shards; s++) /* each worker watches the eventfd */
+		mrcd_core_doorbell(&h->core, s, (unsigned)h->cl.slot, h->w->now);
 }
 
 bool world_uses_rq(uint8_t opcode)
@@ -582,8 +594,14 @@ void world_pump_host(struct host *h)
 	/* as the loop does: pump, and before sleeping let the core turn doorbells back on;
 	 * work that arrived meanwhile means another pump */
 	for (unsigned turns = 0; turns < 1000; turns++) {
-		mrcd_core_pump(&h->core, h->w->now);
-		if (mrcd_core_idle(&h->core))
+		bool idle = true;
+
+		mrcd_core_control_pump(&h->core, h->w->now);
+		for (unsigned s = 0; s < h->core.n_shards; s++)
+			mrcd_core_pump(&h->core, s, h->w->now);
+		for (unsigned s = 0; s < h->core.n_shards; s++)
+			idle &= mrcd_core_idle(&h->core, s);
+		if (idle)
 			return;
 	}
 	ck_abort_msg("host %u: the core never became idle", h->index);
@@ -602,7 +620,7 @@ static bool nothing_left(struct world *w)
 	for (unsigned k = 0; k < 2; k++) {
 		const struct mrcd_tables *t = &w->h[k].core.t;
 
-		if (w->h[k].up && (t->lingering.n || t->n_qps || t->n_retired))
+		if (w->h[k].up && (world_lingering(&w->h[k]) || t->n_qps || t->n_retired))
 			return false;
 	}
 	return true;
@@ -627,7 +645,11 @@ void world_run(struct world *w, uint64_t limit, bool (*done)(struct world *), ui
 			struct packet *p = heap_pop(w);
 
 			if (w->h[p->to].up) {
-				mrcd_core_rx(&w->h[p->to].core, &p->g, w->now);
+				struct mrcd_core *c = &w->h[p->to].core;
+
+				/* as io's socket selector does, or hands it over */
+				ck_assert(mrcd_core_rx(c, mrcd_core_shard_of(c, &p->g), &p->g,
+						       w->now));
 				w->delivered++;
 			}
 			free(p);
@@ -641,9 +663,14 @@ void world_run(struct world *w, uint64_t limit, bool (*done)(struct world *), ui
 			break;
 		for (unsigned k = 0; k < 2; k++)
 			if (w->h[k].up) {
-				uint64_t t = mrcd_core_next_timeout(&w->h[k].core);
+				struct mrcd_core *c = &w->h[k].core;
+				uint64_t t = mrcd_core_control_timeout(c);
 
 				next = t < next ? t : next;
+				for (unsigned s = 0; s < c->n_shards; s++) {
+					t = mrcd_core_next_timeout(c, s);
+					next = t < next ? t : next;
+				}
 			}
 		if (w->n_heap && w->heap[0]->at < next)
 			next = w->heap[0]->at;
@@ -659,13 +686,28 @@ void world_init(struct world *w, uint64_t seed)
 	world_init_auth(w, seed, MRC_AUTH_OFF);
 }
 
+unsigned world_lingering(const struct host *h)
+{
+	unsigned n = 0;
+
+	for (unsigned s = 0; s < h->core.n_shards; s++)
+		n += h->core.shard[s].lingering.n;
+	return n;
+}
+
 void world_init_auth(struct world *w, uint64_t seed, enum mrc_auth_mode auth)
+{
+	world_init_shards(w, seed, auth, 1);
+}
+
+void world_init_shards(struct world *w, uint64_t seed, enum mrc_auth_mode auth, unsigned shards)
 {
 	static const uint8_t opcodes[] = { MRC_SQ_WRITE, MRC_SQ_WRITE_IMM, MRC_SQ_SEND,
 					   MRC_SQ_SEND_IMM, MRC_SQ_READ };
 
 	memset(w, 0, sizeof(*w));
 	w->auth = auth;
+	w->shards = shards;
 	w->rng = seed | 1;
 	w->now = SEC;
 	for (unsigned q = 0; q < QPS; q++)
@@ -742,9 +784,12 @@ void world_check_reclaimed(struct world *w)
 		ck_assert_uint_eq(t->n_cqs, 0);
 		ck_assert_uint_eq(t->n_mrs, 0);
 		ck_assert_uint_eq(t->n_mws, 0);
-		ck_assert_uint_eq(t->lingering.n, 0);
-		ck_assert_uint_eq(mrcd_sched_n_ready(&t->sched), 0);
-		ck_assert_uint_eq(mrcd_sched_next_deadline(&t->sched), UINT64_MAX);
+		ck_assert_uint_eq(world_lingering(h), 0);
+		for (unsigned s = 0; s < h->core.n_shards; s++) {
+			ck_assert_uint_eq(mrcd_sched_n_ready(&h->core.shard[s].sched), 0);
+			ck_assert_uint_eq(mrcd_sched_next_deadline(&h->core.shard[s].sched),
+					  UINT64_MAX);
+		}
 		ck_assert_uint_eq(h->n_shm, 0); /* rings and doorbell pages all unmapped */
 		ck_assert_uint_eq(h->regions_unmapped, h->regions_mapped);
 		ck_assert_uint_eq(t->mapped_bytes, 0);

@@ -100,6 +100,7 @@ struct packet {
 struct world {
 	uint64_t now, rng, seq;
 	enum mrc_auth_mode auth; /* the cores authenticate (SPEC 14.6) under one cluster key */
+	unsigned shards;	 /* each core's (workers = N), all pumped in turn; 0: 1 */
 	struct host h[2];
 	struct wr_plan plan[QPS][WRS];
 	/* the network: a min-heap of packets by (at, seq) */
@@ -122,6 +123,10 @@ struct world {
 void world_init(struct world *w, uint64_t seed);
 /* ... whose cores authenticate their peers and packets (and seal them), or not */
 void world_init_auth(struct world *w, uint64_t seed, enum mrc_auth_mode auth);
+/* ... whose cores run their QPs in `shards` shards, as `workers = shards` would */
+void world_init_shards(struct world *w, uint64_t seed, enum mrc_auth_mode auth, unsigned shards);
+/* What a host's core still has going, over its shards: lingering QPs, ready slots, timers. */
+unsigned world_lingering(const struct host *h);
 void world_free(struct world *w);
 uint64_t world_rnd(struct world *w);
 

@@ -9,17 +9,18 @@
  */
 #include <string.h>
 
+#include "core/shard.h"
 #include "core_world.h"
 #include "suites.h"
 
 /* --- the properties ------------------------------------------------------------------- */
 
-static void transfer(uint64_t seed, double loss, double duplicate, uint64_t jitter_ns,
-		     double refuse, enum mrc_auth_mode auth)
+static void transfer_on(unsigned shards, uint64_t seed, double loss, double duplicate,
+			uint64_t jitter_ns, double refuse, enum mrc_auth_mode auth)
 {
 	static struct world w;
 
-	world_init_auth(&w, seed, auth);
+	world_init_shards(&w, seed, auth, shards);
 	w.refuse = refuse;
 	w.loss = loss;
 	w.duplicate = duplicate;
@@ -44,9 +45,23 @@ static void transfer(uint64_t seed, double loss, double duplicate, uint64_t jitt
 	}
 	if (refuse > 0)
 		ck_assert_uint_gt(w.refusals, 0);
+	/* the QPs spread over every worker, each of which carried their packets itself */
+	for (unsigned k = 0; k < 2; k++)
+		for (unsigned s = 0; s < w.h[k].core.n_shards; s++) {
+			ck_assert_uint_ge(w.h[k].core.shard[s].n_qps, QPS / shards);
+			ck_assert_uint_gt(w.h[k].core.shard[s].stats.tx_datagrams, 0);
+			ck_assert_uint_gt(w.h[k].core.shard[s].stats.rx_datagrams, 0);
+			ck_assert_uint_eq(w.h[k].core.shard[s].stats.rx_elsewhere, 0);
+		}
 	world_check_bytes(&w);
 	world_check_reclaimed(&w);
 	world_free(&w);
+}
+
+static void transfer(uint64_t seed, double loss, double duplicate, uint64_t jitter_ns,
+		     double refuse, enum mrc_auth_mode auth)
+{
+	transfer_on(1, seed, loss, duplicate, jitter_ns, refuse, auth);
 }
 
 /*
@@ -124,7 +139,7 @@ START_TEST(core_pair__silent_connections_are_closed)
 	s3 = mrcd_core_client_open(c, 3, 0, t0 + 20);
 	ck_assert(s1 >= 0 && s2 >= 0 && s3 >= 0);
 	mrcd_core_client_heard(c, (unsigned)s2);
-	ck_assert_uint_le(mrcd_core_next_timeout(c), t0 + MRCD_FIRST_REQUEST_NS);
+	ck_assert_uint_le(mrcd_core_control_timeout(c), t0 + MRCD_FIRST_REQUEST_NS);
 	ck_assert_int_eq(mrcd_core_silent_client(c, t0 + MRCD_FIRST_REQUEST_NS - 1), -1);
 	ck_assert_int_eq(mrcd_core_silent_client(c, t0 + MRCD_FIRST_REQUEST_NS + 20), s1);
 	ck_assert_int_eq(mrcd_core_silent_client(c, t0 + MRCD_FIRST_REQUEST_NS + 20), s3);
@@ -201,6 +216,20 @@ START_TEST(core_pair__local_queue_refuses)
 {
 	for (uint64_t seed = 1; seed <= 4; seed++)
 		transfer(seed * 6007, 0.01, 0, 50 * US, 0.05, MRC_AUTH_OFF);
+}
+END_TEST
+
+/*
+ * workers = 2 and 3: each shard runs the QPs of its slots, with its own queues, schedule and
+ * timers, the control thread's (shard 0) discovery for all; the same bytes arrive, under
+ * loss, duplication, reordering and authentication.
+ */
+START_TEST(core_pair__sharded_over_workers)
+{
+	transfer_on(2, 23, 0, 0, 0, 0, MRC_AUTH_OFF);
+	transfer_on(2, 29 * 7919, 0.02, 0.02, 200 * US, 0.02, MRC_AUTH_OFF);
+	transfer_on(3, 31 * 7919, 0.02, 0.02, 200 * US, 0, MRC_AUTH_FULL);
+	transfer_on(4, 37, 0.01, 0, 50 * US, 0, MRC_AUTH_HEADER);
 }
 END_TEST
 
@@ -361,6 +390,7 @@ Suite *core_pair_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, core_pair__users_see_only_their_own);
 	tcase_add_test(tc, core_pair__clean_network);
+	tcase_add_test(tc, core_pair__sharded_over_workers);
 	tcase_add_test(tc, core_pair__authenticated);
 	tcase_add_test(tc, core_pair__through_a_memory_window);
 	tcase_add_test(tc, core_pair__silent_connections_are_closed);
