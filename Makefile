@@ -92,8 +92,10 @@ METAROCE_CTL := $(BUILD)/bin/metaroce-ctl
 METAROCE_PERF := $(BUILD)/bin/metaroce-perf
 # BPF programs loaded into the kernel, and their BPF_PROG_TEST_RUN fixture tests
 BPF_OBJS := $(BUILD)/bpf/impair.bpf.o $(BUILD)/bpf/metaroce_xdp.bpf.o \
+	    $(BUILD)/bpf/metaroce_workers.bpf.o \
 	    $(BUILD)/tests/bpf/xdp_neighbour.bpf.o
-BPF_TESTS := $(BUILD)/tests/bpf/test_impair $(BUILD)/tests/bpf/test_xdp
+BPF_TESTS := $(BUILD)/tests/bpf/test_impair $(BUILD)/tests/bpf/test_xdp \
+	     $(BUILD)/tests/bpf/test_workers
 XDP_COST := $(BUILD)/bench/xdp-cost
 # One rank of a Gloo collective job (bench/collectives): the benchmark and test_collectives
 GLOO_BENCH := $(BUILD)/bench/gloo-bench
@@ -232,6 +234,8 @@ bpf-test: $(BPF_OBJS) $(BPF_TESTS)
 	$(Q)out=$$($(BUILD)/tests/bpf/test_xdp $(BUILD)/bpf/metaroce_xdp.bpf.o); rc=$$?; \
 		[ $$rc -eq 0 ] || [ $$rc -eq 77 ] || { echo "$$out"; exit 1; }; \
 		echo "$$out" | tail -n 1 | sed 's/^/           /'
+	$(Q)out=$$($(BUILD)/tests/bpf/test_workers $(BUILD)/bpf/metaroce_workers.bpf.o) || \
+		{ echo "$$out"; exit 1; }; echo "$$out" | tail -n 1 | sed 's/^/           /'
 
 # The verbs tests and the xdp backend's again with metaroced built under ASan+UBSan: the
 # hostile client, killed clients, every opcode against the daemon's checks, the fast path's
