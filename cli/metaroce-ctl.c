@@ -283,18 +283,19 @@ static int show_qps(const char *path, bool json)
 		addr_str(family_of(q->peer), q->peer, a, sizeof(a));
 		if (json) {
 			fprintf(out, "%s{\"qpn\":%u,\"state\":\"%s\",\"pid\":%d,\"uid\":%u,"
-			       "\"peer\":\"%s\",\"dest_qpn\":%u,\"paths\":%u,\"tx_packets\":%llu,"
+			       "\"peer\":\"%s\",\"dest_qpn\":%u,\"paths\":%u,\"worker\":%u,"
+			       "\"tx_packets\":%llu,"
 			       "\"tx_retransmits\":%llu,\"rx_packets\":%llu,\"rx_bytes\":%llu,"
 			       "\"completions\":%llu,\"error_completions\":%llu}",
 			       i ? "," : "", q->qp_num, state, q->pid, q->uid, a, q->dest_qp_num,
-			       q->n_paths, (unsigned long long)q->tx_packets,
+			       q->n_paths, q->worker, (unsigned long long)q->tx_packets,
 			       (unsigned long long)q->tx_retransmits, (unsigned long long)q->rx_packets,
 			       (unsigned long long)q->rx_bytes, (unsigned long long)q->completions,
 			       (unsigned long long)q->error_completions);
 			continue;
 		}
-		fprintf(out, "qp %u  %s  pid %d  peer %s qp %u  paths %u\n", q->qp_num, state, q->pid, a,
-		       q->dest_qp_num, q->n_paths);
+		fprintf(out, "qp %u  %s  pid %d  peer %s qp %u  paths %u  worker %u\n", q->qp_num,
+			state, q->pid, a, q->dest_qp_num, q->n_paths, q->worker);
 		if (stats)
 			fprintf(out, "    tx %llu packets (%llu retransmitted)  rx %llu packets %llu bytes  "
 		       "completions %llu (%llu errors)\n",

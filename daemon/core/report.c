@@ -127,6 +127,7 @@ size_t mrcd_core_qps_reply(const struct mrcd_core *c, const uint32_t *viewer, ui
 		out.pid = t->client[qp->owner].pid;
 		out.uid = t->client[qp->owner].uid;
 		out.state = qp->state;
+		out.worker = (uint16_t)qp->shard;
 		memcpy(out.peer, qp->req.dgid, 16);
 		/* since the last stat reset */
 		out.completions = qp->completions - qp->base.completions;
@@ -354,6 +355,24 @@ static void cm_metrics(const struct mrcd_core *c, struct out *o)
 	put(o, "metaroce_cm_events_dropped_total %llu\n", (unsigned long long)st->events_dropped);
 }
 
+/* Each worker's share: the QPs it runs and how busy running them kept it. */
+static void worker_metrics(const struct mrcd_core *c, struct out *o)
+{
+	family(o, "metaroce_worker_qps", "gauge", "Queue pairs each worker thread runs.");
+	for (unsigned s = 0; s < c->n_shards; s++)
+		put(o, "metaroce_worker_qps{worker=\"%u\"} %u\n", s, c->shard[s].n_qps);
+	family(o, "metaroce_worker_busy_turns_total", "counter",
+	       "Turns of each worker's loop that found queue pairs with work.");
+	for (unsigned s = 0; s < c->n_shards; s++)
+		put(o, "metaroce_worker_busy_turns_total{worker=\"%u\"} %llu\n", s,
+		    (unsigned long long)c->shard[s].pump_turns);
+	family(o, "metaroce_worker_qp_visits_total", "counter",
+	       "Queue pair visits each worker made (a visit sends, receives or times a QP).");
+	for (unsigned s = 0; s < c->n_shards; s++)
+		put(o, "metaroce_worker_qp_visits_total{worker=\"%u\"} %llu\n", s,
+		    (unsigned long long)c->shard[s].qps_visited);
+}
+
 size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 {
 	static const char *qp_states[5] = { "idle", "resolving", "rtr", "rts", "error" };
@@ -410,6 +429,7 @@ size_t mrcd_core_metrics(const struct mrcd_core *c, char *buf, size_t cap)
 	family(&o, "metaroce_qps_lingering", "gauge",
 	       "Destroyed queue pairs still answering their peers' resends.");
 	put(&o, "metaroce_qps_lingering %u\n", lingering);
+	worker_metrics(c, &o);
 	family(&o, "metaroce_memory_regions", "gauge", "Memory regions registered.");
 	put(&o, "metaroce_memory_regions %u\n", t->n_mrs);
 	family(&o, "metaroce_memory_windows", "gauge", "Memory windows allocated, bound or not.");

@@ -7,6 +7,7 @@
  * completes, and once the clients are gone every object is reclaimed: no QP, CQ, region or
  * shared page left, nothing lingering.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "core/shard.h"
@@ -45,9 +46,17 @@ static void transfer_on(unsigned shards, uint64_t seed, double loss, double dupl
 	}
 	if (refuse > 0)
 		ck_assert_uint_gt(w.refusals, 0);
-	/* the QPs spread over every worker, each of which carried their packets itself */
+	/* the QPs spread over every worker, each of which carried their packets itself, and
+	 * the metrics say so */
 	for (unsigned k = 0; k < 2; k++)
 		for (unsigned s = 0; s < w.h[k].core.n_shards; s++) {
+			static char metrics[1 << 18];
+			char line[96];
+
+			mrcd_core_metrics(&w.h[k].core, metrics, sizeof(metrics));
+			snprintf(line, sizeof(line), "\nmetaroce_worker_qps{worker=\"%u\"} %u\n", s,
+				 w.h[k].core.shard[s].n_qps);
+			ck_assert_msg(strstr(metrics, line), "%s", line);
 			ck_assert_uint_ge(w.h[k].core.shard[s].n_qps, QPS / shards);
 			ck_assert_uint_gt(w.h[k].core.shard[s].stats.tx_datagrams, 0);
 			ck_assert_uint_gt(w.h[k].core.shard[s].stats.rx_datagrams, 0);

@@ -328,7 +328,7 @@ struct mrc_ctl_qp {
 	__u32 uid;
 	__u8 state;	/* enum mrc_ctl_qp_state */
 	__u8 n_paths;
-	__u16 reserved;
+	__u16 worker;	/* the daemon's worker thread that runs it (workers = N) */
 	__u8 peer[16];
 	__u64 tx_packets;
 	__u64 tx_retransmits;
