@@ -361,8 +361,9 @@ void core_cm_pump(struct mrcd_core *c, uint64_t now)
 {
 	struct mrcd_cm_id *id;
 
+	/* the workers are stopped (core.h): their lists hold still */
 	for (unsigned s = 0; s < c->n_shards; s++)
-		if (c->shard[s].n_cm_failed)
+		if (__atomic_exchange_n(&c->shard[s].control_due, false, __ATOMIC_ACQUIRE))
 			qps_failed(c, &c->shard[s], now);
 
 	while ((id = cm_timer_due(c->cm, now)))
@@ -374,8 +375,9 @@ uint64_t core_cm_next_timeout(const struct mrcd_core *c)
 {
 	uint64_t t = cm_timer_next(c->cm), f = cm_flush_next(c->cm);
 
+	/* read while the workers run: only their flags */
 	for (unsigned s = 0; s < c->n_shards; s++)
-		if (c->shard[s].n_cm_failed)
+		if (__atomic_load_n(&c->shard[s].control_due, __ATOMIC_ACQUIRE))
 			return 0;
 	return t < f ? t : f;
 }

@@ -680,6 +680,12 @@ unsigned mrcd_core_shard_of(const struct mrcd_core *c, const struct mrcd_dgram *
 				 c->n_shards);
 }
 
+bool mrcd_core_rx_stops_workers(const struct mrcd_dgram *g)
+{
+	return g->len >= sizeof(struct mrc_hdr) &&
+	       load_be32(g->data + offsetof(struct mrc_hdr, dst_qpn)) <= MRC_QPN_CM;
+}
+
 /* DISCOVER and its answers, a peer's connection manager, UD: the control thread's. */
 static void control_rx(struct mrcd_core *c, const struct mrc_packet *pkt,
 		       const struct mrcd_dgram *g, uint64_t now)
@@ -700,6 +706,7 @@ static void control_rx(struct mrcd_core *c, const struct mrc_packet *pkt,
 		if (why == MRC_DROP_UNAUTHENTICATED || why == MRC_DROP_PEER_KEY)
 			log_discovery_refused(c, pkt, g, why);
 	}
+	core_send_daemon_packets(c, now); /* the answer it owes, at once */
 }
 
 bool mrcd_core_rx(struct mrcd_core *c, unsigned shard, const struct mrcd_dgram *g,
@@ -773,6 +780,11 @@ bool mrcd_core_pump(struct mrcd_core *c, unsigned shard, uint64_t now)
 uint64_t mrcd_core_next_timeout(const struct mrcd_core *c, unsigned shard)
 {
 	return core_qps_next_timeout(c, &c->shard[shard]);
+}
+
+bool mrcd_core_shard_wants_control(const struct mrcd_core *c, unsigned shard)
+{
+	return __atomic_load_n(&c->shard[shard].control_due, __ATOMIC_ACQUIRE);
 }
 
 void mrcd_core_shard_load(const struct mrcd_core *c, unsigned shard, uint64_t *qps,

@@ -173,6 +173,7 @@ struct mrcd_core {
 	uint64_t started_ns;
 	uint64_t now;		 /* the latest time the caller gave: the peer table's callbacks */
 	uint16_t drained_planes; /* operator-drained planes (bit i = plane i) */
+	uint32_t windows_lock;	 /* memory windows, bound by send queues: core/lock.h */
 	struct mrc_peer_table peers;
 	uint64_t peers_epoch; /* grows when a peer or a drain changes: UD routes are made anew */
 	struct mrcd_tables t;	 /* clients and what they own */
@@ -223,6 +224,9 @@ int mrcd_core_request(struct mrcd_core *c, unsigned slot, const struct mrc_ctl_h
 
 /* The shard whose worker must take this datagram (a QP's, or the control thread's). */
 unsigned mrcd_core_shard_of(const struct mrcd_core *c, const struct mrcd_dgram *g);
+/* Whether taking it may change what other shards run (discovery, rdma_cm: their peers'
+ * QPs): the control thread takes it with the other workers stopped. */
+bool mrcd_core_rx_stops_workers(const struct mrcd_dgram *g);
 /* One received datagram (DISCOVER or a QP's packet) on the shard's queue. False when it is
  * another shard's (mrcd_core_shard_of): the caller hands it over, nothing was done. */
 bool mrcd_core_rx(struct mrcd_core *c, unsigned shard, const struct mrcd_dgram *g,
@@ -240,6 +244,9 @@ void mrcd_core_doorbell(struct mrcd_core *c, unsigned shard, unsigned client, ui
  * read every turn want their doorbells again. False when work arrived meanwhile: pump first.
  */
 bool mrcd_core_idle(struct mrcd_core *c, unsigned shard);
+/* The shard has work for the control thread (an rdma_cm connection whose QP failed): its
+ * worker wakes it; mrcd_core_control_timeout says 0 until the work is done. */
+bool mrcd_core_shard_wants_control(const struct mrcd_core *c, unsigned shard);
 /* What the shard has done: QPs it runs, pumps that found work, QPs visited (its load). */
 void mrcd_core_shard_load(const struct mrcd_core *c, unsigned shard, uint64_t *qps,
 			  uint64_t *busy_turns, uint64_t *visits);

@@ -4,6 +4,7 @@
 #define METAROCE_DAEMON_CORE_INTERNAL_H
 
 #include "core/core.h"
+#include "core/lock.h"
 #include "core/shard.h"
 #include <metaroce/cm.h>
 
@@ -224,8 +225,10 @@ static inline void core_qp_failed_by_transport(struct mrcd_core *c, struct mrcd_
 {
 	struct mrcd_shard *sh = core_shard_of(c, qp);
 
-	if (qp->cm_id && sh->n_cm_failed < MRCD_MAX_QPS)
+	if (qp->cm_id && sh->n_cm_failed < MRCD_MAX_QPS) {
 		sh->cm_failed[sh->n_cm_failed++] = qp->cm_id;
+		__atomic_store_n(&sh->control_due, true, __ATOMIC_RELEASE);
+	}
 	qp->cm_id = 0;
 }
 

@@ -56,7 +56,8 @@ struct mrcd_mr *core_mr_by_key(struct mrcd_tables *t, int owner, uint32_t key)
 	if (slot >= MRCD_MAX_MRS)
 		return NULL;
 	mr = &t->mrs[slot];
-	return mr->owner == owner && mr->key == key && !mr->retired && !mr->mw_type ? mr : NULL;
+	/* a window's key changes as a worker binds it: its slot is not read further */
+	return !mr->mw_type && mr->owner == owner && mr->key == key && !mr->retired ? mr : NULL;
 }
 
 /* A key as a QP may use it: a region of the QP's client and protection domain. */
@@ -446,14 +447,18 @@ static void cq_notify(struct mrcd_core *c, struct mrcd_shard *sh, struct mrcd_cq
 		return;
 	sh->stats.cq_events++;
 	__atomic_fetch_add(&cq->ring.producer->aux, 1, __ATOMIC_RELEASE);
-	if (!c->ops->notify(c->io, cq->channel) && !cq->notify_pending) {
-		/* the client is not reading its channel: the event is counted, the byte that
-		 * wakes it is sent again from the pump */
+	if (c->ops->notify(c->io, cq->channel))
+		return;
+	/* the client is not reading its channel: the event is counted, the byte that wakes it
+	 * is sent again from the pump of one worker */
+	mrcd_lock(&cq->lock, c->n_shards > 1);
+	if (!cq->notify_pending) {
 		cq->notify_pending = true;
 		if (!sh->n_notify_pending)
 			sh->next_notify_ns = sh->now + MRCD_NOTIFY_RETRY_NS;
 		sh->notify_list[sh->n_notify_pending++] = (uint16_t)(cq - c->t.cqs);
 	}
+	mrcd_unlock(&cq->lock, c->n_shards > 1);
 }
 
 void core_retry_notifications(struct mrcd_core *c, struct mrcd_shard *sh)
@@ -462,7 +467,9 @@ void core_retry_notifications(struct mrcd_core *c, struct mrcd_shard *sh)
 		struct mrcd_cq *cq = &c->t.cqs[sh->notify_list[i]];
 
 		if (c->ops->notify(c->io, cq->channel)) {
+			mrcd_lock(&cq->lock, c->n_shards > 1);
 			cq->notify_pending = false;
+			mrcd_unlock(&cq->lock, c->n_shards > 1);
 			sh->notify_list[i] = sh->notify_list[--sh->n_notify_pending];
 		} else {
 			i++;
@@ -470,16 +477,22 @@ void core_retry_notifications(struct mrcd_core *c, struct mrcd_shard *sh)
 	}
 }
 
+/* QPs of several workers may complete into one CQ: its ring has one producer at a time. */
 static void cq_push(struct mrcd_core *c, struct mrcd_qp *qp, bool recv, struct mrc_cq_entry *e)
 {
 	struct mrcd_cq *cq = &c->t.cqs[recv ? qp->recv_cq : qp->send_cq];
+	bool full;
 
 	e->qp_num = qp->qpn;
 	qp->completions++;
 	if (e->status != MRC_CQ_SUCCESS)
 		qp->error_completions++;
-	if (mrc_ring_produce(&cq->ring, e)) {
+	mrcd_lock(&cq->lock, c->n_shards > 1);
+	full = mrc_ring_produce(&cq->ring, e) != 0;
+	if (full)
 		cq->overruns++;
+	mrcd_unlock(&cq->lock, c->n_shards > 1);
+	if (full) {
 		qp->cq_overrun = true; /* the pump fails the QP, outside the engine's callback */
 		return;
 	}

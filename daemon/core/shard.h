@@ -49,6 +49,7 @@ struct mrcd_shard {
 	/* rdma_cm connections whose QP its transport failed, for the manager's next turn */
 	uint32_t cm_failed[MRCD_MAX_QPS];
 	unsigned n_cm_failed;
+	bool control_due;    /* it has work for the control thread (atomic): cm_failed */
 	uint8_t *tx_buf;     /* MRCD_TX_BATCH packets of mtu bytes */
 	/* Datagrams the engine produced and the wire has not taken yet: a plane's local queue
 	 * refused them (ENOBUFS, EAGAIN) and they wait, so back-pressure never turns into

@@ -114,6 +114,7 @@ struct mrcd_cq {
 	int channel;	   /* the client's completion channel, as io keeps it; -1: none */
 	uint64_t overruns; /* completions lost to a full CQ */
 	bool notify_pending; /* an event its full channel did not take yet (on notify_list) */
+	uint32_t lock;	   /* the producer's, when QPs of several workers complete into it */
 	uint32_t n_users;  /* QPs completing into it: it cannot be destroyed before them */
 };
 

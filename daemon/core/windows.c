@@ -118,7 +118,7 @@ int core_dealloc_mw(struct mrcd_core *c, unsigned owner, uint32_t key)
  * range; remote write or atomic access only over a region the client may write itself; a
  * type 2 window free before it is bound again; type 1 not zero-based.
  */
-int core_mw_bind(struct mrcd_core *c, struct mrcd_qp *qp, const struct mrc_sq_entry *e)
+static int bind_locked(struct mrcd_core *c, struct mrcd_qp *qp, const struct mrc_sq_entry *e)
 {
 	struct mrcd_tables *t = &c->t;
 	struct mrcd_mr *w = window_of(t, qp->owner, e->mw_rkey), *mr;
@@ -163,6 +163,17 @@ int core_mw_bind(struct mrcd_core *c, struct mrcd_qp *qp, const struct mrc_sq_en
 	return MRC_CQ_SUCCESS;
 }
 
+/* Windows change as send queues bind them: under the windows' lock, where workers run. */
+int core_mw_bind(struct mrcd_core *c, struct mrcd_qp *qp, const struct mrc_sq_entry *e)
+{
+	int status;
+
+	mrcd_lock(&c->windows_lock, c->n_shards > 1);
+	status = bind_locked(c, qp, e);
+	mrcd_unlock(&c->windows_lock, c->n_shards > 1);
+	return status;
+}
+
 /* A QP goes: the type 2 windows bound through it are invalidated with it. */
 void core_qp_windows_gone(struct mrcd_core *c, struct mrcd_qp *qp)
 {
@@ -185,12 +196,17 @@ static struct mrcd_mr *bound_type_2(struct mrcd_tables *t, int owner, uint32_t k
 /* IBV_WR_LOCAL_INV: a type 2 window of the QP's protection domain, bound under that key. */
 int core_mw_local_inv(struct mrcd_core *c, struct mrcd_qp *qp, const struct mrc_sq_entry *e)
 {
-	struct mrcd_mr *w = bound_type_2(&c->t, qp->owner, e->imm);
+	struct mrcd_mr *w;
+	int status = MRC_CQ_MW_BIND_ERR;
 
-	if (!w || w->pd != qp->pd || e->num_sge)
-		return MRC_CQ_MW_BIND_ERR;
-	unbind(&c->t, w);
-	return MRC_CQ_SUCCESS;
+	mrcd_lock(&c->windows_lock, c->n_shards > 1);
+	w = bound_type_2(&c->t, qp->owner, e->imm);
+	if (w && w->pd == qp->pd && !e->num_sge) {
+		unbind(&c->t, w);
+		status = MRC_CQ_SUCCESS;
+	}
+	mrcd_unlock(&c->windows_lock, c->n_shards > 1);
+	return status;
 }
 
 /* A window as the peer's request through qp may use it; NULL otherwise. */
@@ -210,18 +226,28 @@ int core_mr_lookup(void *user, uint32_t key, uint64_t addr, uint32_t len, unsign
 		   uint8_t **host)
 {
 	struct mrcd_qp *qp = user;
-	struct mrcd_mr *mr = core_mr_of_qp(&qp->core->t, qp, key);
+	struct mrcd_core *c = qp->core;
+	struct mrcd_mr *mr = core_mr_of_qp(&c->t, qp, key);
 	uint32_t need = (access & MRC_ACCESS_REMOTE_WRITE ? MRC_CTL_ACCESS_REMOTE_WRITE : 0) |
 			(access & MRC_ACCESS_REMOTE_READ ? MRC_CTL_ACCESS_REMOTE_READ : 0) |
 			(access & MRC_ACCESS_REMOTE_ATOMIC ? MRC_CTL_ACCESS_REMOTE_ATOMIC : 0);
+	bool window = !mr;
+	int found = -1;
 
-	if (!mr)
-		mr = window_of_qp(&qp->core->t, qp, key); /* checked alike */
-	if (!mr || (mr->access & need) != need || addr < mr->iova ||
-	    addr - mr->iova > mr->length || len > mr->length - (addr - mr->iova))
-		return -1;
-	*host = mr->base + (addr - mr->iova);
-	return 0;
+	/* a region changes only while the workers are stopped; a window as another worker's
+	 * send queue binds it, under the windows' lock */
+	if (window) {
+		mrcd_lock(&c->windows_lock, c->n_shards > 1);
+		mr = window_of_qp(&c->t, qp, key); /* checked alike */
+	}
+	if (mr && (mr->access & need) == need && addr >= mr->iova &&
+	    addr - mr->iova <= mr->length && len <= mr->length - (addr - mr->iova)) {
+		*host = mr->base + (addr - mr->iova);
+		found = 0;
+	}
+	if (window)
+		mrcd_unlock(&c->windows_lock, c->n_shards > 1);
+	return found;
 }
 
 /* What the peer may invalidate through qp: a type 2 window bound through it. */
@@ -236,15 +262,26 @@ static struct mrcd_mr *invalidatable(struct mrcd_qp *qp, uint32_t key)
  * delivery [R-521, R-522]. */
 int core_may_invalidate(void *user, uint32_t key)
 {
-	return invalidatable(user, key) ? 0 : -1;
+	struct mrcd_qp *qp = user;
+	struct mrcd_core *c = qp->core;
+	bool may;
+
+	mrcd_lock(&c->windows_lock, c->n_shards > 1);
+	may = invalidatable(qp, key) != NULL;
+	mrcd_unlock(&c->windows_lock, c->n_shards > 1);
+	return may ? 0 : -1;
 }
 
 void core_invalidate(void *user, uint32_t key)
 {
 	struct mrcd_qp *qp = user;
-	struct mrcd_mr *w = invalidatable(qp, key);
+	struct mrcd_core *c = qp->core;
+	struct mrcd_mr *w;
 
+	mrcd_lock(&c->windows_lock, c->n_shards > 1);
+	w = invalidatable(qp, key);
 	/* gone already if the application invalidated it meanwhile: the key is dead either way */
 	if (w)
-		unbind(&qp->core->t, w);
+		unbind(&c->t, w);
+	mrcd_unlock(&c->windows_lock, c->n_shards > 1);
 }

@@ -596,7 +596,9 @@ void world_pump_host(struct host *h)
 	for (unsigned turns = 0; turns < 1000; turns++) {
 		bool idle = true;
 
-		mrcd_core_control_pump(&h->core, h->w->now);
+		/* as the daemon's control thread: only when its work is due */
+		if (mrcd_core_control_timeout(&h->core) <= h->w->now)
+			mrcd_core_control_pump(&h->core, h->w->now);
 		for (unsigned s = 0; s < h->core.n_shards; s++)
 			mrcd_core_pump(&h->core, s, h->w->now);
 		for (unsigned s = 0; s < h->core.n_shards; s++)
