@@ -280,6 +280,87 @@ static int set_udp_gso(struct mrcd_config *cfg, const char *v, char *err, size_t
 	return 0;
 }
 
+static int set_workers(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	char *end;
+	unsigned long n;
+
+	if (!strcmp(v, "auto")) {
+		cfg->workers = 0;
+		return 0;
+	}
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || *end || end == v || v[0] == '-' || n < 1 || n > MRCD_MAX_WORKERS)
+		return fail(err, errlen, "workers must be auto or 1 to %u, not '%s'",
+			    MRCD_MAX_WORKERS, v);
+	cfg->workers = (uint8_t)n;
+	return 0;
+}
+
+/* A CPU number of a `cpus` list, ending at *end. */
+static bool parse_cpu(const char *s, char **end, unsigned *cpu)
+{
+	unsigned long n;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	n = strtoul(s, end, 10);
+	*cpu = (unsigned)n;
+	return !errno && n < MRCD_MAX_CPU;
+}
+
+/* "2-5,8": the CPUs in that order, each at most once. */
+static int set_cpus(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
+{
+	uint16_t cpus[MRCD_MAX_WORKERS];
+	unsigned n = 0;
+	const char *s = v;
+
+	while (*s) {
+		unsigned lo, hi;
+		char *end;
+
+		if (!parse_cpu(s, &end, &lo))
+			return fail(err, errlen, "cpus must be a list such as 0-3,8, not '%s'", v);
+		hi = lo;
+		if (*end == '-' && !parse_cpu(end + 1, &end, &hi))
+			return fail(err, errlen, "cpus must be a list such as 0-3,8, not '%s'", v);
+		if (hi < lo || (*end && *end != ','))
+			return fail(err, errlen, "cpus must be a list such as 0-3,8, not '%s'", v);
+		for (unsigned cpu = lo; cpu <= hi; cpu++) {
+			for (unsigned i = 0; i < n; i++)
+				if (cpus[i] == cpu)
+					return fail(err, errlen, "cpus names CPU %u twice", cpu);
+			if (n == MRCD_MAX_WORKERS)
+				return fail(err, errlen, "cpus names more than %u CPUs",
+					    MRCD_MAX_WORKERS);
+			cpus[n++] = (uint16_t)cpu;
+		}
+		s = *end ? end + 1 : end;
+	}
+	if (!n)
+		return fail(err, errlen, "cpus must name at least one CPU");
+	memcpy(cfg->cpus, cpus, n * sizeof(cpus[0]));
+	cfg->n_cpus = (uint8_t)n;
+	return 0;
+}
+
+unsigned mrcd_workers_auto(const struct mrcd_config *cfg, const unsigned *rx_queues,
+			   unsigned allowed_cpus)
+{
+	unsigned queues = 0, cpus = cfg->n_cpus ? cfg->n_cpus : allowed_cpus;
+
+	for (unsigned i = 0; i < cfg->n_planes; i++)
+		queues += rx_queues[i] ? rx_queues[i] : 1;
+	if (queues > cpus)
+		queues = cpus;
+	if (queues > MRCD_MAX_WORKERS)
+		queues = MRCD_MAX_WORKERS;
+	return queues ? queues : 1;
+}
+
 static int set_transport(struct mrcd_config *cfg, const char *v, char *err, size_t errlen)
 {
 	if (strcmp(v, "metaroce") && strcmp(v, "rocev2"))
@@ -551,6 +632,7 @@ static const struct {
 	{ "peer_prefix", set_prefix },	      { "control_socket", set_control_socket },
 	{ "busy_poll", set_busy_poll },	      { "metrics_listen", set_metrics_listen },
 	{ "transport", set_transport },	      { "udp_gso", set_udp_gso },
+	{ "workers", set_workers },	      { "cpus", set_cpus },
 	{ "user_max_connections", set_user_connections },
 	{ "user_max_qps", set_user_qps },     { "user_max_cqs", set_user_cqs },
 	{ "user_max_mrs", set_user_mrs },     { "user_max_srqs", set_user_srqs },
@@ -779,6 +861,16 @@ size_t mrcd_config_render(const struct mrcd_config *cfg, char *buf, size_t cap)
 	else
 		EMIT("busy_poll = %lluus\n", (unsigned long long)cfg->busy_poll_ns / 1000);
 	EMIT("udp_gso = %s\n", cfg->udp_gso ? "yes" : "no");
+	if (cfg->workers)
+		EMIT("workers = %u\n", cfg->workers);
+	else
+		EMIT("workers = auto\n");
+	if (cfg->n_cpus) {
+		EMIT("cpus = ");
+		for (unsigned i = 0; i < cfg->n_cpus; i++)
+			EMIT("%s%u", i ? "," : "", cfg->cpus[i]);
+		EMIT("\n");
+	}
 	EMIT("transport = %s\n", cfg->rocev2 ? "rocev2" : "metaroce");
 	if (cfg->metrics)
 		EMIT(cfg->metrics_addr.family == MRC_AF_INET ? "metrics_listen = %s:%u\n"

@@ -18,6 +18,9 @@
  *     peer_prefix = 198.18.0.0/15         # who may discover us (repeat for more)
  *     control_socket = /run/metaroce/metaroced.sock
  *     busy_poll = no                      # no | yes | 50us: spin that long when idle
+ *     workers = auto                      # threads running QPs; auto: one per receive
+ *                                         #   queue of the planes, at most one per CPU
+ *     cpus = 2-5                          # pin worker i to the i-th of these CPUs
  *     udp_gso = yes                       # udp sockets: trains as one message (GSO, GRO)
  *     transport = metaroce                # metaroce | rocev2: the baseline, for comparison
  *     metrics_listen = 127.0.0.1:9464     # Prometheus /metrics over HTTP; off when unset
@@ -53,6 +56,8 @@
 #define MRCD_MAX_PATHS_PER_PLANE 8
 #define MRCD_MAX_ALLOWED_PEERS 64
 #define MRCD_KEY_FILE_DEFAULT "/var/lib/metaroce/private.key"
+#define MRCD_MAX_WORKERS 64
+#define MRCD_MAX_CPU 4096 /* the highest CPU number `cpus` may name, less one */
 
 enum mrcd_backend_kind {
 	MRCD_BACKEND_AUTO = 0, /* the faster where both run: udp today (loop.c says why) */
@@ -111,6 +116,9 @@ struct mrcd_config {
 	uint64_t busy_poll_ns;	   /* spin up to this long when idle; 0: sleep at once;
 				      MRC_SPIN_ALWAYS (shm/spin.h): never sleep */
 	bool udp_gso;		   /* udp sockets send equal datagrams of a path as one message */
+	uint8_t workers;	   /* worker threads; 0: auto (mrcd_workers_auto) */
+	uint8_t n_cpus;		   /* cpus: worker i runs on cpus[i % n_cpus]; 0: not pinned */
+	uint16_t cpus[MRCD_MAX_WORKERS];
 	bool rocev2;		   /* transport = rocev2: the engine's baseline mode */
 	bool metrics;		   /* metrics_listen is set */
 	struct mrcd_addr metrics_addr;
@@ -124,6 +132,14 @@ struct mrcd_config {
 };
 
 void mrcd_config_default(struct mrcd_config *cfg);
+
+/*
+ * workers = auto: one per receive queue of the planes' interfaces (rx_queues[i] for plane
+ * i), at most one per CPU the daemon may run on (`cpus`, else its affinity: allowed_cpus),
+ * at least one.
+ */
+unsigned mrcd_workers_auto(const struct mrcd_config *cfg, const unsigned *rx_queues,
+			   unsigned allowed_cpus);
 
 /*
  * Applies `text` (a whole file's contents) on top of *cfg. On error returns -1 with a message

@@ -72,7 +72,7 @@ START_TEST(mrcd_config_render__reads_back)
 				   "busy_poll = 50us\nudp_gso = no\nmetrics_listen = [::1]:9464\n"
 				   "transport = rocev2\nuser_max_connections = 8\n"
 				   "user_max_qps = 100\nuser_max_registered = 64G\n"
-				   "user_max_page_maps = 3\n";
+				   "user_max_page_maps = 3\nworkers = 3\ncpus = 4-5,1\n";
 	struct mrcd_config a, b;
 	char out1[2048], out2[2048];
 	size_t n1, n2;
@@ -93,6 +93,10 @@ START_TEST(mrcd_config_render__reads_back)
 	ck_assert_uint_eq(b.user.qps, 100);
 	ck_assert_uint_eq(b.user.registered_bytes, 64ull << 30);
 	ck_assert_uint_eq(b.user.page_map_bytes, 3);
+	ck_assert_uint_eq(b.workers, 3);
+	ck_assert_uint_eq(b.n_cpus, 3);
+	ck_assert_uint_eq(b.cpus[0], 4);
+	ck_assert_uint_eq(b.cpus[2], 1);
 	ck_assert_uint_eq(mrcd_config_render(&a, out1, 10), 10); /* truncates, never overflows */
 }
 END_TEST
@@ -181,6 +185,50 @@ START_TEST(mrcd_config_parse__limits)
 END_TEST
 
 /* busy_poll: off, always, or a spin budget in any unit, which config show prints back. */
+/* workers and cpus: what parses, what is refused and why, and what auto comes to. */
+START_TEST(mrcd_config_parse__workers_and_cpus)
+{
+	static const char *const bad[][2] = {
+		{ "workers = 0\n", "workers must be auto or 1 to 64" },
+		{ "workers = 65\n", "workers must be auto or 1 to 64" },
+		{ "workers = two\n", "workers must be auto or 1 to 64" },
+		{ "workers = -1\n", "workers must be auto or 1 to 64" },
+		{ "cpus = \n", "cpus must" },
+		{ "cpus = 3-1\n", "cpus must be a list" },
+		{ "cpus = 1,,2\n", "cpus must be a list" },
+		{ "cpus = 1;2\n", "cpus must be a list" },
+		{ "cpus = 0-64\n", "cpus names more than 64 CPUs" },
+		{ "cpus = 2,1-3\n", "cpus names CPU 2 twice" },
+		{ "cpus = 4096\n", "cpus must be a list" },
+	};
+	const unsigned queues[4] = { 1, 1, 4, 0 };
+	struct mrcd_config cfg;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		mrcd_config_default(&cfg);
+		ck_assert_int_eq(parse(&cfg, bad[i][0]), -1);
+		ck_assert_msg(strstr(err, bad[i][1]), "%s: %s", bad[i][0], err);
+		ck_assert_uint_eq(cfg.workers, 0); /* nothing applied */
+		ck_assert_uint_eq(cfg.n_cpus, 0);
+	}
+	mrcd_config_default(&cfg);
+	ck_assert_int_eq(parse(&cfg, "workers = auto\ncpus = 7\n"), 0);
+	ck_assert_uint_eq(cfg.workers, 0);
+	ck_assert_uint_eq(cfg.n_cpus, 1);
+	/* auto: a worker per receive queue of the planes, no more than the CPUs it may use */
+	mrcd_config_default(&cfg);
+	ck_assert_uint_eq(mrcd_workers_auto(&cfg, queues, 8), 1); /* no plane: one */
+	ck_assert_int_eq(parse(&cfg, "plane = 0 a 198.18.0.1\nplane = 1 b 198.19.0.1\n"), 0);
+	ck_assert_uint_eq(mrcd_workers_auto(&cfg, queues, 8), 2);
+	ck_assert_uint_eq(mrcd_workers_auto(&cfg, queues, 1), 1);
+	ck_assert_int_eq(parse(&cfg, "plane = 2 c 198.20.0.1\nplane = 3 d 198.21.0.1\n"), 0);
+	ck_assert_uint_eq(mrcd_workers_auto(&cfg, queues, 16), 7); /* 1 + 1 + 4 + (unknown) 1 */
+	ck_assert_uint_eq(mrcd_workers_auto(&cfg, queues, 2), 2);
+	ck_assert_int_eq(parse(&cfg, "cpus = 0-2\n"), 0); /* the list bounds it, not affinity */
+	ck_assert_uint_eq(mrcd_workers_auto(&cfg, queues, 16), 3);
+}
+END_TEST
+
 START_TEST(mrcd_config_parse__busy_poll_budgets)
 {
 	static const struct {
@@ -317,6 +365,7 @@ Suite *config_suite(void)
 	tcase_add_test(tc, mrcd_config_parse__limits);
 	tcase_add_test(tc, mrcd_config_check__whole_configuration);
 	tcase_add_test(tc, mrcd_config_admits__prefixes_and_default);
+	tcase_add_test(tc, mrcd_config_parse__workers_and_cpus);
 	tcase_add_test(tc, mrcd_config_load__file_and_overrides);
 	suite_add_tcase(s, tc);
 	return s;
