@@ -19,6 +19,7 @@ VERSION := 0.1.0
 BUILD := build
 OBJ := $(BUILD)/obj
 SAN := $(BUILD)/asan
+TSAN := $(BUILD)/tsan
 FUZZ := $(BUILD)/fuzz
 
 CC ?= cc
@@ -47,6 +48,7 @@ CXX_WARNINGS := -Wall -Wextra -Werror -Wshadow -Wpointer-arith -Wvla -Wformat=2
 DEPFLAGS = -MMD -MP
 SAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	     -fno-sanitize-recover=all
+TSAN_FLAGS := -O1 -g -fno-omit-frame-pointer -fsanitize=thread
 # BPF C sees the kernel's UAPI headers; asm/ lives in the multiarch include directory on Debian.
 BPF_CFLAGS := -target bpf -O2 -g -std=gnu11 $(WARNINGS) -Ilib/include \
 	      -idirafter /usr/include/$(shell $(CC) -dumpmachine 2>/dev/null)
@@ -88,6 +90,10 @@ HEADER_CHECK_OBJS := $(HEADER_CHECKS_BPF:%.c=$(OBJ)/%.bpf.o)
 ENGINE_REPORT := $(BUILD)/bench/engine-report
 METAROCED := $(BUILD)/sbin/metaroced
 SAN_METAROCED := $(SAN)/sbin/metaroced
+# the daemon under ThreadSanitizer: its worker threads (make integration-tsan)
+TSAN_METAROCED := $(TSAN)/sbin/metaroced
+TSAN_DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(TSAN)/obj/%.o) $(PROTO_SRCS:%.c=$(TSAN)/obj/%.o) \
+		    $(TSAN)/obj/daemon/main.o
 METAROCE_CTL := $(BUILD)/bin/metaroce-ctl
 METAROCE_PERF := $(BUILD)/bin/metaroce-perf
 # BPF programs loaded into the kernel, and their BPF_PROG_TEST_RUN fixture tests
@@ -127,9 +133,9 @@ VERBS_TESTS := $(BUILD)/tests/verbs/verbs_check $(BUILD)/tests/verbs/test_unsupp
 # --- top-level targets -----------------------------------------------------------------
 
 .PHONY: all programs deps check demo install deb layering unit unit-asan verbs-abi bpf-test fuzz \
-	sim-check integration integration-asan test-systemd image test-containers compliance \
-	engine-report sim-report bench bench-quick bench-xdp bench-backend \
-	bench-udp-vs-tcp bench-collectives bench-core bench-auth bench-latency clean
+	sim-check integration integration-asan integration-tsan test-systemd image test-containers \
+	compliance engine-report sim-report bench bench-quick bench-xdp bench-backend \
+	bench-udp-vs-tcp bench-workers bench-collectives bench-core bench-auth bench-latency clean
 .DEFAULT_GOAL := all
 
 all: $(LIBPROTO) $(UNIT_RUNNER) $(SAN_UNIT_RUNNER) $(FUZZ_BINS) $(CORPUS_GEN) $(HEADER_CHECK_OBJS) \
@@ -177,7 +183,7 @@ check:
 	$(Q)$(MAKE) --no-print-directory deps
 	$(Q)$(MAKE) --no-print-directory all
 	$(Q)$(MAKE) --no-print-directory layering unit unit-asan verbs-abi bpf-test compliance \
-		sim-check integration integration-asan test-systemd test-containers fuzz
+		sim-check integration integration-asan integration-tsan test-systemd test-containers fuzz
 
 # The main job: two hosts, two planes, a daemon each, unmodified RDMA programs between them.
 demo:
@@ -237,13 +243,28 @@ bpf-test: $(BPF_OBJS) $(BPF_TESTS)
 	$(Q)out=$$($(BUILD)/tests/bpf/test_workers $(BUILD)/bpf/metaroce_workers.bpf.o) || \
 		{ echo "$$out"; exit 1; }; echo "$$out" | tail -n 1 | sed 's/^/           /'
 
+# The verbs tests and the testbed's with metaroced built under ThreadSanitizer, two workers
+# each: a data race between workers, or between a worker and the control thread, is a report,
+# and any report fails the run (each daemon writes its reports beside the build, read after).
+integration-tsan: $(TSAN_METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN) $(VERBS_TESTS) \
+		$(METAROCE_PERF)
+	$(call msg,TEST,integration with metaroced under ThreadSanitizer)
+	$(Q)rm -rf $(TSAN)/reports && mkdir -p $(TSAN)/reports
+	$(Q)METAROCED=$(TSAN_METAROCED) METAROCE_TEST_WORKERS=2 \
+		TSAN_OPTIONS=log_path=$(abspath $(TSAN))/reports/race:halt_on_error=1:second_deadlock_stack=1 \
+		sh tests/integration/run.sh $(BUILD) tests/integration/test_verbs.sh \
+		tests/integration/test_testbed.sh tests/integration/test_workers.sh
+	$(Q)if ls $(TSAN)/reports/race.* >/dev/null 2>&1; then cat $(TSAN)/reports/race.*; \
+		echo "ThreadSanitizer reported the races above"; exit 1; fi
+
 # The verbs tests and the xdp backend's again with metaroced built under ASan+UBSan: the
 # hostile client, killed clients, every opcode against the daemon's checks, the fast path's
 # events, AF_XDP frames and netlink; any report fails the daemon's exit.
 integration-asan: $(SAN_METAROCED) $(METAROCE_CTL) $(LIBMETAROCE) $(METAROCE_RUN) $(VERBS_TESTS) \
 		$(METAROCE_PERF)
 	$(call msg,TEST,integration with metaroced under ASan+UBSan)
-	$(Q)METAROCED=$(SAN_METAROCED) ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 \
+	$(Q)METAROCED=$(SAN_METAROCED) METAROCE_TEST_WORKERS=1 \
+		ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 sh tests/integration/run.sh $(BUILD) \
 		tests/integration/test_verbs.sh tests/integration/test_verbs_failures.sh \
 		tests/integration/test_xdp.sh
@@ -446,6 +467,10 @@ bench-xdp: $(XDP_COST) $(BPF_OBJS)
 bench-backend: all
 	$(Q)BUILD=$(BUILD) sh bench/backend_bench.sh
 
+# What worker threads buy one daemon: a fixed load with workers = 1 .. the CPUs (bench/).
+bench-workers: $(METAROCED) $(METAROCE_CTL) $(METAROCE_PERF) $(LIBMETAROCE) $(METAROCE_RUN)
+	$(Q)BUILD=$(BUILD) sh bench/workers_bench.sh
+
 # One connection over one veth: metaroced + ib_write_bw on the udp backend next to iperf3.
 bench-udp-vs-tcp: $(METAROCED) $(LIBMETAROCE) $(METAROCE_RUN)
 	$(Q)sh bench/udp_vs_tcp.sh $(BUILD) 9000 10
@@ -509,6 +534,16 @@ $(OBJ)/%.o: %.c
 		$(if $(filter tests/unit/%,$<),$(CHECK_CFLAGS)) \
 		-c $< -o $@
 
+$(TSAN)/obj/%.o: %.c
+	$(call msg,CC-TSAN,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(CPPFLAGS) $(MRC_CFLAGS) $(CFLAGS) $(DEPFLAGS) $(TSAN_FLAGS) -c $< -o $@
+
+$(TSAN_METAROCED): $(TSAN_DAEMON_OBJS)
+	$(call msg,LD-TSAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(CFLAGS) $(TSAN_FLAGS) -o $@ $^ $(DAEMON_LIBS) $(PROTO_LIBS)
+
 $(SAN)/obj/%.o: %.c
 	$(call msg,CC-SAN,$<)
 	$(Q)mkdir -p $(@D)
@@ -531,6 +566,14 @@ $(XDP_SKEL): $(BUILD)/bpf/metaroce_xdp.bpf.o
 	$(call msg,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name metaroce_xdp > $@.tmp && mv $@.tmp $@
 $(OBJ)/daemon/io/fastpath.o $(SAN)/obj/daemon/io/fastpath.o: $(XDP_SKEL)
+# ... and its workers' socket selector.
+WORKERS_SKEL := $(BUILD)/bpf/metaroce_workers.skel.h
+$(WORKERS_SKEL): $(BUILD)/bpf/metaroce_workers.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name metaroce_workers > $@.tmp && mv $@.tmp $@
+$(OBJ)/daemon/io/worker.o $(SAN)/obj/daemon/io/worker.o $(TSAN)/obj/daemon/io/worker.o: \
+	$(WORKERS_SKEL)
+$(TSAN)/obj/daemon/io/fastpath.o: $(XDP_SKEL)
 
 $(BUILD)/bpf/%.bpf.o: testbed/bpf/%.bpf.c
 	$(call msg,BPF,$<)

@@ -198,6 +198,34 @@ static const char *auth_name(uint8_t mode)
 	return mode == MRC_CTL_AUTH_FULL ? "full" : mode == MRC_CTL_AUTH_HEADER ? "header" : "off";
 }
 
+/* Each worker thread: the QPs it runs, its turns with work, its CPU time and CPU. */
+static void show_workers(const char *path, bool json)
+{
+	static struct mrc_ctl_worker w[MRC_CTL_MAX_MSG / sizeof(struct mrc_ctl_worker)];
+	long n = request(path, MRC_CTL_WORKERS, (uint8_t *)w, sizeof(w));
+
+	n = n > 0 && n % (long)sizeof(w[0]) == 0 ? n / (long)sizeof(w[0]) : 0;
+	for (long i = 0; i < n; i++) {
+		if (json) {
+			fprintf(out, "%s{\"worker\":%ld,\"qps\":%u,\"busy_turns\":%llu,"
+				"\"qp_visits\":%llu,\"cpu_s\":%.6f,\"handovers\":%llu",
+				i ? "," : "", i, w[i].qps, (unsigned long long)w[i].busy_turns,
+				(unsigned long long)w[i].qp_visits, w[i].cpu_ns / 1e9,
+				(unsigned long long)w[i].handovers);
+			if (w[i].cpu != UINT32_MAX)
+				fprintf(out, ",\"cpu\":%u", w[i].cpu);
+			fprintf(out, "}");
+			continue;
+		}
+		fprintf(out, "worker %ld%s  qps %u  busy turns %llu  cpu %.3f s  handed over %llu",
+			i, i ? "" : " (control)", w[i].qps, (unsigned long long)w[i].busy_turns,
+			w[i].cpu_ns / 1e9, (unsigned long long)w[i].handovers);
+		if (w[i].cpu != UINT32_MAX)
+			fprintf(out, "  on CPU %u", w[i].cpu);
+		fprintf(out, "\n");
+	}
+}
+
 static int show_status(const char *path, bool json)
 {
 	struct mrc_ctl_status s;
@@ -228,6 +256,8 @@ static int show_status(const char *path, bool json)
 		       (unsigned long long)s.tx_datagrams, s.n_clients, s.n_qps, s.n_cqs, s.n_mrs,
 		       (unsigned long long)s.mapped_bytes, s.max_payload, s.drained_planes);
 		show_users(path, true);
+		fprintf(out, "],\"workers\":[");
+		show_workers(path, true);
 		fprintf(out, "],\"auth\":\"%s\"", auth_name(s.auth));
 		if (s.auth != MRC_CTL_AUTH_OFF)
 			fprintf(out, ",\"public_key\":\"%s\",\"cluster_key\":%s,\"allowed_peers\":%u",
@@ -247,6 +277,7 @@ static int show_status(const char *path, bool json)
 	       (unsigned long long)s.rx_no_qp, (unsigned long long)s.tx_datagrams);
 	fprintf(out, "clients %u  qps %u  cqs %u  mrs %u  mapped %llu bytes\n", s.n_clients, s.n_qps,
 	       s.n_cqs, s.n_mrs, (unsigned long long)s.mapped_bytes);
+	show_workers(path, false);
 	if (s.auth != MRC_CTL_AUTH_OFF)
 		fprintf(out, "auth %s  public key %s  %s%u allowed peer%s\n", auth_name(s.auth),
 			key_b64(s.public_key, key), s.cluster_key ? "cluster key, " : "",

@@ -42,7 +42,7 @@ struct mrcd_xsk_queue {
 
 /* --- sockets ------------------------------------------------------------------------------ */
 
-static unsigned rx_queues(const char *ifname)
+unsigned mrcd_iface_rx_queues(const char *ifname)
 {
 	char path[96];
 	DIR *dir;
@@ -215,7 +215,7 @@ int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsk
 			continue;
 		}
 		{
-			unsigned nq = rx_queues(ifname);
+			unsigned nq = mrcd_iface_rx_queues(ifname);
 
 			if (nq > MRC_XDP_MAX_QUEUES)
 				nq = MRC_XDP_MAX_QUEUES;

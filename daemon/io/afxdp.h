@@ -90,4 +90,8 @@ void mrcd_afxdp_fd_ready(struct mrcd_afxdp *x, int fd);
 void mrcd_afxdp_neigh_send(struct mrcd_afxdp *x, uint64_t now_ns);
 void mrcd_afxdp_neigh_receive(struct mrcd_afxdp *x, uint64_t now_ns);
 
+/* The receive queues of an interface (1 when it does not say): AF_XDP binds a socket to each,
+ * and workers = auto counts them. */
+unsigned mrcd_iface_rx_queues(const char *ifname);
+
 #endif /* METAROCE_DAEMON_AFXDP_H */

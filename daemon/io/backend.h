@@ -67,7 +67,10 @@ struct mrcd_gro;
 struct mrcd_backend {
 	const struct mrcd_backend_ops *ops;
 	const struct mrcd_config *cfg;
-	uint16_t port; /* the listening port actually bound (cfg->port, or chosen when 0) */
+	/* the listening port actually bound (cfg->port, or chosen when 0); set before open, the
+	 * port to bind instead (another worker's, in its SO_REUSEPORT groups) */
+	uint16_t port;
+	bool reuseport; /* udp: the receiving sockets join SO_REUSEPORT groups (workers > 1) */
 	struct mrcd_udp_plane udp[MRC_MAX_PLANES];
 	uint32_t udp_ready; /* bit i: plane i's receiving socket may hold datagrams */
 	struct mrcd_fastpath *fast; /* xdp: the program and its maps; NULL otherwise */

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,8 +82,8 @@ static int fail(char *err, size_t errlen, const char *what, const struct mrcd_pl
 }
 
 /* A socket on the plane's address and port, sending ECT(0), DF, non-blocking. */
-static int plane_socket(const struct mrcd_plane *p, uint16_t port, bool rx, uint16_t *bound,
-			char *err, size_t errlen)
+static int plane_socket(const struct mrcd_plane *p, uint16_t port, bool rx, bool reuseport,
+			uint16_t *bound, char *err, size_t errlen)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = to_sockaddr(&p->addr, port, &ss);
@@ -99,6 +100,8 @@ static int plane_socket(const struct mrcd_plane *p, uint16_t port, bool rx, uint
 		       &pmtu, sizeof(pmtu)) ||
 	    (rx && setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP,
 			      v6 ? IPV6_RECVTCLASS : IP_RECVTOS, &one, sizeof(one))) ||
+	    /* each worker's receiving socket in the plane's group (worker.c) */
+	    (reuseport && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one))) ||
 	    /* Without it a datagram the local qdisc drops (a full NIC queue, a rate limit) is
 	     * reported as sent: loss the sender inflicted on itself, without ECN, which looks
 	     * like a failing path. With it the send fails with ENOBUFS, and the datagram waits
@@ -324,7 +327,7 @@ static int udp_open(struct mrcd_backend *b, char *err, size_t errlen)
 
 	for (unsigned i = 0; i < MRC_MAX_PLANES; i++)
 		reset_plane(&b->udp[i]);
-	b->port = cfg->port;
+	b->port = b->port ? b->port : cfg->port;
 	b->gso = cfg->udp_gso; /* until a device says it cannot (EIO): one datagram a message */
 	b->gro = cfg->udp_gso ? calloc(1, sizeof(*b->gro)) : NULL;
 	for (unsigned i = 0; i < cfg->n_planes; i++) {
@@ -334,7 +337,7 @@ static int udp_open(struct mrcd_backend *b, char *err, size_t errlen)
 
 		u->family = p->addr.family;
 		/* port 0 (tests): the first plane picks one, every other plane uses the same */
-		u->rx_fd = plane_socket(p, b->port, true, &bound, err, errlen);
+		u->rx_fd = plane_socket(p, b->port, true, b->reuseport, &bound, err, errlen);
 		if (u->rx_fd < 0)
 			goto fail;
 		b->port = bound;
@@ -345,7 +348,8 @@ static int udp_open(struct mrcd_backend *b, char *err, size_t errlen)
 				gro_off(b); /* this kernel delivers one by one: so do we, everywhere */
 		}
 		for (unsigned k = 0; k < MRCD_SPORTS_PER_PLANE; k++) {
-			u->tx_fd[k] = plane_socket(p, 0, false, &u->tx_port[k], err, errlen);
+			u->tx_fd[k] = plane_socket(p, 0, false, false, &u->tx_port[k], err,
+						   errlen);
 			if (u->tx_fd[k] < 0)
 				goto fail;
 		}
@@ -385,9 +389,16 @@ static void drain_errors(int fd)
 #define GSO_MAX_SEGS 64
 #define GSO_MAX_BYTES 65000 /* a UDP payload's 65,507 less room for nothing to go wrong */
 
+/*
+ * The same address, port and QP: a train to one QP. The peer's kernel may hand a train (GRO)
+ * to one of its workers whole, which must then pass on whatever belongs to another's QP.
+ */
 static bool same_dest(const struct mrcd_dgram *a, const struct mrcd_dgram *b)
 {
-	return a->peer_port == b->peer_port && !memcmp(a->peer.addr, b->peer.addr, 16);
+	const size_t qpn = offsetof(struct mrc_hdr, dst_qpn);
+
+	return a->peer_port == b->peer_port && !memcmp(a->peer.addr, b->peer.addr, 16) &&
+	       a->len >= qpn + 4 && b->len >= qpn + 4 && !memcmp(a->data + qpn, b->data + qpn, 4);
 }
 
 /*

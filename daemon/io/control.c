@@ -91,7 +91,7 @@ int mrcd_control_open(struct mrcd *d, char *err, size_t errlen)
 			close(fd);
 		return -1;
 	}
-	d->control = (struct mrcd_watch){ accept_clients, fd, 0 };
+	d->control = (struct mrcd_watch){ .ready = accept_clients, .fd = fd };
 	if (mrcd_watch(d, &d->control, false)) {
 		snprintf(err, errlen, "epoll: %s", strerror(errno));
 		close(fd);
@@ -189,7 +189,8 @@ static void accept_clients(struct mrcd *d, struct mrcd_watch *w, uint32_t events
 		}
 		slot = mrcd_core_client_open(&d->core, cred.pid, cred.uid, mrcd_now_ns());
 		if (slot >= 0) {
-			d->conn[slot].sock = (struct mrcd_watch){ serve, fd, (unsigned)slot };
+			d->conn[slot].sock = (struct mrcd_watch){ .ready = serve, .fd = fd,
+								 .slot = (unsigned)slot };
 			if (mrcd_watch(d, &d->conn[slot].sock, false)) {
 				mrcd_core_client_close(&d->core, (unsigned)slot, mrcd_now_ns());
 				d->conn[slot].sock.fd = -1;
@@ -271,6 +272,18 @@ static int do_status(struct mrcd *d, struct call *k)
 		return -ENOSPC;
 	mrcd_control_status(d, (struct mrc_ctl_status *)k->out);
 	k->len = sizeof(struct mrc_ctl_status);
+	return 0;
+}
+
+static int do_workers(struct mrcd *d, struct call *k)
+{
+	struct mrc_ctl_worker *out = (struct mrc_ctl_worker *)k->out;
+
+	if (k->cap < d->n_workers * sizeof(*out))
+		return -ENOSPC;
+	for (unsigned i = 0; i < d->n_workers; i++)
+		mrcd_worker_report(d, i, &out[i]);
+	k->len = d->n_workers * sizeof(*out);
 	return 0;
 }
 
@@ -393,6 +406,7 @@ static const struct {
 	[MRC_CTL_PEERS] = { do_peers, 0, -1, false },
 	[MRC_CTL_QPS] = { do_qps, 0, -1, false },
 	[MRC_CTL_USERS] = { do_users, 0, -1, false },
+	[MRC_CTL_WORKERS] = { do_workers, 0, -1, false },
 	[MRC_CTL_PATHS] = { do_paths, 0, sizeof(struct mrc_ctl_handle), false },
 	[MRC_CTL_METRICS] = { do_metrics, 0, -1, false },
 	[MRC_CTL_CONFIG] = { do_config, 0, -1, false },

@@ -25,6 +25,12 @@ static struct mrcd *daemon_of(void *io)
 	return io;
 }
 
+/* The shard's worker's sockets: each sends from its own. */
+static struct mrcd_backend *backend_of(struct mrcd *d, unsigned shard)
+{
+	return d->workers && shard < d->n_workers ? d->workers[shard].backend : &d->backend;
+}
+
 /*
  * The batch a path at a time (plane and source port: one sending socket, one train for GSO),
  * each path's datagrams in their order: the engine sprays consecutive packets over its paths,
@@ -36,9 +42,9 @@ static unsigned tx(void *io, unsigned shard, const struct mrcd_dgram *g, unsigne
 	struct mrcd_dgram run[MRCD_TX_BATCH];
 	uint16_t at[MRCD_TX_BATCH];
 	bool grouped[MRCD_TX_BATCH] = { false };
+	struct mrcd_backend *b = backend_of(d, shard);
 	unsigned total = 0;
 
-	(void)shard; /* one worker: its backend is the daemon's */
 	for (unsigned i = 0; i < n; i++)
 		sent[i] = false;
 	for (unsigned i = 0; i < n && i < MRCD_TX_BATCH; i++) {
@@ -53,7 +59,7 @@ static unsigned tx(void *io, unsigned shard, const struct mrcd_dgram *g, unsigne
 				at[m] = (uint16_t)j;
 				run[m++] = g[j];
 			}
-		k = d->backend.ops->tx_batch(&d->backend, run, m);
+		k = b->ops->tx_batch(b, run, m);
 		for (int x = 0; x < k; x++)
 			sent[at[x]] = true;
 		total += k > 0 ? (unsigned)k : 0;
@@ -63,8 +69,7 @@ static unsigned tx(void *io, unsigned shard, const struct mrcd_dgram *g, unsigne
 
 static unsigned sports(void *io, unsigned shard, uint8_t plane, uint16_t *ports, unsigned max)
 {
-	(void)shard;
-	return mrcd_backend_sports(&daemon_of(io)->backend, plane, ports, max);
+	return mrcd_backend_sports(backend_of(daemon_of(io), shard), plane, ports, max);
 }
 
 /* A descriptor of the request being served, taken: it is no longer closed after the reply. */
@@ -110,7 +115,24 @@ static bool is_unix_datagram(int fd)
 static void doorbell_rang(struct mrcd *d, struct mrcd_watch *w, uint32_t events)
 {
 	(void)events;
-	mrcd_core_doorbell(&d->core, 0, w->slot, mrcd_now_ns());
+	mrcd_core_doorbell(&d->core, w->worker, w->slot, mrcd_now_ns());
+}
+
+/* The doorbell out of every worker's epoll (the entries belong to the open file, which the
+ * client may still hold). */
+static void unwatch_doorbell(struct mrcd *d, unsigned client)
+{
+	struct mrcd_watch *w = &d->conn[client].doorbell;
+
+	for (unsigned k = 1; d->workers && k < d->n_workers; k++) {
+		struct mrcd_watch *wk = &d->workers[k].doorbell[client];
+
+		if (wk->fd >= 0)
+			epoll_ctl(d->workers[k].epoll_fd, EPOLL_CTL_DEL, wk->fd, NULL);
+		wk->fd = -1;
+	}
+	if (w->fd >= 0)
+		epoll_ctl(d->epoll_fd, EPOLL_CTL_DEL, w->fd, NULL);
 }
 
 /*
@@ -125,10 +147,24 @@ static int keep_doorbell(void *io, unsigned client, unsigned i)
 
 	if (i >= d->req.n_in || !is_eventfd(d->req.in[i]))
 		return -EBADF;
-	*w = (struct mrcd_watch){ doorbell_rang, d->req.in[i], client };
+	*w = (struct mrcd_watch){ doorbell_rang, d->req.in[i], client, 0, true };
 	if (mrcd_watch(d, w, true)) {
 		w->fd = -1;
 		return -errno;
+	}
+	/* every worker may run QPs of the client: each watches the eventfd in its own epoll
+	 * (edge-triggered, each is woken) and takes only its QPs' bits */
+	for (unsigned k = 1; d->workers && k < d->n_workers; k++) {
+		struct mrcd_watch *wk = &d->workers[k].doorbell[client];
+
+		*wk = (struct mrcd_watch){ doorbell_rang, w->fd, client, k, true };
+		if (mrcd_worker_watch(&d->workers[k], wk, true)) {
+			int err = -errno;
+
+			wk->fd = -1;
+			unwatch_doorbell(d, client);
+			return err;
+		}
 	}
 	take_fd(d, i);
 	return 0;
@@ -277,8 +313,7 @@ static void close_doorbell(void *io, unsigned client)
 
 	if (w->fd < 0)
 		return;
-	/* the epoll entry belongs to the open file, which the client may still hold */
-	epoll_ctl(d->epoll_fd, EPOLL_CTL_DEL, w->fd, NULL);
+	unwatch_doorbell(d, client);
 	close(w->fd);
 	w->fd = -1;
 }
@@ -289,10 +324,23 @@ static void log_line(void *io, int priority, const char *line)
 	mrcd_log(priority, "%s", line);
 }
 
+/* Monitors are the control thread's: another worker's events wait for it (loop.c). */
 static void event(void *io, int priority, const char *line)
 {
+	struct mrcd *d = daemon_of(io);
+
 	mrcd_log(priority, "%s", line);
-	mrcd_control_broadcast(daemon_of(io), line);
+	if (!d->workers || pthread_equal(pthread_self(), d->control_thread)) {
+		mrcd_control_broadcast(d, line);
+		return;
+	}
+	pthread_mutex_lock(&d->events_lock);
+	if (d->n_events < MRCD_PENDING_EVENTS)
+		snprintf(d->events[d->n_events++], sizeof(d->events[0]), "%s", line);
+	else
+		d->events_dropped++;
+	pthread_mutex_unlock(&d->events_lock);
+	mrcd_worker_wake(&d->workers[0]);
 }
 
 const struct mrcd_core_ops mrcd_core_io_ops = {

@@ -59,7 +59,14 @@ static int reload(struct mrcd *d)
 	if (next.busy_poll_ns != d->cfg.busy_poll_ns) {
 		d->cfg.busy_poll_ns = next.busy_poll_ns;
 		mrc_spin_init(&d->spin, d->cfg.busy_poll_ns);
+		/* the other workers are stopped while a reload runs (loop.c) */
+		for (unsigned k = 1; d->workers && k < d->n_workers; k++)
+			mrc_spin_init(&d->workers[k].spin, d->cfg.busy_poll_ns);
 	}
+	if (next.workers != d->cfg.workers || next.n_cpus != d->cfg.n_cpus ||
+	    memcmp(next.cpus, d->cfg.cpus, sizeof(next.cpus)))
+		mrcd_log(LOG_NOTICE, "reload: workers and cpus apply at the next start (%u workers "
+			 "run)", d->n_workers);
 	mrcd_core_reload(&d->core);
 	mrcd_log(LOG_INFO, "reloaded %s: %u peer prefix%s", d->config_path, next.n_prefixes,
 		 next.n_prefixes == 1 ? "" : "es");

@@ -1,14 +1,18 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * metaroced's edges: one event loop around the core (daemon/core), owning every descriptor.
- * Everything waits in one epoll, each descriptor with its handler in epoll_event.data.ptr,
- * so a wakeup goes straight to what woke it: the backend's sockets, a signalfd (SIGTERM and
- * SIGINT stop, SIGHUP reloads), the control socket and its clients, the clients' doorbells,
- * the metrics endpoint; the core's next deadline is the epoll timeout.
+ * metaroced's edges: an event loop per worker thread around its shard of the core
+ * (daemon/core/shard.h), owning every descriptor. Each waits in an epoll of its own, each
+ * descriptor with its handler in epoll_event.data.ptr, so a wakeup goes straight to what woke
+ * it. Worker 0 is the control thread: besides its shard's sockets and the clients' doorbells
+ * it waits on a signalfd (SIGTERM and SIGINT stop, SIGHUP reloads), the control socket and
+ * its clients and the metrics endpoint, and runs the core's control work; the other workers
+ * (worker.c) wait on their shards' sockets, the doorbells and a wakeup eventfd. The control
+ * thread stops them between turns before it calls into the core (mrcd_workers_pause).
  */
 #ifndef METAROCE_DAEMON_IO_DAEMON_H
 #define METAROCE_DAEMON_IO_DAEMON_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -28,6 +32,42 @@ struct mrcd_watch {
 	void (*ready)(struct mrcd *d, struct mrcd_watch *w, uint32_t events);
 	int fd;		/* -1: none */
 	unsigned slot;	/* the client it belongs to */
+	unsigned worker; /* the worker whose epoll holds it */
+	bool data_path;	/* its handler runs the worker's shard only: no other worker stops */
+};
+
+struct mrcd_handover;
+
+#define MRCD_PENDING_EVENTS 64 /* monitor events other workers raised, for the control thread */
+
+/*
+ * A worker thread: its shard's sockets (the backend), its epoll, its view of the clients'
+ * doorbells. Worker 0's is the daemon's own loop (loop.c); the others run worker.c's.
+ */
+struct mrcd_worker {
+	struct mrcd *d;
+	unsigned index;
+	struct mrcd_backend *backend; /* worker 0: &d->backend; else &own */
+	struct mrcd_backend own;
+	int epoll_fd;		      /* worker 0: d->epoll_fd */
+	struct mrcd_watch wake;	      /* an eventfd: the control thread or a worker wakes it */
+	struct mrcd_watch backend_fds[MRCD_BACKEND_MAX_FDS];
+	unsigned n_backend_fds;
+	struct mrcd_watch doorbell[MRCD_MAX_CLIENTS]; /* workers 1..: the clients' eventfds */
+	bool rx_due;		      /* a backend descriptor was readable: read it this turn */
+	struct mrc_spin spin;	      /* busy_poll, as the control thread's */
+	pthread_t thread;
+	bool running;		      /* its thread was started (and not joined) */
+	/* Stopping it between turns (mrcd_workers_pause): it holds `run` while it runs a turn
+	 * and lets go of it when it sleeps or a pause is wanted */
+	pthread_mutex_t run, gate;
+	pthread_cond_t resumed;
+	bool pause_wanted;	      /* under gate, read without it between turns */
+	bool stop;		      /* atomic: leave the loop */
+	bool told_control;	      /* its shard wants the control thread, which was woken */
+	/* datagrams of its shard that reached another worker's socket, one ring per sender */
+	struct mrcd_handover *inbox[MRCD_MAX_WORKERS];
+	uint64_t handed_over, handover_dropped; /* sent to other workers, lost for want of room */
 };
 
 /* A control connection's descriptors; what it owns is the core's. */
@@ -63,6 +103,16 @@ struct mrcd {
 	struct mrcd_conn conn[MRCD_MAX_CLIENTS];
 	struct mrcd_request_fds req;
 	struct mrcd_watch metrics;  /* the metrics endpoint's epoll descriptor; fd -1: off */
+	struct mrcd_worker *workers; /* [n_workers]; [0] is this thread's */
+	unsigned n_workers;
+	unsigned pauses;	    /* mrcd_workers_pause depth (the control thread's own) */
+	void *selectors;	    /* the socket selector per plane (worker.c) */
+	bool selector_on;	    /* the kernel steers datagrams to their workers */
+	pthread_t control_thread;   /* worker 0's */
+	/* monitor events raised on other workers, broadcast by the control thread */
+	pthread_mutex_t events_lock;
+	char events[MRCD_PENDING_EVENTS][256];
+	unsigned n_events, events_dropped;
 	struct MHD_Daemon *http;    /* the endpoint (libmicrohttpd); NULL: off */
 	char backend_note[64];	    /* xdp: how it attached; auto on udp: why not xdp */
 	uint64_t started_ns;
@@ -99,5 +149,27 @@ extern const struct mrcd_fast_ops mrcd_core_io_fast_ops;
 /* Connections that made no request in time (mrcd_core_silent_client) are closed. */
 void mrcd_control_close_silent(struct mrcd *d, uint64_t now);
 void mrcd_control_broadcast(struct mrcd *d, const char *line);
+
+/* --- worker threads (worker.c) -------------------------------------------------------- */
+
+/* How many workers this configuration asks for here (workers = auto: planes' queues, CPUs). */
+unsigned mrcd_workers_wanted(const struct mrcd_config *cfg);
+/* Workers 1..n_workers-1: their sockets, epolls and threads; worker 0 is set up too. */
+int mrcd_workers_start(struct mrcd *d, char *err, size_t errlen);
+/* Their threads leave their loops and are joined; what they own stays for mrcd_stop. */
+void mrcd_workers_join(struct mrcd *d);
+void mrcd_workers_close(struct mrcd *d);
+/* The other workers stop at the end of their turns (nested calls count); then run again. */
+void mrcd_workers_pause(struct mrcd *d);
+void mrcd_workers_resume(struct mrcd *d);
+/* A worker's loop turn's receiving: its backend's datagrams into its shard, another's handed
+ * over. Returns how many; *more when the backend may have more. */
+unsigned mrcd_worker_receive(struct mrcd_worker *w, uint64_t now, bool *more);
+/* What worker k runs and what it cost (the workers stopped: the control thread reads). */
+void mrcd_worker_report(const struct mrcd *d, unsigned k, struct mrc_ctl_worker *out);
+/* Wakes a worker sleeping in its epoll. */
+void mrcd_worker_wake(struct mrcd_worker *w);
+/* A descriptor into the worker's epoll (as mrcd_watch does for worker 0's). */
+int mrcd_worker_watch(struct mrcd_worker *w, struct mrcd_watch *watch, bool edge);
 
 #endif /* METAROCE_DAEMON_IO_DAEMON_H */

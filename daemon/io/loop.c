@@ -23,10 +23,6 @@
 #include "io/metrics.h"
 #include "log.h"
 
-#define RX_BATCH 32
-/* Batches read per loop turn: a flood cannot keep the pump, the control socket and the
- * watchdog waiting longer than this many (each datagram may be a GRO train). */
-#define RX_TURN_BATCHES 16
 #define TX_KICK_NS 20000 /* transmit rings the kernel has not taken are kicked again after */
 
 /* Every client may hold completion-channel sockets here: take the hard limit, not 1024. */
@@ -54,6 +50,14 @@ static int open_backend(struct mrcd *d, char *err, size_t errlen)
 
 	d->backend.cfg = &d->cfg;
 	d->backend_note[0] = '\0';
+	d->n_workers = mrcd_workers_wanted(&d->cfg);
+	if (d->cfg.backend == MRCD_BACKEND_XDP && d->n_workers > 1) {
+		/* its AF_XDP sockets and event ring are one worker's today */
+		mrcd_log(LOG_NOTICE, "one worker: the XDP fast path's sockets and events are one "
+			 "worker's (workers = %u applies to the udp backend)", d->n_workers);
+		d->n_workers = 1;
+	}
+	d->backend.reuseport = d->n_workers > 1;
 	if (d->cfg.backend == MRCD_BACKEND_AUTO) {
 		mrcd_log(LOG_INFO, "backend auto: udp, which outruns xdp on the machines measured; "
 				   "backend = xdp asks for the XDP fast path");
@@ -121,7 +125,7 @@ static int start_core(struct mrcd *d, char *err, size_t errlen)
 	struct mrcd_core_params p = {
 		.cfg = &d->cfg, .ops = &mrcd_core_io_ops, .io = d, .port = d->backend.port,
 		.page_size = (size_t)sysconf(_SC_PAGESIZE), .now = d->started_ns,
-		.auth = &d->keys.auth,
+		.auth = &d->keys.auth, .n_shards = d->n_workers,
 	};
 	long pages = sysconf(_SC_PHYS_PAGES);
 
@@ -180,37 +184,42 @@ int mrcd_start(struct mrcd *d, const struct mrcd_config *cfg, const char *config
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
-	d->signals = (struct mrcd_watch){ handle_signals,
-					  signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK), 0 };
+	d->signals = (struct mrcd_watch){ .ready = handle_signals,
+					  .fd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK) };
 	if (d->epoll_fd < 0 || d->signals.fd < 0 || mrcd_watch(d, &d->signals, false)) {
 		snprintf(err, errlen, "epoll/signalfd: %s", strerror(errno));
 		goto fail_all;
 	}
 	n = d->backend.ops->poll_fds(&d->backend, fds, MRCD_BACKEND_MAX_FDS);
 	for (unsigned i = 0; i < n; i++) {
-		d->backend_fds[i] = (struct mrcd_watch){ backend_ready, fds[i], i };
+		d->backend_fds[i] = (struct mrcd_watch){ backend_ready, fds[i], i, 0, true };
 		if (mrcd_watch(d, &d->backend_fds[i], false)) {
 			snprintf(err, errlen, "epoll: %s", strerror(errno));
 			goto fail_all;
 		}
 	}
 	d->n_backend_fds = n;
-	if (mrcd_control_open(d, err, errlen) || mrcd_metrics_open(d, err, errlen))
+	d->control_thread = pthread_self();
+	pthread_mutex_init(&d->events_lock, NULL);
+	if (mrcd_workers_start(d, err, errlen) || mrcd_control_open(d, err, errlen) ||
+	    mrcd_metrics_open(d, err, errlen))
 		goto fail_all;
 	d->systemd = getenv("NOTIFY_SOCKET") != NULL;
 	if (d->systemd && sd_watchdog_enabled(0, &d->watchdog_usec) <= 0)
 		d->watchdog_usec = 0;
-	mrcd_log(LOG_INFO, "node %016llx: backend %s%s%s%s, port %u, %u plane%s, max payload %u",
-		 (unsigned long long)d->core.peers.local.node_id, d->backend.ops->name,
-		 d->backend_note[0] ? " (" : "", d->backend_note, d->backend_note[0] ? ")" : "",
-		 d->backend.port, d->cfg.n_planes, d->cfg.n_planes == 1 ? "" : "s",
-		 d->core.peers.local.max_payload);
+	mrcd_log(LOG_INFO, "node %016llx: backend %s%s%s%s, port %u, %u plane%s, max payload %u, "
+		 "%u worker%s", (unsigned long long)d->core.peers.local.node_id,
+		 d->backend.ops->name, d->backend_note[0] ? " (" : "", d->backend_note,
+		 d->backend_note[0] ? ")" : "", d->backend.port, d->cfg.n_planes,
+		 d->cfg.n_planes == 1 ? "" : "s", d->core.peers.local.max_payload, d->n_workers,
+		 d->n_workers == 1 ? "" : "s");
 	log_auth(d);
 	return 0;
 
 fail_all:
 	mrcd_metrics_close(d);
 	mrcd_control_close(d);
+	mrcd_workers_close(d);
 	if (d->signals.fd >= 0)
 		close(d->signals.fd);
 	if (d->epoll_fd >= 0)
@@ -224,9 +233,11 @@ fail_backend:
 
 void mrcd_stop(struct mrcd *d)
 {
+	mrcd_workers_join(d);
 	mrcd_metrics_close(d);
 	mrcd_control_close(d); /* its clients' objects go with the core's */
 	mrcd_core_fini(&d->core);
+	mrcd_workers_close(d);
 	d->core_up = false;
 	close(d->signals.fd);
 	close(d->epoll_fd);
@@ -234,28 +245,39 @@ void mrcd_stop(struct mrcd *d)
 	mrcd_keys_wipe(&d->keys);
 }
 
-/* What the backend has, RX_TURN_BATCHES batches at most, so the rest of the loop runs;
- * *more when it may have more. Returns how many datagrams there were. */
-static unsigned receive(struct mrcd *d, uint64_t now, bool *more)
+/* Monitor events other workers raised, to the subscribers. */
+static void broadcast_events(struct mrcd *d)
 {
-	static uint8_t bufs[RX_BATCH][MRC_WIRE_MAX_PACKET + 1];
-	struct mrcd_dgram g[RX_BATCH];
-	unsigned got = 0, batches = 0;
-	int n;
+	char line[256];
 
-	do {
-		/* each time: a backend may have pointed them at trains of its own (UDP GRO) */
-		for (unsigned i = 0; i < RX_BATCH; i++) {
-			g[i].data = bufs[i];
-			g[i].cap = sizeof(bufs[i]);
+	for (;;) {
+		bool any;
+
+		pthread_mutex_lock(&d->events_lock);
+		any = d->n_events > 0;
+		if (any) {
+			memcpy(line, d->events[0], sizeof(line));
+			memmove(d->events[0], d->events[1], (--d->n_events) * sizeof(d->events[0]));
 		}
-		n = d->backend.ops->rx_batch(&d->backend, g, RX_BATCH);
-		for (int i = 0; i < n; i++)
-			mrcd_core_rx(&d->core, 0, &g[i], now);
-		got += n > 0 ? (unsigned)n : 0;
-	} while (n > 0 && ++batches < RX_TURN_BATCHES);
-	*more = n > 0;
-	return got;
+		pthread_mutex_unlock(&d->events_lock);
+		if (!any)
+			return;
+		mrcd_control_broadcast(d, line);
+	}
+}
+
+/* The core's control work, due now: discovery, rdma_cm, regions to unmap, silent clients. */
+static bool control_turn(struct mrcd *d, uint64_t now)
+{
+	bool worked;
+
+	if (mrcd_core_control_timeout(&d->core) > now)
+		return false;
+	mrcd_workers_pause(d);
+	worked = mrcd_core_control_pump(&d->core, now);
+	mrcd_control_close_silent(d, now);
+	mrcd_workers_resume(d);
+	return worked;
 }
 
 int mrcd_run(struct mrcd *d)
@@ -271,9 +293,10 @@ int mrcd_run(struct mrcd *d)
 		bool tx_pending, rx_pending, sleep, worked;
 		int n;
 
-		worked = mrcd_core_control_pump(&d->core, now);
+		worked = control_turn(d, now);
 		worked |= mrcd_core_pump(&d->core, 0, now);
-		mrcd_control_close_silent(d, now);
+		if (d->n_workers > 1)
+			broadcast_events(d);
 		if (d->watchdog_usec && now >= d->next_watchdog_ns) {
 			sd_notify(0, "WATCHDOG=1");
 			d->next_watchdog_ns = now + d->watchdog_usec * 1000 / 2;
@@ -317,17 +340,24 @@ int mrcd_run(struct mrcd *d)
 		for (int i = 0; i < n; i++) {
 			struct mrcd_watch *w = ev[i].data.ptr;
 
+			/* a request, a signal, a scrape: the core's control work, the other
+			 * workers stopped meanwhile */
+			if (!w->data_path)
+				mrcd_workers_pause(d);
 			w->ready(d, w, ev[i].events);
+			if (!w->data_path)
+				mrcd_workers_resume(d);
 		}
 		if (http_due != UINT64_MAX && mrcd_now_ns() >= http_due)
 			mrcd_metrics_on_timeout(d); /* a scraper that went quiet is closed */
 		/* the backend is read when one of its descriptors said so, while it has
 		 * transmit rings to kick (reading kicks them), or when work waits that no
-		 * descriptor announces (the XDP program's quiet events) */
-		if (d->rx_due || tx_pending || rx_pending) {
+		 * descriptor announces (the XDP program's quiet events, datagrams other
+		 * workers handed over) */
+		if (d->rx_due || tx_pending || rx_pending || d->n_workers > 1) {
 			bool more;
 
-			worked |= receive(d, mrcd_now_ns(), &more) > 0;
+			worked |= mrcd_worker_receive(&d->workers[0], mrcd_now_ns(), &more) > 0;
 			d->rx_due = more; /* the rest next turn, after the pump */
 		}
 		if (worked || n > 0)
@@ -336,10 +366,13 @@ int mrcd_run(struct mrcd *d)
 	if (d->systemd)
 		sd_notify(0, "STOPPING=1");
 	/* clients see their outstanding work flushed with an error status, not a hang, and
-	 * the peers' QPs hear CLOSE [R-75] instead of waiting out their retry budget */
+	 * the peers' QPs hear CLOSE [R-75] instead of waiting out their retry budget; the
+	 * workers are gone by then, so this thread pumps their shards through their sockets */
+	mrcd_workers_join(d);
 	mrcd_core_flush_all(&d->core, mrcd_now_ns());
 	mrcd_core_control_pump(&d->core, mrcd_now_ns());
-	mrcd_core_pump(&d->core, 0, mrcd_now_ns());
+	for (unsigned k = 0; k < d->n_workers; k++)
+		mrcd_core_pump(&d->core, k, mrcd_now_ns());
 	{
 		struct mrcd_stats st;
 

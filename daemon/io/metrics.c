@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -34,6 +35,37 @@ static size_t put(char *buf, size_t cap, size_t at, const char *fmt, ...)
 
 #define FAMILY(name, type, help) "# HELP " name " " help "\n# TYPE " name " " type "\n"
 
+/* Each worker thread's CPU time, and the datagrams it passed to the worker of their QP. The
+ * workers are stopped while this reads their counters (loop.c). */
+static size_t worker_metrics(const struct mrcd *d, char *buf, size_t cap, size_t n)
+{
+	if (!d->workers)
+		return n;
+	n = put(buf, cap, n, "%s",
+		FAMILY("metaroce_worker_cpu_seconds_total", "counter",
+		       "CPU time each worker thread used (worker 0: the control thread)."));
+	for (unsigned k = 0; k < d->n_workers; k++) {
+		struct mrc_ctl_worker r;
+
+		mrcd_worker_report(d, k, &r);
+		n = put(buf, cap, n, "metaroce_worker_cpu_seconds_total{worker=\"%u\"} %.6f\n", k,
+			r.cpu_ns / 1e9);
+	}
+	n = put(buf, cap, n, "%s",
+		FAMILY("metaroce_worker_handovers_total", "counter",
+		       "Datagrams a worker's socket took for another worker's QP and passed on "
+		       "(a GRO train of two workers' QPs), or lost for want of room."));
+	for (unsigned k = 0; k < d->n_workers; k++) {
+		const struct mrcd_worker *w = &d->workers[k];
+
+		n = put(buf, cap, n, "metaroce_worker_handovers_total{worker=\"%u\",result="
+			"\"sent\"} %llu\n", k, (unsigned long long)w->handed_over);
+		n = put(buf, cap, n, "metaroce_worker_handovers_total{worker=\"%u\",result="
+			"\"dropped\"} %llu\n", k, (unsigned long long)w->handover_dropped);
+	}
+	return n;
+}
+
 size_t mrcd_metrics_render(const struct mrcd *d, char *buf, size_t cap)
 {
 	size_t n = 0;
@@ -47,6 +79,7 @@ size_t mrcd_metrics_render(const struct mrcd *d, char *buf, size_t cap)
 		"metaroce_uptime_seconds %.3f\n", (mrcd_now_ns() - d->started_ns) / 1e9);
 	if (n < cap)
 		n += mrcd_core_metrics(&d->core, buf + n, cap - n);
+	n = worker_metrics(d, buf, cap, n);
 	if (d->backend.fast) {
 		uint64_t x[MRC_XDP_OUTCOMES], woken, quiet;
 
@@ -230,7 +263,7 @@ int mrcd_metrics_open(struct mrcd *d, char *err, size_t errlen)
 		mrcd_metrics_close(d);
 		return -1;
 	}
-	d->metrics = (struct mrcd_watch){ run_http, info->epoll_fd, 0 };
+	d->metrics = (struct mrcd_watch){ .ready = run_http, .fd = info->epoll_fd };
 	if (mrcd_watch(d, &d->metrics, false)) {
 		snprintf(err, errlen, "metrics endpoint: epoll: %s", strerror(errno));
 		mrcd_metrics_close(d);

@@ -55,7 +55,9 @@ two_hosts() {
 }
 
 # start_daemon NS NAME ARGS...: metaroced in a namespace, its log in $TMP/NAME.log;
-# METAROCED names another build of it (make integration-asan)
+# METAROCED names another build of it (make integration-asan, integration-tsan). It runs
+# METAROCE_TEST_WORKERS worker threads (2 unless set: every test runs QPs on two workers and
+# the control thread beside them; make integration-asan runs 1)
 # Every daemon a test starts authenticates its peers and packets (SPEC 14.6) under one
 # cluster key per test (none while NO_CLUSTER_KEY is set), with a key pair of its own in
 # $TMP; a test's own settings come after and win (auth=off, another cluster_key_file).
@@ -64,6 +66,7 @@ start_daemon() {
 	shift 2
 	[ -f "$TMP/cluster.key" ] || (umask 077 && head -c 32 /dev/urandom >"$TMP/cluster.key")
 	[ -n "${NO_CLUSTER_KEY:-}" ] || set -- --set "cluster_key_file=$TMP/cluster.key" "$@"
+	set -- --set "workers=${METAROCE_TEST_WORKERS:-2}" "$@"
 	ip netns exec "$ns" "${METAROCED:-$BUILD/sbin/metaroced}" \
 		--set "key_file=$TMP/$name.key" "$@" >"$TMP/$name.log" 2>&1 &
 	PIDS="$PIDS $!"

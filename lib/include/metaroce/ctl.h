@@ -77,7 +77,9 @@ enum mrc_ctl_type {
 				   * socket]; reply: struct mrc_ctl_cm_reply */
 	MRC_CTL_CM_IDS = 35,	  /* request: no payload; reply: n x struct mrc_ctl_cm_id (the
 				   * caller's own, unless an operator asks) */
-	MRC_CTL_TYPE_MAX = MRC_CTL_CM_IDS,
+	MRC_CTL_WORKERS = 36,	  /* request: no payload; reply: n x struct mrc_ctl_worker, one
+				   * per worker thread (worker 0: the control thread) */
+	MRC_CTL_TYPE_MAX = MRC_CTL_WORKERS,
 };
 
 /* The shared-memory and request layout this library speaks (bumped on any change; 2: the
@@ -428,6 +430,16 @@ enum mrc_ctl_auth {
 	MRC_CTL_AUTH_FULL = 2, /* and every packet sealed (payload encrypted) */
 };
 
+/* A worker thread's share of the QPs and what running them cost [MRC_CTL_WORKERS]. */
+struct mrc_ctl_worker {
+	__u32 qps;	  /* QPs it runs */
+	__u32 cpu;	  /* the CPU it is pinned to (cpus = LIST); 0xffffffff: not pinned */
+	__u64 busy_turns; /* turns of its loop that found QPs with work */
+	__u64 qp_visits;
+	__u64 cpu_ns;	  /* CPU time its thread used */
+	__u64 handovers;  /* datagrams its sockets took for another worker's QP, passed on */
+};
+
 /* What a user (uid) holds over all its connections, against its limits [MRC_CTL_USERS]. */
 enum mrc_ctl_user_resource {
 	MRC_CTL_USER_CONNECTIONS = 0,
@@ -463,6 +475,7 @@ _Static_assert(sizeof(struct mrc_ctl_plane) == 36, "mrc_ctl_plane is 36 bytes");
 _Static_assert(sizeof(struct mrc_ctl_status) == 784, "mrc_ctl_status is 784 bytes");
 _Static_assert(sizeof(struct mrc_ctl_peer) == 608, "mrc_ctl_peer is 608 bytes");
 _Static_assert(sizeof(struct mrc_ctl_user) == 136, "mrc_ctl_user is 136 bytes");
+_Static_assert(sizeof(struct mrc_ctl_worker) == 40, "mrc_ctl_worker is 40 bytes");
 _Static_assert(MRC_CTL_USER_RESOURCES <= 8, "a user's resources fit its reply");
 
 _Static_assert(sizeof(struct mrc_ctl_connect_qp) == 36, "mrc_ctl_connect_qp is 36 bytes");

@@ -1,0 +1,89 @@
+# Worker threads (workers = 2 on both daemons): a verified transfer over 4 QPs streams while
+# QPs are created and destroyed on every worker (a ping-pong at a time, each with QPs of its
+# own on both daemons) and plane 1 is drained and restored under them. Every byte of the
+# transfer arrives right, every ping-pong completes, the QPs run on both workers (qp shows
+# which, the metrics count each worker's QPs, turns and CPU), none errs, and once all are
+# gone the workers hold none and the daemons answer.
+. "$(dirname "$0")/lib.sh"
+
+CTL="$BUILD/bin/metaroce-ctl"
+PERF="$BUILD/bin/metaroce-perf"
+METAROCE_TEST_WORKERS=2
+two_daemons
+
+metric() { # SOCKET NAME{LABELS}: the sample's value
+	"$CTL" -S "$1" metrics | awk -v n="$2" '$1 == n {print $2}'
+}
+grep -q "2 workers" "$TMP/a.log" || fail "daemon a does not say it runs 2 workers"
+
+# the transfer: 4 QPs, every byte checked where it lands, long enough for what follows
+port=18790
+bg_b "$TMP/x.server.log" timeout 120 "$PERF" -p $port
+srv=$BG
+bg_a "$TMP/x.json" timeout 120 "$PERF" -p $port -j -t write -s 65537 -q 4 -Q 8 -D 20 -V \
+	198.18.0.2
+cli=$BG
+# placed over both workers, on both daemons, each running its own
+both_workers() { # SOCKET
+	ctl_true "$1" qp "len([q for q in j['qps'] if q['state'] == 'rts']) >= 4 and {q['worker'] for q in j['qps']} == {0, 1}"
+}
+wait_until 15 "a's QPs not on both workers" both_workers "$TMP/a.sock"
+wait_until 5 "b's QPs not on both workers" both_workers "$TMP/b.sock"
+for k in 0 1; do
+	[ "$(metric "$TMP/a.sock" "metaroce_worker_qps{worker=\"$k\"}")" -ge 2 ] ||
+		fail "worker $k of a runs fewer than 2 QPs"
+done
+
+# QPs come and go on every worker while the transfer runs: each ping-pong a QP on each side
+churn() {
+	i=0
+	while [ $i -lt "$1" ]; do
+		bg_b "$TMP/pp.server.log" timeout 30 ibv_rc_pingpong -g 0 -n 50 -p 18515
+		psrv=$BG
+		wait_listening "$NS_B" 18515
+		on_a timeout 30 ibv_rc_pingpong -g 0 -n 50 -p 18515 198.18.0.2 \
+			>"$TMP/pp.client.log" 2>&1 ||
+			{ cat "$TMP/pp.client.log" "$TMP/pp.server.log"; fail "ping-pong $i (client)"; }
+		wait "$psrv" || { cat "$TMP/pp.server.log"; fail "ping-pong $i (server)"; }
+		grep -q "bytes in" "$TMP/pp.client.log" || fail "ping-pong $i: no transfer line"
+		i=$((i + 1))
+	done
+}
+churn 4
+# shellcheck disable=SC2086
+"$CTL" -S "$TMP/a.sock" path set plane 1 down | grep -q "plane drained" ||
+	fail "path set plane 1 down"
+churn 4
+"$CTL" -S "$TMP/a.sock" path set plane 1 up >/dev/null || fail "path set plane 1 up"
+churn 4
+gone "$cli" && fail "the transfer ended before the churn did (make it longer)"
+
+wait "$cli" || { cat "$TMP/x.json" "$TMP/x.server.log"; fail "the transfer's client"; }
+wait "$srv" || { cat "$TMP/x.server.log"; fail "the transfer's server"; }
+python3 - "$TMP/x.json" <<'PY' || fail "the transfer under churn and a drain"
+import json, sys
+j = json.load(open(sys.argv[1]))
+print("transfer: %d messages, %d verified by the peer, %.2f Gbit/s" %
+      (j["messages"], j["peer"]["verified"], j["gbps"]))
+sys.exit(0 if j["messages"] > 0 and j["peer"]["verified"] == j["messages"] and
+         j["errors"] == 0 and j["peer"]["errors"] == 0 else 1)
+PY
+
+# all gone: no worker runs a QP, none erred, each worker worked, the daemons answer
+for s in a b; do
+	ctl_wait 10 "$TMP/$s.sock" qp "len(j['qps']) == 0"
+	for k in 0 1; do
+		[ "$(metric "$TMP/$s.sock" "metaroce_worker_qps{worker=\"$k\"}")" = 0 ] ||
+			fail "$s: worker $k still runs QPs"
+		[ "$(metric "$TMP/$s.sock" "metaroce_worker_busy_turns_total{worker=\"$k\"}")" -gt 0 ] ||
+			fail "$s: worker $k never ran a QP"
+		python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)" \
+			"$(metric "$TMP/$s.sock" "metaroce_worker_cpu_seconds_total{worker=\"$k\"}")" ||
+			fail "$s: worker $k used no CPU"
+	done
+	[ "$(metric "$TMP/$s.sock" metaroce_error_completions_total)" = 0 ] ||
+		fail "$s: error completions"
+	grep -q "qp [0-9]* error" "$TMP/$s.log" && fail "$s: a QP erred"
+	kill -0 "$(eval echo "\$PID_$s")" || fail "daemon $s is gone"
+done
+"$CTL" -S "$TMP/a.sock" status | grep "^worker" # their turns, CPU and hand-overs
