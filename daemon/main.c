@@ -38,6 +38,17 @@ static void usage(FILE *f)
 		   MRCD_CONFIG_DEFAULT_PATH);
 }
 
+/* --discover: the peer table is the control thread's, the workers stopped meanwhile. */
+static int discover_peer(struct mrcd *d, const struct mrcd_addr *addr)
+{
+	int err;
+
+	mrcd_workers_pause(d);
+	err = mrcd_core_discover(&d->core, addr, mrcd_now_ns());
+	mrcd_workers_resume(d);
+	return err;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -152,7 +163,7 @@ int main(int argc, char **argv)
 		mrcd_config_default(&tmp);
 		snprintf(plane, sizeof(plane), "0 x %s", discover[i]);
 		if (mrcd_config_set(&tmp, "plane", plane, err, sizeof(err)) ||
-		    mrcd_core_discover(&d.core, &tmp.planes[0].addr, mrcd_now_ns())) {
+		    discover_peer(&d, &tmp.planes[0].addr)) {
 			mrcd_log(LOG_ERR, "--discover %s: not an address, the peer table is full, "
 				 "or no allowed_peer may answer there", discover[i]);
 			mrcd_stop(&d);

@@ -83,21 +83,23 @@ void core_qp_free(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 
 /*
  * The shard a new QP runs on, for its life. A UD QP's is the control thread's (its datagrams
- * use the peer table); QPs of one SRQ share a shard, so its ring has one consumer; any other
- * goes where the fewest QPs run now.
+ * use the peer table); QPs of one SRQ share a shard, so its ring has one consumer: a UD QP
+ * cannot join an SRQ whose QPs run on another (-EINVAL from the caller); any other QP goes
+ * where the fewest QPs run now.
  */
-static unsigned qp_place(const struct mrcd_core *c, uint8_t type, const struct mrcd_srq *srq)
+static int qp_place(const struct mrcd_core *c, uint8_t type, const struct mrcd_srq *srq)
 {
 	unsigned best = MRCD_CONTROL_SHARD;
 
+	if (srq && srq->n_users)
+		return type != MRC_CTL_QPT_UD || srq->shard == MRCD_CONTROL_SHARD ? (int)srq->shard
+										  : -1;
 	if (type == MRC_CTL_QPT_UD)
 		return MRCD_CONTROL_SHARD;
-	if (srq && srq->n_users)
-		return srq->shard;
 	for (unsigned i = 1; i < c->n_shards; i++)
 		if (c->shard[i].n_qps < c->shard[best].n_qps)
 			best = i;
-	return best;
+	return (int)best;
 }
 
 /*
@@ -157,7 +159,7 @@ int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 	struct mrcd_srq *srq = NULL;
 	struct mrcd_qp *qp = NULL;
 	unsigned slot, shard;
-	int err;
+	int err, placed;
 
 	if (len != sizeof(r))
 		return -EINVAL;
@@ -176,7 +178,13 @@ int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 	err = core_user_allows(c, c->t.client[owner].uid, MRC_CTL_USER_QPS, 1);
 	if (err)
 		return err;
-	shard = qp_place(c, (uint8_t)r.type, srq);
+	placed = qp_place(c, (uint8_t)r.type, srq);
+	if (placed < 0) {
+		core_log(c, MRCD_NOTICE, "client pid %d: a UD QP cannot share an SRQ with QPs of "
+			 "worker %u (UD QPs run on worker 0)", c->t.client[owner].pid, srq->shard);
+		return -EINVAL;
+	}
+	shard = (unsigned)placed;
 	qp = qp_slot_free(c, shard, &slot);
 	if (!qp)
 		return -ENOSPC;
@@ -212,7 +220,8 @@ int core_create_qp(struct mrcd_core *c, unsigned owner, const uint8_t *payload, 
 	qp->pd = r.pd;
 	qp->srq = srq ? (int)(srq - c->t.srqs) : -1;
 	if (srq) {
-		srq->shard = shard;
+		if (!srq->n_users)
+			srq->shard = shard;
 		srq->n_users++;
 	}
 	qp->send_cq = (int)(scq - c->t.cqs);

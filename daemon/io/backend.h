@@ -71,6 +71,7 @@ struct mrcd_backend {
 	 * port to bind instead (another worker's, in its SO_REUSEPORT groups) */
 	uint16_t port;
 	bool reuseport; /* udp: the receiving sockets join SO_REUSEPORT groups (workers > 1) */
+	bool joins;	/* ... groups another worker's sockets made (else it makes them) */
 	struct mrcd_udp_plane udp[MRC_MAX_PLANES];
 	uint32_t udp_ready; /* bit i: plane i's receiving socket may hold datagrams */
 	struct mrcd_fastpath *fast; /* xdp: the program and its maps; NULL otherwise */

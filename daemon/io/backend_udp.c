@@ -336,6 +336,16 @@ static int udp_open(struct mrcd_backend *b, char *err, size_t errlen)
 		uint16_t bound;
 
 		u->family = p->addr.family;
+		/* the group's maker first binds alone: a port another daemon holds is refused as
+		 * it always was, rather than shared with it (SO_REUSEPORT would let it in) */
+		if (b->reuseport && !b->joins) {
+			int probe = plane_socket(p, b->port, true, false, &bound, err, errlen);
+
+			if (probe < 0)
+				goto fail;
+			close(probe);
+			b->port = bound;
+		}
 		/* port 0 (tests): the first plane picks one, every other plane uses the same */
 		u->rx_fd = plane_socket(p, b->port, true, b->reuseport, &bound, err, errlen);
 		if (u->rx_fd < 0)

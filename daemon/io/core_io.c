@@ -163,6 +163,7 @@ static int keep_doorbell(void *io, unsigned client, unsigned i)
 
 			wk->fd = -1;
 			unwatch_doorbell(d, client);
+			w->fd = -1; /* the descriptor stays the request's, closed after the reply */
 			return err;
 		}
 	}

@@ -64,7 +64,6 @@ struct mrcd_worker {
 	pthread_cond_t resumed;
 	bool pause_wanted;	      /* under gate, read without it between turns */
 	bool stop;		      /* atomic: leave the loop */
-	bool told_control;	      /* its shard wants the control thread, which was woken */
 	/* datagrams of its shard that reached another worker's socket, one ring per sender */
 	struct mrcd_handover *inbox[MRCD_MAX_WORKERS];
 	uint64_t handed_over, handover_dropped; /* sent to other workers, lost for want of room */
@@ -116,7 +115,7 @@ struct mrcd {
 	struct MHD_Daemon *http;    /* the endpoint (libmicrohttpd); NULL: off */
 	char backend_note[64];	    /* xdp: how it attached; auto on udp: why not xdp */
 	uint64_t started_ns;
-	bool stopping;
+	bool stopping;		    /* atomic: a signal, or a worker whose loop failed */
 	bool systemd;		    /* NOTIFY_SOCKET is set: report READY, STATUS, WATCHDOG */
 	uint64_t watchdog_usec;	    /* 0: no watchdog */
 	uint64_t next_watchdog_ns;

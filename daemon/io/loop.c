@@ -95,7 +95,7 @@ static void handle_signals(struct mrcd *d, struct mrcd_watch *w, uint32_t events
 			mrcd_reload(d);
 		} else {
 			mrcd_log(LOG_INFO, "%s: stopping", strsignal((int)si.ssi_signo));
-			d->stopping = true;
+			__atomic_store_n(&d->stopping, true, __ATOMIC_RELEASE);
 		}
 	}
 }
@@ -285,7 +285,8 @@ int mrcd_run(struct mrcd *d)
 	if (d->systemd)
 		sd_notifyf(0, "READY=1\nSTATUS=backend %s, %u planes, port %u",
 			   d->backend.ops->name, d->cfg.n_planes, d->backend.port);
-	while (!d->stopping) {
+	/* a worker whose loop failed stops the daemon too (worker.c) */
+	while (!__atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE)) {
 		struct epoll_event ev[8];
 		uint64_t now = mrcd_now_ns(), next;
 		struct timespec wait = { 0, 0 };
@@ -348,8 +349,13 @@ int mrcd_run(struct mrcd *d)
 			if (!w->data_path)
 				mrcd_workers_resume(d);
 		}
-		if (http_due != UINT64_MAX && mrcd_now_ns() >= http_due)
-			mrcd_metrics_on_timeout(d); /* a scraper that went quiet is closed */
+		if (http_due != UINT64_MAX && mrcd_now_ns() >= http_due) {
+			/* a scraper that went quiet is closed; one whose request waited is
+			 * answered, from every shard's counters */
+			mrcd_workers_pause(d);
+			mrcd_metrics_on_timeout(d);
+			mrcd_workers_resume(d);
+		}
 		/* the backend is read when one of its descriptors said so, while it has
 		 * transmit rings to kick (reading kicks them), or when work waits that no
 		 * descriptor announces (the XDP program's quiet events, datagrams other

@@ -159,10 +159,32 @@ static void hand_over(struct mrcd_worker *w, unsigned to, const struct mrcd_dgra
 	mrcd_worker_wake(dest);
 }
 
+/*
+ * Datagrams into the worker's shard; those another worker must take, handed over. On the
+ * control thread a batch with a DISCOVER or rdma_cm datagram in it (which reach QPs of every
+ * shard) runs with the other workers stopped, once for the whole batch: a flood of them costs
+ * the workers a pause a batch, not one a datagram.
+ */
+static void take(struct mrcd_worker *w, struct mrcd_dgram *g, unsigned n, bool handed,
+		 uint64_t now)
+{
+	struct mrcd *d = w->d;
+	bool control = false;
+
+	for (unsigned i = 0; w->index == 0 && d->n_workers > 1 && i < n && !control; i++)
+		control = mrcd_core_rx_stops_workers(&g[i]);
+	if (control)
+		mrcd_workers_pause(d);
+	for (unsigned i = 0; i < n; i++)
+		if (!mrcd_core_rx(&d->core, w->index, &g[i], now) && !handed)
+			hand_over(w, mrcd_core_shard_of(&d->core, &g[i]), &g[i]);
+	if (control)
+		mrcd_workers_resume(d);
+}
+
 /* What the other workers handed over, into this worker's shard. */
 static unsigned take_handovers(struct mrcd_worker *w, uint64_t now)
 {
-	struct mrcd_core *c = &w->d->core;
 	unsigned got = 0;
 
 	for (unsigned k = 0; k < w->d->n_workers; k++) {
@@ -174,7 +196,7 @@ static unsigned take_handovers(struct mrcd_worker *w, uint64_t now)
 		tail = h->tail;
 		head = __atomic_load_n(&h->head, __ATOMIC_ACQUIRE);
 		for (; tail != head; tail++, got++)
-			mrcd_core_rx(c, w->index, &h->slot[tail % HANDOVER_SLOTS].g, now);
+			take(w, &h->slot[tail % HANDOVER_SLOTS].g, 1, true, now);
 		__atomic_store_n(&h->tail, tail, __ATOMIC_RELEASE);
 	}
 	return got;
@@ -195,18 +217,8 @@ unsigned mrcd_worker_receive(struct mrcd_worker *w, uint64_t now, bool *more)
 			g[i].cap = sizeof(bufs[i]);
 		}
 		n = w->backend->ops->rx_batch(w->backend, g, RX_BATCH);
-		for (int i = 0; i < n; i++) {
-			bool control = w->index == 0 && d->n_workers > 1 &&
-				       mrcd_core_rx_stops_workers(&g[i]);
-
-			/* discovery and rdma_cm reach QPs of every shard: the others stop */
-			if (control)
-				mrcd_workers_pause(d);
-			if (!mrcd_core_rx(&d->core, w->index, &g[i], now))
-				hand_over(w, mrcd_core_shard_of(&d->core, &g[i]), &g[i]);
-			if (control)
-				mrcd_workers_resume(d);
-		}
+		if (n > 0)
+			take(w, g, (unsigned)n, false, now);
 		got += n > 0 ? (unsigned)n : 0;
 	} while (n > 0 && ++batches < RX_TURN_BATCHES);
 	*more = n > 0;
@@ -237,16 +249,15 @@ static void woken(struct mrcd *d, struct mrcd_watch *watch, uint32_t events)
 static bool worker_turn(struct mrcd_worker *w, uint64_t now)
 {
 	struct mrcd_core *c = &w->d->core;
-	bool worked = mrcd_core_pump(c, w->index, now), more, wants;
+	bool worked = mrcd_core_pump(c, w->index, now), more;
 
 	/* without readiness the backend takes no system call: only the hand-overs are read */
 	worked |= mrcd_worker_receive(w, mrcd_now_ns(), &more) > 0;
 	w->rx_due = more;
-	/* work for the control thread (a failed rdma_cm connection's QP): it is woken once */
-	wants = mrcd_core_shard_wants_control(c, w->index);
-	if (wants && !w->told_control)
+	/* work for the control thread (a failed rdma_cm connection's QP), rare: it is woken
+	 * every turn until it has taken it */
+	if (mrcd_core_shard_wants_control(c, w->index))
 		mrcd_worker_wake(&w->d->workers[0]);
-	w->told_control = wants;
 	return worked;
 }
 
@@ -281,7 +292,11 @@ static void *worker_main(void *arg)
 		if (sleep)
 			pthread_mutex_lock(&w->run);
 		if (n < 0 && errno != EINTR) {
-			mrcd_log(LOG_ERR, "worker %u: epoll_pwait2: %s", w->index, strerror(errno));
+			/* its shard would have nobody to run it: the daemon stops */
+			mrcd_log(LOG_ERR, "worker %u: epoll_pwait2: %s: stopping", w->index,
+				 strerror(errno));
+			__atomic_store_n(&w->d->stopping, true, __ATOMIC_RELEASE);
+			mrcd_worker_wake(&w->d->workers[0]);
 			break;
 		}
 		let_control_in(w);
@@ -346,6 +361,7 @@ static void attach_selectors(struct mrcd *d)
 {
 	struct metaroce_workers **sel = calloc(MRC_MAX_PLANES, sizeof(*sel));
 	unsigned attached = 0;
+	int why = 0;
 
 	d->selectors = sel;
 	for (unsigned i = 0; sel && i < d->cfg.n_planes; i++) {
@@ -353,12 +369,16 @@ static void attach_selectors(struct mrcd *d)
 		struct metaroce_workers *s = metaroce_workers__open();
 		int prog, map, err = 0;
 
-		if (!s)
+		if (!s) {
+			why = errno;
 			break;
+		}
 		s->rodata->cfg_workers = d->n_workers;
 		sel[plane] = s;
-		if (metaroce_workers__load(s))
+		if (metaroce_workers__load(s)) {
+			why = errno;
 			break;
+		}
 		prog = bpf_program__fd(s->progs.metaroce_select_worker);
 		map = bpf_map__fd(s->maps.mrc_worker_socks);
 		for (unsigned k = 0; k < d->n_workers && !err; k++) {
@@ -368,8 +388,10 @@ static void attach_selectors(struct mrcd *d)
 			err = bpf_map_update_elem(map, &key, &fd, BPF_ANY);
 		}
 		if (err || setsockopt(d->backend.udp[plane].rx_fd, SOL_SOCKET,
-				      SO_ATTACH_REUSEPORT_EBPF, &prog, sizeof(prog)))
+				      SO_ATTACH_REUSEPORT_EBPF, &prog, sizeof(prog))) {
+			why = errno;
 			break;
+		}
 		attached++;
 	}
 	d->selector_on = attached == d->cfg.n_planes;
@@ -377,9 +399,10 @@ static void attach_selectors(struct mrcd *d)
 		mrcd_log(LOG_INFO, "%u workers, each datagram steered to its QP's by the kernel",
 			 d->n_workers);
 	else
-		mrcd_log(LOG_WARNING, "%u workers without the socket selector (%s): the kernel "
-			 "spreads datagrams by hash and the workers hand them over",
-			 d->n_workers, strerror(errno));
+		mrcd_log(LOG_WARNING, "%u workers without the socket selector (%s%s): the kernel "
+			 "spreads datagrams by hash and the workers hand them over", d->n_workers,
+			 why ? strerror(why) : "out of memory",
+			 why == EPERM ? "; loading it takes CAP_BPF" : "");
 }
 
 static int worker_open(struct mrcd *d, struct mrcd_worker *w, unsigned k, char *err,
@@ -407,7 +430,7 @@ static int worker_open(struct mrcd *d, struct mrcd_worker *w, unsigned k, char *
 		return 0; /* its sockets and the rest are the daemon's loop's */
 	/* the same port as worker 0's sockets, in the same reuseport groups */
 	w->own = (struct mrcd_backend){ .ops = d->backend.ops, .cfg = &d->cfg,
-					.port = d->backend.port, .reuseport = true };
+					.port = d->backend.port, .reuseport = true, .joins = true };
 	if (w->own.ops->open(&w->own, err, errlen))
 		return -1;
 	n = w->own.ops->poll_fds(&w->own, fds, MRCD_BACKEND_MAX_FDS);
@@ -477,6 +500,9 @@ void mrcd_workers_close(struct mrcd *d)
 			free(w->inbox[j]);
 		if (w->wake.fd >= 0)
 			close(w->wake.fd);
+		pthread_mutex_destroy(&w->run);
+		pthread_mutex_destroy(&w->gate);
+		pthread_cond_destroy(&w->resumed);
 		if (k == 0)
 			continue;
 		for (unsigned i = 0; i < MRCD_MAX_CLIENTS; i++)
@@ -486,9 +512,6 @@ void mrcd_workers_close(struct mrcd *d)
 			close(w->epoll_fd);
 		if (w->own.ops)
 			w->own.ops->close(&w->own);
-		pthread_mutex_destroy(&w->run);
-		pthread_mutex_destroy(&w->gate);
-		pthread_cond_destroy(&w->resumed);
 	}
 	for (unsigned i = 0; sel && i < MRC_MAX_PLANES; i++)
 		metaroce_workers__destroy(sel[i]);

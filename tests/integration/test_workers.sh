@@ -3,7 +3,9 @@
 # own on both daemons) and plane 1 is drained and restored under them. Every byte of the
 # transfer arrives right, every ping-pong completes, the QPs run on both workers (qp shows
 # which, the metrics count each worker's QPs, turns and CPU), none errs, and once all are
-# gone the workers hold none and the daemons answer.
+# gone the workers hold none and the daemons answer. Then again with daemons that may not load
+# BPF programs (no CAP_BPF, as a unit without it): the kernel spreads datagrams over the
+# workers' sockets by hash, and the workers pass each other what belongs to the other's QPs.
 . "$(dirname "$0")/lib.sh"
 
 CTL="$BUILD/bin/metaroce-ctl"
@@ -87,3 +89,27 @@ for s in a b; do
 	kill -0 "$(eval echo "\$PID_$s")" || fail "daemon $s is gone"
 done
 "$CTL" -S "$TMP/a.sock" status | grep "^worker" # their turns, CPU and hand-overs
+
+# Without the selector: daemons without CAP_BPF (and CAP_SYS_ADMIN, which would do instead)
+kill -TERM "$PID_a" "$PID_b"
+wait "$PID_a" "$PID_b" || fail "the daemons did not stop cleanly"
+printf '#!/bin/sh\nexec setpriv --bounding-set -bpf,-sys_admin --inh-caps -bpf,-sys_admin %s "$@"\n' \
+	"${METAROCED:-$BUILD/sbin/metaroced}" >"$TMP/nobpf"
+chmod +x "$TMP/nobpf"
+METAROCED="$TMP/nobpf" start_two_daemons
+wait_for "$TMP/a.log" "$DAEMON_UP"
+wait_for "$TMP/b.log" "$DAEMON_UP"
+for s in a b; do
+	grep -q "2 workers without the socket selector" "$TMP/$s.log" ||
+		fail "$s: no word of the missing selector: $(cat "$TMP/$s.log")"
+done
+perf_pair spread -- -t write -s 65537 -q 4 -Q 8 -n 2000 -V
+json_check spread 'j["messages"] == 8000 and j["peer"]["verified"] == 8000 and j["errors"] == 0'
+handed() { # SOCKET: datagrams its workers passed to each other
+	"$CTL" -S "$1" metrics |
+		awk '$1 ~ /^metaroce_worker_handovers_total\{.*result="sent"/ { n += $2 } END { print n + 0 }'
+}
+for s in a b; do
+	[ "$(handed "$TMP/$s.sock")" -gt 0 ] || fail "$s: no datagram was handed over"
+	echo "$s: $(handed "$TMP/$s.sock") datagrams handed over between its workers"
+done

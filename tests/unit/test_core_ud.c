@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "core/shard.h"
 #include "core_world.h"
 #include "proto/checksum.h"
 #include "suites.h"
@@ -174,19 +175,22 @@ static unsigned check_received(struct world *w, struct ud_qp *u, uint32_t src_qp
 	return n;
 }
 
-static void datagrams(uint64_t seed, double loss, double duplicate)
+static void datagrams_on(unsigned shards, uint64_t seed, double loss, double duplicate)
 {
 	static struct world w;
 	struct ud_qp a, b;
 	unsigned got, dup;
 	const struct mrcd_stats *sa, *sb;
 
-	world_init(&w, seed);
+	world_init_shards(&w, seed, MRC_AUTH_OFF, shards);
 	w.loss = loss;
 	w.duplicate = duplicate;
 	w.jitter_ns = 100 * US;
 	ud_qp_open(&w.h[0], &a);
 	ud_qp_open(&w.h[1], &b);
+	/* UD QPs run on the control thread's shard, whatever the others run */
+	ck_assert_uint_eq(mrcd_shard_of_qpn(a.x.qpn, shards), MRCD_CONTROL_SHARD);
+	ck_assert_uint_eq(mrcd_shard_of_qpn(b.x.qpn, shards), MRCD_CONTROL_SHARD);
 	post_receives(&w.h[1], &b, N_DG, RECV);
 	sender = &a;
 	send_and_settle(&w, &a, b.x.qpn, QKEY, 0, N_DG);
@@ -206,9 +210,66 @@ static void datagrams(uint64_t seed, double loss, double duplicate)
 	world_free(&w);
 }
 
+static void datagrams(uint64_t seed, double loss, double duplicate)
+{
+	datagrams_on(1, seed, loss, duplicate);
+}
+
 START_TEST(core_ud__clean_network_every_datagram_once)
 {
 	datagrams(11, 0, 0);
+	datagrams_on(3, 13, 0.02, 0.02); /* workers = 3: on worker 0, beside the others */
+}
+END_TEST
+
+/* An RC QP of the client's, on an SRQ or not: its QPN. */
+static uint32_t rc_qp(struct host *h, uint32_t cq, uint32_t srq, uint8_t type, int *err)
+{
+	struct mrc_ctl_create_qp c = { .send_cq = cq, .recv_cq = cq, .max_send_wr = 4,
+				       .max_recv_wr = 4, .pd = 1, .type = type, .srq = srq };
+	struct mrc_ctl_qp_created rep = { 0 };
+
+	*err = world_request(h, MRC_CTL_CREATE_QP, &c, sizeof(c), NULL, &rep, sizeof(rep));
+	return rep.qp_num;
+}
+
+/*
+ * With workers, the QPs of one SRQ share the worker of its first QP (one consumer of its
+ * ring), whatever the others run; a UD QP, which runs on worker 0, may join it only there.
+ */
+START_TEST(core_ud__srq_keeps_its_qps_on_one_worker)
+{
+	static struct world w;
+	struct mrc_ctl_create_cq ccq = { 64, 0 };
+	struct mrc_ctl_create_srq cs = { .max_wr = 16, .pd = 1 };
+	struct mrc_ctl_cq cq;
+	struct mrc_ctl_srq srq;
+	struct host *h;
+	uint32_t first, qpn;
+	int err;
+
+	world_init_shards(&w, 5, MRC_AUTH_OFF, 2);
+	h = &w.h[0];
+	ck_assert_int_eq(world_request(h, MRC_CTL_CREATE_CQ, &ccq, sizeof(ccq), NULL, &cq,
+				       sizeof(cq)), 0);
+	ck_assert_int_eq(world_request(h, MRC_CTL_CREATE_SRQ, &cs, sizeof(cs), world_channel_fd,
+				       &srq, sizeof(srq)), 0);
+	/* shard 0 takes the first plain QP, so the SRQ's first goes to shard 1, the least busy */
+	rc_qp(h, cq.handle, 0, MRC_CTL_QPT_RC, &err);
+	ck_assert_int_eq(err, 0);
+	first = rc_qp(h, cq.handle, srq.handle, MRC_CTL_QPT_RC, &err);
+	ck_assert_int_eq(err, 0);
+	ck_assert_uint_eq(mrcd_shard_of_qpn(first, 2), 1);
+	/* the next of the SRQ's follows it there, though shard 0 now runs fewer */
+	rc_qp(h, cq.handle, 0, MRC_CTL_QPT_RC, &err);
+	ck_assert_int_eq(err, 0);
+	qpn = rc_qp(h, cq.handle, srq.handle, MRC_CTL_QPT_RC, &err);
+	ck_assert_int_eq(err, 0);
+	ck_assert_uint_eq(mrcd_shard_of_qpn(qpn, 2), 1);
+	/* a UD QP cannot join it: it would take the SRQ's receives from another worker */
+	rc_qp(h, cq.handle, srq.handle, MRC_CTL_QPT_UD, &err);
+	ck_assert_int_eq(err, -EINVAL);
+	world_free(&w);
 }
 END_TEST
 
@@ -301,6 +362,7 @@ Suite *core_ud_suite(void)
 	Suite *s = suite_create("core_ud");
 	TCase *tc = tcase_create("core_ud");
 
+	tcase_add_test(tc, core_ud__srq_keeps_its_qps_on_one_worker);
 	tcase_add_test(tc, core_ud__clean_network_every_datagram_once);
 	tcase_add_test(tc, core_ud__waits_for_discovery_in_posting_order);
 	tcase_add_test(tc, core_ud__loss_and_duplicates_are_the_networks);
