@@ -89,7 +89,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	xdp_env_open(&env, argv[1], "xdp-cost");
-	rb = ring_buffer__new(env.events_fd, drain, NULL, NULL);
+	rb = ring_buffer__new(env.events_fd[0], drain, NULL, NULL);
 	if (!rb) {
 		fprintf(stderr, "xdp-cost: ring_buffer__new: %s\n", strerror(errno));
 		return 1;

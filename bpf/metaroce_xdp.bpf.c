@@ -75,15 +75,23 @@ struct {
 	__array(values, struct page_map);
 } mrc_mr_pages SEC(".maps");
 
-struct {
+/* The template of a worker's ring (the daemon makes each, of this size) */
+struct event_ring {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 22);
+	__uint(max_entries, MRC_XDP_EVENT_RING_BYTES);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, MRC_XDP_MAX_WORKERS);
+	__type(key, __u32);
+	__array(values, struct event_ring);
 } mrc_events SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
-	__uint(max_entries, 1);
+	__uint(max_entries, MRC_XDP_MAX_WORKERS);
 	__type(key, __u32);
 	__type(value, struct mrc_xdp_wake);
 } mrc_wake SEC(".maps");
@@ -237,12 +245,16 @@ static __always_inline int send_event(__u32 kind, struct xdp_md *ctx, struct mrc
 				      const struct mrc_hdr *hdr, const __u64 *peer, __u16 sport,
 				      __u8 ce, __u32 hdr_off, int last)
 {
-	struct mrc_xdp_event *ev = bpf_ringbuf_reserve(&mrc_events, sizeof(*ev), 0);
+	__u32 worker = READ_ONCE(qp->worker);
+	void *ring = bpf_map_lookup_elem(&mrc_events, &worker);
+	struct mrc_xdp_event *ev;
 	struct mrc_xdp_wake *wake;
-	__u32 zero = 0;
 	__u64 flags = BPF_RB_NO_WAKEUP;
 	int worthy;
 
+	if (!ring)
+		return -1; /* a worker without a ring: the daemon's packet, unplaced */
+	ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0);
 	if (!ev)
 		return -1;
 	ev->kind = kind;
@@ -257,7 +269,7 @@ static __always_inline int send_event(__u32 kind, struct xdp_md *ctx, struct mrc
 		return -1;
 	}
 	worthy = wake_worthy(qp, hdr, kind, ce, last);
-	wake = bpf_map_lookup_elem(&mrc_wake, &zero);
+	wake = bpf_map_lookup_elem(&mrc_wake, &worker);
 	if (wake && READ_ONCE(wake->asleep)) {
 		/* one wakeup per sleep: whoever takes `asleep` from 1 to 0 wakes the daemon, and
 		 * later packets of the same burst see it awake (each wakeup is an interrupt) */

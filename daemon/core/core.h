@@ -94,9 +94,10 @@ struct mrcd_core_ops {
 
 /* The XDP program's maps, kept in step with the QPs and regions (fastpath.h says how). */
 struct mrcd_fast_ops {
-	/* auth: with MRC_XDP_QP_AUTH in flags, the key the peer tags this QP's packets with */
-	void (*qp_set)(void *io, uint32_t qpn, uint32_t owner, uint32_t base, uint32_t flags,
-		       uint32_t peer_planes, const uint8_t peer[MRC_MAX_PLANES][16],
+	/* shard: the worker that runs the QP, which the program's events for it must reach;
+	 * auth: with MRC_XDP_QP_AUTH in flags, the key the peer tags this QP's packets with */
+	void (*qp_set)(void *io, uint32_t qpn, unsigned shard, uint32_t owner, uint32_t base,
+		       uint32_t flags, uint32_t peer_planes, const uint8_t peer[MRC_MAX_PLANES][16],
 		       const struct mrc_auth_key *auth);
 	void (*qp_peer)(void *io, uint32_t qpn, uint32_t peer_planes,
 			const uint8_t peer[MRC_MAX_PLANES][16]);

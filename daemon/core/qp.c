@@ -439,7 +439,8 @@ static void qp_start(struct mrcd_core *c, struct mrcd_qp *qp, uint64_t now)
 		 * the QP admits them (else the engine answers each with NAK invalid_req, R-220) */
 		qp->fast = true;
 		qp->fast_base = cc.rq_psn;
-		c->fast->qp_set(c->io, qp->qpn, core_owner_token(qp->owner, qp->pd), cc.rq_psn,
+		c->fast->qp_set(c->io, qp->qpn, qp->shard, core_owner_token(qp->owner, qp->pd),
+				cc.rq_psn,
 				(cc.qp_access & MRC_ACCESS_REMOTE_WRITE ? MRC_XDP_QP_PLACE : 0) |
 					MRC_XDP_QP_PLACE_READ | (c->auth ? MRC_XDP_QP_AUTH : 0),
 				qp->peer_planes, (const uint8_t(*)[16])qp->peer_addr,

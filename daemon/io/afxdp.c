@@ -37,6 +37,7 @@ struct mrcd_xsk_queue {
 	struct xsk_ring_cons comp, rx;
 	uint64_t free_tx[MRCD_XSK_TX_FRAMES]; /* transmit frames not in flight */
 	unsigned n_free_tx;
+	unsigned queue_id; /* the interface's receive queue it is bound to */
 };
 
 
@@ -173,7 +174,7 @@ static void plane_without(struct mrcd_xsk_plane *p, char *err, size_t errlen, co
 }
 
 int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsks_fd,
-		    char *err, size_t errlen)
+		    unsigned worker, unsigned n_workers, char *err, size_t errlen)
 {
 	memset(x, 0, sizeof(*x));
 	err[0] = '\0';
@@ -215,22 +216,32 @@ int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsk
 			continue;
 		}
 		{
-			unsigned nq = mrcd_iface_rx_queues(ifname);
+			unsigned nq = mrcd_iface_rx_queues(ifname), mine;
 
 			if (nq > MRC_XDP_MAX_QUEUES)
 				nq = MRC_XDP_MAX_QUEUES;
-			p->queues = calloc(nq, sizeof(*p->queues));
+			/* the worker's queues: q % n_workers == worker */
+			mine = nq > worker ? (nq - worker + n_workers - 1) / n_workers : 0;
+			if (!mine) {
+				plane_without(p, err, errlen, "%s has %u receive queue%s, "
+					      "none of them worker %u's", ifname, nq,
+					      nq == 1 ? "" : "s", worker);
+				continue;
+			}
+			p->queues = calloc(mine, sizeof(*p->queues));
 			if (!p->queues) {
 				plane_without(p, err, errlen, "%s: out of memory", ifname);
 				continue;
 			}
-			p->n_queues = nq;
+			p->n_queues = mine;
 		}
 		for (unsigned k = 0; k < p->n_queues; k++) {
-			uint32_t key = (uint32_t)pl->index * MRC_XDP_MAX_QUEUES + k;
+			unsigned q = worker + k * n_workers;
+			uint32_t key = (uint32_t)pl->index * MRC_XDP_MAX_QUEUES + q;
 			int fd;
 
-			e = queue_open(&p->queues[k], ifname, k);
+			p->queues[k].queue_id = q;
+			e = queue_open(&p->queues[k], ifname, q);
 			if (e == -ENOBUFS) {
 				struct rlimit rl = { 0 };
 
@@ -239,7 +250,7 @@ int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsk
 				plane_without(p, err, errlen, "%s queue %u: the locked-memory limit "
 					      "(%llu KiB, for all the user's processes together) is "
 					      "spent, and each AF_XDP socket pins %u KiB: raise "
-					      "LimitMEMLOCK or grant CAP_IPC_LOCK", ifname, k,
+					      "LimitMEMLOCK or grant CAP_IPC_LOCK", ifname, q,
 					      (unsigned long long)rl.rlim_cur / 1024,
 					      (MRCD_XSK_RX_FRAMES + MRCD_XSK_TX_FRAMES) *
 						      MRCD_XSK_FRAME / 1024);
@@ -247,11 +258,11 @@ int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsk
 			}
 			if (e == -EPERM) {
 				plane_without(p, err, errlen, "%s queue %u: an AF_XDP socket needs "
-					      "CAP_NET_RAW", ifname, k);
+					      "CAP_NET_RAW", ifname, q);
 				break;
 			}
 			if (e) {
-				plane_without(p, err, errlen, "%s queue %u: %s", ifname, k,
+				plane_without(p, err, errlen, "%s queue %u: %s", ifname, q,
 					      strerror(e < 0 ? -e : e));
 				break;
 			}

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The xdp backend's AF_XDP sockets: one per receive queue of each plane interface, into which
- * the XDP program redirects what it does not place (control packets, SENDs, refusals), and
- * through which the daemon transmits whole frames it builds itself (Ethernet, IPv4 or IPv6
- * with ECT(0) and DF, UDP with its checksum). The next hop's MAC comes from the kernel over
+ * The xdp backend's AF_XDP sockets: one per receive queue of each plane interface, each
+ * worker thread holding those of its queues, into which the XDP program redirects what it
+ * does not place (control packets, SENDs, refusals), and through which the worker transmits
+ * whole frames it builds itself (Ethernet, IPv4 or IPv6 with ECT(0) and DF, UDP with its
+ * checksum). The next hop's MAC comes from the kernel over
  * rtnetlink (route, then neighbour: neigh.h), asked without waiting; while a neighbour is
  * unknown the datagram goes out of the plane's UDP socket instead, which makes the kernel
  * resolve it: resolved, never guessed.
@@ -57,13 +58,14 @@ struct mrcd_afxdp {
 };
 
 /*
- * Opens a socket per receive queue of every plane interface and puts it in xsks_fd (the
- * program's XSKMAP). A plane where that fails goes without (its datagrams use the UDP
- * sockets): err then says which and why. Returns how many planes have sockets, or -1 with the
- * reason in err and nothing left open.
+ * Opens a socket per receive queue of every plane interface that is the worker's (queue q is
+ * worker q % n_workers's) and puts it in xsks_fd (the program's XSKMAP). A plane where that
+ * fails, or where the worker has no queue, goes without (the worker sends there through its
+ * UDP socket): err then says which and why. Returns how many planes have sockets, or -1 with
+ * the reason in err and nothing left open.
  */
 int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsks_fd,
-		    char *err, size_t errlen);
+		    unsigned worker, unsigned n_workers, char *err, size_t errlen);
 void mrcd_afxdp_close(struct mrcd_afxdp *x);
 
 /* Receives up to n datagrams; returns how many. Frames that were not the UDP datagrams the

@@ -64,6 +64,12 @@ struct mrcd_udp_plane {
 
 struct mrcd_gro;
 
+/* xdp: a worker's AF_XDP sockets (0: none), what they moved, and what went another way */
+struct mrcd_xsk_counts {
+	unsigned sockets;
+	uint64_t rx, tx, tx_unresolved, rx_bad;
+};
+
 struct mrcd_backend {
 	const struct mrcd_backend_ops *ops;
 	const struct mrcd_config *cfg;
@@ -72,6 +78,11 @@ struct mrcd_backend {
 	uint16_t port;
 	bool reuseport; /* udp: the receiving sockets join SO_REUSEPORT groups (workers > 1) */
 	bool joins;	/* ... groups another worker's sockets made (else it makes them) */
+	/* the worker it is for, of how many; a worker other than 0 shares worker 0's (leader)
+	 * XDP program and takes the receive queues q with q % n_workers == worker */
+	unsigned worker, n_workers;
+	struct mrcd_backend *leader;
+	void *priv;	/* the backend's own state */
 	struct mrcd_udp_plane udp[MRC_MAX_PLANES];
 	uint32_t udp_ready; /* bit i: plane i's receiving socket may hold datagrams */
 	struct mrcd_fastpath *fast; /* xdp: the program and its maps; NULL otherwise */
@@ -79,9 +90,7 @@ struct mrcd_backend {
 	struct mrcd_gro *gro; /* udp: trains arrive as one message (UDP_GRO); NULL: one by one */
 	uint64_t tx_messages; /* udp: messages the sockets sent (a GSO train is one) */
 	uint64_t tx_errors, rx_errors, rx_truncated;
-	/* xdp: its AF_XDP sockets (0: none), what they moved, and what went another way */
-	unsigned xsk_sockets;
-	uint64_t xsk_rx, xsk_tx, xsk_tx_unresolved, xsk_rx_bad;
+	struct mrcd_xsk_counts xsk;
 };
 
 extern const struct mrcd_backend_ops mrcd_backend_udp;

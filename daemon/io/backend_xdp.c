@@ -21,16 +21,20 @@
  * With AF_XDP sockets on every queue the UDP sockets see almost nothing (a queue without
  * one, the moments before they opened): like the udp backend's, they are read only when the
  * loop saw them readable, so they cost no system call otherwise.
+ *
+ * Worker 0's backend loads the program, with an event ring per worker; another worker's
+ * shares it (b->fast is its leader's) and reads the ring of the QPs it runs. Each has AF_XDP
+ * sockets on its own receive queues.
  */
 struct mrcd_xdp_state {
-	struct mrcd_fastpath fp;
+	struct mrcd_fastpath fp; /* worker 0's: the program and its maps; unused by the others */
 	struct mrcd_afxdp xsk;
 	bool have_xsk;
 };
 
 static struct mrcd_xdp_state *state(const struct mrcd_backend *b)
 {
-	return (struct mrcd_xdp_state *)b->fast; /* fp is its first member */
+	return b->priv;
 }
 
 static void xdp_close(struct mrcd_backend *b)
@@ -40,15 +44,39 @@ static void xdp_close(struct mrcd_backend *b)
 	if (s) {
 		if (s->have_xsk)
 			mrcd_afxdp_close(&s->xsk);
-		mrcd_fastpath_close(&s->fp);
+		if (!b->leader)
+			mrcd_fastpath_close(&s->fp);
 		free(s);
+		b->priv = NULL;
 		b->fast = NULL;
 	}
 	mrcd_backend_udp.close(b);
 }
 
+/* What the worker's AF_XDP sockets cover, in the log and (worker 0's) the status note. */
+static void note_sockets(struct mrcd_backend *b, int planes, const char *why)
+{
+	char *note = b->leader ? NULL : b->fast->note;
+	size_t n = note ? strlen(note) : 0;
+
+	if (planes > 0 && (unsigned)planes < b->cfg->n_planes) {
+		mrcd_log(LOG_NOTICE, "worker %u: AF_XDP on %d of %u planes; on the others it sends "
+			 "through UDP sockets (%s)", b->worker, planes, b->cfg->n_planes, why);
+		if (note)
+			snprintf(note + n, sizeof(b->fast->note) - n, "; AF_XDP on %d/%u", planes,
+				 b->cfg->n_planes);
+	} else if (planes <= 0) {
+		mrcd_log(LOG_NOTICE, "worker %u: no AF_XDP sockets (%s): it sends through UDP "
+			 "sockets, and takes control packets from the program's other sockets",
+			 b->worker, why);
+		if (note)
+			snprintf(note + n, sizeof(b->fast->note) - n, "; no AF_XDP: %s", why);
+	}
+}
+
 static int xdp_open(struct mrcd_backend *b, char *err, size_t errlen)
 {
+	unsigned n_workers = b->n_workers ? b->n_workers : 1;
 	struct mrcd_xdp_state *s;
 	char why[256];
 	int planes;
@@ -61,36 +89,26 @@ static int xdp_open(struct mrcd_backend *b, char *err, size_t errlen)
 		snprintf(err, errlen, "out of memory");
 		return -1;
 	}
-	/* the port the sockets bound, so a port chosen by the kernel is the program's too; it
-	 * redirects to AF_XDP sockets, and where a plane has none the redirect falls back to
-	 * XDP_PASS, up to the plane's UDP socket */
-	if (mrcd_fastpath_open(&s->fp, b->cfg, b->port, true, err, errlen)) {
+	b->priv = s;
+	/* worker 0's: the program, on the port the sockets bound (a port the kernel chose is
+	 * its too); it redirects to AF_XDP sockets, and where a plane has none the redirect
+	 * falls back to XDP_PASS, up to the plane's UDP socket */
+	if (!b->leader &&
+	    mrcd_fastpath_open(&s->fp, b->cfg, b->port, true, n_workers, err, errlen)) {
 		free(s);
+		b->priv = NULL;
 		mrcd_backend_udp.close(b);
 		return -1;
 	}
-	b->fast = &s->fp;
-	planes = mrcd_afxdp_open(&s->xsk, b->cfg, s->fp.xsks_fd, why, sizeof(why));
+	b->fast = b->leader ? b->leader->fast : &s->fp;
+	planes = mrcd_afxdp_open(&s->xsk, b->cfg, b->fast->xsks_fd, b->worker, n_workers, why,
+				 sizeof(why));
 	if (planes > 0) {
 		s->have_xsk = true;
 		for (unsigned i = 0; i < MRC_MAX_PLANES; i++)
-			b->xsk_sockets += s->xsk.planes[i].n_queues;
+			b->xsk.sockets += s->xsk.planes[i].n_queues;
 	}
-	if (planes > 0 && (unsigned)planes < b->cfg->n_planes) {
-		size_t n = strlen(s->fp.note);
-
-		mrcd_log(LOG_NOTICE, "AF_XDP on %d of %u planes; the others use UDP sockets for "
-				     "control packets and transmit (%s)", planes, b->cfg->n_planes, why);
-		snprintf(s->fp.note + n, sizeof(s->fp.note) - n, "; AF_XDP on %d/%u", planes,
-			 b->cfg->n_planes);
-	}
-	if (!s->have_xsk) {
-		size_t n = strlen(s->fp.note);
-
-		mrcd_log(LOG_NOTICE, "xdp backend without AF_XDP sockets (%s): control packets and "
-				     "transmit use UDP sockets", why);
-		snprintf(s->fp.note + n, sizeof(s->fp.note) - n, "; no AF_XDP: %s", why);
-	}
+	note_sockets(b, planes, why);
 	return 0;
 }
 
@@ -101,10 +119,10 @@ static int xdp_rx_batch(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n
 	unsigned got = 0, k;
 	int more;
 
-	k = mrcd_fastpath_events(&s->fp, ev, n < 64 ? n : 64);
+	k = mrcd_fastpath_events(b->fast, b->worker, ev, n < 64 ? n : 64);
 	for (unsigned i = 0; i < k; i++) {
 		struct mrcd_dgram *g = &d[got];
-		int plane = mrcd_fastpath_plane(&s->fp, ev[i].ifindex);
+		int plane = mrcd_fastpath_plane(b->fast, ev[i].ifindex);
 
 		if (plane < 0 || g->cap < MRC_XDP_EVENT_HDR)
 			continue;
@@ -124,10 +142,10 @@ static int xdp_rx_batch(struct mrcd_backend *b, struct mrcd_dgram *d, unsigned n
 		mrcd_afxdp_neigh_receive(&s->xsk, mrcd_now_ns());
 	}
 	if (s->have_xsk && got < n) {
-		unsigned x = mrcd_afxdp_rx(&s->xsk, d + got, n - got, &b->xsk_rx_bad);
+		unsigned x = mrcd_afxdp_rx(&s->xsk, d + got, n - got, &b->xsk.rx_bad);
 
 		got += x;
-		b->xsk_rx += x;
+		b->xsk.rx += x;
 	}
 	more = got < n && b->udp_ready ? mrcd_backend_udp.rx_batch(b, d + got, n - got) : 0;
 	return (int)got + (more > 0 ? more : 0);
@@ -142,12 +160,12 @@ static bool xdp_tx_pending(struct mrcd_backend *b)
 
 static bool xdp_rx_pending(struct mrcd_backend *b)
 {
-	return mrcd_fastpath_events_pending(&state(b)->fp);
+	return mrcd_fastpath_events_pending(b->fast, b->worker);
 }
 
 static bool xdp_arm(struct mrcd_backend *b, bool sleeping)
 {
-	return mrcd_fastpath_arm(&state(b)->fp, sleeping);
+	return mrcd_fastpath_arm(b->fast, b->worker, sleeping);
 }
 
 static unsigned xdp_poll_fds(const struct mrcd_backend *b, int *fds, unsigned max)
@@ -156,7 +174,7 @@ static unsigned xdp_poll_fds(const struct mrcd_backend *b, int *fds, unsigned ma
 	unsigned n = mrcd_backend_udp.poll_fds(b, fds, max);
 
 	if (n < max)
-		fds[n++] = s->fp.events_fd;
+		fds[n++] = mrcd_fastpath_events_fd(b->fast, b->worker);
 	if (s->have_xsk)
 		n += mrcd_afxdp_poll_fds(&s->xsk, fds + n, max - n);
 	return n;
@@ -178,9 +196,9 @@ static int xdp_tx_batch(struct mrcd_backend *b, const struct mrcd_dgram *d, unsi
 		if (r < 0 && mrcd_backend_udp.tx_batch(b, &d[done], 1) != 1)
 			break; /* unresolved next hop, and the socket refused too */
 		if (r > 0)
-			b->xsk_tx++;
+			b->xsk.tx++;
 		else if (r == -1)
-			b->xsk_tx_unresolved++;
+			b->xsk.tx_unresolved++;
 		done++;
 	}
 	mrcd_afxdp_kick(&s->xsk);

@@ -231,10 +231,11 @@ void mrcd_control_status(const struct mrcd *d, struct mrc_ctl_status *s)
 	snprintf(s->backend_note, sizeof(s->backend_note), "%s", d->backend_note);
 }
 
-static void xdp_reply(const struct mrcd_backend *b, struct mrc_ctl_xdp *x)
+static void xdp_reply(const struct mrcd *d, struct mrc_ctl_xdp *x)
 {
-	const struct mrcd_fastpath *fp = b->fast;
+	const struct mrcd_fastpath *fp = d->backend.fast;
 	uint64_t o[MRC_XDP_OUTCOMES];
+	struct mrcd_xsk_counts xsk;
 
 	_Static_assert(MRC_XDP_OUTCOMES <= 32, "outcomes fit the reply");
 	memset(x, 0, sizeof(*x));
@@ -248,11 +249,12 @@ static void xdp_reply(const struct mrcd_backend *b, struct mrc_ctl_xdp *x)
 	mrcd_fastpath_outcomes(fp, o);
 	x->n_outcomes = MRC_XDP_OUTCOMES;
 	memcpy(x->outcomes, o, sizeof(o));
-	x->xsk_sockets = b->xsk_sockets;
-	x->xsk_rx = b->xsk_rx;
-	x->xsk_tx = b->xsk_tx;
-	x->xsk_tx_unresolved = b->xsk_tx_unresolved;
-	x->xsk_rx_bad = b->xsk_rx_bad;
+	mrcd_workers_xsk(d, &xsk);
+	x->xsk_sockets = xsk.sockets;
+	x->xsk_rx = xsk.rx;
+	x->xsk_tx = xsk.tx;
+	x->xsk_tx_unresolved = xsk.tx_unresolved;
+	x->xsk_rx_bad = xsk.rx_bad;
 }
 
 /* One request being answered: what came, and room for what goes back. */
@@ -375,7 +377,7 @@ static int do_xdp(struct mrcd *d, struct call *k)
 		return -EOPNOTSUPP;
 	if (k->cap < sizeof(struct mrc_ctl_xdp))
 		return -ENOSPC;
-	xdp_reply(&d->backend, (struct mrc_ctl_xdp *)k->out);
+	xdp_reply(d, (struct mrc_ctl_xdp *)k->out);
 	k->len = sizeof(struct mrc_ctl_xdp);
 	return 0;
 }

@@ -368,11 +368,12 @@ static struct mrcd_fastpath *fast_of(void *io)
 	return daemon_of(io)->backend.fast;
 }
 
-static void qp_set(void *io, uint32_t qpn, uint32_t owner, uint32_t base, uint32_t flags,
-		   uint32_t peer_planes, const uint8_t peer[MRC_MAX_PLANES][16],
+static void qp_set(void *io, uint32_t qpn, unsigned shard, uint32_t owner, uint32_t base,
+		   uint32_t flags, uint32_t peer_planes, const uint8_t peer[MRC_MAX_PLANES][16],
 		   const struct mrc_auth_key *auth)
 {
-	mrcd_fastpath_qp_set(fast_of(io), qpn, owner, base, flags, peer_planes, peer, auth);
+	mrcd_fastpath_qp_set(fast_of(io), qpn, shard, owner, base, flags, peer_planes, peer,
+			     auth);
 }
 
 static void qp_peer(void *io, uint32_t qpn, uint32_t peer_planes,

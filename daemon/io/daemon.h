@@ -166,6 +166,8 @@ void mrcd_workers_resume(struct mrcd *d);
 unsigned mrcd_worker_receive(struct mrcd_worker *w, uint64_t now, bool *more);
 /* What worker k runs and what it cost (the workers stopped: the control thread reads). */
 void mrcd_worker_report(const struct mrcd *d, unsigned k, struct mrc_ctl_worker *out);
+/* The workers' AF_XDP sockets and what they moved, summed (the workers stopped). */
+void mrcd_workers_xsk(const struct mrcd *d, struct mrcd_xsk_counts *sum);
 /* Wakes a worker sleeping in its epoll. */
 void mrcd_worker_wake(struct mrcd_worker *w);
 /* A descriptor into the worker's epoll (as mrcd_watch does for worker 0's). */

@@ -208,13 +208,68 @@ static int holder_name(int ifindex, char *name, size_t len)
 
 static int on_event(void *ctx, void *data, size_t len)
 {
-	struct mrcd_fastpath *fp = ctx;
+	struct mrcd_fastpath_events *ev = ctx;
 
 	if (len < sizeof(struct mrc_xdp_event))
 		return 0;
-	memcpy(&fp->pending[fp->n_pending++], data, sizeof(struct mrc_xdp_event));
+	memcpy(&ev->pending[ev->n_pending++], data, sizeof(struct mrc_xdp_event));
 	/* full: stop here; the rest stays in the ring for the next call */
-	return fp->n_pending == fp->pending_cap ? -E2BIG : 0;
+	return ev->n_pending == PENDING_CAP ? -E2BIG : 0;
+}
+
+static size_t wake_bytes(void)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (sizeof(struct mrc_xdp_wake) * MRC_XDP_MAX_WORKERS + page - 1) & ~(page - 1);
+}
+
+static void events_close(struct mrcd_fastpath_events *ev)
+{
+	if (ev->ring)
+		ring_buffer__free(ev->ring);
+	if (ev->ring_pos)
+		munmap(ev->ring_pos, 2 * (size_t)sysconf(_SC_PAGESIZE));
+	if (ev->ring_fd >= 0)
+		close(ev->ring_fd);
+	free(ev->pending);
+	memset(ev, 0, sizeof(*ev));
+	ev->ring_fd = -1;
+}
+
+/* Worker k's ring, put at k in mrc_events; 0 or errno with what failed in *what. */
+static int events_open(struct mrcd_fastpath *fp, unsigned k, const char **what)
+{
+	const struct bpf_map *outer = fp->skel->maps.mrc_events;
+	struct mrcd_fastpath_events *ev = &fp->workers[k];
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	__u32 key = k;
+	void *pos;
+
+	*what = "an event ring";
+	ev->ring_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "mrc_events_w", 0, 0,
+				     MRC_XDP_EVENT_RING_BYTES, NULL);
+	if (ev->ring_fd < 0)
+		return errno;
+	if (bpf_map_update_elem(bpf_map__fd(outer), &key, &ev->ring_fd, BPF_ANY))
+		return errno;
+	ev->pending = calloc(PENDING_CAP, sizeof(*ev->pending));
+	if (!ev->pending)
+		return ENOMEM;
+	ev->ring = ring_buffer__new(ev->ring_fd, on_event, ev, NULL);
+	if (!ev->ring)
+		return errno;
+	ev->epoll_fd = ring_buffer__epoll_fd(ev->ring);
+	/* the consumer's page, then the producer's: positions at the start of each */
+	*what = "mapping an event ring's positions";
+	pos = mmap(NULL, 2 * page, PROT_READ, MAP_SHARED, ev->ring_fd, 0);
+	if (pos == MAP_FAILED)
+		return errno;
+	ev->ring_pos = pos;
+	ev->ring_consumer = pos;
+	ev->ring_producer = (const uint64_t *)((const uint8_t *)pos + page);
+	ev->wake = &fp->wake[k];
+	return 0;
 }
 
 static enum xdp_attach_mode mode_of(const struct mrcd_fastpath_iface *f)
@@ -270,21 +325,19 @@ void mrcd_fastpath_close(struct mrcd_fastpath *fp)
 {
 	if (fp->prog)
 		detach_all(fp);
-	if (fp->events)
-		ring_buffer__free(fp->events);
+	for (unsigned k = 0; fp->workers && k < fp->n_workers; k++)
+		events_close(&fp->workers[k]);
+	free(fp->workers);
 	if (fp->qps)
 		munmap(fp->qps, qps_bytes());
 	if (fp->wake)
-		munmap(fp->wake, (size_t)sysconf(_SC_PAGESIZE));
-	if (fp->ring_pos)
-		munmap(fp->ring_pos, 2 * (size_t)sysconf(_SC_PAGESIZE));
+		munmap(fp->wake, wake_bytes());
 	if (fp->prog)
 		xdp_program__close(fp->prog);
 	if (fp->skel)
 		metaroce_xdp__destroy(fp->skel);
 	for (unsigned i = 0; i < fp->n_claims; i++)
 		close(fp->claims[i]);
-	free(fp->pending);
 	memset(fp, 0, sizeof(*fp));
 }
 
@@ -346,13 +399,18 @@ __attribute__((format(printf, 2, 0))) static int libxdp_to_log(enum libxdp_print
 }
 
 int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, uint16_t port,
-		       bool redirect, char *err, size_t errlen)
+		       bool redirect, unsigned n_workers, char *err, size_t errlen)
 {
 	size_t note_len = 0;
-	void *qps;
+	void *qps, *wake;
 	int e;
 
 	memset(fp, 0, sizeof(*fp));
+	if (n_workers == 0 || n_workers > MRC_XDP_MAX_WORKERS) {
+		snprintf(err, errlen, "%u workers: the program has rings for 1 to %u", n_workers,
+			 MRC_XDP_MAX_WORKERS);
+		return -1;
+	}
 	libbpf_set_print(libbpf_to_log);
 	libxdp_set_print(libxdp_to_log);
 	fp->skel = metaroce_xdp__open();
@@ -473,35 +531,23 @@ int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, 
 	if (qps == MAP_FAILED)
 		return fail(fp, err, errlen, "mapping mrc_qps", errno);
 	fp->qps = qps;
-	fp->pending_cap = PENDING_CAP;
-	fp->pending = calloc(fp->pending_cap, sizeof(*fp->pending));
-	if (!fp->pending)
-		return fail(fp, err, errlen, "events", ENOMEM);
-	fp->events = ring_buffer__new(bpf_map__fd(fp->skel->maps.mrc_events), on_event, fp, NULL);
-	if (!fp->events)
-		return fail(fp, err, errlen, "the event ring", errno);
-	fp->events_fd = ring_buffer__epoll_fd(fp->events);
-	{
-		size_t page = (size_t)sysconf(_SC_PAGESIZE);
-		void *wake = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_SHARED,
-				  bpf_map__fd(fp->skel->maps.mrc_wake), 0);
-		/* the consumer's page, then the producer's: positions at the start of each */
-		void *pos = mmap(NULL, 2 * page, PROT_READ, MAP_SHARED,
-				 bpf_map__fd(fp->skel->maps.mrc_events), 0);
+	wake = mmap(NULL, wake_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED,
+		    bpf_map__fd(fp->skel->maps.mrc_wake), 0);
+	if (wake == MAP_FAILED)
+		return fail(fp, err, errlen, "mapping mrc_wake", errno);
+	fp->wake = wake;
+	fp->workers = calloc(n_workers, sizeof(*fp->workers));
+	if (!fp->workers)
+		return fail(fp, err, errlen, "event rings", ENOMEM);
+	fp->n_workers = n_workers;
+	for (unsigned k = 0; k < n_workers; k++)
+		fp->workers[k].ring_fd = -1;
+	for (unsigned k = 0; k < n_workers; k++) {
+		const char *what;
 
-		if (wake == MAP_FAILED || pos == MAP_FAILED) {
-			int why = errno;
-
-			if (wake != MAP_FAILED)
-				munmap(wake, page);
-			if (pos != MAP_FAILED)
-				munmap(pos, 2 * page);
-			return fail(fp, err, errlen, "mapping the event ring's positions", why);
-		}
-		fp->wake = wake;
-		fp->ring_pos = pos;
-		fp->ring_consumer = pos;
-		fp->ring_producer = (const uint64_t *)((const uint8_t *)pos + page);
+		e = events_open(fp, k, &what);
+		if (e)
+			return fail(fp, err, errlen, what, e);
 	}
 	fp->mrs_fd = bpf_map__fd(fp->skel->maps.mrc_mrs);
 	fp->pages_fd = bpf_map__fd(fp->skel->maps.mrc_mr_pages);
@@ -518,35 +564,46 @@ int mrcd_fastpath_plane(const struct mrcd_fastpath *fp, uint32_t ifindex)
 	return -1;
 }
 
-unsigned mrcd_fastpath_events(struct mrcd_fastpath *fp, struct mrc_xdp_event *out, unsigned max)
+unsigned mrcd_fastpath_events(struct mrcd_fastpath *fp, unsigned worker,
+			      struct mrc_xdp_event *out, unsigned max)
 {
+	struct mrcd_fastpath_events *ev = &fp->workers[worker];
 	unsigned n;
 
-	if (!fp->n_pending)
-		ring_buffer__consume(fp->events);
-	n = fp->n_pending < max ? fp->n_pending : max;
-	memcpy(out, fp->pending, n * sizeof(*out));
-	memmove(fp->pending, fp->pending + n, (fp->n_pending - n) * sizeof(*out));
-	fp->n_pending -= n;
+	if (!ev->n_pending)
+		ring_buffer__consume(ev->ring);
+	n = ev->n_pending < max ? ev->n_pending : max;
+	memcpy(out, ev->pending, n * sizeof(*out));
+	memmove(ev->pending, ev->pending + n, (ev->n_pending - n) * sizeof(*out));
+	ev->n_pending -= n;
 	return n;
 }
 
-bool mrcd_fastpath_events_pending(const struct mrcd_fastpath *fp)
+bool mrcd_fastpath_events_pending(const struct mrcd_fastpath *fp, unsigned worker)
 {
-	return fp->n_pending || __atomic_load_n(fp->ring_producer, __ATOMIC_ACQUIRE) !=
-					 __atomic_load_n(fp->ring_consumer, __ATOMIC_ACQUIRE);
+	const struct mrcd_fastpath_events *ev = &fp->workers[worker];
+
+	return ev->n_pending || __atomic_load_n(ev->ring_producer, __ATOMIC_ACQUIRE) !=
+					 __atomic_load_n(ev->ring_consumer, __ATOMIC_ACQUIRE);
 }
 
-bool mrcd_fastpath_arm(struct mrcd_fastpath *fp, bool sleeping)
+int mrcd_fastpath_events_fd(const struct mrcd_fastpath *fp, unsigned worker)
 {
-	__atomic_store_n(&fp->wake->asleep, sleeping ? 1ull : 0ull, __ATOMIC_SEQ_CST);
+	return fp->workers[worker].epoll_fd;
+}
+
+bool mrcd_fastpath_arm(struct mrcd_fastpath *fp, unsigned worker, bool sleeping)
+{
+	struct mrc_xdp_wake *wake = fp->workers[worker].wake;
+
+	__atomic_store_n(&wake->asleep, sleeping ? 1ull : 0ull, __ATOMIC_SEQ_CST);
 	if (!sleeping)
 		return true;
 	/* pairs with the program's locked add between reserving an event and reading asleep */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (!mrcd_fastpath_events_pending(fp))
+	if (!mrcd_fastpath_events_pending(fp, worker))
 		return true;
-	__atomic_store_n(&fp->wake->asleep, 0ull, __ATOMIC_RELAXED);
+	__atomic_store_n(&wake->asleep, 0ull, __ATOMIC_RELAXED);
 	return false;
 }
 
@@ -642,14 +699,15 @@ void mrcd_fastpath_qp_peer(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t peer
 	__atomic_store_n(&q->peer_planes, peer_planes, __ATOMIC_RELEASE);
 }
 
-void mrcd_fastpath_qp_set(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t owner, uint32_t base,
-			  uint32_t flags, uint32_t peer_planes,
+void mrcd_fastpath_qp_set(struct mrcd_fastpath *fp, uint32_t qpn, unsigned worker,
+			  uint32_t owner, uint32_t base, uint32_t flags, uint32_t peer_planes,
 			  const uint8_t peer[MRC_MAX_PLANES][16], const struct mrc_auth_key *auth)
 {
 	struct mrc_xdp_qp *q = &fp->qps[MRC_QP_SLOT(qpn)];
 
 	/* whatever held the slot stops first; the QP number goes in last */
 	__atomic_store_n(&q->qpn, 0, __ATOMIC_RELEASE);
+	q->worker = worker < fp->n_workers ? worker : 0;
 	q->base = base;
 	q->flags = flags;
 	q->owner = owner;
@@ -742,8 +800,11 @@ void mrcd_fastpath_qp_clear(struct mrcd_fastpath *fp, uint32_t qpn)
 
 void mrcd_fastpath_wake_counts(const struct mrcd_fastpath *fp, uint64_t *woken, uint64_t *quiet)
 {
-	*woken = __atomic_load_n(&fp->wake->wakeups, __ATOMIC_RELAXED);
-	*quiet = __atomic_load_n(&fp->wake->quiet, __ATOMIC_RELAXED);
+	*woken = *quiet = 0;
+	for (unsigned k = 0; k < fp->n_workers; k++) {
+		*woken += __atomic_load_n(&fp->wake[k].wakeups, __ATOMIC_RELAXED);
+		*quiet += __atomic_load_n(&fp->wake[k].quiet, __ATOMIC_RELAXED);
+	}
 }
 
 void mrcd_fastpath_outcomes(const struct mrcd_fastpath *fp, uint64_t *out)

@@ -35,6 +35,20 @@ struct mrcd_fastpath_iface {
 	int link_fd; /* alone: the BPF link that holds it there, so it goes when we do; else -1 */
 };
 
+/* A worker's share of the program's events: the ring its QPs' events go to, its wake flag.
+ * Only that worker touches it. */
+struct mrcd_fastpath_events {
+	struct ring_buffer *ring;
+	int ring_fd;		/* the ring's map, in mrc_events at the worker's index */
+	int epoll_fd;		/* the ring's, for the worker's epoll */
+	struct mrc_xdp_wake *wake; /* its element of mrc_wake: `asleep` is ours to write */
+	void *ring_pos;		/* the ring's consumer and producer pages, mapped to read */
+	const uint64_t *ring_consumer, *ring_producer; /* the positions in them */
+	/* events taken from the ring and not yet handed to the engine */
+	struct mrc_xdp_event *pending;
+	unsigned n_pending;
+};
+
 struct mrcd_fastpath {
 	struct metaroce_xdp *skel;
 	struct xdp_program *prog;
@@ -43,41 +57,43 @@ struct mrcd_fastpath {
 	int claims[MRC_MAX_PLANES]; /* one per interface this daemon's program is on (fastpath.c) */
 	unsigned n_claims;
 	struct mrc_xdp_qp *qps; /* mrc_qps, mapped: the daemon changes entries in place */
-	struct ring_buffer *events;
-	int events_fd;		/* epoll fd of the ring buffer */
-	struct mrc_xdp_wake *wake; /* mrc_wake, mapped: `asleep` is ours to write */
-	void *ring_pos;		/* the ring's consumer and producer pages, mapped to read */
-	const uint64_t *ring_consumer, *ring_producer; /* the positions in them */
+	struct mrc_xdp_wake *wake; /* mrc_wake, mapped: every worker's element */
+	struct mrcd_fastpath_events *workers; /* [n_workers] */
+	unsigned n_workers;
 	int mrs_fd, pages_fd, outcomes_fd, xsks_fd;
-	/* events taken from the ring and not yet handed to the engine */
-	struct mrc_xdp_event *pending;
-	unsigned n_pending, pending_cap;
 	char note[64];		/* "eth0 native, eth1 native", for status */
 };
 
-/* Loads and attaches; on failure returns -1, says why in err and leaves nothing attached. */
-/* redirect: what the program does not place goes to AF_XDP sockets in mrc_xsks (where there
- * is one for the queue), not up the stack */
+/*
+ * Loads and attaches, with an event ring for each of n_workers workers; on failure returns
+ * -1, says why in err and leaves nothing attached. redirect: what the program does not place
+ * goes to AF_XDP sockets in mrc_xsks (where there is one for the queue), not up the stack.
+ */
 int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, uint16_t port,
-		       bool redirect, char *err, size_t errlen);
+		       bool redirect, unsigned n_workers, char *err, size_t errlen);
 void mrcd_fastpath_close(struct mrcd_fastpath *fp);
 
 /* The plane an event arrived on; -1 when the interface is not one of ours. */
 int mrcd_fastpath_plane(const struct mrcd_fastpath *fp, uint32_t ifindex);
 
-/* Takes up to max events from the ring into out; returns how many. */
-unsigned mrcd_fastpath_events(struct mrcd_fastpath *fp, struct mrc_xdp_event *out,
-			      unsigned max);
+/* --- a worker's events (only that worker calls these) ----------------------------------- */
 
-/* Events are waiting, announced or not: the program wakes a sleeping daemon only for some. */
-bool mrcd_fastpath_events_pending(const struct mrcd_fastpath *fp);
+/* Takes up to max events from the worker's ring into out; returns how many. */
+unsigned mrcd_fastpath_events(struct mrcd_fastpath *fp, unsigned worker,
+			      struct mrc_xdp_event *out, unsigned max);
+
+/* Events are waiting, announced or not: the program wakes a sleeping worker only for some. */
+bool mrcd_fastpath_events_pending(const struct mrcd_fastpath *fp, unsigned worker);
+
+/* The descriptor that turns readable when the program wakes the worker. */
+int mrcd_fastpath_events_fd(const struct mrcd_fastpath *fp, unsigned worker);
 
 /*
- * The daemon is about to sleep (true) or woke (false). Going to sleep it tells the program so
- * (xdp.h: then urgent events wake it) and looks at the ring once more: false when events
+ * The worker is about to sleep (true) or woke (false). Going to sleep it tells the program so
+ * (xdp.h: then urgent events wake it) and looks at its ring once more: false when events
  * came meanwhile, and it must not sleep.
  */
-bool mrcd_fastpath_arm(struct mrcd_fastpath *fp, bool sleeping);
+bool mrcd_fastpath_arm(struct mrcd_fastpath *fp, unsigned worker, bool sleeping);
 
 /* --- regions ---------------------------------------------------------------------------- */
 
@@ -98,10 +114,10 @@ void mrcd_fastpath_mr_clear(struct mrcd_fastpath *fp, uint32_t slot);
 
 /* --- QPs -------------------------------------------------------------------------------- */
 
-/* The QP in slot MRC_QP_SLOT(qpn) starts placing, its window at base; with
- * MRC_XDP_QP_AUTH, only packets tagged under auth (the peer's key for it). */
-void mrcd_fastpath_qp_set(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t owner, uint32_t base,
-			  uint32_t flags, uint32_t peer_planes,
+/* The QP in slot MRC_QP_SLOT(qpn) starts placing, its window at base, its events to the
+ * worker's ring; with MRC_XDP_QP_AUTH, only packets tagged under auth (the peer's key). */
+void mrcd_fastpath_qp_set(struct mrcd_fastpath *fp, uint32_t qpn, unsigned worker,
+			  uint32_t owner, uint32_t base, uint32_t flags, uint32_t peer_planes,
 			  const uint8_t peer[MRC_MAX_PLANES][16], const struct mrc_auth_key *auth);
 /* The peer's planes or addresses changed. */
 void mrcd_fastpath_qp_peer(struct mrcd_fastpath *fp, uint32_t qpn, uint32_t peer_planes,
@@ -127,7 +143,7 @@ const struct mrc_xdp_qp *mrcd_fastpath_qp(const struct mrcd_fastpath *fp, uint32
 
 /* Packets per outcome, summed over CPUs, into out[MRC_XDP_OUTCOMES]. */
 void mrcd_fastpath_outcomes(const struct mrcd_fastpath *fp, uint64_t *out);
-/* Events the program submitted while the daemon slept: with a wakeup, and left unwoken. */
+/* Events the program submitted while their workers slept: with a wakeup, and unwoken. */
 void mrcd_fastpath_wake_counts(const struct mrcd_fastpath *fp, uint64_t *woken,
 			       uint64_t *quiet);
 

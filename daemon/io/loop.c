@@ -51,12 +51,7 @@ static int open_backend(struct mrcd *d, char *err, size_t errlen)
 	d->backend.cfg = &d->cfg;
 	d->backend_note[0] = '\0';
 	d->n_workers = mrcd_workers_wanted(&d->cfg);
-	if (d->cfg.backend == MRCD_BACKEND_XDP && d->n_workers > 1) {
-		/* its AF_XDP sockets and event ring are one worker's today */
-		mrcd_log(LOG_NOTICE, "one worker: the XDP fast path's sockets and events are one "
-			 "worker's (workers = %u applies to the udp backend)", d->n_workers);
-		d->n_workers = 1;
-	}
+	d->backend.n_workers = d->n_workers;
 	d->backend.reuseport = d->n_workers > 1;
 	if (d->cfg.backend == MRCD_BACKEND_AUTO) {
 		mrcd_log(LOG_INFO, "backend auto: udp, which outruns xdp on the machines measured; "

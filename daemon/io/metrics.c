@@ -82,7 +82,9 @@ size_t mrcd_metrics_render(const struct mrcd *d, char *buf, size_t cap)
 	n = worker_metrics(d, buf, cap, n);
 	if (d->backend.fast) {
 		uint64_t x[MRC_XDP_OUTCOMES], woken, quiet;
+		struct mrcd_xsk_counts xsk;
 
+		mrcd_workers_xsk(d, &xsk);
 		mrcd_fastpath_outcomes(d->backend.fast, x);
 		mrcd_fastpath_wake_counts(d->backend.fast, &woken, &quiet);
 		n = put(buf, cap, n, "%s",
@@ -98,13 +100,13 @@ size_t mrcd_metrics_render(const struct mrcd *d, char *buf, size_t cap)
 			"metaroce_af_xdp_datagrams_total{way=\"rx\"} %llu\n"
 			"metaroce_af_xdp_datagrams_total{way=\"tx\"} %llu\n"
 			"metaroce_af_xdp_datagrams_total{way=\"tx_unresolved\"} %llu\n",
-			(unsigned long long)d->backend.xsk_rx, (unsigned long long)d->backend.xsk_tx,
-			(unsigned long long)d->backend.xsk_tx_unresolved);
+			(unsigned long long)xsk.rx, (unsigned long long)xsk.tx,
+			(unsigned long long)xsk.tx_unresolved);
 		n = put(buf, cap, n,
 			FAMILY("metaroce_xdp_sleeping_events_total", "counter",
-			       "XDP events submitted while the daemon slept: with a wakeup (one per "
-			       "sleep, for what it acknowledges at once or every 8th packet of a QP), "
-			       "or left for its next turn.")
+			       "XDP events submitted while their worker slept: with a wakeup "
+			       "(one per sleep, for what it acknowledges at once or every 8th "
+			       "packet of a QP), or left for its next turn.")
 			"metaroce_xdp_sleeping_events_total{wakeup=\"yes\"} %llu\n"
 			"metaroce_xdp_sleeping_events_total{wakeup=\"no\"} %llu\n",
 			(unsigned long long)woken, (unsigned long long)quiet);

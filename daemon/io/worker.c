@@ -395,7 +395,12 @@ static void attach_selectors(struct mrcd *d)
 		attached++;
 	}
 	d->selector_on = attached == d->cfg.n_planes;
-	if (d->selector_on)
+	if (d->selector_on && d->backend.fast)
+		mrcd_log(LOG_INFO, "%u workers: the XDP program's events go to each QP's worker, "
+			 "what it does not place to the AF_XDP socket of its receive queue "
+			 "(handed over where that is another worker's), UDP datagrams steered to "
+			 "their QP's worker by the kernel", d->n_workers);
+	else if (d->selector_on)
 		mrcd_log(LOG_INFO, "%u workers, each datagram steered to its QP's by the kernel",
 			 d->n_workers);
 	else
@@ -428,9 +433,12 @@ static int worker_open(struct mrcd *d, struct mrcd_worker *w, unsigned k, char *
 	}
 	if (k == 0)
 		return 0; /* its sockets and the rest are the daemon's loop's */
-	/* the same port as worker 0's sockets, in the same reuseport groups */
+	/* the same port as worker 0's sockets, in the same reuseport groups; worker 0's XDP
+	 * program, if any, with this worker's event ring and receive queues */
 	w->own = (struct mrcd_backend){ .ops = d->backend.ops, .cfg = &d->cfg,
-					.port = d->backend.port, .reuseport = true, .joins = true };
+					.port = d->backend.port, .reuseport = true, .joins = true,
+					.worker = k, .n_workers = d->n_workers,
+					.leader = &d->backend };
 	if (w->own.ops->open(&w->own, err, errlen))
 		return -1;
 	n = w->own.ops->poll_fds(&w->own, fds, MRCD_BACKEND_MAX_FDS);
@@ -443,6 +451,20 @@ static int worker_open(struct mrcd *d, struct mrcd_worker *w, unsigned k, char *
 	}
 	w->n_backend_fds = n;
 	return 0;
+}
+
+void mrcd_workers_xsk(const struct mrcd *d, struct mrcd_xsk_counts *sum)
+{
+	memset(sum, 0, sizeof(*sum));
+	for (unsigned k = 0; d->workers && k < d->n_workers; k++) {
+		const struct mrcd_xsk_counts *x = &d->workers[k].backend->xsk;
+
+		sum->sockets += x->sockets;
+		sum->rx += x->rx;
+		sum->tx += x->tx;
+		sum->tx_unresolved += x->tx_unresolved;
+		sum->rx_bad += x->rx_bad;
+	}
 }
 
 int mrcd_workers_start(struct mrcd *d, char *err, size_t errlen)

@@ -596,6 +596,90 @@ static void wakeups(void)
 	       sizeof(wake_steps) / sizeof(wake_steps[0]));
 }
 
+/* --- workers' rings ---------------------------------------------------------------------- */
+
+static int count_event(void *ctx, void *data, size_t len)
+{
+	(void)data;
+	(void)len;
+	++*(unsigned *)ctx;
+	return 0;
+}
+
+/*
+ * Each worker thread reads a ring of its own: a QP's events go to its worker's ring and wake
+ * that worker, never another; a QP whose worker has no ring is the daemon's to handle whole
+ * (nothing placed, its PSN not claimed, the packet redirected up).
+ */
+static void worker_rings(void)
+{
+	struct frame_spec usual = { .opcode = MRC_OP_WRITE };
+	struct mrc_xdp_qp *q = xdp_env_qp(&env, QPN);
+	struct ring_buffer *ring1;
+	uint64_t woke0, woke1, lost;
+	unsigned n1 = 0, n0, failed_before = failures;
+	uint8_t peer[16];
+	int verdict;
+
+	ring1 = ring_buffer__new(env.events_fd[1], count_event, &n1, NULL);
+	check(ring1 != NULL, "worker 1's ring: %s", strerror(errno));
+	if (!ring1)
+		return;
+	frame_source(&usual, peer);
+	xdp_env_set_qp(&env, QPN, BASE_PSN, MRC_XDP_QP_PLACE, peer);
+	q->worker = 1;
+	__atomic_store_n(&env.wake[0].asleep, 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&env.wake[1].asleep, 1, __ATOMIC_SEQ_CST);
+	woke0 = env.wake[0].wakeups;
+	woke1 = env.wake[1].wakeups;
+	ring_buffer__consume(events);
+	n0 = n_events;
+	for (uint32_t k = 0; k < 3; k++) {
+		struct frame_spec sp = { MRC_OP_WRITE, QPN, BASE_PSN + k, MR_KEY, MR_ADDR, 64,
+					 false, 0, 0, MRC_F_ACK_REQ, 0, NULL };
+		struct frame fr = frame_build(&sp);
+
+		verdict = xdp_env_run(&env, &fr, fr.len, 1, NULL);
+		check(verdict == XDP_DROP, "worker 1's QP, PSN +%u: verdict %d, not placed", k,
+		      verdict);
+	}
+	ring_buffer__consume(events);
+	ring_buffer__consume(ring1);
+	check(n1 == 3 && n_events == n0, "worker 1's QP: %u events on its ring (want 3), %u on "
+	      "worker 0's (want 0)", n1, n_events - n0);
+	check(env.wake[1].wakeups - woke1 == 1 && env.wake[1].asleep == 0,
+	      "worker 1 asleep: woken %llu times (want once)",
+	      (unsigned long long)(env.wake[1].wakeups - woke1));
+	check(env.wake[0].wakeups == woke0 && env.wake[0].asleep == 1,
+	      "worker 0, asleep, was woken for worker 1's QP");
+	check(q->placed_packets == 3, "worker 1's QP: %llu placed (want 3)",
+	      (unsigned long long)q->placed_packets);
+	/* a worker the daemon made no ring for */
+	q->worker = 9;
+	lost = xdp_env_outcome(&env, MRC_XDP_EVENT_LOST);
+	{
+		struct frame_spec sp = { MRC_OP_WRITE, QPN, BASE_PSN + 3, MR_KEY, MR_ADDR, 64,
+					 false, 0, 0, 0, 0, NULL };
+		struct frame fr = frame_build(&sp);
+		uint32_t idx = (BASE_PSN + 3) % MRC_SACK_BITS;
+
+		verdict = xdp_env_run(&env, &fr, fr.len, 1, NULL);
+		ring_buffer__consume(events);
+		ring_buffer__consume(ring1);
+		check(verdict == XDP_PASS && xdp_env_outcome(&env, MRC_XDP_EVENT_LOST) == lost + 1,
+		      "a QP of a worker without a ring: verdict %d, not the daemon's", verdict);
+		check(!(q->ring[idx / 64] & (1ull << (idx % 64))) && q->placed_packets == 3 &&
+		      n1 == 3 && n_events == n0,
+		      "a QP of a worker without a ring: its PSN claimed, or an event somewhere");
+	}
+	__atomic_store_n(&env.wake[0].asleep, 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&env.wake[1].asleep, 0, __ATOMIC_SEQ_CST);
+	ring_buffer__free(ring1);
+	if (failures == failed_before)
+		printf("ok   workers: a QP's events reach its worker's ring and wake that worker "
+		       "alone; without a ring the packet is the daemon's, unclaimed\n");
+}
+
 /*
  * Deregistration [R-349]: the daemon's order (fastpath.c mr_clear), key cleared then the page
  * map deleted from mrc_mr_pages, stops placement into the region's pages; and the pages map
@@ -653,7 +737,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	xdp_env_open(&env, argv[1], "test_xdp");
-	events = ring_buffer__new(env.events_fd, on_event, NULL, NULL);
+	events = ring_buffer__new(env.events_fd[0], on_event, NULL, NULL);
 	if (!events) {
 		fprintf(stderr, "test_xdp: ring_buffer__new: %s\n", strerror(errno));
 		return 1;
@@ -667,6 +751,7 @@ int main(int argc, char **argv)
 	differential(12, 600);
 	mutations(20000);
 	wakeups();
+	worker_rings();
 	deregistration();
 	ring_buffer__free(events);
 	xdp_env_close(&env);

@@ -66,16 +66,26 @@ void xdp_env_open(struct xdp_env *env, const char *object, const char *who)
 	env->mrs_fd = bpf_object__find_map_fd_by_name(env->obj, "mrc_mrs");
 	env->pages_fd = bpf_object__find_map_fd_by_name(env->obj, "mrc_mr_pages");
 	env->outcomes_fd = bpf_object__find_map_fd_by_name(env->obj, "mrc_outcomes");
-	env->events_fd = bpf_object__find_map_fd_by_name(env->obj, "mrc_events");
 	env->planes_fd = bpf_object__find_map_fd_by_name(env->obj, "mrc_planes");
 	if (env->prog_fd < 0 || env->qps_fd < 0 || env->mrs_fd < 0 || env->pages_fd < 0 ||
-	    env->outcomes_fd < 0 || env->events_fd < 0 || env->planes_fd < 0)
+	    env->outcomes_fd < 0 || env->planes_fd < 0)
 		die("the program's maps");
+	/* the rings of workers 0 and 1, as the daemon makes them */
+	for (uint32_t k = 0; k < 2; k++) {
+		struct bpf_map *rings = bpf_object__find_map_by_name(env->obj, "mrc_events");
+		int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "test_events", 0, 0,
+					MRC_XDP_EVENT_RING_BYTES, NULL);
+
+		if (fd < 0 || bpf_map_update_elem(bpf_map__fd(rings), &k, &fd, BPF_ANY))
+			die("an event ring in mrc_events");
+		env->events_fd[k] = fd;
+	}
 	env->qps = mmap(NULL, MRC_XDP_MAX_QPS * sizeof(struct mrc_xdp_qp), PROT_READ | PROT_WRITE,
 			MAP_SHARED, env->qps_fd, 0);
 	if (env->qps == MAP_FAILED)
 		die("mmap of mrc_qps");
-	env->wake = mmap(NULL, (size_t)sysconf(_SC_PAGESIZE), PROT_READ | PROT_WRITE, MAP_SHARED,
+	env->wake = mmap(NULL, MRC_XDP_MAX_WORKERS * sizeof(struct mrc_xdp_wake),
+			 PROT_READ | PROT_WRITE, MAP_SHARED,
 			 bpf_object__find_map_fd_by_name(env->obj, "mrc_wake"), 0);
 	if (env->wake == MAP_FAILED)
 		die("mmap of mrc_wake");
@@ -85,6 +95,8 @@ void xdp_env_open(struct xdp_env *env, const char *object, const char *who)
 
 void xdp_env_close(struct xdp_env *env)
 {
+	close(env->events_fd[0]);
+	close(env->events_fd[1]);
 	bpf_object__close(env->obj);
 }
 

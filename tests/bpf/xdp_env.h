@@ -20,9 +20,11 @@
 
 struct xdp_env {
 	struct bpf_object *obj;
-	int prog_fd, qps_fd, mrs_fd, pages_fd, outcomes_fd, events_fd, planes_fd;
+	int prog_fd, qps_fd, mrs_fd, pages_fd, outcomes_fd, planes_fd;
+	int events_fd[2];	/* the event rings of workers 0 and 1 (a QP's `worker` picks) */
 	struct mrc_xdp_qp *qps;	/* mrc_qps, mapped: changed in place, as the daemon does */
-	struct mrc_xdp_wake *wake; /* mrc_wake, mapped: asleep is the daemon's (the test's) */
+	struct mrc_xdp_wake *wake; /* mrc_wake, mapped, by worker: asleep is the daemon's (the
+				    * test's) */
 };
 
 struct frame {

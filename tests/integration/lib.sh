@@ -37,13 +37,17 @@ fail() {
 	exit 1
 }
 
-# Two namespaces joined by one veth pair per plane.
+# Two namespaces joined by one veth pair per plane, with a queue each way for each worker
+# (METAROCE_TEST_WORKERS, as start_daemon runs): the xdp backend's workers each bind AF_XDP
+# sockets to queues of their own.
 two_hosts() {
 	[ "$(id -u)" -eq 0 ] || skip "needs root for network namespaces"
 	ip netns add "$NS_A" 2>/dev/null || skip "cannot create network namespaces here"
 	ip netns add "$NS_B" || fail "second namespace"
+	q=${METAROCE_TEST_WORKERS:-2}
 	for p in 0 1; do
-		ip link add "${TAG}a$p" netns "$NS_A" type veth peer "${TAG}b$p" netns "$NS_B" ||
+		ip link add "${TAG}a$p" netns "$NS_A" numtxqueues "$q" numrxqueues "$q" type veth \
+			peer "${TAG}b$p" netns "$NS_B" numtxqueues "$q" numrxqueues "$q" ||
 			fail "veth for plane $p"
 		ip -n "$NS_A" addr add "198.1$((8 + p)).0.1/24" dev "${TAG}a$p"
 		ip -n "$NS_B" addr add "198.1$((8 + p)).0.2/24" dev "${TAG}b$p"

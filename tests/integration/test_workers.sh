@@ -6,6 +6,7 @@
 # gone the workers hold none and the daemons answer. Then again with daemons that may not load
 # BPF programs (no CAP_BPF, as a unit without it): the kernel spreads datagrams over the
 # workers' sockets by hash, and the workers pass each other what belongs to the other's QPs.
+# Last, the xdp backend's workers: one XDP program with an event ring per worker.
 . "$(dirname "$0")/lib.sh"
 
 CTL="$BUILD/bin/metaroce-ctl"
@@ -114,4 +115,46 @@ handed() { # SOCKET: datagrams its workers passed to each other
 for s in a b; do
 	[ "$(handed "$TMP/$s.sock")" -gt 0 ] || fail "$s: no datagram was handed over"
 	echo "$s: $(handed "$TMP/$s.sock") datagrams handed over between its workers"
+done
+
+# The xdp backend with 2 workers: one XDP program, an event ring per worker, each worker's
+# AF_XDP sockets on its own receive queues (the veths have a queue per worker). WRITEs over 4
+# QPs on both workers are placed in XDP and verified where they land; each worker ran QPs,
+# none of the program's events was lost, and each worker has its sockets.
+kill -TERM "$PID_a" "$PID_b"
+wait "$PID_a" "$PID_b" || fail "the daemons without the selector did not stop cleanly"
+start_two_daemons --set backend=xdp
+started() { grep -q "$DAEMON_UP\|cannot start" "$TMP/$1.log"; }
+wait_until 5 "metaroced a neither started nor gave up" started a
+wait_until 5 "metaroced b neither started nor gave up" started b
+why=$(sed -n 's/.*cannot start: \(backend xdp: .*\)/\1/p' "$TMP/a.log" "$TMP/b.log" | head -n 1)
+if [ -n "$why" ]; then
+	echo "the xdp backend's workers not tried: it cannot attach on this kernel: $why"
+	exit 0
+fi
+wait_for "$TMP/b.log" "backend xdp"
+grep -q "2 workers: the XDP program's events go to each QP's worker" "$TMP/b.log" ||
+	fail "b: no word of how its 2 workers share the XDP program: $(cat "$TMP/b.log")"
+xdp_json() { # SOCKET EXPRESSION over `metaroce-ctl -j xdp`
+	"$CTL" -S "$1" -j xdp |
+		python3 -c 'import json, sys; j = json.load(sys.stdin); print('"$2"')'
+}
+placed0=$(xdp_json "$TMP/b.sock" 'j["packets"]["placed"]')
+busy0=$(metric "$TMP/b.sock" 'metaroce_worker_busy_turns_total{worker="1"}')
+perf_pair xdp -- -t write -s 65537 -q 4 -Q 8 -n 500 -V
+json_check xdp 'j["messages"] == 2000 and j["peer"]["verified"] == 2000 and j["errors"] == 0'
+placed=$(($(xdp_json "$TMP/b.sock" 'j["packets"]["placed"]') - placed0))
+echo "b: $placed packets placed in XDP," \
+	"$(xdp_json "$TMP/b.sock" 'j["af_xdp"]["sockets"]') AF_XDP sockets"
+# 2000 x 65537 B is at least 2000 x 47 packets of at most 1408 B
+[ "$placed" -ge 90000 ] || fail "b: only $placed packets placed in XDP"
+[ "$(xdp_json "$TMP/b.sock" 'j["packets"]["event_lost"]')" = 0 ] || fail "b: events lost"
+[ "$(metric "$TMP/b.sock" 'metaroce_worker_busy_turns_total{worker="1"}')" -gt "$busy0" ] ||
+	fail "b: worker 1 ran no QP"
+queues=$(ip -n "$NS_B" -d link show "${TAG}b0" | sed -n 's/.*numrxqueues \([0-9]*\).*/\1/p')
+[ "$(xdp_json "$TMP/b.sock" 'j["af_xdp"]["sockets"]')" -eq $((2 * queues)) ] ||
+	fail "b: AF_XDP sockets are not one per receive queue of each plane"
+for s in a b; do
+	[ "$(metric "$TMP/$s.sock" metaroce_error_completions_total)" = 0 ] ||
+		fail "$s: error completions over xdp"
 done

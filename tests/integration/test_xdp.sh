@@ -73,7 +73,10 @@ echo "  WRITE 30 MB into B: $((placed1 - placed0)) packets placed in XDP, $((udp
 [ "$(placed bad_checksum)" -eq 0 ] || fail "checksum failures on a clean link"
 # the rest (ACKs, discovery) went both ways through the AF_XDP sockets
 xsk() { "$CTL" -S "$TMP/$1.sock" -j xdp | python3 -c 'import json,sys; print(json.load(sys.stdin)["af_xdp"]["'"$2"'"])'; }
-[ "$(xsk b sockets)" -eq 2 ] || fail "$(xsk b sockets) AF_XDP sockets on B, 2 expected"
+# one per receive queue of each plane's interface, over all the workers
+queues=$(ip -n "$NS_B" -d link show "${TAG}b0" | sed -n 's/.*numrxqueues \([0-9]*\).*/\1/p')
+[ "$(xsk b sockets)" -eq $((2 * queues)) ] ||
+	fail "$(xsk b sockets) AF_XDP sockets on B, $((2 * queues)) expected (2 planes x $queues)"
 [ "$(xsk b rx)" -gt 0 ] && [ "$(xsk b tx)" -gt 1000 ] && [ "$(xsk a tx)" -gt 20000 ] ||
 	fail "AF_XDP: B rx $(xsk b rx) tx $(xsk b tx), A tx $(xsk a tx)"
 
@@ -196,7 +199,8 @@ wait_for "$TMP/a4.log" "backend xdp"
 wait_for "$TMP/b6.log" "backend xdp"
 grep -q "AF_XDP on 1 of 2 planes; .*(${TAG}b1: MTU 9000 does not fit 4096-byte frames)" "$TMP/b6.log" ||
 	fail "a jumbo plane: $(cat "$TMP/b6.log")"
-[ "$(xsk b sockets)" -eq 1 ] || fail "$(xsk b sockets) AF_XDP sockets on B, 1 expected"
+[ "$(xsk b sockets)" -eq "$queues" ] ||
+	fail "$(xsk b sockets) AF_XDP sockets on B, $queues expected (plane 0's queues)"
 xsk_rx0=$(xsk b rx)
 perf_pair write_jumbo -- -t write -s 100000 -q 2 -n 100 -V
 json_check write_jumbo 'j["messages"] == 200 and j["peer"]["verified"] == 200 and j["errors"] == 0'

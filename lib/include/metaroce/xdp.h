@@ -16,11 +16,13 @@
  *   mrc_mr_pages   ARRAY_OF_MAPS, same index -> the region's pages: an mmapable ARRAY of
  *                         4096-byte values holding the region from byte `offset` on; the
  *                         daemon and the client map the same pages
- *   mrc_events     RINGBUF struct mrc_xdp_event per packet the program acted on, so the
- *                         engine completes, acknowledges and counts as if it had received it
- *   mrc_wake       ARRAY, mmapable, one struct mrc_xdp_wake: whether the daemon sleeps, so
- *                         the program wakes it only for what an acknowledgement cannot wait
- *                         for (below), and how often it did
+ *   mrc_events     ARRAY_OF_MAPS worker -> that worker's RINGBUF: struct mrc_xdp_event per
+ *                         packet the program acted on for a QP the worker runs (the QP's
+ *                         `worker`), so the engine completes, acknowledges and counts as if
+ *                         it had received it; the daemon puts in one ring per worker
+ *   mrc_wake       ARRAY, mmapable, worker -> struct mrc_xdp_wake: whether that worker
+ *                         sleeps, so the program wakes it only for what an acknowledgement
+ *                         cannot wait for (below), and how often it did
  *   mrc_outcomes   PERCPU_ARRAY enum mrc_xdp_outcome -> packets
  *   mrc_xsks       XSKMAP plane * MRC_XDP_MAX_QUEUES + rx queue -> the AF_XDP socket that
  *                         takes whatever goes to the daemon (none: it passes up instead)
@@ -39,8 +41,8 @@
  * later that set the same bit in between loses it, and a late duplicate of that packet would
  * be placed again (the engine still counts it once).
  *
- * Waking the daemon: an event is submitted without a wakeup (the daemon reads the ring every
- * turn while it is awake), unless the daemon said it sleeps (mrc_xdp_wake.asleep) and the
+ * Waking the daemon: an event is submitted without a wakeup (the QP's worker reads its ring
+ * every turn while it is awake), unless that worker said it sleeps (mrc_xdp_wake.asleep) and the
  * packet is one the engine acknowledges at once [R-234]: ACK_REQ (the last of a message, or
  * one that filled the sender's window [R-332]), CE-marked, a duplicate, one that opens a gap
  * or fills the gap at the window's base, or every cfg_wake_every-th placed packet of its QP
@@ -99,6 +101,9 @@
 _Static_assert(MRC_XDP_MAX_MRS <= 1u << (32 - MRC_XDP_KEY_SLOT_SHIFT), "region slots fit a key");
 _Static_assert((MRC_XDP_MAX_QPS & (MRC_XDP_MAX_QPS - 1)) == 0, "a QPN's slot is its low bits");
 #define MRC_XDP_MAX_QUEUES 64u	/* receive queues per plane interface with an AF_XDP socket */
+#define MRC_XDP_MAX_WORKERS 64u /* daemon worker threads, each with an event ring of its own */
+/* A worker's event ring: some 85,000 packets' events while the worker is busy elsewhere. */
+#define MRC_XDP_EVENT_RING_BYTES (1u << 22)
 /* A packet's payload spans at most this many pages of a region (9000-byte MTU, unaligned). */
 #define MRC_XDP_MAX_PAGES_PER_PACKET 4
 
@@ -136,20 +141,22 @@ struct mrc_xdp_qp {
 	__u64 placed_bytes;
 	__u64 duplicates;
 	__u32 peer_planes;	/* bit p: the peer speaks to this QP on plane p, from peer[p] */
-	__u32 reserved;
+	__u32 worker;		/* the daemon's worker that runs it: its events, its ring */
 	__u8 peer[MRC_MAX_PLANES][16]; /* IPv4-mapped for IPv4 */
 	__u64 placed_unwoken;	/* placed packets counted towards the next wakeup (the program's) */
 	__u64 auth_k0, auth_k1;	/* MRC_XDP_QP_AUTH: the SipHash key the peer tags with */
 	struct mrc_xdp_read reads[MRC_XDP_MAX_READS]; /* the daemon's; by msn % MRC_XDP_MAX_READS */
 };
 
-/* The one element of mrc_wake. */
+/* A worker's element of mrc_wake: a cache line of its own, apart from the other workers'. */
 struct mrc_xdp_wake {
-	__u64 asleep;		/* 1 while the daemon sleeps (or is about to); the program's
+	__u64 asleep;		/* 1 while the worker sleeps (or is about to); the program's
 				 * wakeup takes it back to 0 (64 bits: BPF's cmpxchg) */
 	__u64 wakeups;		/* the program's: events it submitted with a wakeup */
-	__u64 quiet;		/* the program's: events it submitted while the daemon slept, unwoken */
+	__u64 quiet;		/* the program's: events submitted while the worker slept, unwoken */
+	__u64 pad[5];
 };
+_Static_assert(sizeof(struct mrc_xdp_wake) == 64, "a worker's wake flag is one cache line");
 
 /* struct mrc_xdp_mr.access */
 #define MRC_XDP_ACCESS_REMOTE_WRITE 0x1u /* WRITE may land here */
