@@ -67,6 +67,7 @@ struct mrcd_worker {
 	/* datagrams of its shard that reached another worker's socket, one ring per sender */
 	struct mrcd_handover *inbox[MRCD_MAX_WORKERS];
 	uint64_t handed_over, handover_dropped; /* sent to other workers, lost for want of room */
+	bool asleep;		      /* atomic: in (or on its way to) epoll: a hand-over wakes it */
 };
 
 /* A control connection's descriptors; what it owns is the core's. */
@@ -168,6 +169,12 @@ unsigned mrcd_worker_receive(struct mrcd_worker *w, uint64_t now, bool *more);
 void mrcd_worker_report(const struct mrcd *d, unsigned k, struct mrc_ctl_worker *out);
 /* The workers' AF_XDP sockets and what they moved, summed (the workers stopped). */
 void mrcd_workers_xsk(const struct mrcd *d, struct mrcd_xsk_counts *sum);
+/*
+ * The worker is about to sleep (true) or woke (false). Asleep, whoever hands it a datagram
+ * wakes it; awake, it reads them at its next turn and nobody pays a system call for it.
+ * Going to sleep: false when hand-overs came meanwhile, and it must not.
+ */
+bool mrcd_worker_arm(struct mrcd_worker *w, bool sleeping);
 /* Wakes a worker sleeping in its epoll. */
 void mrcd_worker_wake(struct mrcd_worker *w);
 /* A descriptor into the worker's epoll (as mrcd_watch does for worker 0's). */

@@ -316,7 +316,7 @@ int mrcd_run(struct mrcd *d)
 		 * without doorbells, or go to sleep: the queues want their doorbells again,
 		 * unless one filled meanwhile */
 		sleep = next > now && !mrc_spin_idle(&d->spin, now) &&
-			mrcd_core_idle(&d->core, 0) &&
+			mrcd_core_idle(&d->core, 0) && mrcd_worker_arm(&d->workers[0], true) &&
 			(!d->backend.ops->arm || d->backend.ops->arm(&d->backend, true));
 		/* the engine's timers are microseconds apart: wait to the nanosecond, not the
 		 * millisecond epoll_wait would round up to */
@@ -331,6 +331,7 @@ int mrcd_run(struct mrcd *d)
 			mrcd_log(LOG_ERR, "epoll_pwait2: %s", strerror(errno));
 			return -1;
 		}
+		mrcd_worker_arm(&d->workers[0], false);
 		if (sleep && d->backend.ops->arm)
 			d->backend.ops->arm(&d->backend, false);
 		for (int i = 0; i < n; i++) {

@@ -126,7 +126,8 @@ int mrcd_worker_watch(struct mrcd_worker *w, struct mrcd_watch *watch, bool edge
 
 /* --- hand-over ---------------------------------------------------------------------------- */
 
-/* A datagram of shard `to` that reached w: a copy into w's ring to it, or lost (counted). */
+/* A datagram of shard `to` that reached w: a copy into w's ring to it, or lost (counted).
+ * The caller wakes `to` once for the batch. */
 static void hand_over(struct mrcd_worker *w, unsigned to, const struct mrcd_dgram *g)
 {
 	struct mrcd_worker *dest = &w->d->workers[to];
@@ -156,7 +157,6 @@ static void hand_over(struct mrcd_worker *w, unsigned to, const struct mrcd_dgra
 	s->g.cap = sizeof(s->bytes);
 	__atomic_store_n(&h->head, head + 1, __ATOMIC_RELEASE);
 	w->handed_over++;
-	mrcd_worker_wake(dest);
 }
 
 /*
@@ -169,17 +169,49 @@ static void take(struct mrcd_worker *w, struct mrcd_dgram *g, unsigned n, bool h
 		 uint64_t now)
 {
 	struct mrcd *d = w->d;
+	uint64_t woken = 0; /* bit k: worker k has datagrams of this batch to take */
 	bool control = false;
 
+	_Static_assert(MRCD_MAX_WORKERS <= 64, "a worker is a bit of woken");
 	for (unsigned i = 0; w->index == 0 && d->n_workers > 1 && i < n && !control; i++)
 		control = mrcd_core_rx_stops_workers(&g[i]);
 	if (control)
 		mrcd_workers_pause(d);
-	for (unsigned i = 0; i < n; i++)
-		if (!mrcd_core_rx(&d->core, w->index, &g[i], now) && !handed)
-			hand_over(w, mrcd_core_shard_of(&d->core, &g[i]), &g[i]);
+	for (unsigned i = 0; i < n; i++) {
+		unsigned to;
+
+		if (mrcd_core_rx(&d->core, w->index, &g[i], now) || handed)
+			continue;
+		to = mrcd_core_shard_of(&d->core, &g[i]);
+		hand_over(w, to, &g[i]);
+		woken |= 1ull << to;
+	}
 	if (control)
 		mrcd_workers_resume(d);
+	if (!woken)
+		return;
+	/* pairs with mrcd_worker_arm: it sees the datagrams, or this sees it asleep */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (unsigned k = 0; woken; k++, woken >>= 1)
+		if ((woken & 1) && __atomic_load_n(&d->workers[k].asleep, __ATOMIC_RELAXED))
+			mrcd_worker_wake(&d->workers[k]); /* once a batch, and only if asleep */
+}
+
+bool mrcd_worker_arm(struct mrcd_worker *w, bool sleeping)
+{
+	__atomic_store_n(&w->asleep, sleeping, __ATOMIC_SEQ_CST);
+	if (!sleeping || w->d->n_workers == 1)
+		return true;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (unsigned k = 0; k < w->d->n_workers; k++) {
+		struct mrcd_handover *h = __atomic_load_n(&w->inbox[k], __ATOMIC_ACQUIRE);
+
+		if (h && __atomic_load_n(&h->head, __ATOMIC_ACQUIRE) != h->tail) {
+			__atomic_store_n(&w->asleep, false, __ATOMIC_RELAXED);
+			return false;
+		}
+	}
+	return true;
 }
 
 /* What the other workers handed over, into this worker's shard. */
@@ -278,7 +310,8 @@ static void *worker_main(void *arg)
 		next = mrcd_core_next_timeout(c, w->index);
 		if (w->rx_due)
 			next = now;
-		sleep = next > now && !mrc_spin_idle(&w->spin, now) && mrcd_core_idle(c, w->index);
+		sleep = next > now && !mrc_spin_idle(&w->spin, now) &&
+			mrcd_core_idle(c, w->index) && mrcd_worker_arm(w, true);
 		if (sleep)
 			mrc_spin_sleeping(&w->spin, now);
 		if (sleep && next != UINT64_MAX)
@@ -291,6 +324,7 @@ static void *worker_main(void *arg)
 				 NULL);
 		if (sleep)
 			pthread_mutex_lock(&w->run);
+		mrcd_worker_arm(w, false);
 		if (n < 0 && errno != EINTR) {
 			/* its shard would have nobody to run it: the daemon stops */
 			mrcd_log(LOG_ERR, "worker %u: epoll_pwait2: %s: stopping", w->index,
