@@ -37,7 +37,6 @@ struct mrcd_xsk_queue {
 	struct xsk_ring_cons comp, rx;
 	uint64_t free_tx[MRCD_XSK_TX_FRAMES]; /* transmit frames not in flight */
 	unsigned n_free_tx;
-	unsigned queue_id; /* the interface's receive queue it is bound to */
 };
 
 
@@ -220,7 +219,7 @@ int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsk
 
 			if (nq > MRC_XDP_MAX_QUEUES)
 				nq = MRC_XDP_MAX_QUEUES;
-			/* the worker's queues: q % n_workers == worker */
+			/* a queue is one worker's, the one that takes what arrives there */
 			mine = nq > worker ? (nq - worker + n_workers - 1) / n_workers : 0;
 			if (!mine) {
 				plane_without(p, err, errlen, "%s has %u receive queue%s, "
@@ -240,7 +239,6 @@ int mrcd_afxdp_open(struct mrcd_afxdp *x, const struct mrcd_config *cfg, int xsk
 			uint32_t key = (uint32_t)pl->index * MRC_XDP_MAX_QUEUES + q;
 			int fd;
 
-			p->queues[k].queue_id = q;
 			e = queue_open(&p->queues[k], ifname, q);
 			if (e == -ENOBUFS) {
 				struct rlimit rl = { 0 };

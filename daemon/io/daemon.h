@@ -39,6 +39,7 @@ struct mrcd_watch {
 struct mrcd_handover;
 
 #define MRCD_PENDING_EVENTS 64 /* monitor events other workers raised, for the control thread */
+#define MRCD_TX_KICK_NS 20000  /* transmit rings the kernel has not taken are kicked again after */
 
 /*
  * A worker thread: its shard's sockets (the backend), its epoll, its view of the clients'
@@ -67,7 +68,7 @@ struct mrcd_worker {
 	/* datagrams of its shard that reached another worker's socket, one ring per sender */
 	struct mrcd_handover *inbox[MRCD_MAX_WORKERS];
 	uint64_t handed_over, handover_dropped; /* sent to other workers, lost for want of room */
-	bool asleep;		      /* atomic: in (or on its way to) epoll: a hand-over wakes it */
+	bool asleep;		      /* atomic: in epoll or on its way; a hand-over wakes it */
 };
 
 /* A control connection's descriptors; what it owns is the core's. */
@@ -170,11 +171,13 @@ void mrcd_worker_report(const struct mrcd *d, unsigned k, struct mrc_ctl_worker 
 /* The workers' AF_XDP sockets and what they moved, summed (the workers stopped). */
 void mrcd_workers_xsk(const struct mrcd *d, struct mrcd_xsk_counts *sum);
 /*
- * The worker is about to sleep (true) or woke (false). Asleep, whoever hands it a datagram
- * wakes it; awake, it reads them at its next turn and nobody pays a system call for it.
- * Going to sleep: false when hand-overs came meanwhile, and it must not.
+ * The worker is about to sleep: it tells those who would wake it (the workers that hand it
+ * datagrams, its backend's XDP program) and looks once more; false when work came meanwhile
+ * and it must not. Awake, it reads that work at its next turn and nobody pays a system call
+ * to wake it. mrcd_worker_woke: it is back from its sleep.
  */
-bool mrcd_worker_arm(struct mrcd_worker *w, bool sleeping);
+bool mrcd_worker_sleep(struct mrcd_worker *w);
+void mrcd_worker_woke(struct mrcd_worker *w);
 /* Wakes a worker sleeping in its epoll. */
 void mrcd_worker_wake(struct mrcd_worker *w);
 /* A descriptor into the worker's epoll (as mrcd_watch does for worker 0's). */

@@ -536,9 +536,10 @@ int mrcd_fastpath_open(struct mrcd_fastpath *fp, const struct mrcd_config *cfg, 
 	if (wake == MAP_FAILED)
 		return fail(fp, err, errlen, "mapping mrc_wake", errno);
 	fp->wake = wake;
-	fp->workers = calloc(n_workers, sizeof(*fp->workers));
+	fp->workers = aligned_alloc(64, n_workers * sizeof(*fp->workers));
 	if (!fp->workers)
 		return fail(fp, err, errlen, "event rings", ENOMEM);
+	memset(fp->workers, 0, n_workers * sizeof(*fp->workers));
 	fp->n_workers = n_workers;
 	for (unsigned k = 0; k < n_workers; k++)
 		fp->workers[k].ring_fd = -1;
@@ -707,6 +708,8 @@ void mrcd_fastpath_qp_set(struct mrcd_fastpath *fp, uint32_t qpn, unsigned worke
 
 	/* whatever held the slot stops first; the QP number goes in last */
 	__atomic_store_n(&q->qpn, 0, __ATOMIC_RELEASE);
+	/* a worker the program has no ring for would lose every event: worker 0 takes them
+	 * and hands them over (never happens: the core's shards are the workers) */
 	q->worker = worker < fp->n_workers ? worker : 0;
 	q->base = base;
 	q->flags = flags;
@@ -798,13 +801,11 @@ void mrcd_fastpath_qp_clear(struct mrcd_fastpath *fp, uint32_t qpn)
 	}
 }
 
-void mrcd_fastpath_wake_counts(const struct mrcd_fastpath *fp, uint64_t *woken, uint64_t *quiet)
+void mrcd_fastpath_wake_counts(const struct mrcd_fastpath *fp, unsigned worker,
+			       uint64_t *woken, uint64_t *quiet)
 {
-	*woken = *quiet = 0;
-	for (unsigned k = 0; k < fp->n_workers; k++) {
-		*woken += __atomic_load_n(&fp->wake[k].wakeups, __ATOMIC_RELAXED);
-		*quiet += __atomic_load_n(&fp->wake[k].quiet, __ATOMIC_RELAXED);
-	}
+	*woken = __atomic_load_n(&fp->wake[worker].wakeups, __ATOMIC_RELAXED);
+	*quiet = __atomic_load_n(&fp->wake[worker].quiet, __ATOMIC_RELAXED);
 }
 
 void mrcd_fastpath_outcomes(const struct mrcd_fastpath *fp, uint64_t *out)

@@ -36,8 +36,8 @@ struct mrcd_fastpath_iface {
 };
 
 /* A worker's share of the program's events: the ring its QPs' events go to, its wake flag.
- * Only that worker touches it. */
-struct mrcd_fastpath_events {
+ * Only that worker touches it, so it has cache lines of its own. */
+struct __attribute__((aligned(64))) mrcd_fastpath_events {
 	struct ring_buffer *ring;
 	int ring_fd;		/* the ring's map, in mrc_events at the worker's index */
 	int epoll_fd;		/* the ring's, for the worker's epoll */
@@ -143,8 +143,8 @@ const struct mrc_xdp_qp *mrcd_fastpath_qp(const struct mrcd_fastpath *fp, uint32
 
 /* Packets per outcome, summed over CPUs, into out[MRC_XDP_OUTCOMES]. */
 void mrcd_fastpath_outcomes(const struct mrcd_fastpath *fp, uint64_t *out);
-/* Events the program submitted while their workers slept: with a wakeup, and unwoken. */
-void mrcd_fastpath_wake_counts(const struct mrcd_fastpath *fp, uint64_t *woken,
-			       uint64_t *quiet);
+/* Events the program submitted while the worker slept: with a wakeup, and unwoken. */
+void mrcd_fastpath_wake_counts(const struct mrcd_fastpath *fp, unsigned worker,
+			       uint64_t *woken, uint64_t *quiet);
 
 #endif /* METAROCE_DAEMON_FASTPATH_H */

@@ -23,7 +23,6 @@
 #include "io/metrics.h"
 #include "log.h"
 
-#define TX_KICK_NS 20000 /* transmit rings the kernel has not taken are kicked again after */
 
 /* Every client may hold completion-channel sockets here: take the hard limit, not 1024. */
 static void raise_fd_limit(void)
@@ -306,8 +305,8 @@ int mrcd_run(struct mrcd *d)
 		if (http_due < next)
 			next = http_due;
 		tx_pending = d->backend.ops->tx_pending && d->backend.ops->tx_pending(&d->backend);
-		if (tx_pending && next > now + TX_KICK_NS)
-			next = now + TX_KICK_NS;
+		if (tx_pending && next > now + MRCD_TX_KICK_NS)
+			next = now + MRCD_TX_KICK_NS;
 		rx_pending = d->rx_due ||
 			     (d->backend.ops->rx_pending && d->backend.ops->rx_pending(&d->backend));
 		if (rx_pending)
@@ -316,8 +315,7 @@ int mrcd_run(struct mrcd *d)
 		 * without doorbells, or go to sleep: the queues want their doorbells again,
 		 * unless one filled meanwhile */
 		sleep = next > now && !mrc_spin_idle(&d->spin, now) &&
-			mrcd_core_idle(&d->core, 0) && mrcd_worker_arm(&d->workers[0], true) &&
-			(!d->backend.ops->arm || d->backend.ops->arm(&d->backend, true));
+			mrcd_core_idle(&d->core, 0) && mrcd_worker_sleep(&d->workers[0]);
 		/* the engine's timers are microseconds apart: wait to the nanosecond, not the
 		 * millisecond epoll_wait would round up to */
 		if (sleep)
@@ -331,9 +329,8 @@ int mrcd_run(struct mrcd *d)
 			mrcd_log(LOG_ERR, "epoll_pwait2: %s", strerror(errno));
 			return -1;
 		}
-		mrcd_worker_arm(&d->workers[0], false);
-		if (sleep && d->backend.ops->arm)
-			d->backend.ops->arm(&d->backend, false);
+		if (sleep)
+			mrcd_worker_woke(&d->workers[0]);
 		for (int i = 0; i < n; i++) {
 			struct mrcd_watch *w = ev[i].data.ptr;
 

@@ -86,7 +86,6 @@ size_t mrcd_metrics_render(const struct mrcd *d, char *buf, size_t cap)
 
 		mrcd_workers_xsk(d, &xsk);
 		mrcd_fastpath_outcomes(d->backend.fast, x);
-		mrcd_fastpath_wake_counts(d->backend.fast, &woken, &quiet);
 		n = put(buf, cap, n, "%s",
 			FAMILY("metaroce_xdp_packets_total", "counter",
 			       "Packets the XDP program handled, by what it did with them."));
@@ -102,14 +101,19 @@ size_t mrcd_metrics_render(const struct mrcd *d, char *buf, size_t cap)
 			"metaroce_af_xdp_datagrams_total{way=\"tx_unresolved\"} %llu\n",
 			(unsigned long long)xsk.rx, (unsigned long long)xsk.tx,
 			(unsigned long long)xsk.tx_unresolved);
-		n = put(buf, cap, n,
+		n = put(buf, cap, n, "%s",
 			FAMILY("metaroce_xdp_sleeping_events_total", "counter",
 			       "XDP events submitted while their worker slept: with a wakeup "
 			       "(one per sleep, for what it acknowledges at once or every 8th "
-			       "packet of a QP), or left for its next turn.")
-			"metaroce_xdp_sleeping_events_total{wakeup=\"yes\"} %llu\n"
-			"metaroce_xdp_sleeping_events_total{wakeup=\"no\"} %llu\n",
-			(unsigned long long)woken, (unsigned long long)quiet);
+			       "packet of a QP), or left for its next turn."));
+		for (unsigned k = 0; k < d->n_workers; k++) {
+			mrcd_fastpath_wake_counts(d->backend.fast, k, &woken, &quiet);
+			n = put(buf, cap, n,
+				"metaroce_xdp_sleeping_events_total{worker=\"%u\",wakeup=\"yes\"} "
+				"%llu\n"
+				"metaroce_xdp_sleeping_events_total{worker=\"%u\",wakeup=\"no\"} "
+				"%llu\n", k, (unsigned long long)woken, k, (unsigned long long)quiet);
+		}
 	}
 	return n;
 }

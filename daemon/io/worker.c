@@ -190,28 +190,51 @@ static void take(struct mrcd_worker *w, struct mrcd_dgram *g, unsigned n, bool h
 		mrcd_workers_resume(d);
 	if (!woken)
 		return;
-	/* pairs with mrcd_worker_arm: it sees the datagrams, or this sees it asleep */
+	/* pairs with mrcd_worker_sleep: it sees the datagrams, or this sees it asleep */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (unsigned k = 0; woken; k++, woken >>= 1)
 		if ((woken & 1) && __atomic_load_n(&d->workers[k].asleep, __ATOMIC_RELAXED))
 			mrcd_worker_wake(&d->workers[k]); /* once a batch, and only if asleep */
 }
 
-bool mrcd_worker_arm(struct mrcd_worker *w, bool sleeping)
+/* Whether another worker handed w datagrams it has not taken. */
+static bool inbox_holds(const struct mrcd_worker *w)
 {
-	__atomic_store_n(&w->asleep, sleeping, __ATOMIC_SEQ_CST);
-	if (!sleeping || w->d->n_workers == 1)
-		return true;
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	for (unsigned k = 0; k < w->d->n_workers; k++) {
 		struct mrcd_handover *h = __atomic_load_n(&w->inbox[k], __ATOMIC_ACQUIRE);
 
-		if (h && __atomic_load_n(&h->head, __ATOMIC_ACQUIRE) != h->tail) {
+		if (h && __atomic_load_n(&h->head, __ATOMIC_ACQUIRE) != h->tail)
+			return true;
+	}
+	return false;
+}
+
+bool mrcd_worker_sleep(struct mrcd_worker *w)
+{
+	struct mrcd_backend *b = w->backend;
+
+	if (w->d->n_workers > 1) {
+		__atomic_store_n(&w->asleep, true, __ATOMIC_SEQ_CST);
+		/* pairs with take()'s: it sees the flag, or this sees its datagrams */
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (inbox_holds(w)) {
 			__atomic_store_n(&w->asleep, false, __ATOMIC_RELAXED);
 			return false;
 		}
 	}
+	if (b->ops->arm && !b->ops->arm(b, true)) {
+		__atomic_store_n(&w->asleep, false, __ATOMIC_RELAXED);
+		return false;
+	}
 	return true;
+}
+
+void mrcd_worker_woke(struct mrcd_worker *w)
+{
+	if (w->d->n_workers > 1)
+		__atomic_store_n(&w->asleep, false, __ATOMIC_RELAXED);
+	if (w->backend->ops->arm)
+		w->backend->ops->arm(w->backend, false);
 }
 
 /* What the other workers handed over, into this worker's shard. */
@@ -297,6 +320,7 @@ static void *worker_main(void *arg)
 {
 	struct mrcd_worker *w = arg;
 	struct mrcd_core *c = &w->d->core;
+	struct mrcd_backend *b = w->backend;
 
 	pthread_mutex_lock(&w->run);
 	while (!__atomic_load_n(&w->stop, __ATOMIC_ACQUIRE)) {
@@ -308,10 +332,14 @@ static void *worker_main(void *arg)
 
 		let_control_in(w);
 		next = mrcd_core_next_timeout(c, w->index);
-		if (w->rx_due)
+		/* AF_XDP frames the kernel has not taken want kicks; the XDP program's quiet
+		 * events no descriptor announces */
+		if (b->ops->tx_pending && b->ops->tx_pending(b) && next > now + MRCD_TX_KICK_NS)
+			next = now + MRCD_TX_KICK_NS;
+		if (w->rx_due || (b->ops->rx_pending && b->ops->rx_pending(b)))
 			next = now;
 		sleep = next > now && !mrc_spin_idle(&w->spin, now) &&
-			mrcd_core_idle(c, w->index) && mrcd_worker_arm(w, true);
+			mrcd_core_idle(c, w->index) && mrcd_worker_sleep(w);
 		if (sleep)
 			mrc_spin_sleeping(&w->spin, now);
 		if (sleep && next != UINT64_MAX)
@@ -322,9 +350,10 @@ static void *worker_main(void *arg)
 			pthread_mutex_unlock(&w->run);
 		n = epoll_pwait2(w->epoll_fd, ev, 8, sleep && next == UINT64_MAX ? NULL : &wait,
 				 NULL);
-		if (sleep)
+		if (sleep) {
 			pthread_mutex_lock(&w->run);
-		mrcd_worker_arm(w, false);
+			mrcd_worker_woke(w);
+		}
 		if (n < 0 && errno != EINTR) {
 			/* its shard would have nobody to run it: the daemon stops */
 			mrcd_log(LOG_ERR, "worker %u: epoll_pwait2: %s: stopping", w->index,

@@ -128,10 +128,8 @@ started() { grep -q "$DAEMON_UP\|cannot start" "$TMP/$1.log"; }
 wait_until 5 "metaroced a neither started nor gave up" started a
 wait_until 5 "metaroced b neither started nor gave up" started b
 why=$(sed -n 's/.*cannot start: \(backend xdp: .*\)/\1/p' "$TMP/a.log" "$TMP/b.log" | head -n 1)
-if [ -n "$why" ]; then
-	echo "the xdp backend's workers not tried: it cannot attach on this kernel: $why"
-	exit 0
-fi
+[ -z "$why" ] ||
+	skip "the udp backend's workers passed; the xdp backend cannot attach on this kernel: $why"
 wait_for "$TMP/b.log" "backend xdp"
 grep -q "2 workers: the XDP program's events go to each QP's worker" "$TMP/b.log" ||
 	fail "b: no word of how its 2 workers share the XDP program: $(cat "$TMP/b.log")"
@@ -154,6 +152,17 @@ echo "b: $placed packets placed in XDP," \
 queues=$(ip -n "$NS_B" -d link show "${TAG}b0" | sed -n 's/.*numrxqueues \([0-9]*\).*/\1/p')
 [ "$(xdp_json "$TMP/b.sock" 'j["af_xdp"]["sockets"]')" -eq $((2 * queues)) ] ||
 	fail "b: AF_XDP sockets are not one per receive queue of each plane"
+# one WRITE in flight a QP: between messages each worker sleeps, and the program must wake
+# the worker that runs the QP a placed packet is for (each worker said it sleeps)
+woken() { # SOCKET WORKER: the program's wakeups of that worker
+	metric "$1" "metaroce_xdp_sleeping_events_total{worker=\"$2\",wakeup=\"yes\"}"
+}
+perf_pair xdp_one -- -t write -s 8192 -q 2 -Q 1 -n 300 -V
+json_check xdp_one 'j["messages"] == 600 and j["peer"]["verified"] == 600 and j["errors"] == 0'
+for k in 0 1; do
+	[ "$(woken "$TMP/b.sock" $k)" -gt 0 ] || fail "b: the XDP program never woke worker $k"
+	echo "b: the XDP program woke worker $k $(woken "$TMP/b.sock" $k) times"
+done
 for s in a b; do
 	[ "$(metric "$TMP/$s.sock" metaroce_error_completions_total)" = 0 ] ||
 		fail "$s: error completions over xdp"

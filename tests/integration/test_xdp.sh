@@ -131,8 +131,8 @@ PY
 # what woke B while it slept, as an operator reads it: some events did, more waited for its
 # next turn (one wakeup per sleep, and none for a packet the engine may acknowledge later)
 "$CTL" -S "$TMP/b.sock" metrics | awk '
-	/^metaroce_xdp_sleeping_events_total\{wakeup="yes"\}/ { yes = $2 }
-	/^metaroce_xdp_sleeping_events_total\{wakeup="no"\}/ { no = $2 }
+	/^metaroce_xdp_sleeping_events_total\{worker="[0-9]+",wakeup="yes"\}/ { yes += $2 }
+	/^metaroce_xdp_sleeping_events_total\{worker="[0-9]+",wakeup="no"\}/ { no += $2 }
 	END { printf "  events while B slept: %d woke it, %d waited\n", yes, no; exit !(yes > 0 && no > 0) }' ||
 	fail "metaroce_xdp_sleeping_events_total: no wakeups, or none coalesced"
 "$CTL" -S "$TMP/b.sock" xdp

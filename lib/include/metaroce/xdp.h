@@ -153,7 +153,7 @@ struct mrc_xdp_wake {
 	__u64 asleep;		/* 1 while the worker sleeps (or is about to); the program's
 				 * wakeup takes it back to 0 (64 bits: BPF's cmpxchg) */
 	__u64 wakeups;		/* the program's: events it submitted with a wakeup */
-	__u64 quiet;		/* the program's: events submitted while the worker slept, unwoken */
+	__u64 quiet;		/* the program's: events submitted, unwoken, while it slept */
 	__u64 pad[5];
 };
 _Static_assert(sizeof(struct mrc_xdp_wake) == 64, "a worker's wake flag is one cache line");
