@@ -23,7 +23,6 @@
 #include "io/metrics.h"
 #include "log.h"
 
-
 /* Every client may hold completion-channel sockets here: take the hard limit, not 1024. */
 static void raise_fd_limit(void)
 {

@@ -337,7 +337,7 @@ lacks="cannot start: backend xdp: attaching XDP to ${TAG}a0: loading and attachi
 without_cap CAP_BPF "$lacks CAP_BPF"
 without_cap CAP_PERFMON "$lacks CAP_PERFMON"
 without_cap CAP_NET_ADMIN "$lacks CAP_NET_ADMIN"
-without_cap CAP_NET_RAW "xdp backend without AF_XDP sockets \(${TAG}a0 queue 0: an AF_XDP socket needs CAP_NET_RAW"
+without_cap CAP_NET_RAW "worker 0: no AF_XDP sockets \(${TAG}a0 queue 0: an AF_XDP socket needs CAP_NET_RAW"
 without_cap CAP_IPC_LOCK "AF_XDP on 1 of 2 planes.*${TAG}a1 queue 0: the locked-memory limit .* is spent"
 on a rm "$dropin"
 on a systemctl daemon-reload
