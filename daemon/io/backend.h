@@ -77,9 +77,9 @@ struct mrcd_backend {
 	 * port to bind instead (another worker's, in its SO_REUSEPORT groups) */
 	uint16_t port;
 	bool reuseport; /* udp: the receiving sockets join SO_REUSEPORT groups (workers > 1) */
-	bool joins;	/* ... groups another worker's sockets made (else it makes them) */
-	/* the worker it is for, of how many; a worker other than 0 shares worker 0's (leader)
-	 * XDP program and takes the receive queues q with q % n_workers == worker */
+	/* the worker it is for, of how many; a worker other than 0 joins the groups worker
+	 * 0's (leader) sockets made, shares its XDP program and takes the receive queues q
+	 * with q % n_workers == worker; NULL: worker 0's, which makes them */
 	unsigned worker, n_workers;
 	struct mrcd_backend *leader;
 	void *priv;	/* the backend's own state */

@@ -337,7 +337,7 @@ static int udp_open(struct mrcd_backend *b, char *err, size_t errlen)
 		u->family = p->addr.family;
 		/* the group's maker first binds alone: a port another daemon holds is refused as
 		 * it always was, rather than shared with it (SO_REUSEPORT would let it in) */
-		if (b->reuseport && !b->joins) {
+		if (b->reuseport && !b->leader) {
 			int probe = plane_socket(p, b->port, true, false, &bound, err, errlen);
 
 			if (probe < 0)
@@ -402,8 +402,8 @@ static void drain_errors(int fd)
  * The same address and port, whatever the QP: a train may hold several QPs' datagrams. The
  * peer's kernel hands a train to one of its workers whole (as a NIC's GRO merges a flow's
  * packets, whichever QPs they are for), which passes on what is another worker's. Trains of
- * one QP each would spare that, on veth only, and cost a third of one worker's goodput with
- * two QPs sharing source ports (make bench-backend), one worker being the common case.
+ * one QP each would spare that, on veth only, and cost one worker more than half its goodput
+ * with two QPs sharing source ports (make bench-backend), one worker being the common case.
  */
 static bool same_dest(const struct mrcd_dgram *a, const struct mrcd_dgram *b)
 {

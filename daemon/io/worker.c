@@ -499,9 +499,8 @@ static int worker_open(struct mrcd *d, struct mrcd_worker *w, unsigned k, char *
 	/* the same port as worker 0's sockets, in the same reuseport groups; worker 0's XDP
 	 * program, if any, with this worker's event ring and receive queues */
 	w->own = (struct mrcd_backend){ .ops = d->backend.ops, .cfg = &d->cfg,
-					.port = d->backend.port, .reuseport = true, .joins = true,
-					.worker = k, .n_workers = d->n_workers,
-					.leader = &d->backend };
+					.port = d->backend.port, .reuseport = true, .worker = k,
+					.n_workers = d->n_workers, .leader = &d->backend };
 	if (w->own.ops->open(&w->own, err, errlen))
 		return -1;
 	n = w->own.ops->poll_fds(&w->own, fds, MRCD_BACKEND_MAX_FDS);
